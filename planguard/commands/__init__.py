@@ -1,0 +1,1 @@
+"""Subcommands of the ``planguard`` CLI: one module each, exposing ``register(subparsers)``."""

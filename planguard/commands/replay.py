@@ -1,0 +1,160 @@
+"""``planguard replay PATH... [--plan PRESET|FILE] [--rules VERSION] [--format table|jsonl] [-o OUT]``
+
+The output contract (``--format jsonl``: one object per trajectory, input order) is what acceptance is
+measured through; keep its keys stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import IO, Any
+
+__all__ = ["register", "run", "result_record"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "replay",
+        help="replay recorded trajectories through the monitoring pipeline",
+        description="Classify every step of recorded agent runs into plan phases and score plan compliance.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trajectory files or directories (recursive)")
+    p.add_argument(
+        "--plan", action="append", metavar="PRESET|FILE",
+        help="plan to score against (repeatable); 'paper-settings' scores the paper's 7 settings "
+        "(default: the standard plan)",
+    )
+    p.add_argument("--rules", default="v351278e", help="phase rules: v351278e (default), v8ec988e, corrected")
+    p.add_argument("--format", choices=("table", "jsonl"), help="output format (default: table on a terminal)")
+    p.add_argument("--source", metavar="FORMAT", help="input format, if detection from content is not wanted")
+    p.add_argument("--no-diagnostics", action="store_true", help="phases and metrics only (no actions/detectors)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
+    p.set_defaults(func=run)
+
+
+def result_record(result: Any) -> dict[str, Any]:
+    """One trajectory's replay as the stable JSON record."""
+    from ..actions import action_dict
+
+    t, s = result.trajectory, result.summary
+    return {
+        "id": t.id,
+        "source": t.source,
+        "format": t.format,
+        "n_steps": len(result.steps),
+        "step_roles": [list(step.roles) for step in result.steps],
+        "letters": s.letters,
+        "langutory": s.langutory,
+        "metrics": {name: sc.as_dict() for name, sc in s.scores.items()},
+        "actions": [action_dict(step) for step in result.steps] if result.steps and result.steps[0].action
+        is not None else [],
+        "findings": [
+            {"detector": f.detector, "first_step": f.first_step, "last_step": f.last_step,
+             "evidence": f.evidence, "at_end": f.at_end}
+            for f in s.findings
+        ],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..loaders import LoadError
+    from ..replay import replay, replay_pipeline, resolve_plans
+
+    try:
+        plans = resolve_plans(args.plan)
+        pipeline = replay_pipeline(plans, args.rules, diagnostics=not args.no_diagnostics)
+    except ValueError as exc:
+        print(f"planguard replay: {exc}", file=sys.stderr)
+        return 2
+    out: IO[str] = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    fmt = args.format or ("table" if out.isatty() else "jsonl")
+    failed = 0
+    rows: list[dict[str, Any]] = []
+    progress = _Progress(enabled=fmt == "table" and sys.stderr.isatty())
+    try:
+        for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
+            if isinstance(item, LoadError):
+                failed += 1
+                progress.print_error(str(item))
+                continue
+            record = result_record(item)
+            progress.advance(record["id"])
+            if fmt == "jsonl":
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                rows.append(record)
+    finally:
+        progress.close()
+        if fmt == "table":
+            _print_table(rows, [p.name for p in plans if p.scored], out)
+        if out is not sys.stdout:
+            out.close()
+    if failed:
+        print(f"planguard replay: {failed} input(s) failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+class _Progress:
+    """A progress line on standard error for long replays; errors print above it."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._progress: Any = None
+        if enabled:
+            from rich.progress import Progress, SpinnerColumn, TextColumn
+
+            self._progress = Progress(SpinnerColumn(), TextColumn("replayed {task.completed} runs · {task.description}"),
+                                      transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("", total=None)
+
+    def advance(self, run_id: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, description=run_id)
+
+    def print_error(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(f"[red]error[/red] {message}", highlight=False, markup=True)
+        else:
+            print(message, file=sys.stderr)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _print_table(rows: list[dict[str, Any]], plan_names: list[str], out: IO[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out, soft_wrap=False)
+    table = Table(title=f"planguard replay · {len(rows)} runs", title_justify="left")
+    table.add_column("run", overflow="fold", max_width=48)
+    table.add_column("steps", justify="right")
+    table.add_column("letters", overflow="ellipsis", max_width=40)
+    single = len(plan_names) == 1
+    if single:
+        for col in ("PPC", "POC", "PPF", "PC"):
+            table.add_column(col, justify="right")
+    else:
+        for name in plan_names:
+            table.add_column(f"PC {name}", justify="right")
+    table.add_column("findings", overflow="fold", max_width=30)
+    for r in rows:
+        metrics = r["metrics"]
+        cells = [r["id"], str(r["n_steps"]), r["letters"] or "—"]
+        if single:
+            m = metrics.get(plan_names[0], {})
+            cells += [f"{m.get(k, 0.0):.3f}" for k in ("PPC", "POC", "PPF", "PC")]
+        else:
+            cells += [f"{metrics.get(n, {}).get('PC', 0.0):.3f}" for n in plan_names]
+        kinds: dict[str, int] = {}
+        for f in r["findings"]:
+            kinds[f["detector"]] = kinds.get(f["detector"], 0) + 1
+        cells.append(", ".join(f"{k}×{v}" if v > 1 else k for k, v in kinds.items()) or "")
+        table.add_row(*cells)
+    console.print(table)
+    if rows and plan_names:
+        mean = sum(r["metrics"].get(plan_names[0], {}).get("PC", 0.0) for r in rows) / len(rows)
+        console.print(f"mean PC ({plan_names[0]}): {mean:.3f}")

@@ -1,0 +1,64 @@
+"""The one event type every integration and loader produces: a tool call.
+
+An integration fills what it knows before the call runs (``tool``, ``arguments``, ``call_id``) and the
+rest after it (``result``, ``is_error``, ``exit_code``, timing). Loaders fill everything at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ToolEvent", "THINK_TOOL", "SHELL_TOOL"]
+
+#: Tool name of a step that called no tool (a pure "think" step).
+THINK_TOOL = ""
+#: Tool name used for a raw shell line (SWE-agent string actions, mini-swe-agent bash blocks).
+SHELL_TOOL = "bash"
+
+
+@dataclass(slots=True)
+class ToolEvent:
+    """One tool call of an agent, before and/or after it ran.
+
+    ``arguments`` is the parsed argument object when the framework has one, or the raw argument string
+    when it could not be parsed (classifiers must accept both). ``action`` is the scaffold's own text
+    rendering of the call when it has one (SWE-agent's byte-exact action string); the paper's rules
+    classify that text, as the paper did, and fall back to ``tool``/``arguments`` when it is absent.
+    """
+
+    tool: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    call_id: str | None = None
+    action: str | None = None
+    # --- known after execution ---
+    result: str | None = None
+    is_error: bool = False
+    exit_code: int | None = None
+    start_time: float | None = None  # seconds since the epoch
+    end_time: float | None = None
+    # Free-form facts from the source (model name, message id, ...); never read on the hot path.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def shell(cls, command: str, **kwargs: Any) -> ToolEvent:
+        """A raw shell line, as SWE-agent string actions and mini-swe-agent bash blocks are."""
+        return cls(tool=SHELL_TOOL, arguments={"command": command}, action=command, **kwargs)
+
+    @property
+    def duration(self) -> float | None:
+        if self.start_time is None or self.end_time is None:
+            return None
+        return self.end_time - self.start_time
+
+    @property
+    def failed(self) -> bool:
+        """The call errored or exited non-zero."""
+        return self.is_error or (self.exit_code is not None and self.exit_code != 0)
+
+    def argument(self, key: str, default: Any = None) -> Any:
+        """One argument, tolerant of raw-string arguments (returns ``default`` then)."""
+        if isinstance(self.arguments, Mapping):
+            return self.arguments.get(key, default)
+        return default

@@ -1,0 +1,264 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``).
+
+Lines are ``{type, uuid, parentUuid, sessionId, isSidechain, message, toolUseResult, ...}``. Only
+``user`` and ``assistant`` lines carry the conversation; ``summary``, ``system``, ``progress``,
+``file-history-snapshot`` and ``queue-operation`` lines are bookkeeping and are skipped (``progress``
+lines may embed a running sub-agent's messages, which its own transcript records again).
+
+* One API response is written as several assistant lines sharing ``message.id`` (one content block
+  each, sometimes repeated), so blocks are de-duplicated per response: a ``tool_use`` by its id, text by
+  its content. Each distinct ``message.id`` counts as one model call.
+* ``tool_use`` blocks become events in order; ``tool_result`` blocks (in later user lines) are paired
+  by ``tool_use_id`` and fill ``result``/``is_error``/``end_time``. The line's ``toolUseResult`` adds
+  structured facts (``interrupted``, ``agentId`` of a spawned sub-agent, ...) to ``metadata``.
+* Sub-agent (Task) transcripts are never mixed into the parent run. Lines with ``isSidechain: true``
+  form their own :class:`Trajectory` with id ``"<session>/<agentId>"`` (``"<session>/sidechain-N"`` for
+  old versions that did not write ``agentId``, chains being told apart by ``parentUuid``). A standalone
+  sub-agent file (``agent-<agentId>.jsonl``, every line a sidechain) yields the same id, ``<session>``
+  being the parent's ``sessionId``, so parent and child ids line up whichever file is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from planguard.events import ToolEvent
+
+from ._base import LoadError, Trajectory, as_str, new_meta, parse_time, text_of, type_name
+
+__all__ = ["load_claude_code"]
+
+_EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
+# User lines that are Claude Code's own plumbing rather than instructions from the person.
+_NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command-", "<command-args>", "Caveat:")
+_INTERRUPTED = "[Request interrupted by user"
+_MAIN = ""
+
+
+class _Chain:
+    """The events of one conversation chain (the main session or one sub-agent)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.events: list[ToolEvent] = []
+        self.pending: dict[str, ToolEvent] = {}
+        self.seen_blocks: set[tuple[str, str, str]] = set()
+        self.responses: set[str] = set()
+        self.model: str | None = None
+        self.final_text: str | None = None
+        self.prompts: list[str] = []
+        self.interruptions = 0
+        self.orphan_results = 0
+        self.malformed_blocks = 0
+        self.n_lines = 0
+        self.session_id: str | None = None
+        self.agent_id: str | None = None
+        self.facts: dict[str, Any] = {}
+
+    def assistant(self, entry: dict[str, Any], message: dict[str, Any]) -> None:
+        response_id = (
+            as_str(message.get("id")) or as_str(entry.get("requestId")) or as_str(entry.get("uuid")) or ""
+        )
+        self.responses.add(response_id)
+        self.model = as_str(message.get("model")) or self.model
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
+        timestamp = parse_time(entry.get("timestamp"))
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                call_id = as_str(block.get("id")) or ""
+                name = block.get("name")
+                if not isinstance(name, str) or not name:
+                    # A nameless call cannot be classified, and "" would pass it off as a think step.
+                    self.malformed_blocks += 1
+                    continue
+                key = ("tool_use", call_id or str(len(self.events)), "")
+                if key in self.seen_blocks:
+                    continue
+                self.seen_blocks.add(key)
+                raw_input = block.get("input")
+                event = ToolEvent(
+                    tool=name,
+                    arguments=raw_input if isinstance(raw_input, (dict, str)) else {},
+                    call_id=call_id or None,
+                    start_time=timestamp,
+                    metadata={"message_id": response_id, "uuid": entry.get("uuid")},
+                )
+                self.events.append(event)
+                if call_id:
+                    self.pending[call_id] = event
+            elif kind == "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    continue
+                key = ("text", response_id, text)
+                if key in self.seen_blocks:
+                    continue
+                self.seen_blocks.add(key)
+                if text.strip():
+                    self.final_text = text
+
+    def user(self, entry: dict[str, Any], message: dict[str, Any]) -> None:
+        content = message.get("content")
+        if isinstance(content, str):
+            self._prompt(entry, content)
+            return
+        if not isinstance(content, list):
+            return
+        timestamp = parse_time(entry.get("timestamp"))
+        first_result = True
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                event = self.pending.pop(as_str(block.get("tool_use_id")) or "", None)
+                if event is None:
+                    self.orphan_results += 1
+                    continue
+                self._result(event, block, timestamp, entry.get("toolUseResult") if first_result else None)
+                first_result = False
+            elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                self._prompt(entry, block["text"])
+
+    def _prompt(self, entry: dict[str, Any], text: str) -> None:
+        if text.startswith(_INTERRUPTED):
+            self.interruptions += 1
+            return
+        if entry.get("isMeta") or entry.get("isCompactSummary") or not text.strip():
+            return
+        if text.lstrip().startswith(_NOT_A_PROMPT):
+            return
+        self.prompts.append(text)
+
+    @staticmethod
+    def _result(event: ToolEvent, block: dict[str, Any], timestamp: float | None, extra: Any) -> None:
+        result = text_of(block.get("content"))
+        event.result = result
+        event.is_error = block.get("is_error") is True
+        event.end_time = timestamp
+        if event.is_error:
+            match = _EXIT_CODE.match(result)
+            if match:
+                event.exit_code = int(match.group(1))
+        metadata = event.metadata if isinstance(event.metadata, dict) else {}
+        if isinstance(extra, dict):
+            # Keep the small structured facts; stdout/file bodies already are the result text.
+            facts = {
+                k: v
+                for k, v in extra.items()
+                if isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)
+            }
+            if facts:
+                metadata["tool_use_result"] = facts
+            if isinstance(extra.get("agentId"), str):
+                metadata["subagent_id"] = extra["agentId"]
+        elif isinstance(extra, str):
+            metadata["tool_use_result"] = extra[:200]
+
+    def trajectory(self, run_id: str, source: str, extra_meta: dict[str, Any]) -> Trajectory:
+        meta = new_meta(
+            model=self.model,
+            final_text=self.final_text,
+            task=self.prompts[0] if self.prompts else None,
+            n_model_calls=len(self.responses) or None,
+            user_prompts=list(self.prompts),
+            n_interruptions=self.interruptions,
+            orphan_tool_results=self.orphan_results,
+            malformed_blocks=self.malformed_blocks,
+            unanswered_tool_calls=sum(1 for e in self.events if e.result is None),
+            **self.facts,
+        )
+        meta.update(extra_meta)
+        return Trajectory(id=run_id, source=source, format="claude-code", events=self.events, meta=meta)
+
+
+def load_claude_code(
+    records: Iterable[tuple[int, Any] | LoadError], path: str, stem: str
+) -> Iterator[Trajectory | LoadError]:
+    """Turn one transcript's ``(line, record)`` stream into the session run plus one run per sub-agent."""
+    main = _Chain(_MAIN)
+    sidechains: dict[str, _Chain] = {}
+    chain_of_uuid: dict[str, str] = {}
+    summaries: list[str] = []
+    n_anonymous = 0
+    standalone_agent = stem[len("agent-") :] if stem.startswith("agent-") else None
+
+    for item in records:
+        if isinstance(item, LoadError):
+            yield item
+            continue
+        line, entry = item
+        if not isinstance(entry, dict):
+            yield LoadError(
+                path, f"expected a JSON object (one transcript entry), got {type_name(entry)}", line
+            )
+            continue
+        kind = entry.get("type")
+        if kind == "summary":
+            if isinstance(entry.get("summary"), str):
+                summaries.append(entry["summary"])
+            continue
+        if kind not in ("user", "assistant"):
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            yield LoadError(
+                path,
+                f"'{kind}' entry has no 'message' object (got {type_name(message)}); "
+                "expected {'role', 'content'}",
+                line,
+            )
+            continue
+
+        chain = main
+        if entry.get("isSidechain") is True:
+            name = as_str(entry.get("agentId"))
+            if name is None:
+                parent = as_str(entry.get("parentUuid"))
+                name = chain_of_uuid.get(parent) if parent else None
+            if name is None:
+                n_anonymous += 1
+                name = (
+                    standalone_agent if standalone_agent and n_anonymous == 1 else f"sidechain-{n_anonymous}"
+                )
+            chain = sidechains.get(name) or sidechains.setdefault(name, _Chain(name))
+            uuid = as_str(entry.get("uuid"))
+            if uuid:
+                chain_of_uuid[uuid] = name
+        chain.n_lines += 1
+        if chain.session_id is None:
+            chain.session_id = as_str(entry.get("sessionId"))
+            chain.agent_id = as_str(entry.get("agentId"))
+            chain.facts = {
+                "session_id": chain.session_id,
+                "cwd": as_str(entry.get("cwd")),
+                "git_branch": as_str(entry.get("gitBranch")),
+                "claude_code_version": as_str(entry.get("version")),
+            }
+        if kind == "assistant":
+            chain.assistant(entry, message)
+        else:
+            chain.user(entry, message)
+
+    has_main = main.n_lines > 0 or not sidechains
+    if has_main:
+        yield main.trajectory(stem, path, {"summaries": summaries, "is_sidechain": False})
+    parent = stem if has_main else (main.session_id or _first_session(sidechains) or stem)
+    for name, chain in sidechains.items():
+        yield chain.trajectory(
+            f"{parent}/{name}",
+            path,
+            {"is_sidechain": True, "agent_id": chain.agent_id or name, "parent_session_id": chain.session_id},
+        )
+
+
+def _first_session(chains: dict[str, _Chain]) -> str | None:
+    for chain in chains.values():
+        if chain.session_id:
+            return chain.session_id
+    return None

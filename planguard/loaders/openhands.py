@@ -1,0 +1,330 @@
+"""OpenHands: serialised event streams (a JSON array of events) and evaluation ``output.jsonl`` records.
+
+Only the agent's actions become events; user messages, recalls, state changes and condensations are
+context. Each event is named after the CodeAct tool the model actually called: when the action carries
+``tool_call_metadata`` the function name and JSON arguments are recovered from the stored model
+response (so an ``edit`` action becomes ``str_replace_editor`` with ``command=create``, as the model
+wrote it), otherwise they are rebuilt from the action's ``args``. Observations are paired by ``cause``
+(the action's event id), falling back to the tool-call id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planguard.events import ToolEvent
+
+from ._base import (
+    LoadError,
+    Trajectory,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    dig,
+    new_meta,
+    parse_arguments,
+    parse_time,
+    text_of,
+    type_name,
+)
+
+__all__ = ["ACTION_TOOLS", "load_event_document", "load_output_record"]
+
+#: OpenHands action type -> CodeAct tool name, for actions recorded without tool-call metadata.
+ACTION_TOOLS: dict[str, str] = {
+    "run": "execute_bash",
+    "run_ipython": "execute_ipython_cell",
+    "read": "str_replace_editor",
+    "edit": "str_replace_editor",
+    "write": "str_replace_editor",
+    "think": "think",
+    "finish": "finish",
+    "browse": "web_read",
+    "browse_interactive": "browser",
+    "delegate": "delegate",
+    "call_tool_mcp": "mcp",
+    "task_tracking": "task_tracker",
+}
+
+_ERROR_OBSERVATIONS = frozenset({"error", "user_rejected"})
+
+
+def load_event_document(doc: Any, path: str, run_id: str) -> Trajectory:
+    if not isinstance(doc, list):
+        raise LoadError(path, f"expected an array of OpenHands events, got {type_name(doc)}")
+    builder = _Builder(path, None)
+    builder.feed(doc, "")
+    return Trajectory(id=run_id, source=path, format="openhands", events=builder.events, meta=builder.meta())
+
+
+def load_output_record(record: Any, path: str, line: int | None) -> Trajectory:
+    """One instance of an OpenHands evaluation ``output.jsonl`` (``EvalOutput``)."""
+    if not isinstance(record, dict):
+        raise LoadError(
+            path, f"expected a JSON object (one evaluated instance), got {type_name(record)}", line
+        )
+    instance_id = record.get("instance_id")
+    if isinstance(instance_id, (int, float)) and not isinstance(instance_id, bool):
+        instance_id = str(instance_id)
+    if not isinstance(instance_id, str) or not instance_id:
+        raise LoadError(path, "'instance_id' is missing; expected the instance id string", line)
+    history = record.get("history")
+    if not isinstance(history, list):
+        got = "missing" if history is None else f"a {type_name(history)}"
+        raise LoadError(path, f"'history' is {got}; expected an array of events", line)
+    builder = _Builder(path, line)
+    builder.feed(history, "history")
+
+    metadata = as_dict(record.get("metadata"))
+    test_result = as_dict(record.get("test_result"))
+    resolved = _resolved(record, test_result)
+    meta = builder.meta()
+    meta.update(
+        instance_id=instance_id,
+        model=as_str(dig(metadata, "llm_config", "model"))
+        or as_str(metadata.get("model_name"))
+        or meta["model"],
+        resolved=resolved,
+        resolution_status=None if resolved is None else ("resolved" if resolved else "unresolved"),
+        task=as_str(record.get("instruction"))
+        or as_str(dig(record, "instance", "problem_statement"))
+        or meta["task"],
+        error=as_str(record.get("error")),
+        agent_class=as_str(metadata.get("agent_class")),
+        git_patch=as_str(test_result.get("git_patch")),
+        cost=as_float(dig(record, "metrics", "accumulated_cost")),
+    )
+    source = path if line is None else f"{path}:{line}"
+    return Trajectory(
+        id=instance_id, source=source, format="openhands-output", events=builder.events, meta=meta
+    )
+
+
+def _event_key(value: Any) -> int | str | None:
+    # Event ids are ints in every OpenHands version; anything else cannot be a cause to pair with.
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _resolved(record: dict[str, Any], test_result: dict[str, Any]) -> bool | None:
+    for candidate in (
+        dig(test_result, "report", "resolved"),
+        dig(record, "report", "resolved"),
+        test_result.get("resolved"),
+        record.get("resolved"),
+    ):
+        if isinstance(candidate, bool):
+            return candidate
+    return None
+
+
+class _Builder:
+    """Accumulates one run's events; shared by the event-list and the output.jsonl layouts."""
+
+    def __init__(self, path: str, line: int | None) -> None:
+        self.path = path
+        self.line = line
+        self.events: list[ToolEvent] = []
+        self._by_event_id: dict[int | str, ToolEvent] = {}
+        self._by_call_id: dict[str, ToolEvent] = {}
+        self._response_ids: set[str] = set()
+        self._plain_messages = 0
+        self._unpaired = 0
+        self._skipped: dict[str, int] = {}
+        self._model: str | None = None
+        self._task: str | None = None
+        self._final_text: str | None = None
+        self._agent_state: str | None = None
+        self._finished = False
+
+    def feed(self, items: list[Any], where: str) -> None:
+        for index, item in enumerate(items):
+            label = f"{where}[{index}]" if where else f"events[{index}]"
+            # Pre-0.10 output.jsonl stored history as [action, observation] pairs.
+            if isinstance(item, list) and len(item) == 2 and all(isinstance(part, dict) for part in item):
+                event = self._action(item[0], label)
+                self._observation(item[1], fallback=event)
+                continue
+            if not isinstance(item, dict):
+                raise LoadError(
+                    self.path, f"{label} is a {type_name(item)}; expected an event object", self.line
+                )
+            if "observation" in item:
+                self._observation(item, fallback=None)
+            elif "action" in item:
+                self._action(item, label)
+
+    def _action(self, item: dict[str, Any], label: str) -> ToolEvent | None:
+        kind = item.get("action")
+        args = as_dict(item.get("args"))
+        source = item.get("source")
+        metadata_block = item.get("tool_call_metadata")
+        tool_meta = metadata_block if isinstance(metadata_block, dict) else None
+        response = tool_meta.get("model_response") if tool_meta else None
+        if isinstance(response, dict):
+            response_id = response.get("id")
+            if isinstance(response_id, str):
+                self._response_ids.add(response_id)
+            self._model = self._model or as_str(response.get("model"))
+
+        if kind == "message":
+            text = as_str(args.get("content")) or as_str(item.get("message")) or ""
+            if source == "user":
+                if self._task is None and text:
+                    self._task = text
+            elif text.strip():
+                self._final_text = text
+                if tool_meta is None:
+                    self._plain_messages += 1  # an LLM reply with no tool call is still a model call
+            return None
+        if source == "user" or not isinstance(kind, str) or (kind not in ACTION_TOOLS and tool_meta is None):
+            key = str(kind)
+            self._skipped[key] = self._skipped.get(key, 0) + 1
+            return None
+
+        tool, arguments = _tool_call(kind, args, item, tool_meta)
+        call_id = as_str(tool_meta.get("tool_call_id")) if tool_meta else None
+        thought = as_str(args.get("thought")) or ""
+        metadata: dict[str, Any] = {"openhands_action": kind}
+        if thought:
+            metadata["thought"] = thought
+        event_id = _event_key(item.get("id"))
+        if event_id is not None:
+            metadata["event_id"] = event_id
+        event = ToolEvent(
+            tool=tool,
+            arguments=arguments,
+            call_id=call_id,
+            start_time=parse_time(item.get("timestamp")),
+            metadata=metadata,
+        )
+        self.events.append(event)
+        if event_id is not None:
+            self._by_event_id[event_id] = event
+        if call_id:
+            self._by_call_id[call_id] = event
+        if kind == "finish":
+            self._finished = True
+            text = (
+                as_str(args.get("final_thought"))
+                or as_str(args.get("message"))
+                or as_str(item.get("message"))
+                or thought
+            )
+            if text and text.strip():
+                self._final_text = text
+        return event
+
+    def _observation(self, item: dict[str, Any], fallback: ToolEvent | None) -> None:
+        kind = item.get("observation")
+        extras = as_dict(item.get("extras"))
+        if kind == "agent_state_changed":
+            self._agent_state = as_str(extras.get("agent_state")) or self._agent_state
+            return
+        cause = _event_key(item.get("cause"))
+        event = self._by_event_id.get(cause) if cause is not None else None
+        if event is None:
+            call_id = dig(item, "tool_call_metadata", "tool_call_id")
+            if isinstance(call_id, str):
+                event = self._by_call_id.get(call_id)
+        event = event or fallback
+        if event is None or event.result is not None:
+            if kind not in (None, "null", "recall"):
+                self._unpaired += 1
+            return
+        content = item.get("content")
+        event.result = content if isinstance(content, str) else text_of(content)
+        exit_code = as_int(dig(extras, "metadata", "exit_code"))
+        event.exit_code = exit_code if exit_code is not None else as_int(extras.get("exit_code"))
+        event.is_error = kind in _ERROR_OBSERVATIONS or extras.get("error") is True
+        event.end_time = parse_time(item.get("timestamp"))
+        if isinstance(event.metadata, dict):
+            event.metadata["observation"] = kind
+
+    def meta(self) -> dict[str, Any]:
+        n_calls = len(self._response_ids) + self._plain_messages
+        return new_meta(
+            model=self._model,
+            exit_status=self._agent_state,
+            final_text=self._final_text,
+            task=self._task,
+            n_model_calls=n_calls or None,
+            finished=self._finished,
+            skipped_actions=dict(self._skipped),
+            unpaired_observations=self._unpaired,
+        )
+
+
+def _tool_call(
+    kind: str, args: dict[str, Any], item: dict[str, Any], tool_meta: dict[str, Any] | None
+) -> tuple[str, dict[str, Any] | str]:
+    if tool_meta is not None:
+        name = as_str(tool_meta.get("function_name"))
+        call = _find_call(tool_meta)
+        if name and call is not None:
+            return name, parse_arguments(dig(call, "function", "arguments"))
+        if name:
+            return name, _arguments_from_args(kind, args, item)[1]
+    return _arguments_from_args(kind, args, item)
+
+
+def _find_call(tool_meta: dict[str, Any]) -> dict[str, Any] | None:
+    wanted = tool_meta.get("tool_call_id")
+    choices = dig(tool_meta, "model_response", "choices")
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        calls = dig(choice, "message", "tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, dict) and call.get("id") == wanted:
+                    return call
+    return None
+
+
+def _arguments_from_args(kind: str, args: dict[str, Any], item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def present(*keys: str) -> dict[str, Any]:
+        return {k: args[k] for k in keys if args.get(k) not in (None, "")}
+
+    tool = ACTION_TOOLS.get(kind, kind)
+    if kind == "run":
+        arguments = present("command")
+        if args.get("is_input"):
+            arguments["is_input"] = "true"
+        return tool, arguments
+    if kind == "run_ipython":
+        return tool, present("code")
+    if kind == "read":
+        return tool, {"command": "view", **present("path", "view_range")}
+    if kind == "edit":
+        if args.get("command"):
+            return tool, present("command", "path", "file_text", "old_str", "new_str", "insert_line")
+        # The LLM-based editor (``edit_file``) rewrites a line range with ``content``.
+        return "edit_file", present("path", "content", "start", "end")
+    if kind == "write":
+        return tool, {"command": "create", **present("path"), "file_text": args.get("content", "")}
+    if kind == "think":
+        return tool, present("thought")
+    if kind == "finish":
+        message = (
+            args.get("final_thought") or args.get("message") or item.get("message") or args.get("thought")
+        )
+        arguments = {"message": message} if message else {}
+        if isinstance(args.get("task_completed"), (str, bool)):
+            arguments["task_completed"] = args["task_completed"]
+        return tool, arguments
+    if kind == "browse":
+        return tool, present("url")
+    if kind == "browse_interactive":
+        return tool, {"code": args.get("browser_actions", "")}
+    if kind == "delegate":
+        return tool, present("agent", "inputs")
+    if kind == "call_tool_mcp":
+        name = as_str(args.get("name")) or tool
+        inner = args.get("arguments")
+        return name, inner if isinstance(inner, dict) else {}
+    if kind == "task_tracking":
+        return tool, present("command", "task_list")
+    return tool, {k: v for k, v in args.items() if k != "thought"}

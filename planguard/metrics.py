@@ -1,0 +1,156 @@
+"""Langutory and the plan-compliance metrics (PPC, POC, PPF, PC), kept incrementally.
+
+Both structures take one role at a time in O(m) (m = plan length, at most a handful) and keep only
+run-length or per-phase state, so a session's cost per event does not grow with its length.
+Definitions: PHASE_RULES §5 and the plan-to-action paper §2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .phases import LETTER_OF, ROLE_OF_LETTER
+from .plan import Plan, phase_matches
+
+__all__ = ["Langutory", "Compliance", "Scores", "lis_length", "score_roles"]
+
+
+class Langutory:
+    """A run's phase sequence in run-length form: ``[["L_navigate", 3], ["P", 1], ...]``."""
+
+    __slots__ = ("runs", "length")
+
+    def __init__(self) -> None:
+        self.runs: list[list[str | int]] = []
+        self.length = 0
+
+    def add(self, role: str) -> None:
+        self.length += 1
+        runs = self.runs
+        if runs and runs[-1][0] == role:
+            runs[-1][1] += 1  # type: ignore[operator]
+        else:
+            runs.append([role, 1])
+
+    def extend(self, roles: Iterable[str]) -> None:
+        for r in roles:
+            self.add(r)
+
+    def rle(self) -> list[str]:
+        """The paper's run-length form, e.g. ``["L_navigate_3", "P_1"]``."""
+        return [f"{role}_{n}" for role, n in self.runs]
+
+    def letters(self) -> str:
+        return "".join(LETTER_OF.get(str(role), "X") * int(n) for role, n in self.runs)
+
+    def tail(self, runs: int = 5) -> str:
+        """The last few runs as compact text (``N3 R1 P2``), for span attributes and timelines."""
+        return " ".join(f"{LETTER_OF.get(str(r), '?')}{n}" for r, n in self.runs[-runs:])
+
+    @property
+    def current(self) -> str | None:
+        return str(self.runs[-1][0]) if self.runs else None
+
+    @classmethod
+    def from_letters(cls, letters: str) -> Langutory:
+        lang = cls()
+        lang.extend(ROLE_OF_LETTER.get(ch, "X_unknown") for ch in letters)
+        return lang
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    PPC: float
+    POC: float
+    PPF: float
+    PC: float
+    lis: int
+    m: int
+    extra_phases: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, float]:
+        return {"PPC": self.PPC, "POC": self.POC, "PPF": self.PPF, "PC": self.PC}
+
+
+def lis_length(seq: Sequence[int]) -> int:
+    """Length of the longest strictly increasing subsequence (patience sorting)."""
+    tails: list[int] = []
+    for x in seq:
+        lo, hi = 0, len(tails)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if tails[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == len(tails):
+            tails.append(x)
+        else:
+            tails[lo] = x
+    return len(tails)
+
+
+class Compliance:
+    """Incremental PPC/POC/PPF/PC of one run against one plan's expected order."""
+
+    __slots__ = ("plan", "expected", "first", "extras", "n", "_match", "_cache")
+
+    def __init__(self, plan: Plan | Sequence[str]) -> None:
+        self.expected: tuple[str, ...] = plan.expected if isinstance(plan, Plan) else tuple(plan)
+        self.plan = plan if isinstance(plan, Plan) else None
+        self.first: list[int | None] = [None] * len(self.expected)
+        self.extras: dict[str, None] = {}  # insertion-ordered set of out-of-plan phase types
+        self.n = 0
+        # role -> indices of the expected phases it matches; roles are a tiny vocabulary, so this stays small.
+        self._match: dict[str, tuple[int, ...]] = {}
+        self._cache: Scores | None = None
+
+    def add(self, role: str) -> None:
+        idx = self._match.get(role)
+        if idx is None:
+            idx = tuple(j for j, e in enumerate(self.expected) if phase_matches(role, e))
+            if len(self._match) < 256:
+                self._match[role] = idx
+        if idx:
+            first = self.first
+            for j in idx:
+                if first[j] is None:
+                    first[j] = self.n
+                    self._cache = None
+        elif role not in self.extras:
+            self.extras[role] = None
+            self._cache = None
+        self.n += 1
+
+    def matched(self, role: str) -> bool:
+        return any(phase_matches(role, e) for e in self.expected)
+
+    def missing(self) -> tuple[str, ...]:
+        """Expected phases not reached yet."""
+        return tuple(e for e, f in zip(self.expected, self.first, strict=True) if f is None)
+
+    def scores(self) -> Scores:
+        if self._cache is not None:
+            return self._cache
+        m = len(self.expected)
+        present = [f for f in self.first if f is not None]
+        lis = lis_length(present)
+        if m == 0:
+            s = Scores(0.0, 0.0, 0.0, 0.0, 0, 0, tuple(self.extras))
+        else:
+            ppc = len(present) / m
+            poc = lis / m
+            ppf = m / (m + len(self.extras))
+            pc = (ppf * ppc * poc) ** (1 / 3) if ppf and ppc and poc else 0.0
+            s = Scores(ppc, poc, ppf, pc, lis, m, tuple(self.extras))
+        self._cache = s
+        return s
+
+
+def score_roles(roles: Iterable[str], plan: Plan | Sequence[str]) -> Scores:
+    """Scores of a finished role sequence (offline convenience over :class:`Compliance`)."""
+    c = Compliance(plan)
+    for r in roles:
+        c.add(r)
+    return c.scores()

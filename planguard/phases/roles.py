@@ -1,0 +1,87 @@
+"""Phase roles, their letters, and the result types of classification."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "GENERAL",
+    "LETTER_OF",
+    "NAVIGATE",
+    "PATCH",
+    "PHASE_ROLES",
+    "REPRODUCE_NEW",
+    "REPRODUCE_REGRESSION",
+    "ROLE_OF_LETTER",
+    "VALIDATE_NEW",
+    "VALIDATE_REGRESSION",
+    "Classification",
+    "Command",
+]
+
+NAVIGATE = "L_navigate"
+REPRODUCE_NEW = "L_reproduce_newly_generated_test"
+REPRODUCE_REGRESSION = "L_reproduce_regression_test"
+PATCH = "P"
+VALIDATE_NEW = "V_newly_generated_test"
+VALIDATE_REGRESSION = "V_regression_test"
+GENERAL = "general"
+
+#: The six roles that make up a Langutory (``general`` is dropped from it).
+PHASE_ROLES: tuple[str, ...] = (
+    NAVIGATE,
+    REPRODUCE_NEW,
+    REPRODUCE_REGRESSION,
+    PATCH,
+    VALIDATE_NEW,
+    VALIDATE_REGRESSION,
+)
+
+#: Role -> the one-letter symbol used by the data files (``labels.jsonl``'s ``letters``).
+LETTER_OF: dict[str, str] = {
+    NAVIGATE: "N",
+    REPRODUCE_NEW: "R",
+    REPRODUCE_REGRESSION: "r",
+    PATCH: "P",
+    VALIDATE_NEW: "V",
+    VALIDATE_REGRESSION: "v",
+}
+ROLE_OF_LETTER: dict[str, str] = {letter: role for role, letter in LETTER_OF.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One classified sub-command of a step.
+
+    ``label`` is spelled exactly as the reference data spells it: the shell command word (``cd``,
+    ``python3``), ``str_replace_editor: <sub>`` for the editor tool, ``think`` for a step without a
+    call, ``complex_command``, ``set_env``, or the tool name of any other tool.
+    """
+
+    label: str
+    role: str
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """What one tool call means for the plan phases, computed without touching the session state.
+
+    ``created`` and ``patched`` are the effects that :meth:`PhaseState.apply` commits once the call
+    has actually run. ``nodes`` are opaque identities of the sub-commands; the paper's pipeline
+    orders the sub-commands of a step by when each distinct sub-command was first seen in the run,
+    so the state remembers them.
+    """
+
+    commands: tuple[Command, ...]
+    created: tuple[str, ...] = ()
+    patched: bool = False
+    nodes: tuple[int, ...] = ()
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The non-general roles of this step, in order."""
+        return tuple(c.role for c in self.commands if c.role != GENERAL)
+
+    @property
+    def letters(self) -> str:
+        return "".join(LETTER_OF[c.role] for c in self.commands if c.role != GENERAL)

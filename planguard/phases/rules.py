@@ -1,0 +1,689 @@
+"""The phase rules: the paper's classifier (two published versions) and a corrected variant.
+
+Classification is split in two so that it is both exact and cheap:
+
+* a *plan* per sub-command is derived from the text alone (which branch of the rules applies, which
+  paths it names, which test files it writes). Plans are pure, so they are cached per action text;
+* the plans are then resolved against the session state: ``has_patch`` picks the reproduce or the
+  validate family, and the created-test set picks ``newly_generated`` or ``regression``.
+
+Within a step the sub-commands are resolved one after another exactly as the paper's pipeline does,
+so a sub-command sees the patch or the test file of an earlier one of the same step.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import NamedTuple
+
+from planguard.events import ToolEvent
+from planguard.phases.inline_python import written_files, written_files_lenient
+from planguard.phases.roles import (
+    GENERAL,
+    NAVIGATE,
+    PATCH,
+    REPRODUCE_NEW,
+    REPRODUCE_REGRESSION,
+    VALIDATE_NEW,
+    VALIDATE_REGRESSION,
+    Classification,
+    Command,
+)
+from planguard.phases.scaffolds import event_commands
+from planguard.phases.shell import SRE_TOOL, FlagValue, ParsedCommand
+from planguard.phases.state import PhaseState, basename
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "RULE_VERSIONS",
+    "CorrectedRules",
+    "PaperRules",
+    "PhaseRules",
+    "get_rules",
+    "is_test_path_corrected",
+    "is_test_path_paper",
+]
+
+DEFAULT_VERSION = "v351278e"
+RULE_VERSIONS: tuple[str, ...] = ("v351278e", "v8ec988e", "corrected")
+
+_GENERAL, _NAV, _PATCH, _TEST = 0, 1, 2, 3
+
+
+class _Outcome(NamedTuple):
+    """A role before the state is known.
+
+    ``_TEST`` resolves through the created-test set: newly generated when a target is a created test,
+    or, with no targets, when the code is inline; regression otherwise. ``created_alt`` (corrected
+    rules) lists paths that make the outcome a newly-generated test interaction once the run has
+    created one of them.
+    """
+
+    kind: int
+    targets: tuple[str, ...] = ()
+    inline: bool = False
+    created_alt: tuple[str, ...] = ()
+
+
+_O_GENERAL = _Outcome(_GENERAL)
+_O_NAV = _Outcome(_NAV)
+_O_PATCH = _Outcome(_PATCH)
+
+
+class _Plan(NamedTuple):
+    label: str
+    node: int | None
+    record: tuple[str, ...]
+    pre: _Outcome
+    post: _Outcome
+    # Classifications of this plan alone, by role: a one-command step's result depends on nothing else.
+    cache: dict[str, Classification]
+
+
+def _make_plan(label: str, node: int | None, record: Iterable[str], pre: _Outcome, post: _Outcome) -> _Plan:
+    return _Plan(label, node, tuple(dict.fromkeys(record)) if record else (), pre, post, {})
+
+
+_THINK_PLAN = _make_plan("think", None, (), _O_GENERAL, _O_GENERAL)
+
+# --------------------------------------------------------------------------- shared vocabulary
+
+_PATHISH = re.compile(r"^[/~.]|/|\.py$")
+_PAPER_HINTS = ("test_", "reproduc", "debug", "_test", "/tests/", "/test/")
+_READONLY = frozenset({"grep", "find", "cat", "ls", "head", "tail", "awk", "nl"})
+_PY = frozenset({"python", "python3", "python2", "pytest", "pylint"})
+_PY_INLINE = frozenset({"python", "python2", "python3"})
+_SRE_EDITS = frozenset({"create", "str_replace", "insert", "undo_edit"})
+_REDIR_OPS = frozenset({">", ">>", "1>", "2>", ">|", "<<<", "<<", "<>", ">&", "2>&1"})
+_REDIR_PREFIX = (">", ">>", "1>", "2>")
+_REDIR_EMBEDDED = (" <<", "<<", " >>", ">>", " 1>", " 2>", " >", " >|", "<>", ">&", "2>&1")
+_TARGET_OPS = frozenset({">", ">>", "1>", "2>", ">|"})
+# Commands with a rule of their own; any other command is general unless it shows redirection.
+_SHAPED = _READONLY | _PY | frozenset({"sed", "perl", "touch"})
+_MAY_REDIRECT = re.compile(r"[<>]|tee", re.IGNORECASE)
+
+
+_PAPER_HINT_RE = re.compile("|".join(re.escape(h) for h in _PAPER_HINTS))
+
+
+def is_test_path_paper(path: str) -> bool:
+    """The paper's test hint: a plain substring test on the (already lower-cased) path."""
+    return _PAPER_HINT_RE.search(path) is not None
+
+
+def _flatten_flags(flags: Iterable[tuple[str, FlagValue]]) -> list[str]:
+    out: list[str] = []
+    for key, value in flags:
+        out.append(key.lower())
+        out.append(str(value).lower())
+    return out
+
+
+def _contains_redirection(tokens: Sequence[str]) -> bool:
+    for t in tokens:
+        if len(t) >= 2 and ((t[0] == '"' and t[-1] == '"') or (t[0] == "'" and t[-1] == "'")):
+            continue
+        if t in _REDIR_OPS or t.startswith(_REDIR_PREFIX):
+            return True
+        if ("<" in t or ">" in t) and any(op in t for op in _REDIR_EMBEDDED):
+            return True
+        if t == "tee" or " tee " in t:
+            return True
+    return False
+
+
+def _paths_after_redirection(tokens: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    last = len(tokens) - 1
+    for i, t in enumerate(tokens):
+        if i < last and (t in _TARGET_OPS or t.startswith(_REDIR_PREFIX) or " >" in t):
+            nxt = tokens[i + 1]
+            if _PATHISH.search(nxt):
+                out.append(nxt)
+    return out
+
+
+def _inline_key(cmd: str, tokens: Sequence[str], paths: Sequence[str]) -> bool:
+    """The paper's "dynamic key": python run with -c/-m, no path-like token, and not pytest."""
+    if cmd not in _PY_INLINE:
+        return False
+    last = len(tokens) - 1
+    for i, t in enumerate(tokens):
+        if t.startswith(("pytest", "py.test")):
+            return False
+        if t in ("-m", "m") and i < last and tokens[i + 1].startswith(("pytest", "py.test")):
+            return False
+        if t.startswith("-m") and t != "-m" and t[2:].startswith(("pytest", "py.test")):
+            return False
+    if not any(t in ("-c", "-m", "c", "m") or t.startswith(("-c", "-m")) for t in tokens):
+        return False
+    return not paths
+
+
+def _inline_code(cmd: ParsedCommand, flags: dict[str, FlagValue]) -> str | None:
+    if cmd.heredoc:
+        for item in cmd.args:
+            looks_like_code = (
+                len(item) > 20 or "\n" in item or "Path(" in item or "open(" in item or "write" in item
+            )
+            if looks_like_code and item not in ("-", ">"):
+                return item
+    code = flags.get("c")
+    if isinstance(code, str) and len(code) > 5:
+        return code
+    return None
+
+
+def _label(cmd: ParsedCommand, action: str) -> str:
+    if cmd.label:
+        return cmd.label
+    if cmd.kind == "tool":
+        return f"{cmd.tool}: {cmd.subcommand}" if cmd.subcommand else cmd.tool
+    return cmd.command.strip() or action.strip() or cmd.text.strip()
+
+
+def _node(cmd: ParsedCommand, label: str) -> int:
+    """Identity of a sub-command, as the paper's graph dedupes nodes (label, args, flags)."""
+    if cmd.kind == "tool":
+        if cmd.text:
+            return hash((label, cmd.text))
+        return hash((label, tuple(sorted(cmd.tool_args, key=lambda kv: kv[0]))))
+    return hash((label, cmd.args, tuple(sorted(cmd.flags, key=lambda kv: kv[0]))))
+
+
+# --------------------------------------------------------------------------- rule engines
+
+
+class PhaseRules(ABC):
+    """A phase classifier. Stateless itself: all per-session facts live in :class:`PhaseState`."""
+
+    name: str
+
+    def __init__(self, cache_size: int = 4096) -> None:
+        self._action_plans: Callable[[str], tuple[_Plan, ...]] = lru_cache(maxsize=cache_size)(
+            self._plan_action
+        )
+
+    def new_state(self) -> PhaseState:
+        return PhaseState()
+
+    def classify(self, event: ToolEvent, state: PhaseState) -> Classification:
+        """Classify one tool call. Never mutates ``state`` and never raises."""
+        try:
+            plans = self._plans(event)
+            return _resolve(plans, state)
+        except Exception:
+            label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
+            return Classification(commands=(Command(label, GENERAL),))
+
+    def _plans(self, event: ToolEvent) -> tuple[_Plan, ...]:
+        action = event.action
+        if isinstance(action, str):
+            return self._action_plans(action)
+        return self._plan_commands(event_commands(event), "")
+
+    def _plan_action(self, action: str) -> tuple[_Plan, ...]:
+        return self._plan_commands(event_commands(ToolEvent(tool="", action=action)), action)
+
+    def _plan_commands(self, commands: Sequence[ParsedCommand], action: str) -> tuple[_Plan, ...]:
+        if len(commands) == 1 and commands[0].kind == "think":
+            return (_THINK_PLAN,)
+        return tuple(self._plan(cmd, action) for cmd in commands)
+
+    @abstractmethod
+    def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
+        """The state-independent part of the rules for one sub-command."""
+
+
+_COMMANDS: dict[tuple[str, str], Command] = {}
+
+
+def _command(label: str, role: str) -> Command:
+    key = (label, role)
+    cmd = _COMMANDS.get(key)
+    if cmd is None:
+        cmd = Command(label, role)
+        if len(_COMMANDS) < 65536:
+            _COMMANDS[key] = cmd
+    return cmd
+
+
+def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: list[str]) -> str:
+    kind = outcome.kind
+    if kind == _GENERAL:
+        role = GENERAL
+    elif kind == _NAV:
+        role = NAVIGATE
+    elif kind == _PATCH:
+        role = PATCH
+    else:
+        newly = _any_created(outcome.targets, state, local) if outcome.targets else outcome.inline
+        if has_patch:
+            role = VALIDATE_NEW if newly else VALIDATE_REGRESSION
+        else:
+            role = REPRODUCE_NEW if newly else REPRODUCE_REGRESSION
+    if (
+        outcome.created_alt
+        and role not in (REPRODUCE_NEW, VALIDATE_NEW)
+        and _any_created(outcome.created_alt, state, local)
+    ):
+        role = VALIDATE_NEW if has_patch else REPRODUCE_NEW
+    return role
+
+
+def _resolve(plans: tuple[_Plan, ...], state: PhaseState) -> Classification:
+    if len(plans) == 1:
+        p = plans[0]
+        has_patch = state.has_patch
+        role = _role(p.post if has_patch else p.pre, has_patch, state, list(p.record))
+        c = p.cache.get(role)
+        if c is None:
+            single: tuple[int, ...] = (p.node,) if p.node is not None else ()
+            c = Classification((_command(p.label, role),), p.record, role == PATCH, single)
+            p.cache[role] = c
+        return c
+    if len(plans) > 1:
+        ranks: list[int] = []
+        fresh: dict[int, int] = {}
+        base = state.node_count
+        for p in plans:
+            node = p.node
+            rank = state.nodes.get(node) if node is not None else None
+            if rank is None:
+                key = node if node is not None else -len(fresh) - 1
+                if key not in fresh:
+                    fresh[key] = base + len(fresh)
+                rank = fresh[key]
+            ranks.append(rank)
+        order: Iterable[_Plan] = [plans[k] for k in sorted(range(len(plans)), key=ranks.__getitem__)]
+    else:
+        order = plans
+    has_patch = state.has_patch
+    patched = False
+    local: list[str] = []
+    commands: list[Command] = []
+    for p in order:
+        for path in p.record:
+            if path not in local:
+                local.append(path)
+        role = _role(p.post if has_patch else p.pre, has_patch, state, local)
+        if role == PATCH:
+            has_patch = True
+            patched = True
+        commands.append(_command(p.label, role))
+    nodes = tuple(p.node for p in plans if p.node is not None)
+    return Classification(commands=tuple(commands), created=tuple(local), patched=patched, nodes=nodes)
+
+
+def _any_created(paths: tuple[str, ...], state: PhaseState, local: list[str]) -> bool:
+    for t in paths:
+        if state.is_created(t):
+            return True
+        if local:
+            name = basename(t)
+            for c in local:
+                if c == t or basename(c) == name:
+                    return True
+    return False
+
+
+def _test_outcome(targets: Sequence[str], inline: bool = False) -> _Outcome:
+    return _Outcome(_TEST, tuple(targets), inline)
+
+
+class PaperRules(PhaseRules):
+    """The paper's rule classifier, version ``v351278e`` (newest) or ``v8ec988e`` (paper artifacts)."""
+
+    def __init__(self, version: str = DEFAULT_VERSION, cache_size: int = 4096) -> None:
+        if version not in ("v351278e", "v8ec988e"):
+            raise ValueError(f"unknown paper rule version {version!r}; valid: v351278e, v8ec988e")
+        self.name = version
+        self._new = version == "v351278e"
+        super().__init__(cache_size)
+
+    def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
+        label = _label(cmd, action)
+        if cmd.kind == "think":
+            return _THINK_PLAN
+        node = _node(cmd, label)
+        if cmd.kind == "other" or (cmd.kind == "tool" and cmd.tool != SRE_TOOL):
+            return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+        if cmd.kind == "tool":
+            return self._plan_editor(cmd, label, node)
+        return self._plan_shell(cmd, label, node)
+
+    def _plan_editor(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
+        sub = cmd.subcommand.lower()
+        raw = cmd.tool_arg("path")
+        paths = (raw.lower(),) if isinstance(raw, str) else ()
+        test = any(is_test_path_paper(p) for p in paths)
+        record: tuple[str, ...] = ()
+        if sub in _SRE_EDITS:
+            if sub == "create":
+                record = tuple(p for p in paths if is_test_path_paper(p))
+            out = _test_outcome(paths) if test else _O_PATCH
+        elif sub == "view":
+            out = _test_outcome(paths) if test else _O_NAV
+        else:
+            out = _O_GENERAL
+        return _make_plan(label, node, record, out, out)
+
+    def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
+        name = cmd.command.lower().strip()
+        if name not in _SHAPED and not _MAY_REDIRECT.search(cmd.text):
+            # Only the redirection rule could apply, and nothing in the text can look like one.
+            return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+        arg_tokens = [a.lower() for a in cmd.args]
+        flag_tokens = _flatten_flags(cmd.flags)
+        tokens = arg_tokens + flag_tokens
+        paths = [t for t in arg_tokens if _PATHISH.search(t)]
+        if _PATHISH.search(name):
+            paths.append(name)
+        paths.extend(t for t in flag_tokens if _PATHISH.search(t))
+        flags = dict(cmd.flags)
+        test_paths = tuple(p for p in paths if is_test_path_paper(p))
+
+        def redirect_plan(fallback: _Outcome | None) -> _Plan:
+            targets = [t for t in _paths_after_redirection(tokens) if is_test_path_paper(t)]
+            out = _test_outcome(targets) if (targets or fallback is None) else fallback
+            return _make_plan(label, node, tuple(targets), out, out)
+
+        if name in _PY:
+            heredoc = bool(flags.get("__heredoc__", False))
+            if _contains_redirection(tokens) and not (heredoc and self._new):
+                return redirect_plan(None)
+            code = _inline_code(cmd, flags)
+            edited = written_files(code) if code else ()
+            if edited:
+                tests = [f for f in edited if is_test_path_paper(f)]
+                out = _test_outcome(tests) if tests else _O_PATCH
+                return _make_plan(label, node, (), out, out)
+            inline = _inline_key(name, tokens, paths) or heredoc
+            post = _test_outcome(test_paths, inline)
+            if heredoc or test_paths or name == "pytest" or inline:
+                return _make_plan(label, node, (), post, post)
+            return _make_plan(label, node, (), _O_GENERAL, post)
+
+        sed_read = self._new and name == "sed" and "i" not in flags and "n" in flags
+        perl_read = (
+            self._new
+            and name == "perl"
+            and "i" not in flags
+            and ("n" in flags or "p" in flags)
+            and bool(paths)
+        )
+        if name in _READONLY or sed_read or perl_read:
+            redirect = _contains_redirection(tokens)
+            piped = name in _READONLY and any("|" in t for t in tokens) and not redirect
+            if redirect and not piped:
+                return redirect_plan(_O_PATCH)
+            out = _test_outcome(test_paths) if test_paths else _O_NAV
+            return _make_plan(label, node, (), out, out)
+        if self._new and name == "perl" and "i" not in flags and test_paths:
+            out = _test_outcome(test_paths)
+            return _make_plan(label, node, (), out, out)
+        if self._new:
+            edit = name == "touch" or (name in ("sed", "perl") and "i" in flags)
+        else:
+            edit = name in ("sed", "touch")
+        if edit:
+            out = _test_outcome(test_paths) if test_paths else _O_PATCH
+            return _make_plan(label, node, (), out, out)
+        if _contains_redirection(tokens):
+            return redirect_plan(_O_PATCH)
+        return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+
+
+# --------------------------------------------------------------------------- corrected rules
+
+_TEST_DIRS = frozenset(
+    {"test", "tests", "testing", "__tests__", "unittests", "unit_tests", "repro", "reproduce", "reproduction"}
+)
+_TEST_FILE = re.compile(
+    r"^(?:test_.+|.+_tests?\.[a-z0-9]+|tests?\.py|conftest\.py"
+    r"|(?:repro|reproduce|reproducer|reproduction)(?:[_\-.].*)?)$"
+)
+_HELPER_FILE = re.compile(
+    r"^(?:(?:debug|verify|verification|check|validate|validation|demo|sanity|scratch|temp|tmp|try|quick"
+    r"|simple|final|comprehensive|edge|minimal|example|investigate|explore)[_\-][^/]*"
+    r"|debug|verify|check|validate|demo|scratch|temp|tmp)\.py$"
+)
+_PY_VERSIONED = re.compile(r"^(python[23]?)(?:\.\d+)*$")
+
+
+def is_test_path_corrected(path: str) -> bool:
+    """Test detection by path component and file name (lower-cased path).
+
+    A directory named like a test suite (``tests/``, ``testing/``, ``repro/``), or a test-file name
+    (``test_*``, ``*_test.*``, ``tests.py``, ``conftest.py``, ``repro*``/``reproduce*``).
+    ``django/views/debug.py`` is not a test; ``repro_issue.py`` is.
+    """
+    parts = path.split("/")
+    name = parts[-1]
+    for d in parts[:-1]:
+        if d in _TEST_DIRS or d.startswith("test_"):
+            return True
+    return name in _TEST_DIRS or _TEST_FILE.match(name) is not None
+
+
+def _is_helper_script(path: str) -> bool:
+    """A throw-away script the agent writes for itself (``verify_fix.py``, ``/tmp/x.py``)."""
+    if path.startswith("/tmp/") and path.endswith(".py"):
+        return True
+    return _HELPER_FILE.match(basename(path)) is not None
+
+
+def _created_test(path: str) -> bool:
+    return is_test_path_corrected(path) or _is_helper_script(path)
+
+
+_SH_TOKEN = re.compile(
+    r"""(?P<sq>'[^']*')|(?P<dq>"(?:[^"\\]|\\.)*")|(?P<esc>\\.)"""
+    r"""|(?P<redir>\d*(?:>>|>\||>&|>)|&>>?)|(?P<pipe>\|&?)|(?P<ws>[ \t\n]+)"""
+    r"""|(?P<word>[^ \t\n'"\\|<>&;]+|[<&;]+|.)""",
+    re.S,
+)
+
+
+def _write_targets(text: str) -> tuple[str, ...]:
+    """Files a shell sub-command writes: unquoted stdout redirections and ``tee`` arguments.
+
+    Redirections of other descriptors (``2>``, ``2>&1``), descriptor duplication (``>&2``) and
+    ``/dev/null`` are not writes; a ``>`` inside quotes is text.
+    """
+    words: list[tuple[str, str]] = []  # (kind, value) with kind "w", "r" (redirect op) or "|"
+    buf: list[str] = []
+    in_word = False
+
+    def flush() -> None:
+        nonlocal in_word
+        if in_word:
+            words.append(("w", "".join(buf)))
+            buf.clear()
+            in_word = False
+
+    for m in _SH_TOKEN.finditer(text):
+        kind = m.lastgroup
+        value = m.group()
+        if kind == "ws":
+            flush()
+        elif kind == "redir":
+            flush()
+            words.append(("r", value))
+        elif kind == "pipe":
+            flush()
+            words.append(("|", value))
+        else:
+            if kind == "sq" or kind == "dq":
+                value = value[1:-1]
+            elif kind == "esc":
+                value = value[1:]
+            buf.append(value)
+            in_word = True
+    flush()
+    out: list[str] = []
+    i = 0
+    n = len(words)
+    while i < n:
+        kind, value = words[i]
+        if kind == "r" and i + 1 < n and words[i + 1][0] == "w":
+            target = words[i + 1][1]
+            fd = value.rstrip(">|&")
+            stdout = value.startswith("&") or fd in ("", "1")
+            if stdout and not value.endswith("&") and target != "/dev/null":
+                out.append(target)
+            i += 2
+            continue
+        if kind == "|" and i + 1 < n and words[i + 1] == ("w", "tee"):
+            i += 2
+            while i < n and words[i][0] == "w":
+                if not words[i][1].startswith("-") and words[i][1] != "/dev/null":
+                    out.append(words[i][1])
+                i += 1
+            continue
+        i += 1
+    return tuple(out)
+
+
+class CorrectedRules(PhaseRules):
+    """``v351278e`` with each known quirk of the paper's classifier fixed (PHASE_RULES section 4).
+
+    * only stdout writes are writes: ``2>/dev/null``, ``2>&1``, ``>&2``, ``> /dev/null``, a quoted
+      ``>`` and heredoc inputs are not (``grep ... 2>/dev/null`` is navigation);
+    * a python run keeps its meaning when its output is redirected (``python reproduce.py 2>&1``
+      runs the created reproduction script);
+    * tests are recognised by path component and file name, not by substring;
+    * helper scripts the run writes (``verify_*.py``, ``check_*.py``, ``debug_*.py``, anything under
+      ``/tmp``) are created test scripts: writing them is test work, not a patch, and running them is
+      reproduction or validation with a new test;
+    * inline Python that writes a test file records it as created (and falls back to a regular
+      expression when the code does not parse);
+    * ``complex_command`` and ``set_env`` are always general; ``python3.11`` is ``python3``.
+    """
+
+    name = "corrected"
+
+    def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
+        label = _label(cmd, action)
+        if cmd.kind == "think":
+            return _THINK_PLAN
+        node = _node(cmd, label)
+        if cmd.kind in ("other", "complex", "set_env") or (cmd.kind == "tool" and cmd.tool != SRE_TOOL):
+            return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+        if cmd.kind == "tool":
+            return self._plan_editor(cmd, label, node)
+        return self._plan_shell(cmd, label, node)
+
+    def _plan_editor(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
+        sub = cmd.subcommand.lower()
+        raw = cmd.tool_arg("path")
+        paths = (raw.lower(),) if isinstance(raw, str) else ()
+        test = any(is_test_path_corrected(p) for p in paths)
+        record: tuple[str, ...] = ()
+        if sub in _SRE_EDITS:
+            if sub == "create":
+                record = tuple(p for p in paths if _created_test(p))
+            out = _test_outcome(paths) if test or record else _Outcome(_PATCH, created_alt=paths)
+        elif sub == "view":
+            out = _test_outcome(paths) if test else _Outcome(_NAV, created_alt=paths)
+        else:
+            out = _O_GENERAL
+        return _make_plan(label, node, record, out, out)
+
+    def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
+        name = cmd.command.strip().lower().rsplit("/", 1)[-1]
+        versioned = _PY_VERSIONED.match(name)
+        if versioned:
+            name = versioned.group(1)
+        arg_tokens = [a.lower() for a in cmd.args]
+        flag_tokens = _flatten_flags(cmd.flags)
+        tokens = arg_tokens + flag_tokens
+        paths = [t for t in arg_tokens if _PATHISH.search(t)]
+        command_word = cmd.command.strip().lower()
+        if _PATHISH.search(command_word):
+            paths.append(command_word)
+        paths.extend(t for t in flag_tokens if _PATHISH.search(t))
+        flags = dict(cmd.flags)
+        test_paths = tuple(p for p in paths if is_test_path_corrected(p))
+        alt = tuple(paths)
+        if cmd.heredoc:
+            writes = _heredoc_write_targets(cmd.args)
+        else:
+            writes = _write_targets(cmd.text) if (">" in cmd.text or "tee" in cmd.text) else ()
+        writes = tuple(w.lower() for w in writes)
+        written_tests = tuple(w for w in writes if _created_test(w))
+        patch_writes = [w for w in writes if not _created_test(w) and not w.startswith("/tmp/")]
+
+        def writing(fallback: _Outcome) -> _Outcome:
+            if written_tests:
+                return _test_outcome(written_tests)
+            if patch_writes:
+                return _O_PATCH
+            return fallback
+
+        if name in _PY:
+            heredoc = cmd.heredoc
+            code = _inline_code(cmd, flags)
+            edited = tuple(f.lower() for f in written_files_lenient(code)) if code else ()
+            if edited:
+                tests = tuple(f for f in edited if _created_test(f))
+                record = tuple(dict.fromkeys(written_tests + tests))
+                out = _test_outcome(tests) if tests else _O_PATCH
+                return _make_plan(label, node, record, out, out)
+            inline = _inline_key(name, tokens, paths) or heredoc
+            post = _Outcome(_TEST, test_paths, inline, alt)
+            if heredoc or test_paths or name == "pytest" or inline:
+                return _make_plan(label, node, written_tests, post, post)
+            return _make_plan(label, node, written_tests, _Outcome(_GENERAL, created_alt=alt), post)
+
+        sed_read = name == "sed" and "i" not in flags and "n" in flags
+        perl_read = name == "perl" and "i" not in flags and ("n" in flags or "p" in flags) and bool(paths)
+        if name in _READONLY or sed_read or perl_read:
+            base = _test_outcome(test_paths) if test_paths else _Outcome(_NAV, created_alt=alt)
+            out = writing(base)
+            return _make_plan(label, node, written_tests, out, out)
+        if name == "perl" and "i" not in flags and test_paths:
+            out = _test_outcome(test_paths)
+            return _make_plan(label, node, written_tests, out, out)
+        if name == "touch" or (name in ("sed", "perl") and "i" in flags):
+            record = written_tests
+            if name == "touch":
+                record = tuple(dict.fromkeys(written_tests + tuple(p for p in paths if _created_test(p))))
+            targets = test_paths or record
+            out = _test_outcome(targets) if targets else _Outcome(_PATCH, created_alt=alt)
+            return _make_plan(label, node, record, out, out)
+        if writes:
+            out = writing(_O_GENERAL)
+            return _make_plan(label, node, written_tests, out, out)
+        return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+
+
+def _heredoc_write_targets(args: Sequence[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    last = len(args) - 1
+    for i, a in enumerate(args):
+        if a in (">", ">>", "1>", ">|", "&>") and i < last and args[i + 1] != "/dev/null":
+            out.append(args[i + 1])
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- registry
+
+_INSTANCES: dict[str, PhaseRules] = {}
+
+
+def get_rules(name: str = DEFAULT_VERSION) -> PhaseRules:
+    """The rules named ``v351278e`` (default, the paper's newest), ``v8ec988e`` or ``corrected``.
+
+    Instances are shared: rules hold no session state, only a bounded cache of parsed actions.
+    """
+    if name not in RULE_VERSIONS:
+        raise ValueError(f"unknown phase rules {name!r}; valid choices: {', '.join(RULE_VERSIONS)}")
+    rules = _INSTANCES.get(name)
+    if rules is None:
+        rules = CorrectedRules() if name == "corrected" else PaperRules(name)
+        _INSTANCES[name] = rules
+    return rules

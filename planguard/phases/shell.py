@@ -1,0 +1,1014 @@
+"""Shell-aware splitting of an agent's bash action into sub-commands.
+
+The paper's classifier does not see raw text: its command parser first cuts an action into
+sub-commands and each sub-command into ``command``/``args``/``flags``. Reproducing its labels means
+reproducing that parser, so this module has two layers:
+
+* :func:`scan` is a bash structure scanner. It finds the top-level sub-commands (separated by
+  ``&&``, ``||``, ``;``, ``&`` and newlines; pipes are not split), skips comments and heredoc bodies,
+  marks subshells, groups, loops and conditionals as complex, and rejects the input where the
+  reference parser's bash grammar (bashlex) rejects it: unbalanced quotes, ``$((``, ``[[``, ``case``,
+  ``time``, empty commands between separators, quoted heredoc delimiters that are never closed, ...
+  A rejected action becomes one ``complex_command``.
+* :func:`parse_action` is the paper's per-action pipeline on top of it: the *simple heredoc* rule,
+  ``complex_command``, the ``VAR=value`` prefix as ``set_env``, POSIX ``shlex`` word splitting, the
+  SWE-agent tools (``str_replace_editor``, ``submit``) and the bash flag parser whose quirks the
+  rules depend on (a short flag swallows the next word as its value, ``-c CODE`` ends the flags).
+
+Nothing here raises on any input: whatever cannot be parsed is a ``complex_command``.
+Both layers are pure functions of the text, so callers may cache them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import NamedTuple
+
+__all__ = [
+    "SRE_SUBCOMMANDS",
+    "SRE_TOOL",
+    "FlagValue",
+    "ParsedCommand",
+    "Piece",
+    "is_simple_heredoc",
+    "parse_action",
+    "scan",
+    "split_words",
+]
+
+FlagValue = str | bool
+ToolArgValue = str | int | bool | tuple[int, ...]
+
+SRE_TOOL = "str_replace_editor"
+SRE_SUBCOMMANDS: tuple[str, ...] = ("view", "create", "str_replace", "insert", "undo_edit")
+
+
+class _Reject(Exception):
+    """The structure scanner met something the reference bash grammar does not accept."""
+
+
+class Piece(NamedTuple):
+    """One top-level sub-command: its source text and whether it is a compound construct."""
+
+    text: str
+    complex: bool
+
+
+# --------------------------------------------------------------------------- structure scanner
+
+_BLANKS = re.compile(r"(?:[ \t]|\\\n)*")
+_PLAIN = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+")
+_DQ_PLAIN = re.compile(r'[^"\\$`]*')
+_BARE_WORD = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+(?=[ \t\n|&;()<>]|$)")
+_REDIRECT = re.compile(r"&>>|&>|\d*(?:>>|>&|>\||<<<|<<-|<<|<&|<>|>|<)")
+_FUNC_PARENS = re.compile(r"\(\s*\)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD_END = frozenset(" \t\n|&;()<>")
+
+# bashlex raises on these at a command position (unsupported constructs or misplaced keywords).
+_REJECTED_WORDS = frozenset({"case", "select", "time", "coproc", "[[", "]]", "esac"})
+_CLOSERS = frozenset({"then", "elif", "else", "fi", "do", "done", "}"})
+_NO_STOPS: frozenset[str] = frozenset()
+
+
+class _Scanner:
+    __slots__ = ("count", "heredocs", "i", "last_end", "n", "pieces", "s", "top_function")
+
+    def __init__(self, s: str) -> None:
+        self.s = s
+        self.n = len(s)
+        self.i = 0
+        self.last_end = 0
+        self.heredocs: list[tuple[str, bool]] = []
+        self.pieces: list[tuple[int, int, bool]] = []
+        self.top_function = False
+        self.count = 0
+
+    # -- small helpers
+    def _blanks(self) -> None:
+        self.i = _BLANKS.match(self.s, self.i).end()  # type: ignore[union-attr]
+
+    def _bare_at(self, i: int) -> str | None:
+        m = _BARE_WORD.match(self.s, i)
+        return m.group() if m else None
+
+    def _newline(self) -> None:
+        """Consume one newline and, as bash does, the bodies of the heredocs opened on that line."""
+        self.i += 1
+        if not self.heredocs:
+            return
+        s, n = self.s, self.n
+        for delim, strip_tabs in self.heredocs:
+            i = self.i
+            while True:
+                if i >= n:
+                    raise _Reject("here-document delimited by end-of-file")
+                eol = s.find("\n", i)
+                if eol < 0:
+                    eol = n
+                line = s[i:eol]
+                if (line.lstrip("\t") if strip_tabs else line) == delim:
+                    i = eol + 1
+                    break
+                i = eol + 1
+            self.i = min(i, n)
+        self.heredocs.clear()
+
+    def _comment(self) -> None:
+        eol = self.s.find("\n", self.i)
+        self.i = self.n if eol < 0 else eol
+
+    # -- lists and pipelines
+    def program(self) -> list[tuple[int, int, bool]]:
+        self._list(_NO_STOPS, False, 0)
+        if self.heredocs:
+            raise _Reject("here-document delimited by end-of-file")
+        return self.pieces
+
+    def _list(self, stops: frozenset[str], paren: bool, depth: int) -> str:
+        """Parse pipelines and separators until EOF, ``)`` (when ``paren``) or a stop keyword.
+
+        Returns what ended the list ('' for EOF) without consuming it.
+        """
+        s, n = self.s, self.n
+        need = False  # an operator that must be followed by a command was seen
+        have = False  # a command since the last separator
+        part_cmds = 0  # depth 0: pipelines and separators in the current newline-delimited part
+        part_seps = 0
+        part_func = False
+        while True:
+            self._blanks()
+            i = self.i
+            if i >= n:
+                if need:
+                    raise _Reject("unexpected EOF")
+                break
+            c = s[i]
+            if c == "\n":
+                if depth == 0 and not need:
+                    self._end_part(part_cmds, part_seps, part_func)
+                    part_cmds = part_seps = 0
+                    part_func = False
+                self._newline()
+                have = False
+                continue
+            if c == "#":
+                self._comment()
+                continue
+            if c == ")":
+                if paren and not need:
+                    return ")"
+                raise _Reject("unexpected )")
+            if c == ";":
+                if s.startswith(";;", i) or not have:
+                    raise _Reject("unexpected ;")
+                self.i += 1
+                have = False
+                part_seps += 1
+                continue
+            if c == "&" and not s.startswith("&>", i):
+                if not have:
+                    raise _Reject("unexpected &")
+                self.i += 2 if s.startswith("&&", i) else 1
+                need = s.startswith("&&", i)
+                have = False
+                part_seps += 1
+                continue
+            if c == "|":
+                if not have or not s.startswith("||", i):
+                    raise _Reject("unexpected |")
+                self.i += 2
+                need = True
+                have = False
+                part_seps += 1
+                continue
+            if have:
+                raise _Reject("missing separator")
+            word = self._bare_at(i)
+            if word is not None and word in stops:
+                if need:
+                    raise _Reject("unexpected keyword")
+                return word
+            start = i
+            cplx, func = self._pipeline(depth)
+            self.count += 1
+            if depth == 0:
+                self.pieces.append((start, self.last_end, cplx))
+                part_cmds += 1
+                part_func = func
+            need = False
+            have = True
+        if depth == 0:
+            self._end_part(part_cmds, part_seps, part_func)
+        return ""
+
+    def _end_part(self, cmds: int, seps: int, func: bool) -> None:
+        # bashlex returns a bare function definition on its own line as a top-level node, and the
+        # reference parser then treats the whole action as one complex command.
+        if cmds == 1 and seps == 0 and func:
+            self.top_function = True
+
+    def _pipeline(self, depth: int) -> tuple[bool, bool]:
+        s, n = self.s, self.n
+        if self._bare_at(self.i) == "!":
+            self.i += 1
+            self._blanks()
+        cplx = False
+        elements = 0
+        func = False
+        while True:
+            if elements and self._bare_at(self.i) == "!":
+                raise _Reject("! inside a pipeline")
+            c_cplx, c_func = self._command(depth)
+            cplx = cplx or c_cplx
+            func = c_func
+            elements += 1
+            self._blanks()
+            i = self.i
+            if i < n and s[i] == "|" and not s.startswith("||", i):
+                self.i += 2 if s.startswith("|&", i) else 1
+                while True:  # newlines and comments may follow a pipe
+                    self._blanks()
+                    if self.i < n and s[self.i] == "\n":
+                        self._newline()
+                    elif self.i < n and s[self.i] == "#":
+                        self._comment()
+                    else:
+                        break
+                if self.i >= n or s[self.i] in "|&;)":
+                    raise _Reject("unexpected token after |")
+                continue
+            break
+        return cplx, func and elements == 1
+
+    # -- commands
+    def _command(self, depth: int) -> tuple[bool, bool]:
+        """Parse one command; returns (is compound, is function definition)."""
+        s, n = self.s, self.n
+        i = self.i
+        if i >= n:
+            raise _Reject("unexpected EOF")
+        c = s[i]
+        if c == "(":
+            if s.startswith("((", i):
+                self.i = self.last_end = self._arith_end(i + 2)
+            else:
+                self.i += 1
+                self._body(")", True, depth)
+            self._redirects()
+            return True, False
+        word = self._bare_at(i)
+        if word is not None:
+            if word in _REJECTED_WORDS or word in _CLOSERS:
+                raise _Reject(f"unexpected {word}")
+            if word == "if":
+                self.i += 2
+                self._body_kw(frozenset({"then"}), depth)
+                while True:
+                    end = self._body_kw(frozenset({"elif", "else", "fi"}), depth)
+                    if end == "elif":
+                        self._body_kw(frozenset({"then"}), depth)
+                        continue
+                    if end == "else":
+                        self._body_kw(frozenset({"fi"}), depth)
+                    break
+                self._redirects()
+                return True, False
+            if word in ("while", "until"):
+                self.i += len(word)
+                self._body_kw(frozenset({"do"}), depth)
+                self._body_kw(frozenset({"done"}), depth)
+                self._redirects()
+                return True, False
+            if word == "for":
+                self._for(depth)
+                self._redirects()
+                return True, False
+            if word == "{":
+                self.i += 1
+                self._body_kw(frozenset({"}"}), depth)
+                self._redirects()
+                return True, False
+            if word == "function":
+                self.i += len(word)
+                self._blanks()
+                name = _NAME.match(s, self.i)
+                if name is None:
+                    raise _Reject("bad function name")
+                self.i = name.end()
+                self._blanks()
+                m = _FUNC_PARENS.match(s, self.i)
+                if m:
+                    self.i = m.end()
+                self._function_body(depth)
+                return True, True
+        return self._simple(depth)
+
+    def _arith_end(self, j: int) -> int:
+        """End of an arithmetic command ``(( ... ))`` whose text starts at ``j``."""
+        s, n = self.s, self.n
+        depth = 0
+        while j < n:
+            c = s[j]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0:
+                    if j + 1 < n and s[j + 1] == ")":
+                        return j + 2
+                    raise _Reject("unterminated ((")
+                depth -= 1
+            j += 1
+        raise _Reject("unterminated ((")
+
+    def _function_body(self, depth: int) -> None:
+        s, n = self.s, self.n
+        while True:
+            self._blanks()
+            if self.i < n and s[self.i] == "\n":
+                self._newline()
+            else:
+                break
+        word = self._bare_at(self.i)
+        if not (word in ("{", "if", "while", "until", "for") or (self.i < n and s[self.i] == "(")):
+            raise _Reject("function body must be a compound command")
+        self._command(depth)
+
+    def _body(self, closer: str, paren: bool, depth: int) -> None:
+        count = self.count
+        got = self._list(_NO_STOPS, paren, depth + 1)
+        if got != closer or self.count == count:
+            raise _Reject(f"expected {closer}")
+        self.i += 1
+        self.last_end = self.i
+
+    def _body_kw(self, stops: frozenset[str], depth: int) -> str:
+        """A compound-list ended by one of ``stops``; consumes the keyword and returns it."""
+        count = self.count
+        got = self._list(stops, False, depth + 1)
+        if not got or got not in stops:
+            raise _Reject("unterminated compound command")
+        if self.count == count:
+            raise _Reject("empty compound list")
+        self.i += len(got)
+        self.last_end = self.i
+        return got
+
+    def _for(self, depth: int) -> None:
+        s, n = self.s, self.n
+        self.i += 3
+        self._blanks()
+        if s.startswith("((", self.i):
+            raise _Reject("arithmetic for")
+        name = _NAME.match(s, self.i)
+        if name is None:
+            raise _Reject("bad for variable")
+        self.i = name.end()
+        self._blanks()
+        if self._bare_at(self.i) == "in":
+            self.i += 2
+            while True:
+                self._blanks()
+                if self.i >= n:
+                    raise _Reject("unexpected EOF in for")
+                c = s[self.i]
+                if c in ";\n":
+                    break
+                if c in "|&()<>":
+                    raise _Reject("unexpected token in for")
+                self._word()
+        while True:  # separators between the word list and ``do``
+            self._blanks()
+            if self.i < n and s[self.i] == ";":
+                self.i += 1
+            elif self.i < n and s[self.i] == "\n":
+                self._newline()
+            elif self.i < n and s[self.i] == "#":
+                self._comment()
+            else:
+                break
+        if self._bare_at(self.i) != "do":
+            raise _Reject("expected do")
+        self.i += 2
+        self._body_kw(frozenset({"done"}), depth)
+
+    def _redirects(self) -> None:
+        s, n = self.s, self.n
+        while True:
+            self._blanks()
+            if self.i >= n:
+                return
+            m = _REDIRECT.match(s, self.i)
+            if m is None:
+                return
+            self._redirect(m)
+
+    def _redirect(self, m: re.Match[str]) -> None:
+        op = m.group()
+        self.i = m.end()
+        self._blanks()
+        if self.i >= self.n or self.s[self.i] in "\n|&;)<>":
+            raise _Reject("missing redirection target")
+        start = self.i
+        self._word()
+        if op.endswith(("<<", "<<-")) and not op.endswith("<<<"):
+            self.heredocs.append((self.s[start : self.i], op.endswith("-")))
+        self.last_end = self.i
+
+    def _simple(self, depth: int) -> tuple[bool, bool]:
+        s, n = self.s, self.n
+        words = 0
+        while True:
+            self._blanks()
+            i = self.i
+            if i >= n:
+                break
+            c = s[i]
+            if c in "\n;|)":
+                break
+            if c == "&" and not s.startswith("&>", i):
+                break
+            if c == "#":
+                break
+            if c == "(":
+                if words == 1 and _FUNC_PARENS.match(s, i):
+                    self.i = _FUNC_PARENS.match(s, i).end()  # type: ignore[union-attr]
+                    self._function_body(depth)
+                    return True, True
+                raise _Reject("unexpected (")
+            m = _REDIRECT.match(s, i)
+            if m is not None and not (c in "<>" and s.startswith("(", m.end()) and m.end() == i + 1):
+                self._redirect(m)
+                words += 2
+                continue
+            self._word()
+            self.last_end = self.i
+            words += 1
+        if words == 0:
+            raise _Reject("empty command")
+        return False, False
+
+    # -- words
+    def _word(self) -> None:
+        s, n = self.s, self.n
+        i = self.i
+        start = i
+        if i < n and s[i] in "<>" and i + 1 < n and s[i + 1] == "(":
+            self.i = i + 2
+            self._body(")", True, 1_000)
+            i = self.i
+        while i < n:
+            c = s[i]
+            if c in _WORD_END:
+                break
+            if c == "'":
+                j = s.find("'", i + 1)
+                if j < 0:
+                    raise _Reject("unmatched '")
+                i = j + 1
+            elif c == '"':
+                i = self._dquote(i + 1)
+            elif c == "\\":
+                if i + 1 >= n:
+                    raise _Reject("trailing backslash")
+                i += 2
+            elif c == "$":
+                i = self._dollar(i)
+            elif c == "`":
+                i = self._backtick(i)
+            else:
+                i = _PLAIN.match(s, i).end()  # type: ignore[union-attr]
+        if i == start:
+            raise _Reject("expected a word")
+        self.i = i
+
+    def _dquote(self, i: int) -> int:
+        s, n = self.s, self.n
+        while True:
+            i = _DQ_PLAIN.match(s, i).end()  # type: ignore[union-attr]
+            if i >= n:
+                raise _Reject('unmatched "')
+            c = s[i]
+            if c == '"':
+                return i + 1
+            if c == "\\":
+                i += 2
+            elif c == "$":
+                i = self._dollar(i)
+            else:
+                i = self._backtick(i)
+
+    def _dollar(self, i: int) -> int:
+        s, n = self.s, self.n
+        nxt = s[i + 1] if i + 1 < n else ""
+        if nxt == "(":
+            if s.startswith("((", i + 1):
+                raise _Reject("arithmetic expansion")
+            saved = self.i, self.last_end
+            self.i = i + 2
+            self._body(")", True, 1_000)
+            end = self.i
+            self.i, self.last_end = saved
+            return end
+        if nxt == "[":
+            raise _Reject("arithmetic substitution")
+        if nxt == "{":
+            j = i + 2
+            depth = 1
+            while j < n:
+                c = s[j]
+                if c == "}":
+                    depth -= 1
+                    if depth == 0:
+                        return j + 1
+                elif c == "{":
+                    depth += 1
+                elif c == "\\":
+                    j += 1
+                elif c == "'":
+                    k = s.find("'", j + 1)
+                    if k < 0:
+                        raise _Reject("unmatched '")
+                    j = k
+                elif c == '"':
+                    j = self._dquote(j + 1) - 1
+                j += 1
+            raise _Reject("unmatched ${")
+        if nxt == "'":
+            j = i + 2
+            while j < n:
+                c = s[j]
+                if c == "\\":
+                    j += 2
+                    continue
+                if c == "'":
+                    return j + 1
+                j += 1
+            raise _Reject("unmatched $'")
+        if nxt == '"':
+            return self._dquote(i + 2)
+        return i + 1
+
+    def _backtick(self, i: int) -> int:
+        s, n = self.s, self.n
+        j = i + 1
+        while j < n:
+            c = s[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "`":
+                inner = s[i + 1 : j]
+                if inner.strip():
+                    sub = _Scanner(inner)
+                    sub.program()
+                return j + 1
+            j += 1
+        raise _Reject("unmatched `")
+
+
+# A list of simple commands made of plain words and quotes only, joined by ``&&``, ``||``, ``;``, ``&``
+# or pipes: no newline, comment, expansion, escape or redirection outside quotes. Most agent actions
+# (and every SWE-agent tool call rendered with shlex quoting) are like this; they skip the scanner.
+# Besides plain text and quotes: backslash escapes, and plain ``$NAME`` parameters (not ``$(``,
+# ``$((``, ``${`` or ``$[``, which need the scanner).
+_W_QUOTED = (
+    r"'[^']*+'|\"(?:[^\"\\$`]++|\\[\s\S]|\$(?=[A-Za-z_0-9?#@!*-]))*+\"|\\[^\n]|\$(?=[A-Za-z_0-9?#@!*-])"
+)
+_W_FIRST = rf"(?:[^ \t\n'\"\\$`;&|<>()#]|{_W_QUOTED})"
+_W_REST = rf"(?:[^ \t\n'\"\\$`;&|<>()]++|{_W_QUOTED})*+"
+_WORD_RE = _W_FIRST + _W_REST
+_SIMPLE_LIST = re.compile(
+    rf"{_WORD_RE}(?:(?:[ \t]++|[ \t]*+(?:&&|\|\||[;&|])[ \t]*+){_WORD_RE})*+(?:[ \t]*+[;&])?[ \t]*+"
+)
+# Runs up to the next list separator or pipe, stepping over quoted text inside the regex engine.
+_SEPARATORS = re.compile(
+    r"(?:'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S]|[^'\";&|\\]++)*+(?:(&&|\|\||;|&)|\|)"
+)
+_FIRST_WORD = re.compile(r"[^ \t]+")
+_FAST_UNSAFE_FIRST = (
+    _REJECTED_WORDS | _CLOSERS | frozenset({"if", "while", "until", "for", "{", "function", "!"})
+)
+
+
+def _fast_pieces(text: str) -> tuple[Piece, ...] | None:
+    if _SIMPLE_LIST.fullmatch(text) is None:
+        return None
+    if ";" not in text and "&" not in text and "|" not in text:
+        first = _FIRST_WORD.match(text)
+        if first is not None and first.group() in _FAST_UNSAFE_FIRST:
+            return None
+        return (Piece(text, False),)
+    pieces: list[Piece] = []
+    piece_start = elem_start = 0
+    pos = 0
+    while True:
+        # Anchored at the end of the previous separator: a search could restart inside quotes.
+        m = _SEPARATORS.match(text, pos)
+        if m is None:
+            break
+        pos = m.end()
+        sep = m.group(1)
+        op_start = m.start(1) if sep is not None else m.end() - 1
+        # Every pipeline element starts a command: no reserved word may open it.
+        first = _FIRST_WORD.match(text[elem_start:op_start].lstrip(" \t"))
+        if first is not None and first.group() in _FAST_UNSAFE_FIRST:
+            return None
+        elem_start = m.end()
+        if sep is not None:
+            piece = text[piece_start:op_start].strip()
+            if piece:
+                pieces.append(Piece(piece, False))
+            piece_start = m.end()
+    first = _FIRST_WORD.match(text[elem_start:].lstrip(" \t"))
+    if first is not None and first.group() in _FAST_UNSAFE_FIRST:
+        return None
+    piece = text[piece_start:].strip()
+    if piece:
+        pieces.append(Piece(piece, False))
+    return tuple(pieces)
+
+
+def scan(text: str) -> tuple[Piece, ...] | None:
+    """Top-level sub-commands of a (stripped) bash action, or ``None`` when it is unparseable.
+
+    A bare function definition on its own line also makes the whole action unparseable, as in the
+    reference parser. The result never includes heredoc bodies or comments.
+    """
+    fast = _fast_pieces(text)
+    if fast is not None:
+        return fast
+    sc = _Scanner(text)
+    try:
+        spans = sc.program()
+    except (_Reject, RecursionError):
+        return None
+    if sc.top_function:
+        return None
+    out: list[Piece] = []
+    for a, b, cplx in spans:
+        piece = text[a:b].strip()
+        if not piece:
+            continue
+        if cplx:
+            # The reference re-parses each piece on its own and only calls it complex when that
+            # succeeds; a compound piece whose heredoc body lies outside it then fails.
+            try:
+                _Scanner(piece).program()
+            except (_Reject, RecursionError):
+                cplx = False
+        out.append(Piece(piece, cplx))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- POSIX word splitting
+
+# Possessive quantifiers: these run over multi-kilobyte file contents, and must neither backtrack
+# into a long quoted run nor step through it one character at a time.
+_SH_WORD = re.compile(r"(?:[^ \t\r\n'\"\\]++|'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])++")
+_SH_SEGMENT = re.compile(r"'([^']*+)'|\"((?:[^\"\\]++|\\[\s\S])*+)\"|\\([\s\S])|([^'\"\\]++)")
+_DQ_ESCAPE = re.compile(r"\\([\"\\])")
+_SH_SPACE = " \t\r\n"
+
+
+def split_words(text: str) -> list[str] | None:
+    """``shlex.split(text)`` (POSIX mode, no comments), or ``None`` where shlex raises."""
+    words: list[str] = []
+    pos = 0
+    n = len(text)
+    for m in _SH_WORD.finditer(text):
+        gap = text[pos : m.start()]
+        if gap.strip(_SH_SPACE):
+            return None  # a quote or backslash that no word could consume: unbalanced
+        pos = m.end()
+        w = m.group()
+        if ("'" in w or '"' in w or "\\" in w) and not ('"' in w and "\\" in w):
+            # No escape inside double quotes: every segment dequotes by dropping its delimiters.
+            w = _SH_SEGMENT.sub(r"\1\2\3\4", w)
+        elif "'" in w or '"' in w or "\\" in w:
+            parts: list[str] = []
+            for seg in _SH_SEGMENT.finditer(w):
+                single, double, escaped, plain = seg.groups()
+                if single is not None:
+                    parts.append(single)
+                elif double is not None:
+                    parts.append(_DQ_ESCAPE.sub(r"\1", double) if "\\" in double else double)
+                elif escaped is not None:
+                    parts.append(escaped)
+                else:
+                    parts.append(plain)
+            w = "".join(parts)
+        words.append(w)
+    if pos < n and text[pos:].strip(_SH_SPACE):
+        return None
+    return words
+
+
+# --------------------------------------------------------------------------- the paper's parser
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+_CONTROL_WORD = re.compile(r"\b(?:if|then|fi|for|while|do|done|case|esac|until|function)\b")
+_HEREDOC_REDIRECT = re.compile(r">\s*([^\n]+)")
+_ENV_PREFIX = re.compile(r"^((?:\w+=[^ \t\n\r\f\v]+[ \t]*)+)(.+)?")
+_ASSIGNMENT = re.compile(r"\w+=.+")
+
+# Interpreters whose -c/-e flag takes the inline code (and ends flag parsing).
+_INLINE_INTERPRETERS = frozenset(
+    {"python", "python3", "bash", "sh", "zsh", "node", "ruby", "perl", "psql", "mysql", "sqlite3"}
+)
+
+
+class ParsedCommand(NamedTuple):
+    """One sub-command as the paper's parser reports it.
+
+    ``kind`` is ``bash`` (``command``/``args``/``flags``), ``tool`` (a SWE-agent tool: ``tool``,
+    ``subcommand``, ``tool_args``), ``complex`` or ``set_env`` (their text in ``args``); structured
+    events add ``think`` (no call) and ``other`` (a tool outside the vocabulary). ``flags`` keeps the
+    parser's dict semantics as ordered pairs (a repeated flag keeps its first position and its last
+    value). ``label`` overrides the reported label (used for other scaffolds' tool names).
+    """
+
+    kind: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    flags: tuple[tuple[str, FlagValue], ...] = ()
+    tool: str = ""
+    subcommand: str = ""
+    tool_args: tuple[tuple[str, ToolArgValue], ...] = ()
+    heredoc: bool = False
+    text: str = ""
+    label: str = ""
+
+    def flag_dict(self) -> dict[str, FlagValue]:
+        return dict(self.flags)
+
+    def tool_arg(self, key: str) -> ToolArgValue | None:
+        for k, v in self.tool_args:
+            if k == key:
+                return v
+        return None
+
+
+def is_simple_heredoc(s: str) -> bool:
+    """The paper's *simple heredoc* test, applied to the whole (stripped) action.
+
+    Exactly one ``<<WORD`` anywhere (even inside quotes), and no ``&&``, ``||``, ``;`` or control
+    keyword in the text before the first ``<<``.
+    """
+    if "<<" not in s or _HEREDOC.search(s) is None:
+        return False
+    before = s.split("<<", 1)[0]
+    if _CONTROL_WORD.search(before):
+        return False
+    if "&&" in before or "||" in before or ";" in before:
+        return False
+    return len(_HEREDOC.findall(s)) <= 1
+
+
+def _parse_heredoc(s: str) -> ParsedCommand | None:
+    m = _HEREDOC.search(s)
+    if m is None:
+        return None
+    delimiter = m.group(2)
+    before = s[: m.start()].strip()
+    after = s[m.end() :].strip()
+    words = split_words(before)
+    if words is None:
+        words = before.split()
+    if not words:
+        return None
+    args = list(words[1:])
+    redirect = _HEREDOC_REDIRECT.match(after)
+    output: str | None = None
+    body = after
+    if redirect:
+        output = redirect.group(1).strip()
+        body = after[redirect.end() :].strip()
+    marker = "\n" + delimiter
+    if marker in body:
+        body = body.split(marker, 1)[0]
+    if body:
+        args.append(body)
+    if output:
+        args.extend((">", output))
+    return ParsedCommand(
+        kind="bash",
+        command=words[0].strip(),
+        args=tuple(args),
+        flags=(("__heredoc__", True),),
+        heredoc=True,
+        text=s,
+    )
+
+
+def _parse_bash(words: list[str], text: str) -> ParsedCommand:
+    command = words[0]
+    args: list[str] = []
+    flags: dict[str, FlagValue] = {}
+    i = 1
+    n = len(words)
+    inline = command in _INLINE_INTERPRETERS
+    while i < n:
+        w = words[i]
+        if w.startswith("--"):
+            if "=" in w:
+                key, value = w[2:].split("=", 1)
+                flags[key] = value
+            else:
+                val: FlagValue = True
+                if i + 1 < n and not words[i + 1].startswith("-"):
+                    val = words[i + 1]
+                    i += 1
+                flags[w[2:]] = val
+        elif w.startswith("-") and len(w) > 1:
+            if len(w) > 2:
+                if inline and "c" in w[1:]:
+                    for ch in w[1:]:
+                        if ch != "c":
+                            flags[ch] = True
+                    code: FlagValue = True
+                    if i + 1 < n:
+                        code = words[i + 1]
+                        i += 1
+                    flags["c"] = code
+                    args.extend(words[i + 1 :])
+                    break
+                for ch in w[1:]:
+                    flags[ch] = True
+            else:
+                key = w[1:]
+                if inline and key in ("c", "e"):
+                    code = True
+                    if i + 1 < n:
+                        code = words[i + 1]
+                        i += 1
+                    flags[key] = code
+                    args.extend(words[i + 1 :])
+                    break
+                val = True
+                if i + 1 < n and not words[i + 1].startswith("-"):
+                    val = words[i + 1]
+                    i += 1
+                flags[key] = val
+        else:
+            args.append(w)
+        i += 1
+    return ParsedCommand(
+        kind="bash", command=command.strip(), args=tuple(args), flags=tuple(flags.items()), text=text
+    )
+
+
+_SRE_STRING_ARGS = frozenset({"command", "path", "file_text", "old_str", "new_str"})
+_SRE_HEAD = re.compile(
+    r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
+    r"([^- \t\r\n'\"\\][^ \t\r\n'\"\\]*+)(?:[ \t\r\n]|$)"
+)
+_SHLEX_VALID = re.compile(r"(?:[^'\"\\]++|'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])*+")
+
+
+def _parse_sre(words: list[str], text: str) -> ParsedCommand | None:
+    """SWE-agent's ``str_replace_editor`` as its tool spec parses it (``path`` is the only positional).
+
+    An unknown subcommand yields nothing at all, as in the reference parser.
+    """
+    if len(words) < 2 or words[1] not in SRE_SUBCOMMANDS:
+        return None
+    out: dict[str, ToolArgValue] = {}
+    rest = words[2:]
+    i = 0
+    have_path = False
+    n = len(rest)
+    while i < n:
+        w = rest[i]
+        if w.startswith("--"):
+            key = w[2:]
+            if key == "view_range":
+                i += 1
+                nums: list[int] = []
+                while i < n and not rest[i].startswith("--"):
+                    try:
+                        nums.append(int(rest[i]))
+                    except ValueError:
+                        break
+                    i += 1
+                out[key] = tuple(nums)
+                continue
+            if key not in _SRE_STRING_ARGS and key != "insert_line":
+                i += 1
+                continue
+            if i + 1 < n and not rest[i + 1].startswith("--"):
+                value: ToolArgValue = rest[i + 1]
+                if key == "insert_line":
+                    with contextlib.suppress(ValueError):
+                        value = int(rest[i + 1])
+                out[key] = value
+                i += 2
+                continue
+            out[key] = True
+        elif not have_path:
+            out["path"] = w
+            have_path = True
+        i += 1
+    return ParsedCommand(
+        kind="tool", tool=SRE_TOOL, subcommand=words[1].strip(), tool_args=tuple(out.items()), text=text
+    )
+
+
+def _piece_commands(piece: str, out: list[ParsedCommand]) -> None:
+    has_equals = "=" in piece
+    m = _ENV_PREFIX.match(piece.strip()) if has_equals else None
+    if m:
+        out.append(ParsedCommand(kind="set_env", command="set_env", args=(m.group(1).strip(),), text=piece))
+        piece = (m.group(2) or "").strip()
+    if not piece:
+        return
+    if has_equals and _ASSIGNMENT.fullmatch(piece):
+        out.append(ParsedCommand(kind="set_env", command="set_env", args=(piece,), text=piece))
+        return
+    if piece.startswith(SRE_TOOL):
+        # The editor's long --file_text/--old_str/--new_str values decide nothing but the node
+        # identity (taken from the text); only the subcommand and the path need splitting.
+        m = _SRE_HEAD.match(piece)
+        if m is not None and "--path" not in piece and _SHLEX_VALID.fullmatch(piece):
+            out.append(
+                ParsedCommand(
+                    kind="tool",
+                    tool=SRE_TOOL,
+                    subcommand=m.group(1),
+                    tool_args=(("path", m.group(2)),),
+                    text=piece,
+                )
+            )
+            return
+    words = split_words(piece)
+    if words is None:
+        out.append(ParsedCommand(kind="complex", command="complex_command", args=(piece,), text=piece))
+        return
+    if not words:
+        return
+    head = words[0]
+    if head == SRE_TOOL:
+        sre = _parse_sre(words, piece)
+        if sre is not None:
+            out.append(sre)
+        return
+    if head == "submit":
+        out.append(ParsedCommand(kind="tool", tool="submit", text=piece))
+        return
+    out.append(_parse_bash(words, piece))
+
+
+# A whole action that is one editor call rendered with shlex quoting, in a single regex pass: no
+# operator, expansion, escape, comment or newline outside quotes. Editor calls carry whole files, so
+# the general path's several scans over them would dominate the cost of classification.
+_EDITOR_WORD = (
+    r"(?:[^ \t\r\n'\"\\$`;&|<>()#]|'[^']*+'|\"[^\"\\$`]*+\")"
+    r"(?:[^ \t\r\n'\"\\$`;&|<>()]++|'[^']*+'|\"[^\"\\$`]*+\")*+"
+)
+_EDITOR_CALL = re.compile(
+    r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
+    r"([^- \t\r\n'\"\\$`;&|<>()#][^ \t\r\n'\"\\$`;&|<>()]*+)"
+    rf"(?:[ \t]++{_EDITOR_WORD})*+[ \t]*+"
+)
+
+
+def parse_action(action: str) -> tuple[ParsedCommand, ...]:
+    """The paper's command parser: one action string -> its sub-commands, in source order.
+
+    An empty (all-whitespace) action yields no command; callers treat it as a ``think`` step.
+    """
+    s = (action.replace("\x00", "") if "\x00" in action else action).strip()
+    if not s:
+        return ()
+    if s.startswith(SRE_TOOL) and "<<" not in s and "--path" not in s:
+        m = _EDITOR_CALL.fullmatch(s)
+        if m is not None:
+            return (
+                ParsedCommand(
+                    kind="tool",
+                    tool=SRE_TOOL,
+                    subcommand=m.group(1),
+                    tool_args=(("path", m.group(2)),),
+                    text=s,
+                ),
+            )
+    if is_simple_heredoc(s):
+        hd = _parse_heredoc(s)
+        if hd is not None:
+            return (hd,)
+        return (ParsedCommand(kind="complex", command="complex_command", args=(s,), text=s),)
+    pieces = scan(s)
+    if pieces is None:
+        return (ParsedCommand(kind="complex", command="complex_command", args=(s,), text=s),)
+    if not pieces:
+        pieces = (Piece(s, False),)
+    out: list[ParsedCommand] = []
+    for piece in pieces:
+        if piece.complex:
+            out.append(
+                ParsedCommand(kind="complex", command="complex_command", args=(piece.text,), text=piece.text)
+            )
+        else:
+            _piece_commands(piece.text, out)
+    return tuple(out)

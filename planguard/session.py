@@ -1,0 +1,363 @@
+"""``Pipeline`` (what to run, shared) and ``Session`` (one agent run's state, explicit and bounded).
+
+A session consumes tool calls one at a time, live (``before_tool`` → the call runs → ``after_tool``) or
+offline (``observe``), and runs every stage of the pipeline on each:
+
+    ToolEvent → Action → phase Classification → Langutory + Compliance → Detectors → Policies → Sinks
+
+Every stage keeps per-session state of bounded size, so the cost of an event does not depend on how long
+the run has been going. Offline replay, live middleware and the proxy all drive this same class.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .decisions import ALLOW, Decision, DecisionKind
+from .detectors.base import Detector
+from .errors import ErrorCounter
+from .events import ToolEvent
+from .findings import Finding
+from .metrics import Compliance, Langutory, Scores
+from .phases import GENERAL, Classification, Command, PhaseRules, get_rules
+from .plan import PRESETS, Plan
+from .policies.base import Policy
+from .sinks import Sink
+from .step import Step
+
+__all__ = ["Pipeline", "Session", "SessionSummary"]
+
+#: Calls started but not finished that a session remembers; past this the oldest is closed unrecorded.
+MAX_PENDING = 1024
+#: Findings a session keeps for its summary (counts are kept for all).
+MAX_KEPT_FINDINGS = 256
+#: Undelivered reminders/nudges a session queues for the next model request.
+MAX_QUEUED_MESSAGES = 16
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Everything that is the same for every session: rules, plans, stages, sinks.
+
+    ``plans[0]`` is the plan the agent follows (reminders and gates use it); further plans are only scored,
+    as the paper scores one run against each of its settings.
+    """
+
+    rules: PhaseRules = field(default_factory=get_rules)
+    plans: tuple[Plan, ...] = (PRESETS["plan"],)
+    actions: Callable[[ToolEvent], Any] | None = None
+    detectors: tuple[Detector, ...] = ()
+    policies: tuple[Policy, ...] = ()
+    sinks: tuple[Sink, ...] = ()
+    errors: ErrorCounter = field(default_factory=ErrorCounter)
+
+    @property
+    def plan(self) -> Plan:
+        return self.plans[0]
+
+    def session(self, session_id: str, /, **metadata: Any) -> Session:
+        return Session(session_id, self, metadata=metadata)
+
+
+@dataclass(slots=True)
+class SessionSummary:
+    session_id: str
+    n_steps: int
+    n_model_calls: int
+    letters: str
+    langutory: list[str]
+    scores: dict[str, Scores]
+    finding_counts: dict[str, int]
+    findings: list[Finding]
+    decision_counts: dict[str, int]
+    duration: float
+
+    @property
+    def primary(self) -> Scores | None:
+        return next(iter(self.scores.values()), None)
+
+
+class Session:
+    """One agent run. Not thread-safe on its own: callers serialise access (the ``Guard`` holds a lock)."""
+
+    __slots__ = (
+        "id", "pipeline", "metadata", "phase_state", "langutory", "compliance", "n_steps", "n_model_calls",
+        "detector_states", "policy_states", "_pending", "_queued", "findings", "finding_counts",
+        "decision_counts", "started_at", "last_activity", "ended", "last_step", "_hooks",
+    )
+
+    def __init__(self, session_id: str, pipeline: Pipeline, *, metadata: Mapping[str, Any] | None = None):
+        self.id = session_id
+        self.pipeline = pipeline
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.phase_state = pipeline.rules.new_state()
+        self.langutory = Langutory()
+        self.compliance: dict[str, Compliance] = {p.name: Compliance(p) for p in pipeline.plans if p.scored}
+        self.n_steps = 0
+        self.n_model_calls = 0
+        self.detector_states = [d.new_state() for d in pipeline.detectors]
+        self.policy_states = [p.new_state() for p in pipeline.policies]
+        self._pending: dict[str, Step] = {}
+        self._queued: deque[Decision] = deque(maxlen=MAX_QUEUED_MESSAGES)
+        self.findings: deque[Finding] = deque(maxlen=MAX_KEPT_FINDINGS)
+        self.finding_counts: Counter[str] = Counter()
+        self.decision_counts: Counter[str] = Counter()
+        self.started_at = self.last_activity = time.time()
+        self.ended = False
+        self.last_step: Step | None = None
+        self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
+        for sink in pipeline.sinks:
+            self._guarded(sink.on_session_start, self)
+
+    # ------------------------------------------------------------------ live hooks
+
+    def before_tool(self, event: ToolEvent) -> Decision:
+        """Classify the call about to run and ask the policies; a blocking decision means: do not run it."""
+        self.last_activity = time.time()
+        if event.start_time is None:
+            event.start_time = self.last_activity
+        step = self._classify(event)
+        decision = ALLOW
+        for hook, state in self._hooks.before_tool:
+            d = self._guarded(hook, step, self, state)
+            if d is not None and d.kind is not DecisionKind.ALLOW:
+                self._record_decision(step, d)
+                if d.blocks:
+                    decision = d
+                    break
+        step.decision = decision
+        if decision.blocks:
+            return decision
+        self._commit(step)
+        key = event.call_id if event.call_id is not None else f"#{step.index}"
+        if len(self._pending) >= MAX_PENDING:
+            self._pending.pop(next(iter(self._pending)))
+        self._pending[key] = step
+        for start_hook in self._hooks.tool_start:
+            self._guarded(start_hook, self, step)
+        return decision
+
+    def after_tool(self, event: ToolEvent) -> Step:
+        """Record the call's result and run detectors and policies on it."""
+        self.last_activity = time.time()
+        if event.end_time is None:
+            event.end_time = self.last_activity
+        step = self._take_pending(event)
+        if step is None:  # the integration saw only the result: classify now, without a gate
+            step = self._classify(event)
+            self._commit(step)
+            for hook in self._hooks.tool_start:
+                self._guarded(hook, self, step)
+        else:
+            _merge_result(step.event, event)
+        self._finish(step)
+        return step
+
+    def observe(self, event: ToolEvent) -> Step:
+        """Offline: a call that has already run, start to finish, with no gate."""
+        step = self._classify(event)
+        self._commit(step)
+        self._finish(step)
+        return step
+
+    def before_model(self) -> list[Decision]:
+        """Reminders and nudges to add to the model request about to be sent (counts the model call)."""
+        self.n_model_calls += 1
+        self.last_activity = time.time()
+        out = list(self._queued)
+        self._queued.clear()
+        for hook, state in self._hooks.before_model:
+            for d in self._guarded(hook, self, state) or ():
+                self._record_decision(None, d)
+                if d.injects:
+                    out.append(d)
+        return out
+
+    def end(self) -> SessionSummary:
+        """Close the run: end-of-run detectors and policies, final metrics. Idempotent."""
+        if not self.ended:
+            self.ended = True
+            for step in list(self._pending.values()):
+                self._finish(step)
+            self._pending.clear()
+            for det, state in zip(self.pipeline.detectors, self.detector_states, strict=True):
+                f = self._guarded(det.finish, self, state)
+                if f is not None:
+                    self._record_finding(None, f)
+            for policy, pstate in zip(self.pipeline.policies, self.policy_states, strict=True):
+                for d in self._guarded(policy.on_end, self, pstate) or ():
+                    self._record_decision(None, d)
+        summary = self.summary()
+        for sink in self.pipeline.sinks:
+            self._guarded(sink.on_session_end, self, summary)
+        return summary
+
+    # ------------------------------------------------------------------ views
+
+    def scores(self, plan: str | None = None) -> Scores | None:
+        """Compliance so far against ``plan`` (default: the plan the agent follows)."""
+        c = self.compliance.get(plan or self.pipeline.plan.name)
+        return c.scores() if c is not None else None
+
+    @property
+    def primary_compliance(self) -> Compliance | None:
+        return self.compliance.get(self.pipeline.plan.name)
+
+    def summary(self) -> SessionSummary:
+        return SessionSummary(
+            session_id=self.id,
+            n_steps=self.n_steps,
+            n_model_calls=self.n_model_calls,
+            letters=self.langutory.letters(),
+            langutory=self.langutory.rle(),
+            scores={name: c.scores() for name, c in self.compliance.items()},
+            finding_counts=dict(self.finding_counts),
+            findings=list(self.findings),
+            decision_counts=dict(self.decision_counts),
+            duration=self.last_activity - self.started_at,
+        )
+
+    def queue(self, decision: Decision) -> None:
+        """Hold a reminder or nudge for the next model request."""
+        self._queued.append(decision)
+
+    # ------------------------------------------------------------------ internals
+
+    def _classify(self, event: ToolEvent) -> Step:
+        pipeline = self.pipeline
+        action = None
+        degraded = False
+        if pipeline.actions is not None:
+            try:
+                action = pipeline.actions(event)
+            except Exception as exc:  # fail-open
+                pipeline.errors.record(_where(pipeline.actions), exc)
+                degraded = True
+        try:
+            classification = pipeline.rules.classify(event, self.phase_state)
+        except Exception as exc:  # a custom rule set failed: the call counts as general
+            pipeline.errors.record(_where(pipeline.rules.classify), exc)
+            classification = Classification((Command(event.tool or "unknown", GENERAL),))
+            degraded = True
+        step = Step(self.n_steps, event, classification, action)
+        if degraded:
+            step.degraded = True
+        return step
+
+    def _commit(self, step: Step) -> None:
+        self.phase_state.apply(step.classification)
+        roles = step.classification.roles
+        if roles:
+            self.langutory.extend(roles)
+            for c in self.compliance.values():
+                for r in roles:
+                    c.add(r)
+        self.n_steps += 1
+        self.last_step = step
+
+    def _finish(self, step: Step) -> None:
+        step.done = True
+        hooks = self._hooks
+        # One try around the whole loop (free in 3.11 until something raises); a failing stage is
+        # counted and the loop resumes after it, so the other stages still run (fail-open).
+        i, observers = 0, hooks.observe
+        while i < len(observers):
+            try:
+                while i < len(observers):
+                    fn, state = observers[i]
+                    i += 1
+                    f = fn(step, state)
+                    if f is not None:
+                        self._record_finding(step, f)
+            except Exception as exc:  # fail-open is the contract
+                self.pipeline.errors.record(_where(observers[i - 1][0]), exc)
+        for hook, pstate in hooks.after_tool:
+            for d in self._guarded(hook, step, self, pstate) or ():
+                self._record_decision(step, d)
+                if d.injects:
+                    self._queued.append(d)
+        for end_hook in hooks.tool_end:
+            self._guarded(end_hook, self, step)
+
+    def _take_pending(self, event: ToolEvent) -> Step | None:
+        if event.call_id is not None:
+            return self._pending.pop(event.call_id, None)
+        for key in self._pending:  # no ids: results arrive in call order
+            if key.startswith("#"):
+                return self._pending.pop(key)
+        return None
+
+    def _record_finding(self, step: Step | None, finding: Finding) -> None:
+        if step is not None:
+            step.findings.append(finding)
+        self.findings.append(finding)
+        self.finding_counts[finding.detector] += 1
+        for hook in self._hooks.finding:
+            self._guarded(hook, self, step, finding)
+
+    def _record_decision(self, step: Step | None, decision: Decision) -> None:
+        self.decision_counts[decision.kind.value] += 1
+        for hook in self._hooks.decision:
+            self._guarded(hook, self, step, decision)
+
+    def _guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run one stage; an internal error is counted and logged once, and the run goes on (fail-open)."""
+        try:
+            return fn(*args)
+        except Exception as exc:  # fail-open is the contract
+            self.pipeline.errors.record(_where(fn), exc)
+            return None
+
+
+def _where(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _overrides(obj: object, base: type, name: str) -> bool:
+    return getattr(type(obj), name, None) is not getattr(base, name)
+
+
+class _Hooks:
+    """A session's stage hooks, bound once: only hooks a stage overrides are called on the hot path."""
+
+    __slots__ = ("observe", "before_tool", "after_tool", "before_model", "tool_start", "tool_end", "finding",
+                 "decision")
+
+    def __init__(self, pipeline: Pipeline, detector_states: list[Any], policy_states: list[Any]) -> None:
+        self.observe = [(d.observe, s) for d, s in zip(pipeline.detectors, detector_states, strict=True)]
+        policies = list(zip(pipeline.policies, policy_states, strict=True))
+        self.before_tool = [(p.before_tool, s) for p, s in policies if _overrides(p, Policy, "before_tool")]
+        self.after_tool = [(p.after_tool, s) for p, s in policies if _overrides(p, Policy, "after_tool")]
+        self.before_model = [(p.before_model, s) for p, s in policies if _overrides(p, Policy, "before_model")]
+        sinks = pipeline.sinks
+        self.tool_start = [k.on_tool_start for k in sinks if _overrides(k, Sink, "on_tool_start")]
+        self.tool_end = [k.on_tool_end for k in sinks if _overrides(k, Sink, "on_tool_end")]
+        self.finding = [k.on_finding for k in sinks if _overrides(k, Sink, "on_finding")]
+        self.decision = [k.on_decision for k in sinks if _overrides(k, Sink, "on_decision")]
+
+
+def _merge_result(into: ToolEvent, src: ToolEvent) -> None:
+    if src is into:
+        return
+    into.result = src.result if src.result is not None else into.result
+    into.is_error = into.is_error or src.is_error
+    into.exit_code = src.exit_code if src.exit_code is not None else into.exit_code
+    into.end_time = src.end_time
+    if src.metadata:
+        into.metadata = {**into.metadata, **src.metadata}
+
+
+def replay_events(events: Iterable[ToolEvent], pipeline: Pipeline, session_id: str = "replay") -> Session:
+    """Feed a finished run through a fresh session (offline)."""
+    session = pipeline.session(session_id)
+    for e in events:
+        session.observe(e)
+    return session
+
+
+def pipeline_for(plans: Sequence[Plan], rules: str = "v351278e", **kwargs: Any) -> Pipeline:
+    return Pipeline(rules=get_rules(rules), plans=tuple(plans), **kwargs)

@@ -1,0 +1,202 @@
+"""Property tests: classification never raises and never mutates the state it is given."""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planguard.events import ToolEvent
+from planguard.phases import GENERAL, PHASE_ROLES, RULE_VERSIONS, Classification, get_rules
+from planguard.phases.inline_python import written_files, written_files_lenient
+from planguard.phases.shell import parse_action, scan, split_words
+
+SHELL_BITS = [
+    "ls",
+    "cd /testbed",
+    "python",
+    "python3",
+    "pytest",
+    "grep",
+    "sed",
+    "perl",
+    "touch",
+    "cat",
+    "echo",
+    "str_replace_editor",
+    "view",
+    "create",
+    "str_replace",
+    "/testbed/tests/test_x.py",
+    "reproduce.py",
+    "-c",
+    "-m",
+    "-n",
+    "-i",
+    "-lc",
+    "--file_text",
+    "--old_str",
+    "-",
+    "&&",
+    "||",
+    ";",
+    "&",
+    "|",
+    "|&",
+    "\n",
+    ">",
+    ">>",
+    "2>",
+    "2>&1",
+    ">&2",
+    "&>",
+    "<",
+    "<<",
+    "<<-",
+    "<<<",
+    "'EOF'",
+    "EOF",
+    "PY",
+    "(",
+    ")",
+    "{",
+    "}",
+    "((",
+    "))",
+    "$(",
+    "`",
+    "${x}",
+    "$((1))",
+    "'",
+    '"',
+    "\\",
+    "#",
+    "if",
+    "then",
+    "fi",
+    "for",
+    "in",
+    "do",
+    "done",
+    "while",
+    "case",
+    "esac",
+    "function",
+    "f()",
+    "!",
+    "[[",
+    "]]",
+    "time",
+    "A=1",
+    "x=(1",
+    "tee",
+    "open('/t/tests/a.py','w')",
+    "Path('x').write_text('y')",
+    "print(1/2)",
+    "submit",
+    "edit 1:2",
+    "end_of_edit",
+]
+
+shell_text = st.one_of(
+    st.text(max_size=300),
+    st.lists(st.sampled_from(SHELL_BITS), max_size=25).map(" ".join),
+    st.lists(st.sampled_from(SHELL_BITS), max_size=25).map("".join),
+)
+
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=40)
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+tool_names = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "bash",
+            "Bash",
+            "execute_bash",
+            "str_replace_editor",
+            "Read",
+            "Edit",
+            "MultiEdit",
+            "Write",
+            "Grep",
+            "Glob",
+            "LS",
+            "Task",
+            "TodoWrite",
+            "think",
+            "finish",
+            "submit",
+            "run",
+            "read",
+            "edit",
+        ]
+    ),
+    st.text(max_size=20),
+)
+arguments = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["command", "path", "file_path", "pattern", "glob", "content", "notebook_path", "x"]),
+        st.one_of(shell_text, json_value),
+        max_size=5,
+    ),
+    shell_text,
+    st.text(max_size=60).map(lambda s: '{"command": ' + s),
+)
+events = st.builds(ToolEvent, tool=tool_names, arguments=arguments, action=st.one_of(st.none(), shell_text))
+
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FUZZ
+@given(shell_text)
+def test_parser_never_raises(text: str) -> None:
+    parse_action(text)
+    scan(text.strip())
+    split_words(text)
+    written_files(text)
+    written_files_lenient(text)
+
+
+@FUZZ
+@given(st.text(max_size=200))
+def test_split_words_agrees_with_shlex(text: str) -> None:
+    try:
+        expected: list[str] | None = shlex.split(text)
+    except ValueError:
+        expected = None
+    assert split_words(text) == expected
+
+
+@FUZZ
+@given(st.lists(events, min_size=1, max_size=8), st.sampled_from(RULE_VERSIONS))
+def test_classify_never_raises_nor_mutates(seq: list[ToolEvent], version: str) -> None:
+    rules = get_rules(version)
+    state = rules.new_state()
+    for event in seq:
+        before: dict[str, Any] = {
+            "has_patch": state.has_patch,
+            "created": copy.copy(state.created),
+            "nodes": copy.copy(state.nodes),
+            "node_count": state.node_count,
+        }
+        c = rules.classify(event, state)
+        assert isinstance(c, Classification)
+        assert before == {
+            "has_patch": state.has_patch,
+            "created": state.created,
+            "nodes": state.nodes,
+            "node_count": state.node_count,
+        }
+        assert all(cmd.role == GENERAL or cmd.role in PHASE_ROLES for cmd in c.commands)
+        state.apply(c)
