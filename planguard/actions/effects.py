@@ -1,0 +1,265 @@
+"""Deterministic effect labels (TraceProbe Table I) from observable outcomes.
+
+* ``FAILED``: the call errored or exited non-zero; when the source records no exit status (SWE-agent
+  observations), the output's first/last characters are checked for the tool's own error messages
+  (editor refusals, ``command not found``, a Python traceback, a pytest failure summary).
+* ``SURVIVED`` / ``REVERTED``: a write survives until a later write to the same file overwrites it
+  (whole-file create, delete, ``undo_edit``/``git checkout -- f``) or reverses it (an edit whose old text
+  contains — or is most of — what the earlier write put there). Provisional while the run goes on;
+  final at its end. Failed writes changed nothing and are never reverted.
+* ``JUSTIFIED``: a read or search of a task-relevant file, or a validation run that did not fail.
+  Task-relevant means: in the anchor set when one is known; otherwise a file the run writes and keeps
+  (a read before the write is re-labelled at the end of the run).
+* ``OFF_ANCHOR``: a successful read or search outside a known anchor set.
+* ``RECORDED``: a successful plan update, navigation, fetch or sub-agent spawn.
+* ``REASONING``: a reasoning-only step. ``NEUTRAL``: succeeded, none of the above (see :class:`Effect`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..events import ToolEvent
+from .anchors import AnchorSet
+from .types import Action, ActionType, Effect, WriteKind
+
+__all__ = ["EffectLabeler", "WriteLedger", "label_effects", "outcome_failed"]
+
+# Failure is judged from small windows of the output, with plain substring tests first: a regular
+# expression over kilobytes of output costs tens of microseconds, a substring test well under one.
+_HEAD = 240
+_TAIL = 400
+
+# A structured tool's refusal starts its output (a file's *content* may contain anything, so only the
+# start is looked at): SWE-agent/OpenHands editor messages, Claude Code tool errors.
+_EDITOR_ERROR_STARTS = (
+    "No replacement was performed", "Invalid `", "Your proposed edit has introduced", "File already exists",
+    "Cannot overwrite", "No such file", "Unrecognized command", "Parameter `", "Multiple occurrences",
+    "Found multiple", "String to replace not found", "File has not been read yet", "Usage:", "ERROR", "Error",
+    "error:", "<tool_use_error>", "Traceback",
+)
+_SUCCESS_STARTS = (
+    "Here's the result of running", "File created successfully", "Here's the files and directories",
+    "[File: ",
+)
+# Run-level failures at the end of the output: an uncaught exception's last line, a test-run summary, a
+# killed process. The substring tests gate the (much slower) regular expression.
+_TAIL_FAILURE = re.compile(
+    r"^\w*(?:Error|Exception)\b|Traceback \(most recent call last\)|\d+ failed|\d+ errors? in |"
+    r"ERROR collecting|= FAILURES =|FAILED \(|Segmentation fault|^Killed|timed out",
+    re.MULTILINE,
+)
+
+# One-entry memo: several stages ask about the same step's outcome right after each other.
+_last: tuple[ToolEvent | None, Action | None, str | None, bool] = (None, None, None, False)
+
+
+def outcome_failed(action: Action, event: ToolEvent) -> bool:
+    """The call failed, judged from its error flag, exit code, or (lacking both) its own output."""
+    if event.is_error:
+        return True
+    code = event.exit_code
+    if code is not None:
+        return code != 0
+    result = event.result
+    if not result or result.__class__ is not str:
+        return False
+    global _last
+    last = _last  # one read: the tuple is replaced whole, so concurrent sessions never see a mix
+    if last[0] is event and last[1] is action and last[2] is result:
+        return last[3]
+    failed = _judge(action, result)
+    _last = (event, action, result, failed)
+    return failed
+
+
+def _judge(action: Action, result: str) -> bool:
+    t = action.type
+    if t is ActionType.REASON or t is ActionType.PLAN:
+        return False
+    if action.structured and t is not ActionType.SEARCH:
+        head = result if not result[0].isspace() else result[:200].lstrip()
+        if head.startswith(_SUCCESS_STARTS) or head.startswith("The file "):
+            return False
+        if head.startswith(_EDITOR_ERROR_STARTS):
+            return True
+        head = head[:200]
+        return (head.startswith("The path ") and "does not exist" in head) or (
+            "did not appear verbatim" in head
+        )
+    head = result[:160]
+    if t is ActionType.COMMAND:
+        if "No such file or directory" in head or "command not found" in head or "Traceback (most" in head:
+            return True
+        tail = result[-400:]
+        if ("Error" in tail or "ERROR" in tail or "ailed" in tail or "FAILED" in tail or "Exception" in tail
+                or "Killed" in tail or "timed out" in tail or "Segmentation" in tail or "Traceback" in tail):
+            return _TAIL_FAILURE.search(tail) is not None
+        return False
+    return ("No such file" in head or "does not exist" in head or "Is a directory" in head
+            or "Permission denied" in head or "cannot open" in head)
+
+
+class _Write:
+    __slots__ = ("action", "index", "ref", "reverted")
+
+    def __init__(self, index: int, action: Action, ref: Any) -> None:
+        self.index = index
+        self.action = action
+        self.reverted = False
+        self.ref = ref  # the Step, when the caller wants it re-labelled in place
+
+
+def _reverses(later: Action, earlier: Action) -> bool:
+    """``later`` (an edit) rewrites what ``earlier`` wrote."""
+    old = later.old_text
+    new = earlier.new_text
+    if not old or not new:
+        return False
+    a = new.strip()
+    b = old.strip()
+    if not a or not b:
+        return False
+    return a in b or (b in a and 2 * len(b) >= len(a))
+
+
+class WriteLedger:
+    """Recent successful writes per file (bounded: files and writes per file), with revert detection."""
+
+    __slots__ = ("files", "max_files", "per_file")
+
+    def __init__(self, max_files: int = 256, per_file: int = 4) -> None:
+        self.files: dict[str, list[_Write]] = {}
+        self.max_files = max_files
+        self.per_file = per_file
+
+    def record(self, index: int, action: Action, ref: Any = None) -> list[_Write]:
+        """Add a successful write; return the earlier writes it reverts (now marked reverted)."""
+        path = action.target
+        if path is None:
+            return []
+        files = self.files
+        entries = files.pop(path, None)  # re-insert below: most recently written last (LRU order)
+        reverted: list[_Write] = []
+        kind = action.write
+        if entries:
+            if kind is WriteKind.CREATE or kind is WriteKind.DELETE:
+                reverted = [w for w in entries if not w.reverted]
+            elif kind is WriteKind.RESTORE:
+                live = [w for w in entries if not w.reverted]
+                # undo_edit takes back the last edit only; git checkout/restore all of them
+                reverted = live[-1:] if action.intent == "undo_edit" else live
+            elif kind is WriteKind.EDIT:
+                reverted = [w for w in entries if not w.reverted and _reverses(action, w.action)]
+            for w in reverted:
+                w.reverted = True
+        else:
+            entries = []
+            if len(files) >= self.max_files:
+                del files[next(iter(files))]
+        if kind is not WriteKind.RESTORE and kind is not WriteKind.DELETE:
+            entries.append(_Write(index, action, ref))
+            if len(entries) > self.per_file:
+                del entries[0]
+        files[path] = entries
+        return reverted
+
+    def survives(self, path: str) -> bool:
+        """Some recorded write to ``path`` has not been reverted."""
+        entries = self.files.get(path)
+        return bool(entries) and any(not w.reverted for w in entries)  # type: ignore[union-attr]
+
+
+class EffectLabeler:
+    """Per-run effect labelling, one action at a time, with bounded state.
+
+    ``label`` returns the provisional effect of the action just observed. Later changes to earlier steps
+    (a write reverted, a read found task-relevant at the end) go to ``revisions`` (``{step: Effect}``,
+    the ``max_revisions`` most recent) and, when the caller passed the step object as ``ref`` and it has
+    an ``effect`` attribute, onto that object in place. Offline (:func:`label_effects`) the bounds are the
+    run length; live, they cap what a long session keeps (``max_pending_reads`` reads awaiting the
+    end-of-run relevance check, :class:`WriteLedger`'s files × writes).
+    """
+
+    __slots__ = ("_pending_count", "_pending_reads", "anchors", "ledger", "max_pending_reads",
+                 "max_revisions", "revisions")
+
+    def __init__(self, anchors: AnchorSet | None = None, *, max_revisions: int = 256,
+                 max_pending_reads: int = 512, ledger: WriteLedger | None = None) -> None:
+        self.anchors = anchors
+        self.ledger = ledger if ledger is not None else WriteLedger()
+        self.revisions: dict[int, Effect] = {}
+        self.max_revisions = max_revisions
+        self.max_pending_reads = max_pending_reads
+        # Without anchors: reads of files not (yet) written, re-labelled JUSTIFIED if the run keeps a write.
+        self._pending_reads: dict[str, list[tuple[int, Any]]] = {}
+        self._pending_count = 0
+
+    def label(self, index: int, action: Action, event: ToolEvent, ref: Any = None) -> Effect:
+        t = action.type
+        if t is ActionType.REASON:
+            return Effect.REASONING
+        if outcome_failed(action, event):
+            return Effect.FAILED
+        if t is ActionType.FILE_WRITE:
+            for w in self.ledger.record(index, action, ref):
+                self._revise(w.index, Effect.REVERTED, w.ref)
+            return Effect.SURVIVED
+        if t is ActionType.FILE_READ or t is ActionType.SEARCH:
+            return self._relevance(index, action, event, ref)
+        if t is ActionType.COMMAND:
+            return Effect.JUSTIFIED if action.is_validation else Effect.NEUTRAL
+        return Effect.RECORDED
+
+    def _relevance(self, index: int, action: Action, event: ToolEvent, ref: Any) -> Effect:
+        anchors = self.anchors
+        path = action.target if action.type is ActionType.FILE_READ else action.path
+        if anchors is not None:
+            if path is not None and path in anchors:
+                return Effect.JUSTIFIED
+            if action.type is ActionType.SEARCH:
+                result = event.result
+                if isinstance(result, str) and result and anchors.mentioned_in(result[:4096]):
+                    return Effect.JUSTIFIED
+            return Effect.OFF_ANCHOR
+        if path is None or action.type is ActionType.SEARCH:
+            return Effect.NEUTRAL
+        if self.ledger.survives(path):
+            return Effect.JUSTIFIED
+        if self._pending_count < self.max_pending_reads:
+            self._pending_reads.setdefault(path, []).append((index, ref))
+            self._pending_count += 1
+        return Effect.NEUTRAL
+
+    def _revise(self, index: int, effect: Effect, ref: Any) -> None:
+        revisions = self.revisions
+        if index not in revisions and len(revisions) >= self.max_revisions:
+            del revisions[next(iter(revisions))]  # keep the most recent
+        revisions[index] = effect
+        if ref is not None and hasattr(ref, "effect"):
+            ref.effect = effect
+
+    def finish(self) -> dict[int, Effect]:
+        """Final labels: reads of files the run kept a write to become JUSTIFIED. Returns the revisions."""
+        if self.anchors is None:
+            for path, reads in self._pending_reads.items():
+                if self.ledger.survives(path):
+                    for index, ref in reads:
+                        self._revise(index, Effect.JUSTIFIED, ref)
+            self._pending_reads.clear()
+            self._pending_count = 0
+        return self.revisions
+
+
+def label_effects(
+    actions: list[Action], events: list[ToolEvent], anchors: AnchorSet | None = None
+) -> list[Effect]:
+    """Final effect labels of a finished run (offline convenience over :class:`EffectLabeler`)."""
+    n = len(actions) + 1
+    labeler = EffectLabeler(anchors, max_revisions=n, max_pending_reads=n,
+                            ledger=WriteLedger(max_files=n, per_file=n))
+    out = [labeler.label(i, a, e) for i, (a, e) in enumerate(zip(actions, events, strict=True))]
+    for i, eff in labeler.finish().items():
+        out[i] = eff
+    return out

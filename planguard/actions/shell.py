@@ -1,0 +1,1168 @@
+"""Shell lines classified by what they do: ``cat``/``head``/``sed -n`` read, ``grep``/``rg``/``find``
+search, ``sed -i`` and redirection write, ``pytest`` and test scripts validate.
+
+A line is tokenised once (quote-, heredoc- and operator-aware, without running a shell parser: agents
+write broken shell too, and this must never raise), split into segments on ``&&``, ``||``, ``;`` and
+newlines, and each pipeline is judged by its first stage (``grep x f | head`` is a search), except that
+any stage writing a file (``| tee f``, ``> f``) makes it a write. The segment that says most about the
+line decides it: a write over a validation run over any other command over a search over a read over
+navigation. ``cd DIR`` changes the directory later segments' relative paths resolve against.
+
+The SWE-agent tool commands that arrive as shell lines (``str_replace_editor view …``, and the 0.x
+``open``/``edit``/``find_file``/``search_dir``/``submit`` …) are recognised here too, as structured tools.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
+from .types import ActionType, WriteKind
+
+__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text", "tokenize", "unquote"]
+
+#: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
+COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+
+_MAX_DEPTH = 2  # nested ``bash -c "…"``
+_MAX_TOKENS = 4000  # a pathological line is judged on its head
+
+# --------------------------------------------------------------------------------------------- tokens
+
+_TOKEN = re.compile(
+    r"""
+     (?P<sp>[^\S\n]+|\\\n)
+    |(?P<nl>\n)
+    |(?P<op>&&|\|\||;;?|\|&?|&(?![>\d]))
+    |(?P<hd><<-?[ \t]*(?:'(?P<hq>[^'\n]*)'|"(?P<hdq>[^"\n]*)"|\\?(?P<hw>[\w.\-]+)))
+    |(?P<re>(?:\d|&)?>>?(?:&\d*-?)?|<<<|<)
+    |(?P<w>(?:[^\s'"\\;|&<>()`]+|\\.|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|`[^`]*`)+)
+    |(?P<par>[()])
+    |(?P<x>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_UNQUOTE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
+_DQ_ESCAPE = re.compile(r"\\([\\\"$`])")
+
+
+def _group1(m: re.Match[str]) -> str:
+    return m.group(1)
+
+
+def _unquote_match(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1)
+    if m.group(2) is not None:
+        inner = m.group(2)
+        return _DQ_ESCAPE.sub(_group1, inner) if "\\" in inner else inner
+    return m.group(3)
+
+
+def unquote(word: str) -> str:
+    """A shell word without its quoting (``'a b'`` → ``a b``, ``"x\\"y"`` → ``x"y``)."""
+    return _unquote(word)
+
+
+def _unquote(word: str) -> str:
+    if "'" in word or '"' in word or "\\" in word:
+        return _UNQUOTE.sub(_unquote_match, word)
+    return word
+
+
+class _Stage:
+    """One simple command: its words, the files it redirects output to, whether it reads a heredoc."""
+
+    __slots__ = ("appends", "body", "heredoc", "outputs", "words")
+
+    def __init__(self) -> None:
+        self.words: list[str] = []
+        self.outputs: list[str] = []
+        self.appends = False
+        self.heredoc = False
+        self.body: str | None = None
+
+
+# Lines with no quoting, redirection, substitution or heredoc (most agent commands: ``cd /testbed &&
+# python reproduce.py``, ``pytest -q``, ``find . -name x | head``) split with str methods alone.
+_PLAIN = re.compile(r"[^'\"\\<>()`$\n#{}]*")
+_PLAIN_SPLIT = re.compile(r"(&&|\|\||;;?|\|&?|&)")
+# Everything else: one token per match (heredocs, which need positions, take the general path).
+_FAST_TOKEN = re.compile(
+    r"""\\\n|\n|&&|\|\||;;?|\|&?|&(?![>\d])|(?:\d|&)?>>?(?:&\d*-?)?|<<<|<"""
+    r"""|(?:[^\s'"\\;|&<>()`]+|\\.|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|`[^`]*`)+|\S""",
+    re.DOTALL,
+)
+_STRAY = frozenset("()'\"`\\")
+_PIPES = frozenset({"|", "|&"})
+_REDIR_START = frozenset("<>&0123456789")
+_REDIR = re.compile(r"(?:\d|&)?>>?(?:&\d*-?)?|<<<|<")
+_SEPARATORS = frozenset({"&&", "||", ";", ";;", "&", "\n"})
+
+
+def tokenize(line: str) -> list[list[_Stage]]:
+    """Segments (split on ``&& || ; newline``), each a pipeline of stages. Never raises."""
+    if "<<" in line or ("&" in line and "&" in line.replace("&&", "")):
+        return _tokenize_general(line)  # heredocs need positions; lone ``&`` has context-dependent roles
+    if _PLAIN.fullmatch(line) is not None:
+        return _tokenize_plain(line)
+    return _tokenize_fast(line)
+
+
+def _tokenize_plain(line: str) -> list[list[_Stage]]:
+    segments: list[list[_Stage]] = []
+    pipeline: list[_Stage] = []
+    for part in _PLAIN_SPLIT.split(line):
+        if part in _PIPES:
+            continue
+        if part in _SEPARATORS:
+            if pipeline:
+                segments.append(pipeline)
+            pipeline = []
+            continue
+        words = part.split()
+        if words:
+            st = _Stage()
+            st.words = words
+            pipeline.append(st)
+    if pipeline:
+        segments.append(pipeline)
+    return segments
+
+
+def _tokenize_fast(line: str) -> list[list[_Stage]]:
+    segments: list[list[_Stage]] = []
+    pipeline: list[_Stage] = []
+    stage = _Stage()
+    expect: str | None = None
+    for tok in _FAST_TOKEN.findall(line)[:_MAX_TOKENS]:
+        if tok in _SEPARATORS or tok in _PIPES:
+            if stage.words or stage.outputs:
+                pipeline.append(stage)
+            stage = _Stage()
+            expect = None
+            if tok not in _PIPES and pipeline:
+                segments.append(pipeline)
+                pipeline = []
+            continue
+        if tok == "\\\n":  # line continuation
+            continue
+        if len(tok) == 1 and tok in _STRAY:  # parentheses, unbalanced quotes: no meaning here
+            expect = None
+            continue
+        if tok[0] in _REDIR_START and _REDIR.fullmatch(tok) is not None:
+            # 2>&1, >&2, 3>&- are descriptor plumbing, not files
+            expect = None if tok.endswith(("&", "-")) or tok[-1].isdigit() else tok
+            continue
+        word = _unquote(tok)
+        if expect is not None:
+            if expect != "<" and expect != "<<<":
+                stage.outputs.append(word)
+                if expect.endswith(">>"):
+                    stage.appends = True
+            expect = None
+        else:
+            stage.words.append(word)
+    if stage.words or stage.outputs:
+        pipeline.append(stage)
+    if pipeline:
+        segments.append(pipeline)
+    return segments
+
+
+def _tokenize_general(line: str) -> list[list[_Stage]]:
+    segments: list[list[_Stage]] = []
+    pipeline: list[_Stage] = []
+    stage = _Stage()
+    pending_heredocs: list[tuple[str, bool, _Stage]] = []
+    expect_target: str | None = None  # the redirection operator waiting for its file word
+    pos, n, count = 0, len(line), 0
+    match = _TOKEN.match
+
+    def close_stage() -> None:
+        nonlocal stage
+        if stage.words or stage.outputs:
+            pipeline.append(stage)
+        stage = _Stage()
+
+    def close_segment() -> None:
+        nonlocal pipeline
+        close_stage()
+        if pipeline:
+            segments.append(pipeline)
+        pipeline = []
+
+    while pos < n and count < _MAX_TOKENS:
+        m = match(line, pos)
+        if m is None:  # unreachable (``x`` matches any char); be safe
+            break
+        pos = m.end()
+        kind = m.lastgroup
+        count += 1
+        if kind == "sp":
+            continue
+        if kind == "w":
+            word = _unquote(m.group("w"))
+            if expect_target is not None:
+                if expect_target != "<":
+                    stage.outputs.append(word)
+                    if expect_target.endswith(">>"):
+                        stage.appends = True
+                expect_target = None
+            else:
+                stage.words.append(word)
+            continue
+        expect_target = None
+        if kind == "re":
+            op = m.group("re")
+            if op.endswith(("&", "-")) or op[-1].isdigit():  # 2>&1, >&2, 3>&- : descriptor plumbing
+                continue
+            expect_target = op
+        elif kind == "hd":
+            delim = m.group("hq") or m.group("hdq") or m.group("hw") or "EOF"
+            stage.heredoc = True
+            pending_heredocs.append((delim, m.group("hd").startswith("<<-"), stage))
+        elif kind == "op":
+            if m.group("op") in ("|", "|&"):
+                close_stage()
+            else:
+                close_segment()
+        elif kind == "nl":
+            close_segment()
+            if pending_heredocs:
+                pos = _skip_heredocs(line, pos, pending_heredocs)
+                pending_heredocs = []
+        # "par" and stray characters carry no meaning for classification
+    if pending_heredocs:  # heredoc body never terminated on its own line: the rest is the body
+        for _, _, st in pending_heredocs:
+            st.body = line[pos:]
+    close_segment()
+    return segments
+
+
+def _skip_heredocs(line: str, pos: int, pending: list[tuple[str, bool, _Stage]]) -> int:
+    for delim, strip_tabs, st in pending:
+        start = pos
+        while True:
+            end = line.find("\n", pos)
+            text = line[pos:] if end < 0 else line[pos:end]
+            if (text.lstrip("\t") if strip_tabs else text).strip() == delim:
+                st.body = line[start:pos]
+                pos = len(line) if end < 0 else end + 1
+                break
+            if end < 0:
+                st.body = line[start:]
+                return len(line)
+            pos = end + 1
+    return pos
+
+
+# ------------------------------------------------------------------------------------------ verdicts
+
+
+class ShellVerdict:
+    """What a shell line does, in the fields :class:`~planguard.actions.types.Action` needs."""
+
+    __slots__ = (
+        "cwd", "intent", "is_completion", "is_source_write", "is_validation", "new_text", "old_text", "path",
+        "program", "rank", "runs_code", "scaffold", "structured", "target", "type", "write",
+    )
+
+    def __init__(
+        self,
+        type: ActionType,
+        target: str | None = None,
+        *,
+        path: str | None = None,
+        intent: str | None = None,
+        validation: bool = False,
+        completion: bool = False,
+        write: WriteKind | None = None,
+        program: str | None = None,
+        structured: bool = False,
+        old_text: str | None = None,
+        new_text: str | None = None,
+        rank: int = 0,
+    ) -> None:
+        self.type = type
+        self.target = target
+        self.path = path
+        self.intent = intent
+        self.is_validation = validation
+        self.is_completion = completion
+        self.write = write
+        self.program = program
+        self.structured = structured
+        self.old_text = old_text
+        self.new_text = new_text
+        self.rank = rank
+        self.is_source_write = False
+        self.runs_code = False  # runs a program or tests: its output redirection is a log, not a write
+        self.cwd: str | None = None  # for ``cd``: the directory later segments resolve against
+        self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
+
+
+# How much a segment says about the line (higher wins; ties keep the first).
+R_TRIVIAL, R_NAVIGATE, R_FETCH, R_READ, R_SEARCH, R_COMMAND, R_VALIDATE, R_WRITE, R_COMPLETE = range(9)
+
+_READERS = frozenset(
+    {
+        "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "tac", "view", "strings", "xxd", "od",
+        "hexdump",
+    }
+)
+_GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "ack-grep", "zgrep", "pcregrep", "git-grep"})
+_FINDS = frozenset({"find", "fd", "fdfind", "locate", "mlocate"})
+_NAVIGATORS = frozenset(
+    {
+        "ls", "tree", "pwd", "dir", "exa", "eza", "du", "realpath", "readlink", "file", "stat", "wc", "lsd",
+        "pushd", "popd",
+    }
+)
+_FETCHERS = frozenset({"curl", "wget", "http", "https", "lynx", "w3m", "xh"})
+_PYTHONS = re.compile(r"^(?:python[\d.]*|py|pypy[\d.]*|ipython[\d.]*|uv|poetry|pipenv|hatch)$")
+_TEST_RUNNERS = frozenset(
+    {
+        "pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest", "mocha",
+        "phpunit", "rspec", "ctest", "runtests", "runtests.py", "unittest",
+    }
+)
+_TEST_SUBCOMMANDS = frozenset({"test", "tests", "check", "t"})
+_BUILD_TOOLS = frozenset(
+    {
+        "make", "npm", "yarn", "pnpm", "go", "cargo", "mvn", "gradle", "gradlew", "mix", "dotnet", "deno",
+        "bun", "bazel", "sbt", "lein", "rake", "bundle", "swift", "dune",
+    }
+)
+_PY_TEST_MODULES = frozenset({"pytest", "py.test", "unittest", "doctest", "nose", "nose2", "tox", "trial"})
+_TRIVIAL = frozenset(
+    {
+        "echo", "printf", "true", "false", ":", "export", "set", "unset", "source", ".", "sleep", "clear",
+        "history", "alias", "exit", "wait", "then", "else", "fi", "done", "do", "esac", "return", "shopt",
+        "ulimit", "umask", "trap", "type", "which", "whoami", "date", "env",
+    }
+)
+_WRAPPERS = frozenset(
+    {
+        "sudo", "time", "nohup", "nice", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run",
+        "caffeinate", "noglob",
+    }
+)
+_CONTROL = frozenset(
+    {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "fi", "done", "[[", "["}
+)
+#: Segments that only open a loop or a case (``for f in *.py``); their body segments are judged.
+_LOOP_HEADS = frozenset({"for", "case", "select", "function"})
+_VALUE_FLAGS_GREP = frozenset(
+    {
+        "-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude", "--exclude-dir",
+        "--max-count", "--context", "--regexp", "--file", "-g", "-t", "-T", "--glob", "--iglob", "--type",
+        "--type-not", "-M", "-j", "--threads", "--replace", "-G", "--ignore", "--max-columns",
+    }
+)
+_VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
+_VALUE_FLAGS_NAV = frozenset({"-L", "-I", "-P", "-d", "-T", "--max-depth", "--ignore", "--hide", "-c"})
+_VALUE_FLAGS_SED = frozenset({"-e", "-f", "-l", "--expression", "--file"})
+_VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
+_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+# Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
+_INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_WS = re.compile(r"\s+")
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SED_INPLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
+_LEGACY_EDIT_RANGE = re.compile(r"^\s*\d+(?::\d+)?\s*$")
+_SWE_SUBCOMMANDS = {"view", "create", "str_replace", "insert", "undo_edit"}
+_SWE_FLAGS = ("--file_text", "--old_str", "--new_str", "--insert_line", "--view_range")
+
+
+def _basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1] if "/" in word else word
+
+
+def _operands(words: list[str], start: int, value_flags: frozenset[str]) -> list[str]:
+    """Non-option words after ``start`` (skipping the value of options that take one)."""
+    out: list[str] = []
+    skip = False
+    end_opts = False
+    for w in words[start:]:
+        if skip:
+            skip = False
+            continue
+        if not end_opts and w.startswith("-") and len(w) > 1:
+            if w == "--":
+                end_opts = True
+            elif w in value_flags:
+                skip = True
+            continue
+        out.append(w)
+    return out
+
+
+def _collapse(text: str, limit: int = 160) -> str:
+    text = _WS.sub(" ", text).strip()
+    return text if len(text) <= limit else text[:limit]
+
+
+class ShellClassifier:
+    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser and memo).
+
+    ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
+    """
+
+    __slots__ = ("_memo", "norm", "swe_agent_commands")
+
+    _MEMO_MAX = 1024
+    _MEMO_LINE_MAX = 400
+
+    def __init__(self, norm: PathNormaliser, *, swe_agent_commands: bool = True) -> None:
+        self.norm = norm
+        self.swe_agent_commands = swe_agent_commands
+        self._memo: dict[str, ShellVerdict] = {}
+
+    def classify(self, line: str, cwd: str | None = None) -> ShellVerdict:
+        # Repeated lines (the loops users complain about) cost a lookup. Long lines (file bodies, inline
+        # scripts) rarely repeat and would pin their text in the memo, so they are not kept.
+        memo = self._memo
+        short = cwd is None and len(line) <= self._MEMO_LINE_MAX
+        if short:
+            hit = memo.get(line)
+            if hit is not None:
+                return hit
+        verdict = self._classify(line, cwd, 0)
+        if short:
+            if len(memo) >= self._MEMO_MAX:
+                memo.clear()
+            memo[line] = verdict
+        return verdict
+
+    # -------------------------------------------------------------------------------- line level
+
+    def _classify(self, line: str, cwd: str | None, depth: int) -> ShellVerdict:
+        stripped = line.lstrip()
+        if not stripped:
+            return ShellVerdict(ActionType.REASON, rank=R_TRIVIAL)
+        if self.swe_agent_commands:
+            first = stripped.split(None, 1)[0]
+            if first in _SWE_TOOL_WORDS:
+                verdict = self._swe_agent(first, stripped)
+                if verdict is not None:
+                    if first == "str_replace_editor":
+                        verdict.scaffold = "swe-agent"
+                    elif first != "submit":
+                        verdict.scaffold = "swe-agent-0.x"
+                    return verdict
+        best: ShellVerdict | None = None
+        for pipeline in tokenize(line):
+            v = self._pipeline(pipeline, cwd, depth)
+            if v is None:
+                continue
+            if v.cwd is not None:
+                cwd = v.cwd
+            if best is None or v.rank > best.rank:
+                best = v
+        if best is None:
+            return ShellVerdict(ActionType.COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
+        return best
+
+    def _pipeline(self, stages: list[_Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
+        head = self._stage(stages[0], cwd, depth)
+        for st in stages[1:]:
+            if head is not None and head.type is ActionType.SEARCH and head.target and st.words:
+                prog = _basename(st.words[0])
+                if prog in _GREPS:
+                    # ``find … | grep -i x`` and ``grep a | grep b`` narrow the query: part of it.
+                    narrowed = (self._grep(prog, st.words, 1, cwd).target or "").rsplit(" @ ", 1)[0]
+                    query, _, scope = head.target.rpartition(" @ ")
+                    head.target = f"{query} | {narrowed} @ {scope}" if query else head.target
+            later = self._stage(st, cwd, depth, later=True)
+            if (
+                later is not None
+                and later.type is ActionType.FILE_WRITE
+                and (head is None or (head.rank < R_WRITE and not head.runs_code))
+            ):
+                head = later
+        return head
+
+    # ------------------------------------------------------------------------------- stage level
+
+    def _path(self, raw: str, cwd: str | None = None) -> str:
+        return self.norm(raw, cwd)
+
+    def _stage(self, st: _Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
+        words = st.words
+        i = 0
+        nw = len(words)
+        # Strip assignments, wrappers and control keywords: ``FOO=1 sudo timeout 5 grep …``.
+        while i < nw:
+            w = words[i]
+            if _ASSIGN.match(w) or w in _CONTROL:
+                i += 1
+            elif w in _WRAPPERS:
+                i += 1
+                while i < nw and words[i].startswith("-"):
+                    i += 1
+            elif w == "timeout":
+                i += 1
+                while i < nw and words[i].startswith("-"):
+                    i += 1
+                i += 1  # the duration
+            elif w == "env":
+                i += 1
+                while i < nw and (words[i].startswith("-") or _ASSIGN.match(words[i])):
+                    i += 1
+            else:
+                break
+        if i >= nw:
+            return self._redirect_write(st, cwd, None, "") if st.outputs else None  # ``> file`` truncates
+        prog_word = words[i]
+        if prog_word in _LOOP_HEADS:
+            return None
+        prog = _basename(prog_word)
+        args_at = i + 1
+
+        if prog in ("bash", "sh", "zsh", "dash") and depth < _MAX_DEPTH:
+            if args_at + 1 < nw and words[args_at] in ("-c", "-lc", "-ec", "-xc", "-cl"):
+                return self._classify(words[args_at + 1], cwd, depth + 1)
+            script = _operands(words, args_at, frozenset())
+            if script:
+                return self._run_script(prog, script[0], cwd, script[1:])
+        if prog == "xargs":
+            j = args_at
+            while j < nw and words[j].startswith("-"):
+                j += 2 if words[j] in ("-I", "-n", "-P", "-d", "-L", "-s", "-a", "-E") else 1
+            if j < nw:
+                wrapped = _Stage()
+                wrapped.words = words[j:]
+                wrapped.outputs = st.outputs
+                wrapped.appends = st.appends
+                return self._stage(wrapped, cwd, depth, later=later)
+            return None
+
+        if later:
+            # A later pipeline stage only matters when it writes a file.
+            if prog == "tee":
+                files = _operands(words, args_at, frozenset())
+                if files:
+                    return self._write(
+                        files[0],
+                        cwd,
+                        WriteKind.INSERT if "-a" in words else WriteKind.CREATE,
+                        prog,
+                        None,
+                        None,
+                    )
+            if st.outputs:
+                return self._redirect_write(st, cwd, prog, None)
+            return None
+
+        verdict: ShellVerdict | None
+        handler = _HANDLERS.get(prog)
+        if handler is not None:
+            verdict = handler(self, prog, words, args_at, st, cwd)
+        elif prog in _READERS:
+            verdict = self._reader(prog, words, args_at, st, cwd)
+        elif prog in _GREPS:
+            verdict = self._grep(prog, words, args_at, cwd)
+        elif prog in _FINDS:
+            verdict = self._find(prog, words, args_at, cwd)
+        elif prog in _NAVIGATORS:
+            ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
+            target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
+            verdict = ShellVerdict(ActionType.NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
+        elif prog in _FETCHERS:
+            url = next((w for w in words[args_at:] if _URL.match(w)), None)
+            if url is None:
+                url = next(
+                    (w for w in _operands(words, args_at, frozenset({"-o", "-O", "-H", "-d", "-X"}))), None
+                )
+            verdict = ShellVerdict(ActionType.FETCH, url, intent=prog, rank=R_FETCH)
+        elif _PYTHONS.match(prog):
+            verdict = self._python(prog, words, args_at, st, cwd)
+        elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
+            ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
+            path = self._path(ops[0], cwd) if ops else None
+            verdict = ShellVerdict(
+                ActionType.COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE
+            )
+            verdict.runs_code = True
+        elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
+            sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
+            if sub == "run" and args_at + 1 < nw:  # npm run test
+                sub = next((w for w in words[args_at + 1 :] if not w.startswith("-") and w != "run"), "")
+            is_test = sub in _TEST_SUBCOMMANDS or sub.startswith(("test", "check"))
+            intent = f"{prog} {sub}".strip()
+            verdict = ShellVerdict(
+                ActionType.COMMAND,
+                intent,
+                intent=intent,
+                validation=is_test,
+                rank=R_VALIDATE if is_test else R_COMMAND,
+            )
+            verdict.runs_code = True
+        elif prog.endswith((".py", ".sh")) or prog_word.startswith("./"):
+            verdict = self._run_script(None, prog_word, cwd, words[args_at:])
+        elif prog in _TRIVIAL:
+            if prog == "echo" and any(m in words[args_at:] for m in COMPLETION_MARKERS):
+                return ShellVerdict(
+                    ActionType.COMMAND,
+                    "submit",
+                    intent="submit",
+                    completion=True,
+                    program=prog,
+                    rank=R_COMPLETE,
+                )
+            if st.outputs:
+                text = " ".join(words[args_at:]) if prog in ("echo", "printf") else None
+                written = self._redirect_write(st, cwd, prog, text)
+                if written is not None:
+                    return written
+            return ShellVerdict(ActionType.COMMAND, prog, intent=prog, program=prog, rank=R_TRIVIAL)
+        else:
+            sub = next((w for w in words[args_at : args_at + 1] if not w.startswith("-")), "")
+            intent = f"{prog} {sub}" if sub and sub.isidentifier() and len(sub) <= 20 else prog
+            verdict = ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
+        if verdict is None:
+            return None
+        verdict.program = prog
+        if st.outputs and verdict.type is not ActionType.FILE_WRITE and not verdict.runs_code:
+            return self._redirect_write(st, cwd, prog, st.body) or verdict
+        return verdict
+
+    # ------------------------------------------------------------------------------- program kinds
+
+    def _write(
+        self,
+        raw: str | None,
+        cwd: str | None,
+        kind: WriteKind,
+        prog: str | None,
+        old: str | None,
+        new: str | None,
+    ) -> ShellVerdict:
+        target = self._path(raw, cwd) if raw else None
+        v = ShellVerdict(
+            ActionType.FILE_WRITE,
+            target,
+            path=target,
+            intent=prog,
+            write=kind,
+            program=prog,
+            old_text=old,
+            new_text=new,
+            rank=R_WRITE,
+        )
+        v.is_source_write = _is_source(target)
+        return v
+
+    def _redirect_write(
+        self, st: _Stage, cwd: str | None, prog: str | None, text: str | None
+    ) -> ShellVerdict | None:
+        """A write to the first real output file, or ``None`` when output only goes to devices."""
+        for out in st.outputs:
+            if out in _DEVICES:
+                continue
+            body = st.body if st.heredoc else text
+            return self._write(
+                out, cwd, WriteKind.INSERT if st.appends else WriteKind.CREATE, prog, None, body
+            )
+        return None
+
+    def _reader(
+        self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    ) -> ShellVerdict | None:
+        if st.outputs and prog == "cat":
+            return self._redirect_write(st, cwd, prog, st.body)
+        ops = _operands(words, at, _VALUE_FLAGS_HEAD if prog in ("head", "tail") else frozenset())
+        ops = [o for o in ops if not o.startswith("+")]
+        if not ops:
+            return ShellVerdict(ActionType.FILE_READ, None, intent=prog, rank=R_READ)
+        target = self._path(ops[0], cwd)
+        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent=prog, rank=R_READ)
+
+    def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
+        pattern: str | None = None
+        for k in range(at, len(words) - 1):
+            if words[k] in ("-e", "--regexp"):
+                pattern = words[k + 1]
+                break
+            if words[k].startswith("--regexp="):
+                pattern = words[k][9:]
+                break
+        ops = _operands(words, at, _VALUE_FLAGS_GREP)
+        if pattern is None and ops:
+            pattern, ops = ops[0], ops[1:]
+        scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
+        query = f"{_collapse(pattern or '', 120)} @ {scope}"
+        return ShellVerdict(ActionType.SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
+
+    def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
+        k = at
+        roots: list[str] = []
+        if prog == "find":
+            while k < len(words) and not words[k].startswith(("-", "(", "!", "\\(")):
+                roots.append(words[k])
+                k += 1
+            preds: list[str] = []
+            for w in words[k:]:
+                if w in ("-exec", "-execdir", "-ok", "-delete", "-print0", "-print", "-ls"):
+                    break
+                preds.append(w)
+            query_text = " ".join(preds)
+        else:
+            ops = _operands(
+                words,
+                at,
+                frozenset({"-e", "-t", "-E", "-d", "--extension", "--type", "--exclude", "--max-depth"}),
+            )
+            query_text = ops[0] if ops else ""
+            roots = ops[1:2]
+        scope = self._path(roots[0], cwd) if roots else (self._path(".", cwd) if cwd else ".")
+        if "-exec" in words or "-execdir" in words:
+            j = words.index("-exec") if "-exec" in words else words.index("-execdir")
+            inner = words[j + 1 :]
+            if inner and _basename(inner[0]) in _GREPS:
+                g = self._grep(
+                    _basename(inner[0]), [w for w in inner if w not in ("{}", ";", "+", "\\;")], 1, cwd
+                )
+                return ShellVerdict(
+                    ActionType.SEARCH,
+                    f"{g.target.rsplit(' @ ', 1)[0]} @ {scope}" if g.target else None,
+                    path=scope,
+                    intent="grep",
+                    rank=R_SEARCH,
+                )
+        return ShellVerdict(
+            ActionType.SEARCH,
+            f"{_collapse(query_text, 120)} @ {scope}",
+            path=scope,
+            intent="find",
+            rank=R_SEARCH,
+        )
+
+    def _python(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
+        v = self._python_kind(prog, words, at, st, cwd)
+        v.runs_code = True
+        return v
+
+    def _python_kind(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
+        if prog in ("uv", "poetry", "pipenv", "hatch"):
+            # ``uv run pytest`` / ``poetry run python x.py``: judge the wrapped command.
+            if at < len(words) and words[at] == "run" and at + 1 < len(words):
+                wrapped = _Stage()
+                wrapped.words = words[at + 1 :]
+                wrapped.outputs, wrapped.heredoc, wrapped.body = st.outputs, st.heredoc, st.body
+                inner = self._stage(wrapped, cwd, _MAX_DEPTH)
+                if inner is not None:
+                    return inner
+            intent = f"{prog} {words[at]}" if at < len(words) else prog
+            return ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
+        k = at
+        while k < len(words):
+            w = words[k]
+            if w == "-m" and k + 1 < len(words):
+                mod = words[k + 1]
+                if mod in _PY_TEST_MODULES:
+                    ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
+                    path = self._path(ops[0], cwd) if ops else None
+                    return ShellVerdict(
+                        ActionType.COMMAND, mod, path=path, intent=mod, validation=True, rank=R_VALIDATE
+                    )
+                if mod == "pip":
+                    sub = words[k + 2] if k + 2 < len(words) else ""
+                    return ShellVerdict(
+                        ActionType.COMMAND, f"pip {sub}".strip(), intent=f"pip {sub}".strip(), rank=R_COMMAND
+                    )
+                rest = words[k + 2 : k + 3]
+                if (
+                    rest == ["test"]
+                    or mod.endswith(("runtests", ".testing", "pytest"))
+                    or is_test_path(mod.replace(".", "/") + ".py")
+                ):  # python -m django test …, python -m pkg.tests.test_x
+                    return ShellVerdict(
+                        ActionType.COMMAND,
+                        f"python -m {mod} test".replace(" test test", " test"),
+                        intent=f"python -m {mod}",
+                        validation=True,
+                        rank=R_VALIDATE,
+                    )
+                return ShellVerdict(
+                    ActionType.COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND
+                )
+            if w in ("-c",) or (
+                w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
+            ):
+                code = words[k + 1] if k + 1 < len(words) else ""
+                is_test = _INLINE_TEST.search(code) is not None
+                return ShellVerdict(
+                    ActionType.COMMAND,
+                    "python -c",
+                    intent="python -c",
+                    validation=is_test,
+                    rank=R_VALIDATE if is_test else R_COMMAND,
+                )
+            if w == "-":
+                break
+            if w in ("-W", "-X", "-Q"):
+                k += 2
+                continue
+            if w.startswith("-"):
+                k += 1
+                continue
+            return self._run_script("python", w, cwd, words[k + 1 :])
+        # ``python - <<EOF`` / ``python <<EOF``: inline code.
+        return ShellVerdict(ActionType.COMMAND, "python -", intent="python -", rank=R_COMMAND)
+
+    def _run_script(self, runner: str | None, raw: str, cwd: str | None, args: list[str]) -> ShellVerdict:
+        path = self._path(raw, cwd)
+        base = _basename(path)
+        intent = f"{runner} {path}" if runner else path
+        validation = (
+            is_test_path(path)
+            or base.startswith("runtests")
+            or (base == "manage.py" and bool(args) and args[0] == "test")
+        )
+        v = ShellVerdict(
+            ActionType.COMMAND,
+            intent,
+            path=path,
+            intent=intent,
+            validation=validation,
+            rank=R_VALIDATE if validation else R_COMMAND,
+        )
+        v.runs_code = True
+        return v
+
+    # ------------------------------------------------------------------ SWE-agent tool commands
+
+    def _swe_agent(self, first: str, line: str) -> ShellVerdict | None:
+        if first == "str_replace_editor":
+            return self._swe_editor(line)
+        parts = line.split(None, 2)
+        arg = parts[1] if len(parts) > 1 else ""
+        rest = parts[2] if len(parts) > 2 else ""
+        if first == "submit":
+            return ShellVerdict(
+                ActionType.COMMAND,
+                "submit",
+                intent="submit",
+                completion=True,
+                structured=True,
+                rank=R_COMPLETE,
+            )
+        if first == "open":
+            if not arg:
+                return None
+            target = self._path(_unquote(arg))
+            return ShellVerdict(
+                ActionType.FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ
+            )
+        if first in ("goto", "scroll_up", "scroll_down"):
+            return ShellVerdict(ActionType.FILE_READ, None, intent=first, structured=True, rank=R_READ)
+        if first == "create":
+            if not arg:
+                return None
+            v = self._write(_unquote(arg), None, WriteKind.CREATE, "create", None, None)
+            v.structured = True
+            return v
+        if first == "edit":
+            body = line[4:].lstrip(" ")
+            head, _, text = body.partition("\n")
+            old: str | None = None
+            new: str | None
+            if _LEGACY_EDIT_RANGE.match(head):
+                new = (
+                    text[: -len("end_of_edit")].rstrip("\n")
+                    if text.rstrip().endswith("end_of_edit")
+                    else text
+                )
+            else:  # ``edit 'search' 'replace' [replace_all]`` (the 0.7 test-repo variant)
+                words = [_unquote(m.group(0)) for m in _TOKEN.finditer(body) if m.lastgroup == "w"]
+                old = words[0] if words else None
+                new = words[1] if len(words) > 1 else None
+            v = ShellVerdict(
+                ActionType.FILE_WRITE,
+                None,
+                intent="edit",
+                write=WriteKind.EDIT,
+                structured=True,
+                old_text=old,
+                new_text=new,
+                rank=R_WRITE,
+            )
+            v.is_source_write = True
+            return v
+        if first in ("find_file", "search_dir", "search_file"):
+            words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
+            if not words:
+                return None
+            scope = self._path(words[1]) if len(words) > 1 else None
+            family = "find" if first == "find_file" else "grep"
+            query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
+            return ShellVerdict(
+                ActionType.SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH
+            )
+        if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
+            words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
+            v = ShellVerdict(
+                ActionType.FILE_WRITE, None, intent="insert", write=WriteKind.INSERT, structured=True,
+                new_text=words[0] if words else None, rank=R_WRITE,
+            )
+            v.is_source_write = True
+            return v
+        if first == "filemap":
+            filemap = self._path(_unquote(arg)) if arg else None
+            return ShellVerdict(
+                ActionType.FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
+            )
+        del rest
+        return None
+
+    def swe_command(self, line: str) -> ShellVerdict | None:
+        """A SWE-agent tool command line (``open f 10``, ``edit 'a' 'b'``, ``find_file x``, …), or None."""
+        stripped = line.strip()
+        if not stripped:
+            return None
+        first = stripped.split(None, 1)[0]
+        if first not in _SWE_TOOL_WORDS:
+            return None
+        v = self._swe_agent(first, stripped)
+        if v is not None and first not in ("str_replace_editor", "submit"):
+            v.scaffold = "swe-agent-0.x"
+        return v
+
+    def _swe_editor(self, line: str) -> ShellVerdict | None:
+        parts = line.split(None, 3)
+        if len(parts) < 3:
+            return None
+        sub, raw_path = parts[1], _unquote(parts[2])
+        rest = parts[3] if len(parts) > 3 else ""
+        return self.editor(
+            sub, raw_path, swe_flag_text(rest, "--old_str"), swe_flag_text(rest, "--new_str"),
+            swe_flag_text(rest, "--file_text"),
+        )
+
+    def editor(
+        self, sub: str, raw_path: str, old: str | None, new: str | None, file_text: str | None
+    ) -> ShellVerdict | None:
+        """The str_replace_editor / file_editor family (SWE-agent 1.x, OpenHands), however it arrived."""
+        if sub not in _SWE_SUBCOMMANDS:
+            return None
+        path = self._path(raw_path)
+        if sub == "view":
+            if looks_like_file(path):
+                return ShellVerdict(
+                    ActionType.FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ
+                )
+            return ShellVerdict(
+                ActionType.NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE
+            )
+        kind = {
+            "create": WriteKind.CREATE,
+            "str_replace": WriteKind.EDIT,
+            "insert": WriteKind.INSERT,
+            "undo_edit": WriteKind.RESTORE,
+        }[sub]
+        v = self._write(raw_path, None, kind, sub, old, file_text if sub == "create" else new)
+        v.structured = True
+        return v
+
+
+def swe_flag_text(rest: str, flag: str) -> str | None:
+    """The value of ``--flag 'text'`` in a SWE-agent editor action string (shell-quoted)."""
+    at = rest.find(flag + " ")
+    if at < 0:
+        return None
+    m = _TOKEN.match(rest, at + len(flag) + 1)
+    while m is not None and m.lastgroup == "sp":
+        m = _TOKEN.match(rest, m.end())
+    if m is None or m.lastgroup != "w":
+        return None
+    return _unquote(m.group(0))
+
+
+def _is_source(target: str | None) -> bool:
+    return (
+        bool(target)
+        and not is_test_path(target or "")
+        and not is_scratch_path(target or "")
+        and not (target or "").endswith((".bak", ".orig", ".backup", ".log", ".tmp", ".rej", ".swp"))
+    )
+
+
+_SWE_TOOL_WORDS = frozenset(
+    {
+        "str_replace_editor", "submit", "open", "goto", "scroll_up", "scroll_down", "create", "edit",
+        "find_file", "search_dir", "search_file", "filemap", "insert",
+    }
+)
+
+
+# ------------------------------------------------------------------------- per-program handlers
+
+
+def _h_cd(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset())
+    raw = ops[0] if ops else "~"
+    path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
+    v = ShellVerdict(ActionType.NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
+    # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
+    v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
+    return v
+
+
+def _h_sed(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
+    has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
+    ops = _operands(words, at, _VALUE_FLAGS_SED)
+    script: str | None = None
+    if has_e:
+        k = next((k for k in range(at, len(words) - 1) if words[k] in ("-e", "--expression")), None)
+        script = words[k + 1] if k is not None else None
+        files = ops
+    else:
+        script, files = (ops[0], ops[1:]) if ops else (None, [])
+    if inplace:
+        old = new = None
+        if script and len(script) > 2 and script[0] == "s":
+            parts = script[2:].split(script[1])
+            if len(parts) >= 2:
+                old, new = parts[0], parts[1]
+        return c._write(files[-1] if files else None, cwd, WriteKind.EDIT, "sed -i", old, new)
+    if not files:
+        return ShellVerdict(ActionType.COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
+    target = c._path(files[0], cwd)
+    return ShellVerdict(ActionType.FILE_READ, target, path=target, intent="sed", rank=R_READ)
+
+
+def _h_awk(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, _VALUE_FLAGS_AWK)
+    files = ops[1:] if "-f" not in words[at:] else ops
+    if not files:
+        return ShellVerdict(ActionType.COMMAND, prog, intent=prog, rank=R_TRIVIAL)
+    target = c._path(files[0], cwd)
+    return ShellVerdict(ActionType.FILE_READ, target, path=target, intent=prog, rank=R_READ)
+
+
+def _h_perl(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
+    ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
+    if "i" in flags:
+        return c._write(ops[-1] if ops else None, cwd, WriteKind.EDIT, "perl -i", None, None)
+    if ("n" in flags or "p" in flags) and ops:
+        target = c._path(ops[-1], cwd)
+        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent="perl", rank=R_READ)
+    if ops and "e" not in flags:
+        return c._run_script("perl", ops[0], cwd, ops[1:])
+    return ShellVerdict(ActionType.COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
+
+
+def _h_git(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    k = at
+    while k < len(words) and words[k].startswith("-"):
+        k += 2 if words[k] in ("-C", "-c", "--git-dir", "--work-tree") else 1
+    sub = words[k] if k < len(words) else ""
+    if sub == "grep":
+        return c._grep("git-grep", words, k + 1, cwd)
+    if sub in ("checkout", "restore"):
+        if "--" in words[k:]:
+            files = words[words.index("--", k) + 1 :]
+        elif sub == "restore":
+            files = _operands(words, k + 1, frozenset({"-s", "--source"}))
+        else:
+            files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
+        if files:
+            return c._write(files[0], cwd, WriteKind.RESTORE, f"git {sub}", None, None)
+    if sub in ("apply", "am"):
+        v = c._write(None, cwd, WriteKind.OTHER, f"git {sub}", None, None)
+        v.is_source_write = True
+        return v
+    if sub == "ls-files":
+        return ShellVerdict(ActionType.NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
+    intent = f"git {sub}".strip()
+    return ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
+
+
+def _h_touch(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
+    return c._write(ops[0] if ops else None, cwd, WriteKind.OTHER, prog, None, None)
+
+
+def _h_rm(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset())
+    return c._write(ops[0] if ops else None, cwd, WriteKind.DELETE, prog, None, None)
+
+
+def _h_copy(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
+    return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WriteKind.OTHER, prog, None, None)
+
+
+def _h_tee(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset())
+    return c._write(
+        ops[0] if ops else None,
+        cwd,
+        WriteKind.INSERT if "-a" in words else WriteKind.CREATE,
+        prog,
+        None,
+        st.body if st.heredoc else None,
+    )
+
+
+def _h_patch(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"}))
+    v = c._write(ops[0] if ops else None, cwd, WriteKind.OTHER, prog, None, None)
+    v.is_source_write = True if not ops else v.is_source_write
+    return v
+
+
+def _h_mkdir(
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+) -> ShellVerdict:
+    ops = _operands(words, at, frozenset({"-m"}))
+    target = c._path(ops[0], cwd) if ops else None
+    return ShellVerdict(ActionType.COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
+
+
+_Handler = Callable[[ShellClassifier, str, list[str], int, _Stage, "str | None"], "ShellVerdict | None"]
+_HANDLERS: dict[str, _Handler] = {
+    "cd": _h_cd,
+    "sed": _h_sed,
+    "gsed": _h_sed,
+    "awk": _h_awk,
+    "gawk": _h_awk,
+    "mawk": _h_awk,
+    "perl": _h_perl,
+    "git": _h_git,
+    "touch": _h_touch,
+    "rm": _h_rm,
+    "unlink": _h_rm,
+    "cp": _h_copy,
+    "mv": _h_copy,
+    "install": _h_copy,
+    "tee": _h_tee,
+    "patch": _h_patch,
+    "mkdir": _h_mkdir,
+}

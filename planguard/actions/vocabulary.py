@@ -1,0 +1,828 @@
+"""Action vocabularies: how each scaffold's tool calls map onto canonical actions, and what tools the
+scaffold exposes.
+
+A vocabulary is an ordered list of :class:`MappingRule` (tool-name pattern → how to read the call)
+plus the scaffolds' :class:`ToolSurface`. The built-in rules cover SWE-agent 1.x (``bash``,
+``str_replace_editor``, ``submit``) and 0.x (``open``, ``edit``, ``find_file``, … as shell lines), Claude
+Code (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Bash``, ``Grep``, ``Glob``, ``LS``, ``Task``,
+``TodoWrite``, ``WebFetch``, ``WebSearch``, …), OpenHands (``execute_bash``, ``str_replace_editor``,
+``think``, ``finish``, ``browser``, …), mini-swe-agent (``bash`` blocks) and Codex (``shell``,
+``apply_patch``, ``update_plan``); any other tool falls through to name heuristics (``*read*`` → read,
+``*search*`` → search, …). User rules go first and win.
+
+**Tool surfaces.** Two detectors only make sense where the scaffold offers an alternative: shell-over-tool
+needs structured read/search tools, structured-plan-absence needs a plan/TODO tool. Which scaffold a run
+uses is known from configuration or learned from the run itself: each rule names the scaffold its tool
+identifies (``Read`` → Claude Code, ``execute_bash`` → OpenHands, ``str_replace_editor`` → SWE-agent, the
+0.x commands → SWE-agent 0.x), and the detectors take the union of the surfaces seen so far.
+
+=================  ===============  =================  ==========  ======================================
+scaffold           structured read  structured search  plan tool   tools
+=================  ===============  =================  ==========  ======================================
+claude-code        yes              yes                yes         Read, Grep, Glob, LS, TodoWrite
+openhands          yes              no                 no          str_replace_editor view (task_tracker
+                                                                   when present is learned from use)
+swe-agent          yes              no                 no          str_replace_editor view
+swe-agent-0.x      yes              yes                no          open, find_file, search_dir/file
+mini-swe-agent     no               no                 no          bash only
+codex              no               no                 yes         shell, apply_patch, update_plan
+=================  ===============  =================  ==========  ======================================
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+from ..events import THINK_TOOL, ToolEvent
+from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
+from .shell import ShellClassifier, ShellVerdict, swe_flag_text, unquote
+from .types import Action, ActionType, WriteKind
+
+__all__ = [
+    "BUILTIN_RULES", "DEFAULT_CLASSIFIER", "DEFAULT_VOCABULARY", "SURFACES", "ActionClassifier",
+    "ActionVocabulary", "MappingRule", "ToolSurface", "classify_action", "make_action",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSurface:
+    """What a scaffold exposes besides a shell."""
+
+    structured_read: bool = False
+    structured_search: bool = False
+    plan_tool: bool = False
+
+    def __or__(self, other: ToolSurface) -> ToolSurface:
+        return ToolSurface(
+            self.structured_read or other.structured_read,
+            self.structured_search or other.structured_search,
+            self.plan_tool or other.plan_tool,
+        )
+
+
+SURFACES: dict[str, ToolSurface] = {
+    "claude-code": ToolSurface(True, True, True),
+    "openhands": ToolSurface(True, False, False),
+    "swe-agent": ToolSurface(True, False, False),
+    "swe-agent-0.x": ToolSurface(True, True, False),
+    "mini-swe-agent": ToolSurface(False, False, False),
+    "codex": ToolSurface(False, False, True),
+    "generic": ToolSurface(False, False, False),
+}
+
+# ------------------------------------------------------------------------------ fast construction
+# A frozen dataclass's generated __init__ sets every field through object.__setattr__ (~2 µs for 15
+# fields); the classifier builds one Action per tool call, so it sets the slots directly instead.
+_SLOT_SETTERS = tuple(
+    Action.__dict__[name].__set__
+    for name in (
+        "type", "target", "tool", "path", "intent", "is_validation", "is_source_write", "is_completion",
+        "write", "shell", "structured", "scaffold", "old_text", "new_text", "text",
+    )
+)
+(
+    _s_type, _s_target, _s_tool, _s_path, _s_intent, _s_val, _s_src, _s_done, _s_write, _s_shell, _s_struct,
+    _s_scaffold, _s_old, _s_new, _s_text,
+) = _SLOT_SETTERS
+_new = object.__new__
+
+
+def make_action(
+    type: ActionType,
+    target: str | None = None,
+    tool: str = "",
+    path: str | None = None,
+    intent: str | None = None,
+    is_validation: bool = False,
+    is_source_write: bool = False,
+    is_completion: bool = False,
+    write: WriteKind | None = None,
+    shell: str | None = None,
+    structured: bool = False,
+    scaffold: str | None = None,
+    old_text: str | None = None,
+    new_text: str | None = None,
+    text: str | None = None,
+) -> Action:
+    """``Action(...)`` at a fraction of the cost (same result, same immutability)."""
+    a: Action = _new(Action)
+    _s_type(a, type)
+    _s_target(a, target)
+    _s_tool(a, tool)
+    _s_path(a, path)
+    _s_intent(a, intent)
+    _s_val(a, is_validation)
+    _s_src(a, is_source_write)
+    _s_done(a, is_completion)
+    _s_write(a, write)
+    _s_shell(a, shell)
+    _s_struct(a, structured)
+    _s_scaffold(a, scaffold)
+    _s_old(a, old_text)
+    _s_new(a, new_text)
+    _s_text(a, text)
+    return a
+
+
+# --------------------------------------------------------------------------------------- rules
+
+#: How a rule reads a call. ``type`` rules without a ``kind`` use the kind named after the type.
+KINDS = (
+    "swe_command",
+    "shell", "editor", "read", "write", "edit", "multi_edit", "search", "find", "navigate", "fetch", "plan",
+    "spawn", "reason", "finish", "submit", "command", "apply_patch",
+)
+
+_KIND_OF_TYPE = {
+    ActionType.FILE_READ: "read",
+    ActionType.FILE_WRITE: "write",
+    ActionType.SEARCH: "search",
+    ActionType.COMMAND: "command",
+    ActionType.PLAN: "plan",
+    ActionType.NAVIGATE: "navigate",
+    ActionType.FETCH: "fetch",
+    ActionType.AGENT_SPAWN: "spawn",
+    ActionType.REASON: "reason",
+}
+
+_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "filepath", "uri")
+_COMMAND_KEYS = ("command", "cmd", "script", "commands")
+_QUERY_KEYS = ("pattern", "query", "regex", "q", "search", "term", "search_term")
+_TEXT_KEYS = ("thought", "text", "content", "message", "reasoning", "final_thought", "result", "summary")
+
+
+@dataclass(frozen=True, slots=True)
+class MappingRule:
+    """Tool-name pattern → how to read the call.
+
+    ``tool`` is an fnmatch glob on the tool name (case-sensitive), or a regular expression when it starts
+    with ``re:``. ``kind`` picks the reader (see ``KINDS``; default: the one named after ``type``).
+    ``target`` lists argument keys tried in order for the target (a path, query, URL, …), ``text`` the
+    keys holding free text (reasoning, final message), ``scope`` the keys of a search's path.
+    ``validation``/``completion`` mark the call as a test run / the agent's declaration that it is done.
+    ``scaffold`` names the scaffold the tool identifies (for tool surfaces).
+    """
+
+    tool: str
+    type: ActionType | None = None
+    kind: str | None = None
+    target: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    scope: tuple[str, ...] = ()
+    validation: bool = False
+    completion: bool = False
+    scaffold: str | None = None
+    structured: bool = True
+
+    def __post_init__(self) -> None:
+        kind = self.kind or (_KIND_OF_TYPE[self.type] if self.type is not None else None)
+        if kind is None:
+            raise ValueError(f"mapping rule for {self.tool!r}: give 'type' or 'kind'")
+        if kind not in KINDS:
+            raise ValueError(
+                f"mapping rule for {self.tool!r}: kind {kind!r} is not one of {', '.join(KINDS)}"
+            )
+        object.__setattr__(self, "kind", kind)
+        if self.tool.startswith("re:"):
+            re.compile(self.tool[3:])
+
+    def matches(self, tool: str) -> bool:
+        if self.tool.startswith("re:"):
+            return re.fullmatch(self.tool[3:], tool) is not None
+        return fnmatch.fnmatchcase(tool, self.tool)
+
+
+def _r(tool: str, kind: str, scaffold: str | None = None, **kw: Any) -> MappingRule:
+    return MappingRule(tool=tool, kind=kind, scaffold=scaffold, **kw)
+
+
+_CC = "claude-code"
+_OH = "openhands"
+
+BUILTIN_RULES: tuple[MappingRule, ...] = (
+    # --- shells
+    _r("bash", "shell", structured=False),
+    _r("Bash", "shell", _CC, structured=False),
+    _r("execute_bash", "shell", _OH, structured=False),
+    _r("shell", "shell", "codex", structured=False),
+    _r("local_shell", "shell", "codex", structured=False),
+    _r("run_shell_command", "shell", structured=False),
+    _r("terminal", "shell", structured=False),
+    # --- SWE-agent 1.x / OpenHands editor
+    _r("str_replace_editor", "editor", "swe-agent"),
+    _r("str_replace_based_edit_tool", "editor"),
+    _r("file_editor", "editor", _OH),
+    _r("submit", "submit"),
+    # --- SWE-agent tool bundles called as functions (0.x windowed/search tools, 1.x demos)
+    *(
+        _r(name, "swe_command", "swe-agent-0.x")
+        for name in ("find_file", "search_dir", "search_file", "open", "goto", "scroll_up", "scroll_down",
+                     "edit", "create", "insert", "filemap")
+    ),
+    # --- Claude Code
+    _r("Read", "read", _CC, target=("file_path",)),
+    _r("NotebookRead", "read", _CC, target=("notebook_path",)),
+    _r("Write", "write", _CC, target=("file_path",), text=("content",)),
+    _r("Edit", "edit", _CC, target=("file_path",)),
+    _r("MultiEdit", "multi_edit", _CC, target=("file_path",)),
+    _r("NotebookEdit", "edit", _CC, target=("notebook_path",), text=("new_source",)),
+    _r("Grep", "search", _CC, target=("pattern",), scope=("path", "glob", "type")),
+    _r("Glob", "find", _CC, target=("pattern",), scope=("path",)),
+    _r("LS", "navigate", _CC, target=("path",)),
+    _r("Task", "spawn", _CC, target=("subagent_type", "description")),
+    _r("Agent", "spawn", _CC, target=("subagent_type", "description")),
+    _r("TodoWrite", "plan", _CC),
+    _r("TodoRead", "plan", _CC),
+    _r("ExitPlanMode", "plan", _CC, text=("plan",)),
+    _r("EnterPlanMode", "plan", _CC),
+    _r("WebFetch", "fetch", _CC, target=("url",)),
+    _r("WebSearch", "fetch", _CC, target=("query",)),
+    _r("AskUserQuestion", "reason", _CC, text=("question", "questions")),
+    _r("BashOutput", "command", _CC, target=("bash_id",)),
+    _r("KillShell", "command", _CC),
+    _r("KillBash", "command", _CC),
+    _r("SlashCommand", "command", _CC, target=("command",)),
+    # --- OpenHands
+    _r("think", "reason", _OH, text=("thought",)),
+    _r("finish", "finish", _OH, text=("message", "final_thought", "outputs")),
+    _r("execute_ipython_cell", "command", _OH, target=("code",)),
+    _r("edit_file", "edit", _OH, target=("path",), text=("content",)),
+    _r("browser", "fetch", _OH, target=("url", "code")),
+    _r("web_read", "fetch", _OH, target=("url",)),
+    _r("task_tracker", "plan", _OH),
+    _r("delegate", "spawn", _OH, target=("agent",)),
+    # --- Codex
+    _r("apply_patch", "apply_patch", "codex", text=("input", "patch")),
+    _r("update_plan", "plan", "codex", text=("explanation",)),
+    # --- name heuristics for any other framework's tools (last: specific rules win)
+    _r("re:(?i).*(think|reason|reflect).*", "reason", structured=True),
+    _r("re:(?i).*(todo|plan|task_?track).*", "plan"),
+    _r("re:(?i).*(spawn|delegate|subagent|sub_agent|handoff).*", "spawn"),
+    _r("re:(?i).*(web|http|fetch|browse|url|download|scrape).*", "fetch", target=("url", "query")),
+    _r("re:(?i).*(grep|search|find|glob|lookup|locate|query).*", "search"),
+    _r("re:(?i).*(write|edit|replace|patch|create_file|insert|append|modify|update_file|save).*", "write"),
+    _r("re:(?i).*(read|view|open|cat|show|get_file|load_file).*", "read"),
+    _r("re:(?i).*(list_dir|listdir|ls|tree|list_files|directory|chdir|navigate).*", "navigate"),
+    _r("re:(?i).*(bash|shell|exec|run_command|terminal|command|cmd).*", "shell", structured=False),
+    _r("re:(?i).*(finish|submit|complete|done|final_answer).*", "finish"),
+)
+
+
+class ActionVocabulary:
+    """Rules (first match wins) + path roots + whether SWE-agent's tool commands are recognised in shells."""
+
+    __slots__ = ("name", "roots", "rules", "scaffold", "swe_agent_commands")
+
+    def __init__(
+        self,
+        rules: Iterable[MappingRule] = BUILTIN_RULES,
+        *,
+        name: str = "default",
+        roots: Sequence[str] = DEFAULT_ROOTS,
+        swe_agent_commands: bool = True,
+        scaffold: str | None = None,
+    ) -> None:
+        self.name = name
+        self.rules: tuple[MappingRule, ...] = tuple(rules)
+        self.roots: tuple[str, ...] = tuple(roots)
+        self.swe_agent_commands = swe_agent_commands
+        # The scaffold every call of this vocabulary comes from, when known (overrides per-tool hints).
+        self.scaffold = scaffold
+
+    def extend(self, rules: Iterable[MappingRule], **changes: Any) -> ActionVocabulary:
+        """A vocabulary with ``rules`` tried before these ones."""
+        kw: dict[str, Any] = {
+            "name": self.name,
+            "roots": self.roots,
+            "swe_agent_commands": self.swe_agent_commands,
+            "scaffold": self.scaffold,
+        }
+        kw.update(changes)
+        return ActionVocabulary((*rules, *self.rules), **kw)
+
+    def rule_for(self, tool: str) -> MappingRule | None:
+        for rule in self.rules:
+            if rule.matches(tool):
+                return rule
+        return None
+
+    @property
+    def surface(self) -> ToolSurface | None:
+        return SURFACES.get(self.scaffold) if self.scaffold else None
+
+
+DEFAULT_VOCABULARY = ActionVocabulary()
+
+# ------------------------------------------------------------------------------------ classifier
+
+_Reader = Callable[["ActionClassifier", MappingRule, ToolEvent], Action]
+_NO_RULE = MappingRule(tool="*", kind="command", structured=False)
+
+
+class ActionClassifier:
+    """``classifier(event) -> Action`` for one vocabulary; never raises on odd names or arguments.
+
+    Rule lookups are memoised per tool name and shell verdicts per command line (bounded tables), so
+    steady-state cost is a dict lookup plus building the record.
+    """
+
+    __slots__ = ("_by_tool", "_paths", "norm", "shell", "vocabulary")
+
+    _TOOL_CACHE_MAX = 1024
+
+    def __init__(self, vocabulary: ActionVocabulary = DEFAULT_VOCABULARY) -> None:
+        self.vocabulary = vocabulary
+        self.norm = PathNormaliser(vocabulary.roots)
+        self.shell = ShellClassifier(self.norm, swe_agent_commands=vocabulary.swe_agent_commands)
+        self._by_tool: dict[str, tuple[MappingRule, _Reader]] = {}
+        self._paths: dict[str, tuple[str, bool, bool]] = {}
+
+    def path_info(self, raw: str) -> tuple[str, bool, bool]:
+        """(normalised path, looks like a file, is a source file) of a raw path, memoised (bounded)."""
+        hit = self._paths.get(raw)
+        if hit is None:
+            path = self.norm(raw)
+            hit = (path, looks_like_file(path), _is_source(path))
+            if len(self._paths) >= 4096:
+                self._paths.clear()
+            self._paths[raw] = hit
+        return hit
+
+    def __call__(self, event: ToolEvent) -> Action:
+        try:
+            return self._classify(event)
+        except Exception:
+            return make_action(ActionType.COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
+
+    def _classify(self, event: ToolEvent) -> Action:
+        tool = event.tool
+        hit = self._by_tool.get(tool)
+        if hit is None:
+            hit = self._resolve(tool)
+        rule, reader = hit
+        action = reader(self, rule, event)
+        scaffold = self.vocabulary.scaffold
+        if scaffold is not None and action.scaffold != scaffold:
+            _s_scaffold(action, scaffold)
+        return action
+
+    def _resolve(self, tool: str) -> tuple[MappingRule, _Reader]:
+        if not isinstance(tool, str):
+            tool = str(tool)
+        if tool == THINK_TOOL:
+            rule = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
+        else:
+            rule = self.vocabulary.rule_for(tool) or _NO_RULE
+        hit = (rule, _READERS[rule.kind or "command"])
+        if len(self._by_tool) >= self._TOOL_CACHE_MAX:
+            self._by_tool.clear()
+        self._by_tool[tool] = hit
+        return hit
+
+    # ------------------------------------------------------------------------------- helpers
+
+    def from_verdict(self, v: ShellVerdict, rule: MappingRule, event: ToolEvent, via_shell: bool) -> Action:
+        target = v.target
+        path = v.path
+        if target is None and v.structured and v.type in (ActionType.FILE_READ, ActionType.FILE_WRITE):
+            # SWE-agent 0.x ``edit``/``goto``/``scroll_*`` act on the open file; the loader records it.
+            open_file = _open_file(event)
+            if open_file:
+                target = path = self.norm(open_file)
+        source = v.is_source_write
+        if v.type is ActionType.FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
+            source = _is_source(target)
+        return make_action(
+            v.type,
+            target,
+            event.tool,
+            path,
+            v.intent,
+            v.is_validation,
+            source,
+            v.is_completion,
+            v.write,
+            v.program if via_shell and not v.structured else None,
+            v.structured,
+            v.scaffold or rule.scaffold,
+            v.old_text,
+            v.new_text,
+            None,
+        )
+
+
+def _open_file(event: ToolEvent) -> str | None:
+    meta = event.metadata
+    value = meta.get("open_file") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) and value and value != "n/a" else None
+
+
+def _is_source(target: str | None) -> bool:
+    return bool(target) and not is_test_path(target or "") and not is_scratch_path(target or "")
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit]
+
+
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # dict first: an ABC isinstance check costs several times a class comparison on the hot path
+    return value.__class__ is dict or isinstance(value, Mapping)
+
+
+def _arg(event: ToolEvent, keys: Sequence[str]) -> Any:
+    args = event.arguments
+    if _is_map(args):
+        for k in keys:
+            v = args.get(k)
+            if v is not None and v != "":
+                return v
+    return None
+
+
+def _str_arg(event: ToolEvent, keys: Sequence[str]) -> str | None:
+    v = _arg(event, keys)
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return " ".join(v)
+    return str(v)
+
+
+def _raw_text(event: ToolEvent) -> str | None:
+    """Arguments given as one raw string (unparseable JSON), or the scaffold's action text."""
+    if isinstance(event.arguments, str) and event.arguments:
+        return event.arguments
+    return event.action or None
+
+
+# ---------------------------------------------------------------------------------------- readers
+
+
+def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
+    if cmd is None:
+        cmd = _raw_text(event)
+    if cmd is None:
+        return make_action(ActionType.COMMAND, None, event.tool, scaffold=rule.scaffold)
+    args = event.arguments
+    if _is_map(args) and args.get("is_input") in (True, "true"):
+        return make_action(ActionType.COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+    if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
+        cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
+    if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
+        parts = cmd.split(None, 3)
+        if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
+            sub, raw = parts[1], parts[2]
+            if "'" in raw or '"' in raw or "\\" in raw:
+                raw = unquote(raw)
+            old = new = None
+            if sub != "view" and len(parts) > 3:
+                rest = parts[3]
+                old = swe_flag_text(rest, "--old_str")
+                new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
+            return _editor_call(c, "swe-agent", event.tool, sub, raw, old, new)
+    verdict = c.shell.classify(cmd)
+    return c.from_verdict(verdict, rule, event, True)
+
+
+def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    args = event.arguments
+    if not _is_map(args):
+        text = _raw_text(event)
+        if text and text.startswith("str_replace_editor"):
+            return c.from_verdict(c.shell.classify(text), rule, event, False)
+        return make_action(
+            ActionType.COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold
+        )
+    sub = args.get("command")
+    raw_path = args.get("path")
+    if sub.__class__ is not str or raw_path.__class__ is not str:
+        return make_action(
+            ActionType.COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold
+        )
+    if sub == "view":
+        return _editor_call(c, rule.scaffold, event.tool, sub, raw_path, None, None)
+    old = args.get("old_str")
+    new = args.get("file_text" if sub == "create" else "new_str")
+    return _editor_call(c, rule.scaffold, event.tool, sub, raw_path, old if old.__class__ is str else None,
+                        new if new.__class__ is str else None)
+
+
+def _editor_call(c: ActionClassifier, scaffold: str | None, tool: str, sub: str, raw_path: str,
+                 old: str | None, new: str | None) -> Action:
+    """The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the
+    action string alike; built straight into the record (the most frequent call of those scaffolds)."""
+    path, is_file, is_source = c.path_info(raw_path)
+    if sub == "view":
+        if is_file:
+            return make_action(ActionType.FILE_READ, path, tool, path, "view", False, False, False, None,
+                               None, True, scaffold)
+        return make_action(ActionType.NAVIGATE, path, tool, path, "view", False, False, False, None, None,
+                           True, scaffold)
+    kind = _EDITOR_WRITES.get(sub)
+    if kind is None:
+        return make_action(ActionType.COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
+    return make_action(ActionType.FILE_WRITE, path, tool, path, sub, False, is_source, False, kind, None,
+                       True, scaffold, old, new)
+
+
+def _file_target(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> str | None:
+    raw = _str_arg(event, rule.target or _PATH_KEYS)
+    return c.norm(raw) if raw else None
+
+
+def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event)
+    return make_action(
+        ActionType.FILE_READ,
+        target,
+        event.tool,
+        target,
+        "read",
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event)
+    text = _str_arg(event, rule.text or ("content", "file_text", "text", "new_source", "data"))
+    return make_action(
+        ActionType.FILE_WRITE, target, event.tool, target, "write", False, _is_source(target), False,
+        WriteKind.CREATE, None, rule.structured, rule.scaffold, None, text,
+    )
+
+
+def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event)
+    old = _str_arg(event, ("old_string", "old_str", "old_text", "search"))
+    new = _str_arg(event, rule.text or ("new_string", "new_str", "new_text", "replace", "content"))
+    # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
+    kind = WriteKind.EDIT if old else (WriteKind.CREATE if rule.tool == "Edit" else WriteKind.EDIT)
+    return make_action(
+        ActionType.FILE_WRITE, target, event.tool, target, "edit", False, _is_source(target), False, kind,
+        None, rule.structured, rule.scaffold, old, new,
+    )
+
+
+def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event)
+    edits = _arg(event, ("edits",))
+    olds: list[str] = []
+    news: list[str] = []
+    if isinstance(edits, list):
+        for e in edits:
+            if isinstance(e, Mapping):
+                o, n = e.get("old_string"), e.get("new_string")
+                if isinstance(o, str):
+                    olds.append(o)
+                if isinstance(n, str):
+                    news.append(n)
+    return make_action(
+        ActionType.FILE_WRITE,
+        target,
+        event.tool,
+        target,
+        "edit",
+        False,
+        _is_source(target),
+        False,
+        WriteKind.EDIT,
+        None,
+        rule.structured,
+        rule.scaffold,
+        "\n".join(olds) or None,
+        "\n".join(news) or None,
+    )
+
+
+def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tuple[str, str | None]:
+    query = _str_arg(event, rule.target or _QUERY_KEYS)
+    if query is None:
+        query = _raw_text(event) or ""
+    raw_scope = _str_arg(event, rule.scope or ("path", "directory", "dir", "root", "cwd"))
+    scope = c.norm(raw_scope) if raw_scope else None
+    return _clip(query, 120), scope
+
+
+def _read_search(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    query, scope = _query_scope(c, rule, event)
+    return make_action(
+        ActionType.SEARCH,
+        f"{query} @ {scope or '.'}",
+        event.tool,
+        scope,
+        "grep",
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_find(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    query, scope = _query_scope(c, rule, event)
+    return make_action(
+        ActionType.SEARCH,
+        f"{query} @ {scope or '.'}",
+        event.tool,
+        scope,
+        "find",
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event) or "."
+    return make_action(
+        ActionType.NAVIGATE,
+        target,
+        event.tool,
+        target,
+        "ls",
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _str_arg(event, rule.target or ("url", "query", "uri"))
+    return make_action(
+        ActionType.FETCH,
+        _clip(target, 200) if target else None,
+        event.tool,
+        None,
+        event.tool,
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    text = _str_arg(event, rule.text) if rule.text else None
+    return make_action(
+        ActionType.PLAN,
+        "plan",
+        event.tool,
+        None,
+        event.tool,
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+        text=text,
+    )
+
+
+def _read_spawn(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _str_arg(event, rule.target or ("subagent_type", "agent", "name", "description"))
+    return make_action(
+        ActionType.AGENT_SPAWN,
+        _clip(target, 80) if target else None,
+        event.tool,
+        None,
+        event.tool,
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    text = _str_arg(event, rule.text or _TEXT_KEYS)
+    if text is None and isinstance(event.arguments, str):
+        text = event.arguments or None
+    return make_action(
+        ActionType.REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text
+    )
+
+
+def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    text = _str_arg(event, rule.text or _TEXT_KEYS)
+    return make_action(
+        ActionType.REASON,
+        "finish",
+        event.tool,
+        None,
+        "finish",
+        is_completion=True,
+        structured=True,
+        scaffold=rule.scaffold,
+        text=text,
+    )
+
+
+def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    return make_action(
+        ActionType.COMMAND,
+        "submit",
+        event.tool,
+        None,
+        "submit",
+        is_completion=True,
+        structured=True,
+        scaffold=rule.scaffold,
+    )
+
+
+def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    tool = str(event.tool)
+    if rule.target:
+        t = _str_arg(event, rule.target)
+        if t is not None and rule.tool == "execute_ipython_cell":
+            return make_action(
+                ActionType.COMMAND,
+                "python -c",
+                tool,
+                None,
+                "python -c",
+                is_validation=rule.validation or "pytest" in t,
+                structured=False,
+                scaffold=rule.scaffold,
+            )
+    return make_action(
+        ActionType.COMMAND,
+        _clip(tool, 80),
+        tool,
+        None,
+        _clip(tool, 80),
+        is_validation=rule.validation,
+        is_completion=rule.completion,
+        structured=rule.structured,
+        scaffold=rule.scaffold,
+    )
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+
+
+def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
+    m = _PATCH_FILE.search(text)
+    target = c.norm(m.group(1).strip()) if m else None
+    return make_action(
+        ActionType.FILE_WRITE,
+        target,
+        event.tool,
+        target,
+        "apply_patch",
+        False,
+        _is_source(target) if target else True,
+        False,
+        WriteKind.OTHER,
+        None,
+        True,
+        rule.scaffold,
+    )
+
+
+def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    text = event.action if isinstance(event.action, str) and event.action.strip() else None
+    if text is None:
+        args = event.arguments
+        values = list(args.values()) if isinstance(args, Mapping) else ([args] if args else [])
+        text = " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
+    verdict = c.shell.swe_command(text)
+    if verdict is None:
+        return make_action(ActionType.COMMAND, _clip(str(event.tool), 80), event.tool, intent=event.tool,
+                           structured=True, scaffold=rule.scaffold)
+    return c.from_verdict(verdict, rule, event, False)
+
+
+_EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
+_EDITOR_WRITES = {"create": WriteKind.CREATE, "str_replace": WriteKind.EDIT, "insert": WriteKind.INSERT,
+                  "undo_edit": WriteKind.RESTORE}
+
+_READERS: dict[str, _Reader] = {
+    "swe_command": _read_swe_command,
+    "shell": _read_shell,
+    "editor": _read_editor,
+    "read": _read_read,
+    "write": _read_write,
+    "edit": _read_edit,
+    "multi_edit": _read_multi_edit,
+    "search": _read_search,
+    "find": _read_find,
+    "navigate": _read_navigate,
+    "fetch": _read_fetch,
+    "plan": _read_plan,
+    "spawn": _read_spawn,
+    "reason": _read_reason,
+    "finish": _read_finish,
+    "submit": _read_submit,
+    "command": _read_command,
+    "apply_patch": _read_apply_patch,
+}
+
+#: The classifier behind :func:`classify_action`: every built-in scaffold at once, default roots.
+DEFAULT_CLASSIFIER = ActionClassifier(DEFAULT_VOCABULARY)
+
+
+def classify_action(event: ToolEvent) -> Action:
+    """Canonical action of a tool call under the default (all-scaffold) vocabulary. Never raises."""
+    return DEFAULT_CLASSIFIER(event)

@@ -1,0 +1,99 @@
+"""Streaming process detectors: TraceProbe's structural anti-patterns, identical-call repeats, and the
+effect-label stage.
+
+``default_detectors()`` is the full set with the paper's frozen thresholds; ``build_detectors(config)``
+returns the configured classifier and detectors for a ``Pipeline``::
+
+    actions, detectors = build_detectors(config.detectors)
+    Pipeline(actions=actions, detectors=tuple(detectors), ...)
+
+==========================  =================================================================  =========
+finding (detector name)     predicate (defaults)                                               when
+==========================  =================================================================  =========
+``search_loop``             ≥10 SEARCH/FILE_READ with no FILE_WRITE and no validation between  live
+``reread_churn``            same file read ≥3× within 10 actions, no write to it between       live
+``tool_oscillation``        ≥2 read–write–read cycles on a file, write failed or reverted      live
+``redundant_search``        same normalised search query ≥2× within 10 actions                 live
+``plan_absence``            ≥5 FILE_WRITE before any plan/TODO call (scaffolds with one)       live
+``shell_over_tool``         shell cat/head/…/grep/rg/find while structured tools exist         live
+``repeated_call``           same call 4× in a row, or A-B alternation for 3 cycles             live
+``no_tail_validation``      no validation in (after last source write) ∩ (final 5 actions)     end
+``unsupported_completion``  final text says fixed/done/resolved, no passing validation after   end
+                            the last source write
+==========================  =================================================================  =========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..actions.config import build_classifier
+from ..events import ToolEvent
+from .base import Detector
+from .config import DetectorsConfig
+from .effects import EffectState, EffectTracker, effect_state, set_anchors
+from .repeats import RepeatedCall, call_key
+from .structural import (
+    NoTailValidation,
+    PlanAbsence,
+    RedundantSearch,
+    RereadChurn,
+    SearchLoop,
+    ShellOverTool,
+    ToolOscillation,
+    UnsupportedCompletion,
+)
+
+__all__ = [
+    "Detector", "DetectorsConfig", "EffectState", "EffectTracker", "NoTailValidation", "PlanAbsence",
+    "RedundantSearch", "RepeatedCall", "RereadChurn", "SearchLoop", "ShellOverTool", "ToolOscillation",
+    "UnsupportedCompletion", "build_detectors", "call_key", "default_detectors", "effect_state",
+    "set_anchors",
+]
+
+
+def default_detectors(
+    config: DetectorsConfig | None = None, *, scaffold: str | None = None
+) -> tuple[Detector, ...]:
+    """Every built-in detector the config enables (all, with the paper's thresholds, by default).
+
+    The effect tracker comes first. ``scaffold`` (else ``config.actions.scaffold``) fixes the tool surface
+    for the tool-gated detectors; without it they learn it from the run's tool names.
+    """
+    cfg = config or DetectorsConfig()
+    if not cfg.enabled:
+        return ()
+    sc = scaffold if scaffold is not None else cfg.actions.scaffold
+    out: list[Detector] = []
+    if cfg.effects.enabled:
+        out.append(EffectTracker())
+    if cfg.search_loop.enabled:
+        out.append(SearchLoop(cfg.search_loop.threshold, strict=cfg.search_loop.strict))
+    if cfg.reread_churn.enabled:
+        out.append(RereadChurn(cfg.reread_churn.reads, cfg.reread_churn.window))
+    if cfg.tool_oscillation.enabled:
+        out.append(ToolOscillation(cfg.tool_oscillation.cycles))
+    if cfg.redundant_search.enabled:
+        out.append(RedundantSearch(cfg.redundant_search.repeats, cfg.redundant_search.window))
+    if cfg.plan_absence.enabled:
+        out.append(PlanAbsence(cfg.plan_absence.writes, scaffold=sc))
+    if cfg.shell_over_tool.enabled:
+        out.append(ShellOverTool(scaffold=sc))
+    if cfg.repeated_call.enabled:
+        out.append(RepeatedCall(cfg.repeated_call.repeats, cfg.repeated_call.cycles))
+    if cfg.no_tail_validation.enabled:
+        out.append(NoTailValidation(cfg.no_tail_validation.tail))
+    if cfg.unsupported_completion.enabled:
+        out.append(UnsupportedCompletion(cfg.unsupported_completion.pattern))
+    return tuple(out)
+
+
+def build_detectors(
+    config: DetectorsConfig | None = None,
+) -> tuple[Callable[[ToolEvent], Any] | None, list[Detector]]:
+    """The canonical-action classifier and the detectors a config asks for (``(None, [])`` when disabled)."""
+    cfg = config or DetectorsConfig()
+    if not cfg.enabled:
+        return None, []
+    return build_classifier(cfg.actions), list(default_detectors(cfg))

@@ -1,0 +1,48 @@
+"""Small shared pieces of the built-in detectors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..actions.types import Action
+from ..actions.vocabulary import SURFACES, ToolSurface, classify_action
+
+if TYPE_CHECKING:
+    from ..step import Step
+
+__all__ = ["SurfaceTracker", "action_of", "clip"]
+
+
+def action_of(step: Step) -> Action:
+    """The step's canonical action; classified here when the pipeline has no action stage."""
+    action = step.action
+    if isinstance(action, Action):
+        return action
+    return classify_action(step.event)
+
+
+class SurfaceTracker:
+    """Which structured tools the run's scaffold exposes: configured, or the union of what its tools name."""
+
+    __slots__ = ("_seen", "fixed", "surface")
+
+    def __init__(self, scaffold: str | None = None) -> None:
+        self.fixed = scaffold is not None
+        self.surface: ToolSurface = SURFACES.get(scaffold or "", ToolSurface())
+        self._seen: set[str] = set()
+
+    def learn(self, action: Action) -> ToolSurface:
+        scaffold = action.scaffold
+        if scaffold is not None and not self.fixed and scaffold not in self._seen:
+            self._seen.add(scaffold)
+            known = SURFACES.get(scaffold)
+            if known is not None:
+                self.surface = self.surface | known
+        return self.surface
+
+
+def clip(text: str | None, limit: int = 80) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

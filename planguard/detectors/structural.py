@@ -1,0 +1,584 @@
+"""TraceProbe's eight structural detectors (Table II), streaming, with the paper's frozen thresholds.
+
+Each detector keeps window-bounded per-session state, costs amortised O(1) per step, and reports a
+finding the moment its predicate first holds — then again only after the predicate has stopped holding
+(its reset) and holds anew. The two end-of-run predicates report from ``finish``.
+
+Where the paper leaves a detail open, the choice made here is stated in the class docstring.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from ..actions.effects import WriteLedger, _Write, outcome_failed
+from ..actions.types import Action, ActionType
+from ..findings import Finding
+from ._common import SurfaceTracker, action_of, clip
+from .base import Detector
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..step import Step
+
+__all__ = [
+    "SHELL_READERS", "SHELL_SEARCHERS", "NoTailValidation", "PlanAbsence", "RedundantSearch", "RereadChurn",
+    "SearchLoop", "ShellOverTool", "ToolOscillation", "UnsupportedCompletion",
+]
+
+_READ = ActionType.FILE_READ
+_WRITE = ActionType.FILE_WRITE
+_SEARCH = ActionType.SEARCH
+_COMMAND = ActionType.COMMAND
+
+
+# --------------------------------------------------------------------------------------- search loop
+
+
+class _LoopState:
+    __slots__ = ("count", "fired", "searches", "start")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.start = 0
+        self.fired = False
+        self.searches = 0
+
+
+class SearchLoop(Detector):
+    """At least ``threshold`` (10) SEARCH or FILE_READ actions with no FILE_WRITE and no validation COMMAND
+    between them.
+
+    Other actions (navigation, non-validation commands, reasoning) neither count nor break the streak —
+    the paper's "no write and no validation between them" names exactly what ends it; ``strict=True``
+    makes any other action break it too. Resets on a write or a validation run.
+    """
+
+    name = "search_loop"
+
+    def __init__(self, threshold: int = 10, *, strict: bool = False) -> None:
+        if threshold < 1:
+            raise ValueError("threshold must be >= 1")
+        self.threshold = threshold
+        self.strict = strict
+
+    def new_state(self) -> _LoopState:
+        return _LoopState()
+
+    def observe(self, step: Step, state: _LoopState) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        t = a.type
+        if t is _SEARCH or t is _READ:
+            if state.count == 0:
+                state.start = step.index
+                state.searches = 0
+            state.count += 1
+            if t is _SEARCH:
+                state.searches += 1
+            if state.count >= self.threshold and not state.fired:
+                state.fired = True
+                n = state.count
+                return Finding(
+                    self.name,
+                    state.start,
+                    step.index,
+                    f"{n} searches/reads in a row (steps {state.start}–{step.index}; "
+                    f"{state.searches} searches, "
+                    f"{n - state.searches} reads) with no file write and no validation run",
+                    {"count": n, "searches": state.searches, "reads": n - state.searches},
+                )
+            return None
+        if t is _WRITE or (t is _COMMAND and a.is_validation) or (self.strict and t is not ActionType.REASON):
+            state.count = 0
+            state.fired = False
+        return None
+
+
+# ------------------------------------------------------------------------ windowed repeat counting
+
+
+class _WindowCounts:
+    """Occurrences of keys among the last ``window`` steps, with per-key invalidation ("a write between")."""
+
+    __slots__ = ("active", "clock", "counts", "entries", "epoch", "window")
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.entries: deque[tuple[int, str, int]] = deque()  # (step, key, epoch at the time)
+        self.counts: dict[str, int] = {}
+        self.active: set[str] = set()  # keys whose predicate currently holds (reported already)
+        self.epoch: dict[str, int] = {}  # key -> clock of its last invalidation
+        self.clock = 0
+
+    def _valid(self, key: str, epoch: int) -> bool:
+        return epoch >= self.epoch.get(key, -1)
+
+    def expire(self, index: int, threshold: int) -> None:
+        entries = self.entries
+        floor = index - self.window
+        while entries and entries[0][0] <= floor:
+            _, key, epoch = entries.popleft()
+            if self._valid(key, epoch):
+                c = self.counts.get(key, 0) - 1
+                if c <= 0:
+                    self.counts.pop(key, None)
+                else:
+                    self.counts[key] = c
+                if c < threshold:
+                    self.active.discard(key)
+        if not entries and self.epoch:
+            self.epoch.clear()  # nothing left to invalidate
+
+    def invalidate(self, key: str) -> None:
+        if key in self.counts:
+            self.clock += 1
+            epoch = self.epoch
+            epoch[key] = self.clock
+            del self.counts[key]
+            if len(epoch) > 4 * self.window:  # keep only keys still in the window (bounded state)
+                live = {k for _, k, _ in self.entries}
+                self.epoch = {k: v for k, v in epoch.items() if k in live}
+        self.active.discard(key)
+
+    def add(self, index: int, key: str) -> int:
+        self.entries.append((index, key, self.clock))
+        c = self.counts.get(key, 0) + 1
+        self.counts[key] = c
+        return c
+
+    def steps_of(self, key: str) -> list[int]:
+        return [i for i, k, e in self.entries if k == key and self._valid(k, e)]
+
+
+class RereadChurn(Detector):
+    """The same canonical file path read at least ``reads`` (3) times within a ``window`` (10)-action
+    window, with no intervening write to that file. Resets per file when the count in the window drops
+    below the threshold or the file is written."""
+
+    name = "reread_churn"
+
+    def __init__(self, reads: int = 3, window: int = 10) -> None:
+        if reads < 2 or window < 1:
+            raise ValueError("reads must be >= 2 and window >= 1")
+        self.reads = reads
+        self.window = window
+
+    def new_state(self) -> _WindowCounts:
+        return _WindowCounts(self.window)
+
+    def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        entries = state.entries
+        if entries and entries[0][0] <= step.index - state.window:
+            state.expire(step.index, self.reads)
+        target = a.target
+        if target is None:
+            return None
+        if a.type is _WRITE:
+            state.invalidate(target)
+            return None
+        if a.type is not _READ:
+            return None
+        c = state.add(step.index, target)
+        if c >= self.reads and target not in state.active:
+            state.active.add(target)
+            steps = state.steps_of(target)
+            return Finding(
+                self.name,
+                steps[0],
+                step.index,
+                f"{target} read {c} times within {self.window} actions (steps {', '.join(map(str, steps))}) "
+                f"with no write to it in between",
+                {"path": target, "count": c, "steps": steps},
+            )
+        return None
+
+
+class RedundantSearch(Detector):
+    """The same exact-normalised SEARCH query (pattern and scope) at least ``repeats`` (2) times within
+    a ``window`` (10)-action window. Resets per query when it leaves the window."""
+
+    name = "redundant_search"
+
+    def __init__(self, repeats: int = 2, window: int = 10) -> None:
+        if repeats < 2 or window < 1:
+            raise ValueError("repeats must be >= 2 and window >= 1")
+        self.repeats = repeats
+        self.window = window
+
+    def new_state(self) -> _WindowCounts:
+        return _WindowCounts(self.window)
+
+    def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        entries = state.entries
+        if entries and entries[0][0] <= step.index - state.window:
+            state.expire(step.index, self.repeats)
+        if a.type is not _SEARCH or not a.target:
+            return None
+        query = a.target
+        c = state.add(step.index, query)
+        if c >= self.repeats and query not in state.active:
+            state.active.add(query)
+            steps = state.steps_of(query)
+            return Finding(
+                self.name,
+                steps[0],
+                step.index,
+                f"search {clip(query)!r} repeated {c} times within {self.window} actions "
+                f"(steps {', '.join(map(str, steps))})",
+                {"query": query, "count": c, "steps": steps},
+            )
+        return None
+
+
+# ---------------------------------------------------------------------------------- tool oscillation
+
+
+class _FileCycles:
+    __slots__ = ("cycles", "fired", "last_read", "writes")
+
+    def __init__(self) -> None:
+        self.last_read = -1  # step of the latest read of the file (-1: none yet)
+        self.writes: list[tuple[int, bool, _Write | None]] = []  # writes since the last read
+        self.cycles: deque[tuple[int, int, list[tuple[int, bool, _Write | None]]]] = deque(maxlen=8)
+        self.fired = False
+
+
+class _OscillationState:
+    __slots__ = ("files", "ledger")
+
+    MAX_FILES = 256
+
+    def __init__(self) -> None:
+        self.files: dict[str, _FileCycles] = {}
+        self.ledger = WriteLedger(max_files=self.MAX_FILES)
+
+
+def _bad(write: tuple[int, bool, _Write | None]) -> bool:
+    _, failed, record = write
+    return failed or (record is not None and record.reverted)
+
+
+class ToolOscillation(Detector):
+    """For one file, at least ``cycles`` (2) READ–WRITE–READ cycles whose middle write failed or was
+    reverted (a cycle shares its closing read with the next one's opening read). Reverts become known
+    when the reverting write arrives, so the finding may come at that write. Once per file."""
+
+    name = "tool_oscillation"
+
+    def __init__(self, cycles: int = 2) -> None:
+        if cycles < 1:
+            raise ValueError("cycles must be >= 1")
+        self.cycles = cycles
+
+    def new_state(self) -> _OscillationState:
+        return _OscillationState()
+
+    def _file(self, state: _OscillationState, path: str) -> _FileCycles:
+        fc = state.files.get(path)
+        if fc is None:
+            if len(state.files) >= state.MAX_FILES:
+                del state.files[next(iter(state.files))]
+            fc = state.files[path] = _FileCycles()
+        return fc
+
+    def observe(self, step: Step, state: _OscillationState) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        t = a.type
+        path = a.target
+        if path is None or (t is not _READ and t is not _WRITE):
+            return None
+        fc = self._file(state, path)
+        if t is _WRITE:
+            failed = outcome_failed(a, step.event)
+            record = None
+            if not failed:
+                state.ledger.record(step.index, a)
+                entries = state.ledger.files.get(path)
+                record = entries[-1] if entries and entries[-1].index == step.index else None
+            if fc.last_read >= 0:
+                fc.writes.append((step.index, failed, record))
+                del fc.writes[:-8]
+        else:
+            if fc.last_read >= 0 and fc.writes:
+                fc.cycles.append((fc.last_read, step.index, fc.writes))
+            fc.last_read = step.index
+            fc.writes = []
+        if fc.fired or not fc.cycles:
+            return None
+        bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]
+        if len(bad) >= self.cycles:
+            fc.fired = True
+            first = bad[0][0]
+            spans = "; ".join(
+                f"write at {', '.join(str(w[0]) for w in c[2] if _bad(w))} "
+                f"({'failed' if any(w[1] for w in c[2]) else 'reverted'})"
+                for c in bad
+            )
+            return Finding(
+                self.name,
+                first,
+                step.index,
+                f"{path}: {len(bad)} read–write–read cycles whose write failed or was reverted ({spans})",
+                {"path": path, "cycles": len(bad)},
+            )
+        return None
+
+
+# ------------------------------------------------------------------------------ tool-gated detectors
+
+
+class _PlanState:
+    __slots__ = ("fired", "first_write", "plan_seen", "surface", "writes")
+
+    def __init__(self, scaffold: str | None) -> None:
+        self.surface = SurfaceTracker(scaffold)
+        self.plan_seen = False
+        self.writes = 0
+        self.first_write = 0
+        self.fired = False
+
+
+class PlanAbsence(Detector):
+    """At least ``writes`` (5) FILE_WRITE actions with no earlier structured-plan / TODO tool call — only
+    where the scaffold has such a tool (``scaffold`` given, or learned from its tool names). Once per run."""
+
+    name = "plan_absence"
+
+    def __init__(self, writes: int = 5, *, scaffold: str | None = None) -> None:
+        if writes < 1:
+            raise ValueError("writes must be >= 1")
+        self.writes = writes
+        self.scaffold = scaffold
+
+    def new_state(self) -> _PlanState:
+        return _PlanState(self.scaffold)
+
+    def observe(self, step: Step, state: _PlanState) -> Finding | None:
+        if state.fired or state.plan_seen:
+            return None
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        tracker = state.surface
+        surface = tracker.learn(a) if a.scaffold is not None else tracker.surface
+        t = a.type
+        if t is ActionType.PLAN:
+            state.plan_seen = True
+            return None
+        if t is not _WRITE:
+            return None
+        if state.writes == 0:
+            state.first_write = step.index
+        state.writes += 1
+        if state.writes >= self.writes and surface.plan_tool:
+            state.fired = True
+            return Finding(
+                self.name,
+                state.first_write,
+                step.index,
+                f"{state.writes} file writes (from step {state.first_write}) with no plan/TODO tool call "
+                f"before them, although the scaffold has one",
+                {"writes": state.writes},
+            )
+        return None
+
+
+#: First words of shell commands that duplicate structured read / search tools (TraceProbe Table II).
+SHELL_READERS = frozenset({"cat", "head", "tail", "less", "more"})
+SHELL_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "find"})
+
+
+class _ShellState:
+    __slots__ = ("active", "count", "surface")
+
+    def __init__(self, scaffold: str | None) -> None:
+        self.surface = SurfaceTracker(scaffold)
+        self.active = False
+        self.count = 0
+
+
+class ShellOverTool(Detector):
+    """A shell command whose first word is cat/head/tail/less/more (while a structured read tool is
+    exposed) or grep-family/rg/ag/find (while a structured search tool is exposed). Resets when the agent
+    uses a structured read or search tool; reported again at the next shell read/search after that."""
+
+    name = "shell_over_tool"
+
+    def __init__(self, *, scaffold: str | None = None) -> None:
+        self.scaffold = scaffold
+
+    def new_state(self) -> _ShellState:
+        return _ShellState(self.scaffold)
+
+    def observe(self, step: Step, state: _ShellState) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        tracker = state.surface
+        surface = tracker.learn(a) if a.scaffold is not None else tracker.surface
+        word = a.shell
+        if word is None:
+            if a.structured and (a.type is _READ or a.type is _SEARCH):
+                state.active = False
+            return None
+        if state.active:
+            return None
+        if (word in SHELL_READERS and surface.structured_read) or (
+            word in SHELL_SEARCHERS and surface.structured_search
+        ):
+            state.active = True
+            state.count += 1
+            kind = "read" if word in SHELL_READERS else "search"
+            return Finding(
+                self.name,
+                step.index,
+                step.index,
+                f"shell `{word}` used to {kind} files although a structured {kind} tool is available",
+                {"command": word, "tool": step.event.tool},
+            )
+        return None
+
+
+# --------------------------------------------------------------------------------- end-of-run predicates
+
+
+class _TailState:
+    __slots__ = ("last_source_write", "last_validation", "n")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.last_source_write = -1
+        self.last_validation = -1  # the latest validation is the only one that can fall in the tail
+
+
+class NoTailValidation(Detector):
+    """At the end of the run: no recognised validation command in the overlap of the region after the
+    last source write and the final ``tail`` (5) actions. Runs without any source write are not judged
+    (there is nothing to validate)."""
+
+    name = "no_tail_validation"
+
+    def __init__(self, tail: int = 5) -> None:
+        if tail < 1:
+            raise ValueError("tail must be >= 1")
+        self.tail = tail
+
+    def new_state(self) -> _TailState:
+        return _TailState()
+
+    def observe(self, step: Step, state: _TailState) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        i = step.index
+        if i >= state.n:
+            state.n = i + 1
+        if a.is_source_write:
+            state.last_source_write = i
+        elif a.is_validation and a.type is _COMMAND:
+            state.last_validation = i
+        return None
+
+    def finish(self, session: Session, state: _TailState) -> Finding | None:
+        last_sw = state.last_source_write
+        if last_sw < 0:
+            return None
+        start = max(last_sw + 1, state.n - self.tail)
+        if state.last_validation >= start:
+            return None
+        end = state.n - 1
+        if start > end:
+            evidence = (
+                f"the last source write (step {last_sw}) is the run's final action; nothing validated it"
+            )
+        else:
+            evidence = (
+                f"no validation command in the final {end - start + 1} action(s) after the last source "
+                f"write (step {last_sw})"
+            )
+        return Finding(self.name, last_sw, end, evidence, {"last_source_write": last_sw}, at_end=True)
+
+
+_CLAIM = r"\b(?:fixed|done|resolved)\b"
+
+
+class _ClaimState:
+    __slots__ = ("last_ok_validation", "last_source_write", "n", "text")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.last_source_write = -1
+        self.last_ok_validation = -1
+        self.text: str | None = None
+
+
+class UnsupportedCompletion(Detector):
+    """At the end of the run: the final text matches a word-boundary fixed/done/resolved pattern and no
+    successful validation command follows the last source write.
+
+    The final text is ``session.metadata["final_text"]`` when the source records it (the loaders do),
+    else the text of the run's last reasoning / completion action (``think``, ``finish``). The check does
+    not judge whether the statement is true, only whether a passing validation supports it.
+    """
+
+    name = "unsupported_completion"
+
+    def __init__(self, pattern: str = _CLAIM) -> None:
+        self.pattern = re.compile(pattern, re.IGNORECASE)
+
+    def new_state(self) -> _ClaimState:
+        return _ClaimState()
+
+    def observe(self, step: Step, state: _ClaimState) -> Finding | None:
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        i = step.index
+        if i >= state.n:
+            state.n = i + 1
+        if a.is_source_write:
+            state.last_source_write = i
+        elif a.type is _COMMAND:
+            if a.is_validation and not outcome_failed(a, step.event):
+                state.last_ok_validation = i
+        elif a.text is not None and (a.type is ActionType.REASON or a.is_completion):
+            state.text = a.text
+        return None
+
+    def finish(self, session: Session, state: _ClaimState) -> Finding | None:
+        final: Any = session.metadata.get("final_text") if isinstance(session.metadata, dict) else None
+        text = final if isinstance(final, str) and final.strip() else state.text
+        if not text:
+            return None
+        m = self.pattern.search(text[-4000:])
+        if m is None or state.last_ok_validation > state.last_source_write:
+            return None
+        if state.last_source_write >= 0:
+            why = f"no passing validation after the last source write (step {state.last_source_write})"
+        else:
+            why = "no passing validation in the run"
+        first = max(state.last_source_write, 0)
+        return Finding(
+            self.name,
+            first,
+            max(state.n - 1, first),
+            f"final message claims {m.group(0)!r} but {why}",
+            {
+                "claim": m.group(0),
+                "last_source_write": state.last_source_write,
+                "last_passing_validation": state.last_ok_validation,
+            },
+            at_end=True,
+        )

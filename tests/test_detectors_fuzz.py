@@ -1,0 +1,99 @@
+"""Hypothesis: the detectors and the effect stage never raise and never report once per step, whatever
+sequence of calls, arguments and results they see."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planguard.actions import classify_action
+from planguard.align import align, run_view
+from planguard.detectors import RepeatedCall, default_detectors
+from planguard.events import ToolEvent
+from planguard.session import Pipeline
+
+# A small vocabulary so that repeats, reads of the same file and reverting writes actually happen.
+CALLS = [
+    ToolEvent.shell("cat pkg/a.py"),
+    ToolEvent.shell("grep -rn x pkg"),
+    ToolEvent.shell("sed -i 's/x/y/' pkg/a.py"),
+    ToolEvent.shell("sed -i 's/y/x/' pkg/a.py"),
+    ToolEvent.shell("echo z > pkg/a.py"),
+    ToolEvent.shell("pytest -q"),
+    ToolEvent.shell("python reproduce.py"),
+    ToolEvent.shell("ls"),
+    ToolEvent.shell("git checkout -- pkg/a.py"),
+    ToolEvent(tool="Read", arguments={"file_path": "pkg/a.py"}),
+    ToolEvent(tool="TodoWrite", arguments={}),
+    ToolEvent(tool="Bash", arguments={"command": "cat pkg/b.py"}),
+    ToolEvent(tool="finish", arguments={"message": "done"}),
+    ToolEvent(tool="str_replace_editor", arguments={"command": "undo_edit", "path": "/testbed/pkg/a.py"}),
+    ToolEvent(tool="", arguments={}),
+    ToolEvent(tool="weird", arguments="{broken"),
+]
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[ToolEvent]:
+    out = []
+    for base in draw(
+        st.lists(
+            st.sampled_from(CALLS)
+            | st.builds(
+                ToolEvent,
+                tool=st.text(max_size=8),
+                arguments=st.dictionaries(st.text(max_size=5), st.text(max_size=20), max_size=3),
+            ),
+            max_size=60,
+        )
+    ):
+        out.append(
+            ToolEvent(
+                tool=base.tool,
+                arguments=base.arguments,
+                action=base.action,
+                result=draw(
+                    st.none() | st.sampled_from(["ok", "Traceback (most recent call last):", "2 failed"])
+                ),
+                exit_code=draw(st.none() | st.integers(0, 2)),
+                is_error=draw(st.booleans()),
+            )
+        )
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    runs(),
+    st.one_of(st.none(), st.sampled_from(["pkg/a.py", "pkg/b.py\npkg/c.py"])),
+    st.one_of(st.none(), st.text(max_size=30)),
+)
+def test_detectors_never_raise_and_report_episodes(
+    events: list[ToolEvent], anchors: str | None, final_text: str | None
+) -> None:
+    from planguard.detectors import set_anchors
+
+    pipe = Pipeline(actions=classify_action, detectors=(*default_detectors(), RepeatedCall(2, 2)))
+    s = pipe.session("f", final_text=final_text)
+    if anchors is not None:
+        set_anchors(s, anchors)
+    per_step = 0
+    for e in events:
+        step = s.observe(e)
+        for f in step.findings:
+            assert 0 <= f.first_step <= f.last_step == step.index
+        per_step = max(per_step, len(step.findings))
+    summary = s.end()
+    assert pipe.errors.total == 0, pipe.errors.counts
+    for name, n in summary.finding_counts.items():
+        assert n <= max(len(events), 1), name
+    assert per_step <= len(pipe.detectors)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), runs())
+def test_alignment_never_raises(a: list[ToolEvent], b: list[ToolEvent]) -> None:
+    al = align(run_view(a), run_view(b))
+    assert all(x < y for (x, _), (y, _) in zip(al.pairs, al.pairs[1:], strict=False))  # monotonic
+    assert all(x < y for (_, x), (_, y) in zip(al.pairs, al.pairs[1:], strict=False))
+    assert {layer.verdict for layer in al.layers} <= {"strong", "moderate", "weak"}
