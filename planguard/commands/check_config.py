@@ -1,0 +1,151 @@
+"""``planguard check-config FILE``: validate a config file and print what it sets up.
+
+Exit status 0 when valid; 1 with one ``FILE:LINE: key.path: problem`` line per problem on standard error.
+Environment overrides (``PLANGUARD_*``) are applied as the guard would apply them; ``--no-env`` ignores them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = ["register", "run", "summarize"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "check-config",
+        help="validate a config file and summarise it",
+        description="Validate a planguard config file (YAML/TOML/JSON) and summarise what it sets up.",
+    )
+    p.add_argument("file", metavar="FILE", help="config file")
+    p.add_argument("--no-env", action="store_true", help="ignore PLANGUARD_* environment overrides")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import ConfigError, load_config
+
+    env: Mapping[str, str] = {} if args.no_env else os.environ
+    try:
+        config = load_config(args.file, env=env)
+    except ConfigError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: valid")
+    for line in summarize(config, env):
+        print(line)
+    return 0
+
+
+def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """Human-readable lines: plan, rules, each policy, sinks, sessions, and the active env overrides."""
+    from urllib.parse import urlsplit
+
+    from ..config import ENV_OVERRIDES
+
+    out: list[str] = []
+    if not config.enabled:
+        out.append("planguard: DISABLED (enabled: false) — every call is allowed, nothing is recorded")
+    plan = config.followed_plan
+    phases = (
+        " → ".join(f"{p.name}" + ("" if p.scored else " (not scored)") for p in plan.phases) or "(no phases)"
+    )
+    out.append(f"plan: {plan.name}: {phases}")
+    if len(config.plans) > 1:
+        out.append("also scored against: " + ", ".join(p.name for p in config.plans[1:]))
+    out.append(f"rules: {config.rules}")
+    pol = config.policies
+    r = pol.reminder
+    if r.enabled and plan.phases and (r.every_model_calls or r.every_tool_calls):
+        every = " or ".join(
+            s
+            for s in (
+                f"{r.every_model_calls} model calls" if r.every_model_calls else "",
+                f"{r.every_tool_calls} tool calls" if r.every_tool_calls else "",
+            )
+            if s
+        )
+        cap = "no cap" if r.max_per_session is None else f"at most {r.max_per_session} per session"
+        out.append(
+            f"reminder: every {every}, {r.delivery}, {cap}, min gap {r.min_gap_model_calls} model calls"
+        )
+    else:
+        out.append("reminder: off")
+    v = pol.violations
+    if v.enabled and plan.phases:
+        kinds = [k for k in ("skipped", "out_of_order", "out_of_plan", "missing_at_finish") if getattr(v, k)]
+        out.append(f"violations: {', '.join(kinds) or 'none'}; on finish: {v.on_finish}; {v.delivery}")
+    else:
+        out.append("violations: off")
+    resp = pol.responses
+    if resp.enabled:
+        for kind, rc in resp.findings.items():
+            ladder = ", ".join(
+                f"{rung}@{getattr(rc.ladder, rung)}"
+                for rung in ("log", "warn", "nudge", "block", "stop")
+                if getattr(rc.ladder, rung) is not None
+            )
+            extra = f", exempt {rc.exempt_tools}" if rc.exempt_tools else ""
+            out.append(f"responses: {kind}: {ladder or 'none'} (cooldown {rc.cooldown_steps} steps{extra})")
+        d = resp.default.ladder
+        out.append(
+            "responses: other kinds: "
+            + (
+                ", ".join(
+                    f"{rung}@{getattr(d, rung)}"
+                    for rung in ("log", "warn", "nudge", "block", "stop")
+                    if getattr(d, rung) is not None
+                )
+                or "ignored"
+            )
+        )
+    else:
+        out.append("responses: off")
+    for g in pol.gates:
+        tools = g.tool_regex or (g.tool if isinstance(g.tool, str) else ", ".join(g.tool))
+        args = f" with {g.arguments}" if g.arguments else ""
+        until = g.until
+        pa = until.phase_after
+        conds = [f"{pa.phase} after {pa.after}"] if pa is not None else []
+        conds += [f"{p} seen" for p in until.phases_seen]
+        conds += ["plan complete"] if until.plan_complete else []
+        conds += [f"{until.min_steps} steps"] if until.min_steps else []
+        closed = g.fail_closed if g.fail_closed is not None else config.fail_closed_gates
+        out.append(
+            f"gate {g.name}: deny {tools}{args} until {', '.join(conds)}; "
+            f"max denials {g.max_denials if g.max_denials is not None else 'unlimited'}; "
+            f"{'fail-closed' if closed else 'fail-open'}"
+        )
+    n = pol.notify
+    if n.enabled and n.url:
+        u = urlsplit(n.url)  # never print credentials, query strings or header values
+        out.append(
+            f"notify: {u.scheme}://{u.hostname}{':' + str(u.port) if u.port else ''}{u.path} "
+            f"on {', '.join(n.events)} (timeout {n.timeout_s}s, {n.max_retries} retries, "
+            f"queue {n.queue_size})"
+        )
+    else:
+        out.append("notify: off")
+    for spec in pol.custom:
+        out.append(f"custom policy: {spec.class_}")
+    out.append(
+        f"telemetry: {'on' if config.telemetry.enabled else 'off'}; "
+        f"store: {config.store.path if config.store.enabled else 'off'}"
+    )
+    idle = config.sessions.idle_timeout_s
+    out.append(
+        f"sessions: at most {config.sessions.max_sessions}, idle timeout "
+        f"{'none' if idle is None else f'{idle:g}s'}"
+    )
+    active = [var for var in ENV_OVERRIDES if env is not None and var in env]
+    if active:
+        out.append("environment overrides: " + ", ".join(active))
+    return out

@@ -1,0 +1,485 @@
+"""planguard's configuration: one pydantic model tree, read from YAML, TOML or JSON.
+
+Every model forbids unknown keys, so a typo is an error rather than a silently ignored setting. Errors
+name the file, the line (YAML/JSON; TOML best effort), the key path and what was expected::
+
+    planguard.yaml:12: policies.reminder.every_model_calls: expected an integer >= 1 (got 0)
+
+The common switches can be overridden from the environment (see :data:`ENV_OVERRIDES`); ``load_config``
+applies them on top of the file, and ``Guard()`` without a config reads ``PLANGUARD_CONFIG`` first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .detectors.config import DetectorsConfig
+from .experiment.config import ExperimentConfig
+from .plan import PRESETS, Plan, resolve_plan
+from .policies.config import PoliciesConfig
+from .store.config import StoreConfig
+from .telemetry.config import TelemetryConfig
+
+__all__ = [
+    "ENV_CONFIG",
+    "ENV_OVERRIDES",
+    "RULES",
+    "Config",
+    "ConfigError",
+    "PlanSpec",
+    "SessionsConfig",
+    "apply_env",
+    "config_schema",
+    "default_config",
+    "load_config",
+]
+
+#: Environment variable naming the config file ``Guard()`` loads when given no config.
+ENV_CONFIG = "PLANGUARD_CONFIG"
+#: The classifier rule versions (PHASE_RULES.md): the paper's newest, its older one, and a corrected mode.
+RULES = ("v351278e", "v8ec988e", "corrected")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class PlanSpec(Plan):
+    """A plan written inline in the config file (instead of a preset name or a plan file path)."""
+
+    name: str = "custom"
+
+
+class SessionsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_sessions: int = Field(
+        10_000, ge=1, description="Live sessions kept at most; beyond this the least recently used is ended."
+    )
+    idle_timeout_s: float | None = Field(
+        1800.0, gt=0, description="A session idle this long is ended and dropped (null: never)."
+    )
+
+
+class Config(BaseModel):
+    """Everything a ``Guard`` needs. All sections have working defaults: ``Config()`` is a valid config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="false: the guard lets every call through and records nothing.")
+    plan: str | PlanSpec = Field(
+        "plan",
+        description="The plan the agent follows: a preset ("
+        + ", ".join(sorted(PRESETS))
+        + "), a plan file (YAML/TOML/JSON; relative to the config file), or an inline plan.",
+    )
+    score_plans: list[str | PlanSpec] = Field(
+        default_factory=list, description="Further plans to score the run against (not enforced)."
+    )
+    rules: Literal["v351278e", "v8ec988e", "corrected"] = Field(
+        "v351278e", description="Phase classifier rules (PHASE_RULES.md)."
+    )
+    policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
+    detectors: DetectorsConfig = Field(default_factory=DetectorsConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    fail_closed_gates: bool = Field(
+        False, description="Gates deny their tool when planguard itself fails (default: fail open)."
+    )
+    experiment: ExperimentConfig | None = Field(
+        None, description="Plan experiment: arms (plan A / plan B / no plan), targets, decision window."
+    )
+
+    _plans: tuple[Plan, ...] = PrivateAttr(default=())
+
+    @field_validator("plan")
+    @classmethod
+    def _known_plan(cls, v: str | PlanSpec) -> str | PlanSpec:
+        _resolve(v)
+        return v
+
+    @field_validator("score_plans")
+    @classmethod
+    def _known_plans(cls, v: list[str | PlanSpec]) -> list[str | PlanSpec]:
+        for spec in v:
+            _resolve(spec)
+        return v
+
+    @model_validator(mode="after")
+    def _resolve_plans(self) -> Config:
+        self._plans = tuple(_resolve(s) for s in (self.plan, *self.score_plans))
+        return self
+
+    @property
+    def plans(self) -> tuple[Plan, ...]:
+        """The followed plan first, then the plans only scored."""
+        return self._plans
+
+    @property
+    def followed_plan(self) -> Plan:
+        return self._plans[0]
+
+
+def _resolve(spec: str | Plan) -> Plan:
+    if isinstance(spec, Plan):
+        return spec
+    try:
+        return resolve_plan(spec)
+    except OSError as exc:
+        raise ValueError(f"cannot read plan file {spec!r} ({exc.strerror or exc})") from None
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used. ``str()`` is one line per problem: ``FILE:LINE: key.path: what``."""
+
+    def __init__(self, source: str, problems: list[tuple[int | None, str, str]]):
+        self.source = source
+        self.problems = problems  # (line, key path, message)
+        super().__init__(
+            "\n".join(
+                f"{source}{f':{line}' if line else ''}: {path + ': ' if path else ''}{msg}"
+                for line, path, msg in problems
+            )
+        )
+
+
+# --------------------------------------------------------------------------- environment overrides
+
+
+def _flag(v: str) -> str:
+    return v.strip()
+
+
+def _every(v: str) -> int | str | None:
+    v = v.strip().lower()
+    return None if v in ("0", "off", "none", "null", "") else v
+
+
+def _opt(v: str) -> str | None:
+    v = v.strip()
+    return None if v.lower() in ("", "none", "null") else v
+
+
+#: Variable -> (key path, parser, meaning). Documented in examples/planguard.yaml; check-config lists them.
+ENV_OVERRIDES: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
+    "PLANGUARD_ENABLED": (
+        ("enabled",),
+        _flag,
+        "0 turns planguard off (every call allowed, nothing recorded)",
+    ),
+    "PLANGUARD_PLAN": (("plan",), str.strip, "plan preset name or plan file"),
+    "PLANGUARD_RULES": (("rules",), str.strip, "classifier rules version"),
+    "PLANGUARD_REMINDERS": (("policies", "reminder", "enabled"), _flag, "0 turns periodic reminders off"),
+    "PLANGUARD_REMINDER_EVERY": (
+        ("policies", "reminder", "every_model_calls"),
+        _every,
+        "remind every N model calls (0: never)",
+    ),
+    "PLANGUARD_REMINDER_DELIVERY": (
+        ("policies", "reminder", "delivery"),
+        str.strip,
+        "ephemeral or persisted",
+    ),
+    "PLANGUARD_WEBHOOK_URL": (("policies", "notify", "url"), _opt, "webhook URL for notifications"),
+    "PLANGUARD_FAIL_CLOSED_GATES": (("fail_closed_gates",), _flag, "1: gates deny when planguard fails"),
+    "PLANGUARD_TELEMETRY": (("telemetry", "enabled"), _flag, "0 turns OpenTelemetry output off"),
+    "PLANGUARD_STORE": (("store", "enabled"), _flag, "0 turns the local session store off"),
+    "PLANGUARD_STORE_DIR": (("store", "path"), str.strip, "directory of the local session store"),
+    "PLANGUARD_MAX_SESSIONS": (("sessions", "max_sessions"), str.strip, "live sessions kept at most"),
+    "PLANGUARD_IDLE_TIMEOUT_S": (("sessions", "idle_timeout_s"), _opt, "seconds before an idle session ends"),
+}
+
+
+def _apply_env_dict(data: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """Set overridden keys in ``data`` (in place); returns key path -> variable for error messages."""
+    applied: dict[tuple[str, ...], str] = {}
+    for var, (path, parse, _) in ENV_OVERRIDES.items():
+        raw = env.get(var)
+        if raw is None:
+            continue
+        node = data
+        for key in path[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = node[key] = {}
+            node = child
+        node[path[-1]] = parse(raw)
+        applied[path] = var
+    return applied
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _parse(path: Path, text: str) -> Any:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            return tomllib.loads(text)
+        if suffix == ".json":
+            return json.loads(text)
+        return yaml.load(text, Loader=_YAML_LOADER)  # a safe loader (C when available)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), [(None, "", f"not valid TOML: {exc}")]) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(path), [(exc.lineno, "", f"not valid JSON: {exc.msg}")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(str(path), [(line, "", f"not valid YAML: {problem}")]) from None
+
+
+def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a config file (.yaml/.yml, .toml, .json), then apply environment overrides.
+
+    ``env`` defaults to ``os.environ``; pass ``{}`` to ignore the environment. A plan given as a relative
+    file path is resolved against the config file's folder. Raises :class:`ConfigError`.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
+    data = _parse(p, text)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            str(p), [(1, "", f"expected a mapping of sections at the top, got {type(data).__name__}")]
+        )
+    _resolve_relative_plans(data, p.parent)
+    return _validate(data, str(p), text, p.suffix.lower(), os.environ if env is None else env)
+
+
+def default_config(*, env: Mapping[str, str] | None = None) -> Config:
+    """What ``Guard()`` uses: the ``PLANGUARD_CONFIG`` file if set, else the defaults; plus env overrides."""
+    environ = os.environ if env is None else env
+    file = environ.get(ENV_CONFIG, "").strip()
+    if file:
+        return load_config(file, env=environ)
+    return _validate({}, "<defaults>", "", "", environ)
+
+
+def apply_env(config: Config, *, env: Mapping[str, str] | None = None) -> Config:
+    """``config`` with the environment overrides applied (for configs built in code)."""
+    data = config.model_dump(by_alias=True, exclude_unset=True)
+    return _validate(data, "<config>", "", "", os.environ if env is None else env)
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of the config file (``planguard schema`` prints it)."""
+    out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    out.update(Config.model_json_schema(by_alias=True))
+    out["title"] = "planguard config"
+    return out
+
+
+def _resolve_relative_plans(data: dict[str, Any], base: Path) -> None:
+    def fix(v: Any) -> Any:
+        if isinstance(v, str) and v not in PRESETS and not Path(v).is_absolute() and (base / v).is_file():
+            return str(base / v)
+        return v
+
+    if "plan" in data:
+        data["plan"] = fix(data["plan"])
+    if isinstance(data.get("score_plans"), list):
+        data["score_plans"] = [fix(v) for v in data["score_plans"]]
+
+
+def _validate(data: dict[str, Any], source: str, text: str, kind: str, env: Mapping[str, str]) -> Config:
+    from_env = _apply_env_dict(data, env)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, _problems(exc, data, text, kind, from_env)) from None
+
+
+# --------------------------------------------------------------------------- error messages
+
+
+def _problems(
+    exc: ValidationError, data: Any, text: str, kind: str, from_env: dict[tuple[str, ...], str]
+) -> list[tuple[int | None, str, str]]:
+    lines = _LineFinder(text, kind)
+    merged: dict[tuple[str | int, ...], list[str]] = {}
+    types_at: dict[tuple[str | int, ...], list[str]] = {}
+    for e in exc.errors(include_url=False):
+        loc = _clean_loc(e["loc"], data, e["type"])
+        msg = _message(e, loc)
+        if msg not in merged.setdefault(loc, []):
+            merged[loc].append(msg)
+        types_at.setdefault(loc, []).append(e["type"])
+    # A union reports each branch; a type mismatch at a key whose other branch has a deeper error is noise.
+    locs = list(merged)
+    out: list[tuple[int | None, str, str]] = []
+    for loc in locs:
+        deeper = any(other[: len(loc)] == loc and len(other) > len(loc) for other in locs)
+        if deeper and all(t.endswith("_type") for t in types_at[loc]):
+            continue
+        dotted = ".".join(str(x) for x in loc)
+        env_var = next((v for p, v in from_env.items() if loc[: len(p)] == p), None)
+        message = " or ".join(merged[loc])
+        if env_var is not None:
+            out.append((None, dotted, f"{message} (from environment variable {env_var})"))
+        else:
+            out.append((lines.find(loc), dotted, message))
+    return out
+
+
+def _clean_loc(loc: tuple[str | int, ...], data: Any, err_type: str) -> tuple[str | int, ...]:
+    """Drop the union-branch tags pydantic puts into ``loc`` (they are not keys of the file)."""
+    out: list[str | int] = []
+    cur = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(part, int):
+            out.append(part)
+            cur = cur[part] if isinstance(cur, list) and 0 <= part < len(cur) else None
+        elif isinstance(cur, dict) and part in cur:
+            out.append(part)
+            cur = cur[part]
+        elif (last and err_type == "missing") or (cur is None and not _looks_like_tag(part)):
+            out.append(part)
+    return tuple(out)
+
+
+def _looks_like_tag(part: str) -> bool:
+    return (
+        "[" in part or part in ("str", "int", "float", "bool", "list", "dict", "none") or part[:1].isupper()
+    )
+
+
+def _message(e: Any, loc: tuple[str | int, ...]) -> str:
+    t = e["type"]
+    msg: str = e["msg"]
+    if t == "extra_forbidden":
+        key = str(loc[-1]) if loc else "?"
+        allowed = _allowed_keys(loc[:-1])
+        hint = ""
+        if allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return f"unknown key {key!r}{hint}; expected one of: {', '.join(allowed)}"
+        return f"unknown key {key!r}"
+    if t == "missing":
+        return "required key is missing"
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix) :]
+    if msg.startswith("Input should be "):
+        msg = "expected " + msg[len("Input should be ") :]
+    if "input" in e and t not in ("value_error", "assertion_error"):
+        shown = repr(e["input"])
+        msg += f" (got {shown[:80] + '…' if len(shown) > 80 else shown})"
+    return msg
+
+
+def _allowed_keys(loc: tuple[str | int, ...]) -> list[str]:
+    model = _model_at(Config, loc)
+    if model is None:
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    ann: Any = model
+    for part in loc:
+        ann = _unwrap(ann, part)
+        if ann is None:
+            return None
+    found = _unwrap(ann, None)
+    return found if isinstance(found, type) and issubclass(found, BaseModel) else None
+
+
+def _unwrap(ann: Any, part: str | int | None) -> Any:
+    """One step down the annotation tree: a model's field, a list item or a dict value."""
+    origin = typing.get_origin(ann)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(ann):
+            r = _unwrap(arg, part)
+            if r is not None:
+                return r
+        return None
+    if part is None:
+        return ann
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        for name, f in ann.model_fields.items():
+            if part in (name, f.alias):
+                return f.annotation
+        return None
+    if origin is list and isinstance(part, int):
+        return typing.get_args(ann)[0]
+    if origin is dict and isinstance(part, str):
+        return typing.get_args(ann)[1]
+    return None
+
+
+class _LineFinder:
+    """Line numbers of key paths: exact for YAML and JSON (via the YAML node tree), best effort for TOML."""
+
+    def __init__(self, text: str, kind: str):
+        self.text = text
+        self.kind = kind
+        self._root: Any = None
+        if text and kind != ".toml":
+            try:
+                self._root = yaml.compose(text)
+            except yaml.YAMLError:
+                self._root = None
+
+    def find(self, loc: tuple[str | int, ...]) -> int | None:
+        if self._root is not None:
+            return self._find_yaml(loc)
+        if self.kind == ".toml" and self.text:
+            return self._find_toml(loc)
+        return None
+
+    def _find_yaml(self, loc: tuple[str | int, ...]) -> int | None:
+        node = self._root
+        line: int = node.start_mark.line + 1
+        for part in loc:
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    if k.value == str(part):
+                        line = k.start_mark.line + 1
+                        node = v
+                        break
+                else:
+                    return line
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+    def _find_toml(self, loc: tuple[str | int, ...]) -> int | None:
+        keys = [p for p in loc if isinstance(p, str)]
+        if not keys:
+            return None
+        text_lines = self.text.splitlines()
+        last = re.escape(keys[-1])
+        pattern = re.compile(rf'^\s*(?:\[+\s*)?(?:[\w."-]+\.)?"?{last}"?\s*(?:=|\]|\.)')
+        for i, ln in enumerate(text_lines, 1):
+            if pattern.match(ln):
+                return i
+        return None
