@@ -1,0 +1,289 @@
+"""A readable live timeline of sessions, one line per tool call (a development sink).
+
+::
+
+    ▶ s-1  plan=plan
+      s-1 #0   bash                N   SEARCH       PC 0.50  N1
+      s-1 #1   str_replace_editor  P   FILE_WRITE   PC 0.55  N1 P1  ⚑ patch_before_reproduce  → nudge
+      s-1 #2   bash                ✗ blocked  → deny: run the tests first
+    ■ s-1  3 steps  NP  PC 0.55  findings: patch_before_reproduce
+
+Colour (phase letters, findings, decisions) when the stream is a terminal, using ``rich`` (imported only
+then); ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on. Lines are formatted and written by a background
+worker, so a slow terminal or pipe never holds up the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import OrderedDict
+from typing import IO, TYPE_CHECKING, Any
+
+from .phases import LETTER_OF
+from .sinks import Sink
+from .telemetry.drops import DropCounter
+from .telemetry.worker import BackgroundWorker
+
+if TYPE_CHECKING:
+    from .decisions import Decision
+    from .findings import Finding
+    from .metrics import Scores
+    from .session import Session, SessionSummary
+    from .step import Step
+
+__all__ = ["ConsoleSink", "format_step_line"]
+
+_PHASE_STYLE = {"N": "blue", "R": "yellow", "r": "yellow", "P": "magenta", "V": "green", "v": "green"}
+_BLOCK_KINDS = frozenset({"deny", "stop"})
+MAX_SESSIONS = 10_000
+
+
+def _pc(scores: Scores | None) -> str:
+    return "PC  -- " if scores is None else f"PC {scores.PC:4.2f}"
+
+
+def format_step_line(
+    session_id: str,
+    index: int,
+    tool: str,
+    letters: str,
+    action: str,
+    scores: Scores | None,
+    tail: str,
+    findings: list[str],
+    decisions: list[tuple[str, str]],
+    failed: bool = False,
+) -> list[tuple[str, str]]:
+    """The line for one tool call as ``(text, style)`` segments (style ``""`` = plain)."""
+    segs: list[tuple[str, str]] = [
+        (f"  {session_id} ", "dim"),
+        (f"#{index:<4}", "bold"),
+        (f"{tool[:20]:<20}", ""),
+    ]
+    segs.append((f"{letters or '·':<4}", _PHASE_STYLE.get(letters[:1], "dim")))
+    segs.append((f"{action[:12]:<13}", "cyan" if action else "dim"))
+    segs.append((_pc(scores), ""))
+    if tail:
+        segs.append((f"  {tail}", "dim"))
+    if failed:
+        segs.append(("  ✗ failed", "red"))
+    if findings:
+        segs.append((f"  ⚑ {', '.join(findings)}", "bold red"))
+    if decisions:
+        segs.append((f"  → {', '.join(k for k, _ in decisions)}", "bold yellow"))
+    return segs
+
+
+class ConsoleSink(Sink):
+    def __init__(
+        self,
+        stream: IO[str] | None = None,
+        *,
+        color: bool | None = None,
+        drops: DropCounter | None = None,
+        max_message_chars: int = 100,
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.color = _want_color(self.stream) if color is None else color
+        self.drops = drops if drops is not None else DropCounter()
+        self._max_msg = max_message_chars
+        self._console: Any = None  # rich Console, created on the worker thread when colour is on
+        self._states: OrderedDict[int, tuple[Session, dict[int, list[Decision]], list[Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
+            "console",
+            self._print,
+            drops=self.drops,
+            drop_reason="console_queue_full",
+            max_queue=10_000,
+            max_batch=256,
+            interval_s=0.05,
+        )
+
+    # ------------------------------------------------------------------ hooks (agent's thread)
+
+    def on_session_start(self, session: Session) -> None:
+        self._state(session)
+
+    def on_tool_start(self, session: Session, step: Step) -> None:
+        _, decisions, pre = self._state(session)
+        if pre and pre[0] is step:
+            decisions[step.index] = pre[1:]
+            pre.clear()
+
+    def on_tool_end(self, session: Session, step: Step) -> None:
+        _, decisions, _ = self._state(session)
+        ev = step.event
+        action = step.action
+        kind = getattr(action, "type", None) if action is not None else None
+        self._worker.submit(
+            (
+                "step",
+                session.id,
+                step.index,
+                ev.tool,
+                step.classification.roles,
+                kind,
+                session.scores(),
+                [(r, n) for r, n in session.langutory.runs[-3:]],
+                [f.detector for f in step.findings],
+                decisions.pop(step.index, ()),
+                ev.failed,
+            )
+        )
+
+    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+        if step is None:
+            self._worker.submit(("finding", session.id, finding.detector, finding.evidence))
+
+    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+        if decision.kind.value == "allow":
+            return
+        _, decisions, pre = self._state(session)
+        if step is None:
+            self._worker.submit(("decision", session.id, decision.kind.value, decision.message))
+        elif step.index >= session.n_steps:  # gating the call
+            if not pre or pre[0] is not step:
+                pre[:] = [step]
+            pre.append(decision)
+            if decision.blocks:
+                self._worker.submit(
+                    (
+                        "blocked",
+                        session.id,
+                        step.index,
+                        step.event.tool,
+                        [(d.kind.value, d.message) for d in pre[1:]],
+                    )
+                )
+                pre.clear()
+        else:
+            decisions.setdefault(step.index, []).append(decision)
+
+    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+        with self._lock:
+            self._states.pop(id(session), None)
+        self._worker.submit(("end", session.id, summary, session.pipeline.plan.name))
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        return self._worker.flush(timeout_s)
+
+    def shutdown(self) -> None:
+        self._worker.shutdown(2.0)
+
+    def _state(self, session: Session) -> tuple[Session, dict[int, list[Decision]], list[Any]]:
+        st = self._states.get(id(session))
+        if st is not None and st[0] is session:
+            return st
+        st = (session, {}, [])
+        with self._lock:
+            self._states[id(session)] = st
+            while len(self._states) > MAX_SESSIONS:
+                self._states.popitem(last=False)
+        self._worker.submit(("start", session.id, session.pipeline.plan.name))
+        return st
+
+    # ------------------------------------------------------------------ worker thread
+
+    def _print(self, batch: list[tuple[Any, ...]]) -> None:
+        lines = [self._line(item) for item in batch]
+        if self.color:
+            console = self._rich_console()
+            from rich.text import Text
+
+            for segs in lines:
+                text = Text()
+                for s, style in segs:
+                    text.append(s, style=style or None)
+                console.print(text)
+        else:
+            self.stream.write("".join("".join(s for s, _ in segs) + "\n" for segs in lines))
+        self.stream.flush()
+
+    def _rich_console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream, force_terminal=True, highlight=False, soft_wrap=True)
+        return self._console
+
+    def _short(self, text: str) -> str:
+        text = " ".join(text.split())
+        return text if len(text) <= self._max_msg else text[: self._max_msg - 1] + "…"
+
+    def _line(self, item: tuple[Any, ...]) -> list[tuple[str, str]]:
+        kind, sid = item[0], item[1]
+        if kind == "step":
+            _, _, index, tool, roles, action, scores, runs, findings, decisions, failed = item
+            letters = "".join(LETTER_OF.get(r, "?") for r in roles)
+            tail = " ".join(f"{LETTER_OF.get(str(r), '?')}{n}" for r, n in runs)
+            action_name = str(getattr(action, "value", action)) if action is not None else ""
+            return format_step_line(
+                sid,
+                index,
+                tool,
+                letters,
+                action_name,
+                scores,
+                tail,
+                findings,
+                [(d.kind.value, d.message) for d in decisions],
+                failed,
+            )
+        if kind == "blocked":
+            _, _, index, tool, decisions = item
+            why = "; ".join(f"{k}: {self._short(m)}" if m else k for k, m in decisions)
+            return [
+                (f"  {sid} ", "dim"),
+                (f"#{index:<4}", "bold"),
+                (f"{tool[:20]:<20}", ""),
+                ("✗ blocked", "bold red"),
+                (f"  → {why}", "red"),
+            ]
+        if kind == "decision":
+            _, _, dkind, message = item
+            style = "bold red" if dkind in _BLOCK_KINDS else "yellow"
+            return [
+                (f"  {sid} ", "dim"),
+                ("      ↳ ", "dim"),
+                (dkind, style),
+                (f": {self._short(message)}" if message else "", "dim"),
+            ]
+        if kind == "finding":
+            _, _, detector, evidence = item
+            return [
+                (f"  {sid} ", "dim"),
+                ("      ⚑ ", "bold red"),
+                (detector, "bold red"),
+                (f": {self._short(evidence)}" if evidence else "", "dim"),
+            ]
+        if kind == "start":
+            return [("▶ ", "bold green"), (sid, "bold"), (f"  plan={item[2]}", "dim")]
+        if kind == "end":
+            _, _, summary, plan = item
+            primary = summary.scores.get(plan)
+            segs: list[tuple[str, str]] = [
+                ("■ ", "bold"),
+                (sid, "bold"),
+                (f"  {summary.n_steps} steps", ""),
+                (f"  {summary.letters[-60:] or '-'}", "dim"),
+                (f"  {_pc(primary)}", ""),
+            ]
+            if summary.finding_counts:
+                segs.append((f"  findings: {', '.join(sorted(summary.finding_counts))}", "red"))
+            return segs
+        return [(repr(item), "")]
+
+
+def _want_color(stream: IO[str]) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):
+        return False

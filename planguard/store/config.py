@@ -1,0 +1,26 @@
+"""The ``store:`` section of planguard's config: the embedded local session store."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DEFAULT_STORE_PATH", "StoreConfig"]
+
+DEFAULT_STORE_PATH = ".planguard/sessions"
+
+
+class StoreConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        True, description="Record sessions as JSONL files when no OTLP endpoint is configured."
+    )
+    path: str = Field(DEFAULT_STORE_PATH, description="Directory of session files (one file per session).")
+    always: bool = Field(False, description="Record locally even when exporting over OTLP.")
+    max_queue: int = Field(
+        10_000, ge=1, description="Records waiting for the writer at most; more are dropped."
+    )
+    max_result_chars: int = Field(
+        4096, ge=0, description="Tool results are cut to this many characters (0: keep whole)."
+    )
+    redact: bool = Field(True, description="Redact secrets (keys, tokens, passwords) from stored content.")

@@ -1,0 +1,343 @@
+"""The embedded store: every session recorded as a JSONL file, written by a background worker.
+
+The sink's hooks only hand references (the finished ``Step``, the frozen ``Scores``) to a bounded queue;
+building records, redacting, serialising and writing all happen on the worker thread. When the queue is
+full a record is dropped and counted (``store_queue_full``) — the agent never waits for the disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import ErrorCounter
+from ..phases import LETTER_OF
+from ..sinks import Sink
+from ..telemetry.drops import DropCounter
+from ..telemetry.redact import Redactor, redact_value, truncate
+from ..telemetry.worker import BackgroundWorker
+from .config import StoreConfig
+from .records import (
+    BlockedRecord,
+    DecisionRecord,
+    EventRecord,
+    FindingRecord,
+    SessionEnd,
+    SessionHeader,
+    StepRecord,
+)
+
+if TYPE_CHECKING:
+    from ..decisions import Decision
+    from ..events import ToolEvent
+    from ..findings import Finding
+    from ..metrics import Scores
+    from ..session import Session, SessionSummary
+    from ..step import Step
+
+__all__ = ["StoreSink", "session_file_name"]
+
+#: Session files kept open at once by the writer; older ones are closed and reopened on demand.
+MAX_OPEN_FILES = 64
+#: Sessions the sink tracks at once (sessions nobody ends are forgotten oldest-first past this).
+MAX_SESSIONS = 10_000
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", "scaffold")
+_ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
+
+
+def session_file_name(session_id: str, started_at: float) -> str:
+    """``20250101T120000-<id>-<random>.jsonl``: sorts by start time; ids may repeat across runs."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
+    safe = _UNSAFE.sub("_", session_id).strip("._")[:80] or "session"
+    return f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.jsonl"
+
+
+@dataclass(slots=True)
+class _State:
+    key: int
+    session: Session
+    pre_step: Step | None = None
+    pre: list[Decision] = field(default_factory=list)
+    decisions: dict[int, list[Decision]] = field(default_factory=dict)
+
+
+class StoreSink(Sink):
+    """Writes each session to ``<path>/<start>-<id>-<rand>.jsonl`` (see :mod:`planguard.store.records`)."""
+
+    def __init__(
+        self,
+        config: StoreConfig | None = None,
+        *,
+        drops: DropCounter | None = None,
+        errors: ErrorCounter | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.config = config if config is not None else StoreConfig()
+        self.path = Path(self.config.path)
+        self.drops = drops if drops is not None else DropCounter()
+        self.errors = errors if errors is not None else ErrorCounter()
+        self._redactor = redactor
+        self._states: OrderedDict[int, _State] = OrderedDict()
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
+            "store",
+            self._write,
+            drops=self.drops,
+            drop_reason="store_queue_full",
+            max_queue=self.config.max_queue,
+            max_batch=1024,
+            interval_s=0.2,
+            errors=self.errors,
+        )
+        # Writer-thread state.
+        self._files: OrderedDict[int, IO[str]] = OrderedDict()
+        self._paths: OrderedDict[int, Path] = OrderedDict()
+        self.written: list[Path] = []  # files created, in order (bounded to the last MAX_SESSIONS)
+
+    # ------------------------------------------------------------------ hooks (agent's thread)
+
+    def on_session_start(self, session: Session) -> None:
+        self._state(session)
+
+    def on_tool_start(self, session: Session, step: Step) -> None:
+        st = self._state(session)
+        if st.pre and st.pre_step is step:  # gate decisions of a call that was then accepted
+            st.decisions[step.index] = st.pre
+            st.pre_step, st.pre = None, []
+
+    def on_tool_end(self, session: Session, step: Step) -> None:
+        st = self._state(session)
+        decisions = st.decisions.pop(step.index, None)
+        self._worker.submit(
+            ("step", st.key, session.id, step, decisions, session.scores(), session.n_model_calls)
+        )
+
+    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+        if step is None:  # step findings travel with their step record
+            st = self._state(session)
+            self._worker.submit(("finding", st.key, session.id, finding))
+
+    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+        st = self._state(session)
+        if step is None:
+            self._worker.submit(("decision", st.key, session.id, decision))
+        elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
+            if st.pre_step is not step:
+                st.pre_step, st.pre = step, []
+            st.pre.append(decision)
+            if decision.blocks:
+                self._worker.submit(("blocked", st.key, session.id, step.event, st.pre, step.index))
+                st.pre_step, st.pre = None, []
+        else:
+            st.decisions.setdefault(step.index, []).append(decision)
+
+    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+        with self._lock:
+            st = self._states.pop(id(session), None)
+        if st is not None and st.session is session:
+            self._worker.submit(("end", st.key, session.id, summary))
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until everything recorded so far is on disk (tests, reports)."""
+        return self._worker.flush(timeout_s)
+
+    def shutdown(self) -> None:
+        self._worker.shutdown(5.0)
+        for f in self._files.values():
+            with contextlib.suppress(OSError):
+                f.close()
+        self._files.clear()
+
+    def _state(self, session: Session) -> _State:
+        st = self._states.get(id(session))
+        if st is not None and st.session is session:
+            return st
+        with self._lock:
+            self._seq += 1
+            st = _State(self._seq, session)
+            self._states[id(session)] = st
+            while len(self._states) > MAX_SESSIONS:
+                self._states.popitem(last=False)
+        rules = session.pipeline.rules
+        rules_version = getattr(rules, "name", None)
+        header = SessionHeader(
+            session_id=session.id,
+            started_at=session.started_at,
+            plan=session.pipeline.plan.name,
+            plans=[p.name for p in session.pipeline.plans],
+            rules=rules_version if isinstance(rules_version, str) else None,
+            metadata=dict(session.metadata),
+            planguard_version=__version__,
+        )
+        self._worker.submit(("start", st.key, session.id, header))
+        return st
+
+    # ------------------------------------------------------------------ writer thread
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        touched: set[int] = set()
+        for item in batch:
+            kind, key, session_id = item[0], item[1], item[2]
+            try:
+                record = self._record(item)
+                line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":"))
+                handle = self._handle(key, session_id, item[3] if kind == "start" else None)
+                handle.write(line + "\n")
+                touched.add(key)
+                if kind == "end":
+                    handle.close()
+                    self._files.pop(key, None)
+                    self._paths.pop(key, None)
+                    touched.discard(key)
+            except OSError as exc:
+                self.drops.add("store_write_failed")
+                self.errors.record("StoreSink.write", exc)
+        for key in touched:
+            open_handle = self._files.get(key)
+            if open_handle is not None:
+                open_handle.flush()
+
+    def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[str]:
+        handle = self._files.get(key)
+        if handle is not None:
+            self._files.move_to_end(key)
+            return handle
+        path = self._paths.get(key)
+        if path is None:  # a new session (or its start record was dropped: make the header up)
+            self.path.mkdir(parents=True, exist_ok=True)
+            started = header.started_at if header is not None else time.time()
+            path = self.path / session_file_name(session_id, started)
+            self._paths[key] = path
+            while len(self._paths) > MAX_SESSIONS:
+                self._paths.popitem(last=False)
+            self.written.append(path)
+            del self.written[:-MAX_SESSIONS]
+            handle = path.open("a", encoding="utf-8")
+            if header is None:
+                made_up = SessionHeader(
+                    session_id=session_id,
+                    started_at=started,
+                    plan="",
+                    partial=True,
+                    planguard_version=__version__,
+                )
+                handle.write(json.dumps(made_up.to_json(), ensure_ascii=False) + "\n")
+        else:
+            handle = path.open("a", encoding="utf-8")
+        self._files[key] = handle
+        while len(self._files) > MAX_OPEN_FILES:
+            _, old = self._files.popitem(last=False)
+            old.close()
+        return handle
+
+    def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
+        kind = item[0]
+        if kind == "start":
+            header: SessionHeader = item[3]
+            header.metadata = self._clean(header.metadata)
+            return header.to_json()
+        if kind == "step":
+            _, _, _, step, decisions, scores, n_model_calls = item
+            return self.step_record(step, decisions or (), scores, n_model_calls).to_json()
+        if kind == "blocked":
+            _, _, _, event, decisions, at_step = item
+            return BlockedRecord(
+                self.event_record(event), [_decision(d) for d in decisions], at_step
+            ).to_json()
+        if kind == "finding":
+            return {"type": "finding", **_finding(item[3]).to_json()}
+        if kind == "decision":
+            return {"type": "decision", **_decision(item[3]).to_json()}
+        if kind == "end":
+            s: SessionSummary = item[3]
+            return SessionEnd(
+                n_steps=s.n_steps,
+                n_model_calls=s.n_model_calls,
+                letters=s.letters,
+                langutory=s.langutory,
+                scores={plan: sc.as_dict() for plan, sc in s.scores.items()},
+                finding_counts=dict(s.finding_counts),
+                decision_counts=dict(s.decision_counts),
+                duration=s.duration,
+            ).to_json()
+        raise ValueError(f"unknown store item {kind!r}")
+
+    # ------------------------------------------------------------------ record building (writer thread)
+
+    def _clean(self, value: Any) -> Any:
+        return redact_value(value, self._redactor) if self.config.redact else value
+
+    def event_record(self, ev: ToolEvent) -> EventRecord:
+        limit = self.config.max_result_chars
+        result = ev.result
+        if result is not None:
+            result = truncate(result, limit)
+            if self.config.redact:
+                result = self._clean(result)
+        args = ev.arguments
+        return EventRecord(
+            tool=ev.tool,
+            arguments=self._clean(dict(args) if not isinstance(args, str) else args),
+            call_id=ev.call_id,
+            action=self._clean(ev.action) if ev.action is not None else None,
+            result=result,
+            is_error=ev.is_error,
+            exit_code=ev.exit_code,
+            start_time=ev.start_time,
+            end_time=ev.end_time,
+            metadata=self._clean(dict(ev.metadata)) if ev.metadata else {},
+        )
+
+    def step_record(
+        self, step: Step, decisions: Any, scores: Scores | None, n_model_calls: int
+    ) -> StepRecord:
+        cls = step.classification
+        commands = [(str(c.label), str(c.role)) for c in getattr(cls, "commands", ())]
+        roles = list(cls.roles)
+        return StepRecord(
+            index=step.index,
+            event=self.event_record(step.event),
+            roles=roles,
+            letters="".join(LETTER_OF.get(r, "?") for r in roles),
+            commands=commands,
+            action=_action(step.action),
+            findings=[_finding(f) for f in step.findings],
+            decisions=[_decision(d) for d in decisions],
+            scores=scores.as_dict() if scores is not None else None,
+            n_model_calls=n_model_calls,
+        )
+
+
+def _finding(f: Finding) -> FindingRecord:
+    return FindingRecord(f.detector, f.first_step, f.last_step, f.evidence, dict(f.data), f.at_end)
+
+
+def _decision(d: Decision) -> DecisionRecord:
+    return DecisionRecord(
+        d.kind.value, d.message, d.policy, d.finding.detector if d.finding is not None else None, d.ephemeral
+    )
+
+
+def _action(action: Any) -> dict[str, Any] | None:
+    if action is None:
+        return None
+    out: dict[str, Any] = {}
+    for name in _ACTION_FIELDS:
+        value = getattr(action, name, None)
+        if value is not None and value != "":
+            out[name] = str(getattr(value, "value", value))
+    for name in _ACTION_FLAGS:
+        if getattr(action, name, False):
+            out[name] = True
+    return out or {"repr": repr(action)}

@@ -1,0 +1,276 @@
+"""Getting spans and metrics out of the process: OTLP/HTTP from the standard ``OTEL_*`` variables, and a
+Prometheus scrape endpoint.
+
+Exporters run on background threads behind bounded queues: an endpoint that refuses connections or
+hangs costs the agent nothing but a rising drop counter (``planguard.telemetry.dropped``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Span as SDKSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ..errors import ErrorCounter
+from .config import TelemetryConfig, resolve_metrics_endpoint, resolve_traces_endpoint
+from .drops import DropCounter
+from .worker import BackgroundWorker
+
+__all__ = [
+    "BoundedSpanProcessor",
+    "OtlpProviders",
+    "PrometheusEndpoint",
+    "configure_otlp",
+    "shutdown_provider",
+    "start_prometheus_exporter",
+]
+
+_log = logging.getLogger("planguard.telemetry")
+
+
+class BoundedSpanProcessor(SpanProcessor):
+    """Batches finished spans to an exporter on a worker thread, dropping (and counting) instead of blocking.
+
+    Like the SDK's ``BatchSpanProcessor``, plus what planguard's reliability contract needs: every span
+    that does not reach the exporter is counted in ``drops`` — ``span_queue_full`` when the queue is
+    full, ``span_export_failed`` when the exporter refused or raised — and ``shutdown`` returns within
+    its timeout even when the exporter hangs.
+    """
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        drops: DropCounter | None = None,
+        max_queue_size: int = 2048,
+        max_export_batch_size: int = 512,
+        schedule_delay_s: float = 1.0,
+        shutdown_timeout_s: float = 5.0,
+        errors: ErrorCounter | None = None,
+    ) -> None:
+        self.exporter = exporter
+        self.drops = drops if drops is not None else DropCounter()
+        self._shutdown_timeout = shutdown_timeout_s
+        self._worker: BackgroundWorker[ReadableSpan] = BackgroundWorker(
+            "span-export",
+            self._export,
+            drops=self.drops,
+            drop_reason="span_queue_full",
+            max_queue=max_queue_size,
+            max_batch=max_export_batch_size,
+            interval_s=schedule_delay_s,
+            errors=errors,
+        )
+
+    def on_start(self, span: SDKSpan, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
+        if ctx is not None and ctx.trace_flags.sampled:
+            self._worker.submit(span)
+
+    def _export(self, batch: list[ReadableSpan]) -> None:
+        try:
+            result = self.exporter.export(batch)
+        except Exception:
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self.drops.add("span_export_failed", len(batch))
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._worker.flush(timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        self._worker.shutdown(self._shutdown_timeout)
+        try:
+            self.exporter.shutdown()
+        except Exception as exc:
+            _log.debug("span exporter shutdown failed: %r", exc)
+
+
+@dataclass
+class OtlpProviders:
+    """What :func:`configure_otlp` built; ``shutdown`` flushes and stops all of it."""
+
+    tracer_provider: TracerProvider | None
+    meter_provider: MeterProvider | None
+    drops: DropCounter
+    span_processor: BoundedSpanProcessor | None = None
+    owned: list[Any] = field(default_factory=list)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        ok = True
+        for p in self.owned:
+            ok = bool(p.force_flush(timeout_millis)) and ok
+        return ok
+
+    def shutdown(self) -> None:
+        for p in self.owned:
+            shutdown_provider(p)
+
+
+#: How long shutting down one provider may take (a hung exporter must not hold up the app's exit).
+SHUTDOWN_TIMEOUT_S = 5.0
+
+
+def shutdown_provider(provider: Any, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> None:
+    """Shut a provider down within ``timeout_s`` where the SDK lets us bound it."""
+    if isinstance(provider, MeterProvider):
+        provider.shutdown(timeout_millis=timeout_s * 1000)
+    else:
+        provider.shutdown()
+
+
+def _resource(service_name: str, attributes: Mapping[str, str] | None) -> Resource:
+    # The standard variables name the service when set (OTEL_SERVICE_NAME, or service.name in
+    # OTEL_RESOURCE_ATTRIBUTES); ``service_name`` is the fallback. Resource.create merges the rest.
+    import os
+
+    env_attrs = os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    named_by_env = bool(os.environ.get("OTEL_SERVICE_NAME", "").strip()) or any(
+        part.split("=", 1)[0].strip() == "service.name" for part in env_attrs.split(",")
+    )
+    base: dict[str, str] = {} if named_by_env else {"service.name": service_name}
+    return Resource.create({**base, **(attributes or {})})
+
+
+def configure_otlp(
+    config: TelemetryConfig | None = None,
+    *,
+    traces_endpoint: str | None = None,
+    metrics_endpoint: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    resource_attributes: Mapping[str, str] | None = None,
+    drops: DropCounter | None = None,
+    errors: ErrorCounter | None = None,
+    metric_interval_s: float = 60.0,
+    set_global: bool = False,
+) -> OtlpProviders | None:
+    """SDK providers exporting over OTLP/HTTP (protobuf), configured like any OTel SDK app.
+
+    Endpoints come from the arguments, ``config.otlp_endpoint``, or the standard variables
+    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT``); headers,
+    timeout, compression and certificates from ``OTEL_EXPORTER_OTLP_*`` as the exporter reads them;
+    the resource from ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``. Metrics are skipped with
+    ``OTEL_METRICS_EXPORTER=none``. ``None`` when no endpoint is configured or ``OTEL_SDK_DISABLED``.
+    The providers are *not* made global unless ``set_global``.
+    """
+    import os
+
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    config = config if config is not None else TelemetryConfig()
+    traces_url = traces_endpoint or resolve_traces_endpoint(config)
+    metrics_url = metrics_endpoint or (resolve_metrics_endpoint(config) if traces_endpoint is None else None)
+    if traces_url is None and metrics_url is None:
+        return None
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "OTLP export needs opentelemetry-exporter-otlp-proto-http: pip install 'planguard[otlp]'"
+        ) from exc
+    drops = drops if drops is not None else DropCounter()
+    resource = _resource(config.service_name, resource_attributes)
+    out = OtlpProviders(None, None, drops)
+    if traces_url is not None:
+        exporter = OTLPSpanExporter(
+            endpoint=traces_url, headers=dict(headers) if headers else None, timeout=config.export_timeout_s
+        )
+        processor = BoundedSpanProcessor(
+            exporter,
+            drops=drops,
+            max_queue_size=config.max_queue_size,
+            errors=errors,
+            shutdown_timeout_s=min(5.0, config.export_timeout_s or 5.0),
+        )
+        tp = TracerProvider(resource=resource)
+        tp.add_span_processor(processor)
+        out.tracer_provider, out.span_processor = tp, processor
+        out.owned.append(tp)
+    if metrics_url is not None:
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        reader = PeriodicExportingMetricReader(
+            OTLPMetricExporter(
+                endpoint=metrics_url,
+                headers=dict(headers) if headers else None,
+                timeout=config.export_timeout_s,
+            ),
+            export_interval_millis=metric_interval_s * 1000,
+        )
+        mp = MeterProvider(metric_readers=[reader], resource=resource)
+        out.meter_provider = mp
+        out.owned.append(mp)
+    if set_global:
+        from opentelemetry import metrics, trace
+
+        if out.tracer_provider is not None:
+            trace.set_tracer_provider(out.tracer_provider)
+        if out.meter_provider is not None:
+            metrics.set_meter_provider(out.meter_provider)
+    return out
+
+
+@dataclass
+class PrometheusEndpoint:
+    """A scrape endpoint serving a planguard ``MeterProvider``'s metrics (``/metrics``)."""
+
+    meter_provider: MeterProvider
+    host: str
+    port: int
+    _server: Any = None
+    _reader: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/metrics"
+
+    def shutdown(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.meter_provider.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True  # pull-based: Prometheus reads current values at scrape time
+
+
+def start_prometheus_exporter(
+    port: int = 9464,
+    host: str = "127.0.0.1",
+    *,
+    service_name: str = "planguard",
+    views: Sequence[Any] = (),
+) -> PrometheusEndpoint:
+    """A ``MeterProvider`` whose metrics Prometheus can scrape at ``http://host:port/metrics``.
+
+    Uses ``opentelemetry-exporter-prometheus`` with a private registry (nothing global is touched) and
+    ``prometheus_client``'s HTTP server on a daemon thread, bound to ``host`` (loopback by default).
+    Pass ``port=0`` for any free port; the chosen one is in ``.port``. OTel metric names map to
+    Prometheus names with dots as underscores and ``_total`` on counters
+    (``planguard.tool.calls`` → ``planguard_tool_calls_total``).
+    """
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import CollectorRegistry, start_http_server
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "Prometheus export needs opentelemetry-exporter-prometheus: pip install 'planguard[prometheus]'"
+        ) from exc
+    registry = CollectorRegistry(auto_describe=True)
+    reader = PrometheusMetricReader(registry=registry)
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    mp = MeterProvider(metric_readers=[reader], resource=_resource(service_name, None), views=list(views))
+    return PrometheusEndpoint(mp, host, int(server.server_address[1]), server, reader)

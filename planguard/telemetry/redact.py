@@ -1,0 +1,131 @@
+"""Secret redaction for captured content: API keys, tokens, passwords, private keys, URL credentials.
+
+Runs off the agent's path (on the telemetry/store worker threads), so it may afford a handful of regular
+expressions over text that has already been truncated to the capture limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["REDACTED", "Redactor", "redact", "redact_value", "render_content", "truncate"]
+
+REDACTED = "[REDACTED]"
+
+_SECRET_KEY = (
+    r"[A-Za-z0-9_.-]*(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"private[_-]?key|client[_-]?secret|credentials?|auth(?:orization)?|session[_-]?id|cookie)[A-Za-z0-9_.-]*"
+)
+
+# Order matters: whole-block and prefixed tokens first, generic key=value last.
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # PEM private keys, whole block (also a truncated block with no END line).
+    (
+        re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
+        REDACTED,
+    ),
+    # Credentials in URLs: scheme://user:password@host
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@", re.I), r"\1" + REDACTED + "@"),
+    # HTTP authorization headers and bearer tokens.
+    (re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.I), r"\1 " + REDACTED),
+    # Well-known token shapes.
+    (re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"), REDACTED),  # OpenAI / Anthropic
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"), REDACTED),  # GitHub
+    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),  # GitLab
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),  # Slack
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),  # AWS access key id
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),  # Google API key
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), REDACTED),  # Hugging Face
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),  # JWT
+    # key=value / key: value / "key": "value" where the key names a secret.
+    (
+        re.compile(r"(?i)(\b" + _SECRET_KEY + r"[\"']?\s*[=:]\s*[\"']?)(?!\[REDACTED\])([^\s\"',;}&]+)"),
+        r"\1" + REDACTED,
+    ),
+    # CLI flags: --password hunter2, --token=abc
+    (
+        re.compile(r"(?i)(--?" + _SECRET_KEY + r"(?:=|\s+))(?!\[REDACTED\])([^\s\"'-][^\s\"']*)"),
+        r"\1" + REDACTED,
+    ),
+)
+
+
+class Redactor:
+    """Applies the built-in patterns plus any extra ``(regex, replacement)`` pairs."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, extra: Iterable[tuple[str | re.Pattern[str], str]] = ()) -> None:
+        compiled = [(re.compile(p) if isinstance(p, str) else p, r) for p, r in extra]
+        self.patterns: tuple[tuple[re.Pattern[str], str], ...] = (*_PATTERNS, *compiled)
+
+    def __call__(self, text: str) -> str:
+        for pattern, repl in self.patterns:
+            text = pattern.sub(repl, text)
+        return text
+
+
+_DEFAULT = Redactor()
+_SECRET_KEY_RE = re.compile(r"(?i)" + _SECRET_KEY)
+
+
+def redact(text: str) -> str:
+    """``text`` with every recognised secret replaced by ``[REDACTED]``."""
+    return _DEFAULT(text)
+
+
+def truncate(text: str, limit: int) -> str:
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return text[:limit] + f"…[{len(text) - limit} chars truncated]"
+
+
+def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 0) -> Any:
+    """A copy of a JSON-like value with secrets redacted: strings by pattern, and whole values whose key
+    names a secret (``{"password": "hunter2"}`` → ``{"password": "[REDACTED]"}``)."""
+    r = redactor or _DEFAULT
+    if isinstance(value, str):
+        return r(value)
+    if _depth > 32:
+        return REDACTED  # deeper than any real tool argument; refuse rather than recurse forever
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if _SECRET_KEY_RE.fullmatch(key) and isinstance(v, (str, int, float)) and v != "":
+                out[key] = REDACTED
+            else:
+                out[key] = redact_value(v, r, _depth=_depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, r, _depth=_depth + 1) for v in value]
+    return value
+
+
+def render_content(value: Any, limit: int, redactor: Redactor | None = None) -> str:
+    """Tool arguments or a result as safe text: JSON for structures, secrets redacted, cut to ``limit``.
+
+    Redaction runs on a window a little past ``limit`` before the cut, so a secret straddling the limit
+    is still recognised whole and never leaks as a prefix.
+    """
+    if value is None:
+        return ""
+    r = redactor or _DEFAULT
+    if isinstance(value, str):
+        window = value if limit <= 0 else value[: limit + _SLACK]
+        cleaned = r(window)
+        if len(value) > len(window):
+            cleaned += "…"  # the original went on past the window; make the cut visible
+        return truncate(cleaned, limit)
+    try:
+        text = json.dumps(redact_value(value, r), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = r(repr(value))
+    return truncate(text, limit)
+
+
+#: Characters past the limit that redaction looks at (longer than any secret pattern's match).
+_SLACK = 4096

@@ -1,0 +1,96 @@
+"""The console timeline: one readable line per tool call, colour only for terminals."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+import pytest
+
+from planguard.console import ConsoleSink, _want_color
+from planguard.decisions import Decision, DecisionKind
+from planguard.events import ToolEvent
+from planguard.policies.base import Policy
+from planguard.session import Pipeline, Session
+from planguard.step import Step
+from planguard.testing import ScriptedDetector
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Gate(Policy):
+    name = "gate"
+
+    def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+        if "rm -rf" in (step.event.action or ""):
+            return Decision(DecisionKind.DENY, "destructive\ncommand refused", self.name)
+        return None
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> list[Decision]:
+        return [Decision(DecisionKind.NUDGE, "x", self.name, f) for f in step.findings]
+
+    def before_model(self, session: Session, state: Any) -> list[Decision]:
+        return (
+            [Decision(DecisionKind.REMIND, "PLAN REMINDER: navigate first", self.name)]
+            if session.n_steps == 1
+            else []
+        )
+
+
+def run(sink: ConsoleSink) -> str:
+    pipe = Pipeline(detectors=(ScriptedDetector("slow_start", [1]),), policies=(Gate(),), sinks=(sink,))
+    s = pipe.session("dev-1")
+    for cmd in [
+        "cat /testbed/src/mod.py",
+        "python /testbed/reproduce_bug.py",
+        "rm -rf /",
+        "grep -rn x /testbed",
+    ]:
+        s.before_model()
+        ev = ToolEvent.shell(cmd)
+        if s.before_tool(ev).blocks:
+            continue
+        ev.exit_code = 1 if "python" in cmd else 0
+        s.after_tool(ev)
+    s.end()
+    assert sink.flush()
+    return sink.stream.getvalue()  # type: ignore[attr-defined,no-any-return]
+
+
+def test_plain_timeline() -> None:
+    out = run(ConsoleSink(io.StringIO(), color=False))
+    assert not ANSI.search(out)
+    lines = out.splitlines()
+    assert lines[0] == "▶ dev-1  plan=plan"
+    assert re.match(r"  dev-1 #0   bash {16}N   {14}PC 0\.40  N1$", lines[1]), lines[1]
+    assert lines[2].startswith("  dev-1       ↳ remind: PLAN REMINDER: navigate first")
+    step1 = lines[3]
+    assert "#1" in step1 and "✗ failed" in step1 and "⚑ slow_start" in step1 and "→ nudge" in step1
+    assert lines[4] == "  dev-1 #2   bash                ✗ blocked  → deny: destructive command refused"
+    assert lines[5].startswith("  dev-1 #2   bash                N")
+    assert lines[6].startswith("■ dev-1  3 steps  N")
+    assert "findings: slow_start" in lines[6]
+
+
+def test_colour_uses_ansi_codes() -> None:
+    out = run(ConsoleSink(io.StringIO(), color=True))
+    assert ANSI.search(out)
+    plain = ANSI.sub("", out)
+    assert "⚑ slow_start" in plain and "✗ blocked" in plain
+
+
+def test_colour_follows_the_terminal_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    assert _want_color(Tty()) is True
+    assert _want_color(io.StringIO()) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _want_color(Tty()) is False
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert _want_color(io.StringIO()) is True

@@ -1,0 +1,315 @@
+"""The embedded store: live sessions written as JSONL by the background writer and read back as the same
+records; replaying the stored events reproduces the live numbers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planguard.decisions import Decision, DecisionKind
+from planguard.events import ToolEvent
+from planguard.policies.base import Policy
+from planguard.session import Pipeline, Session
+from planguard.step import Step
+from planguard.store.config import StoreConfig
+from planguard.store.reader import (
+    StoredSession,
+    StoreReadError,
+    iter_sessions,
+    iter_trajectories,
+    read_session,
+)
+from planguard.store.records import DecisionRecord, EventRecord, FindingRecord, StepRecord
+from planguard.store.writer import StoreSink
+from planguard.telemetry.drops import DropCounter
+from planguard.testing import RecordingSink, ScriptedDetector
+
+EVENTS = [
+    ToolEvent.shell("cat /testbed/src/mod.py", call_id="c0"),
+    ToolEvent(
+        tool="str_replace_editor",
+        call_id="c1",
+        arguments={"command": "create", "path": "/testbed/reproduce_bug.py", "file_text": "import mod\n"},
+    ),
+    ToolEvent.shell("python /testbed/reproduce_bug.py", call_id="c2"),
+    ToolEvent.shell("rm -rf /testbed", call_id="rm"),
+    ToolEvent(
+        tool="str_replace_editor",
+        call_id="c3",
+        arguments={"command": "str_replace", "path": "/testbed/src/mod.py", "old_str": "a", "new_str": "b"},
+    ),
+    ToolEvent.shell("python /testbed/reproduce_bug.py", call_id="c4"),
+]
+
+
+class Policies(Policy):
+    name = "p"
+
+    def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+        if "rm -rf" in (step.event.action or ""):
+            return Decision(DecisionKind.DENY, "refused", self.name)
+        if step.index == 1:
+            return Decision(DecisionKind.LOG, "gate looked", self.name)
+        return None
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> list[Decision]:
+        out = [Decision(DecisionKind.NUDGE, "reproduce first", self.name, f) for f in step.findings]
+        if step.index == 0:
+            out.append(Decision(DecisionKind.REMIND, "PLAN REMINDER: 1. Navigate", self.name))
+        return out
+
+    def before_model(self, session: Session, state: Any) -> list[Decision]:
+        return (
+            [Decision(DecisionKind.REMIND, "PLAN REMINDER: again", self.name)] if session.n_steps == 2 else []
+        )
+
+
+def live(
+    tmp_path: Path, *, session_id: str = "live-1", result: str = "ok", **store: Any
+) -> tuple[StoreSink, RecordingSink, Session]:
+    sink = StoreSink(StoreConfig(path=str(tmp_path), **store))
+    rec = RecordingSink()
+    pipe = Pipeline(
+        detectors=(ScriptedDetector("failing_run", lambda s: s.event.failed),),
+        policies=(Policies(),),
+        sinks=(sink, rec),
+    )
+    s = pipe.session(session_id, model="gpt-test", instance_id="repo__1")
+    for ev in EVENTS:
+        ev = ToolEvent(tool=ev.tool, arguments=ev.arguments, call_id=ev.call_id, action=ev.action)
+        s.before_model()
+        if s.before_tool(ev).blocks:
+            continue
+        ev.result = result
+        ev.exit_code = 1 if ev.call_id == "c2" else 0
+        s.after_tool(ev)
+    s.end()
+    assert sink.flush()
+    return sink, rec, s
+
+
+def test_one_file_per_session_with_every_record(tmp_path: Path) -> None:
+    sink, _, s = live(tmp_path)
+    live(tmp_path, session_id="live-1")  # the same id again is a new file, not an append
+    files = sorted(tmp_path.glob("*.jsonl"))
+    assert len(files) == 2 and all("live-1" in f.name for f in files)
+    stored = read_session(sink.written[0])
+    assert stored.id == "live-1" and stored.complete and not stored.errors
+    assert stored.header.plan == "plan" and stored.header.rules == "v351278e"
+    assert stored.header.metadata == {
+        "model": "gpt-test",
+        "instance_id": "repo__1",
+    }
+    assert [x.letters for x in stored.steps] == ["N", "R", "R", "P", "V"]
+    assert [x.event.call_id for x in stored.steps] == ["c0", "c1", "c2", "c3", "c4"]
+    assert stored.steps[2].event.exit_code == 1
+    assert [f.detector for f in stored.steps[2].findings] == ["failing_run"]
+    assert [(d.kind, d.finding) for d in stored.steps[2].decisions] == [("nudge", "failing_run")]
+    assert [d.kind for d in stored.steps[0].decisions] == ["remind"]
+    assert [d.kind for d in stored.steps[1].decisions] == ["log"]  # the gate's note on an accepted call
+    (blocked,) = stored.blocked
+    assert blocked.event.action == "rm -rf /testbed" and blocked.at_step == 3
+    assert [(d.kind, d.message) for d in blocked.decisions] == [("deny", "refused")]
+    assert [d.message for d in stored.decisions] == ["PLAN REMINDER: again"]
+    assert stored.steps[-1].scores == s.scores().as_dict()  # type: ignore[union-attr]
+    end = stored.end
+    assert end is not None and end.letters == "NRRPV" and end.n_steps == 5
+    assert end.decision_counts == dict(s.decision_counts)
+    assert end.n_model_calls == s.n_model_calls
+
+
+def test_records_read_back_equal_the_records_written(tmp_path: Path) -> None:
+    sink, rec, _ = live(tmp_path)
+    stored = read_session(sink.written[0])
+    live_steps = [step for _, step in rec.steps]
+    decisions_by_step: dict[int, list[Decision]] = {}
+    for r in rec.decisions:
+        if r.step is not None and r.item.kind.value not in ("deny",):  # type: ignore[union-attr]
+            decisions_by_step.setdefault(r.step, []).append(r.item)  # type: ignore[arg-type]
+    for step, got in zip(live_steps, stored.steps, strict=True):
+        want = sink.step_record(step, decisions_by_step.get(step.index, []), None, got.n_model_calls)
+        want.scores = got.scores
+        assert got == want
+
+
+def test_replaying_stored_events_reproduces_the_live_numbers(tmp_path: Path) -> None:
+    _, _, s = live(tmp_path)
+    (traj,) = [t for t in iter_trajectories(tmp_path) if not isinstance(t, Exception)]
+    assert traj.format == "planguard-store" and traj.id == "live-1"
+    assert traj.meta["model"] == "gpt-test" and traj.meta["instance_id"] == "repo__1"
+    assert traj.meta["blocked"] == 1 and traj.meta["complete"] is True
+    replayed = Pipeline().session("replay")
+    for ev in traj.events:
+        replayed.observe(ev)
+    assert replayed.langutory.letters() == s.langutory.letters() == "NRRPV"
+    assert replayed.scores() == s.scores()
+
+
+def test_secrets_are_redacted_and_results_cut(tmp_path: Path) -> None:
+    token = "ghp_" + "s" * 36
+    sink, _, _ = live(tmp_path, result=f"{'x' * 50} token {token}", max_result_chars=20)
+    raw = sink.written[0].read_text()
+    assert token not in raw
+    stored = read_session(sink.written[0])
+    assert stored.steps[0].event.result is not None and stored.steps[0].event.result.startswith("x" * 20)
+    assert "truncated" in stored.steps[0].event.result
+
+
+def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path: Path) -> None:
+    sink, _, _ = live(tmp_path)
+    path = sink.written[0]
+    lines = path.read_text().splitlines()
+    lines.insert(2, "{not json")
+    lines.insert(4, json.dumps({"type": "step", "index": "three", "event": {"tool": "bash"}}))
+    lines.insert(5, json.dumps({"type": "mystery"}))
+    path.write_text("\n".join(lines) + "\n")
+    stored = read_session(path)
+    assert len(stored.steps) == 5 and stored.complete
+    msgs = [str(e) for e in stored.errors]
+    assert msgs[0].startswith(f"{path}:3: invalid JSON")
+    assert msgs[1] == f"{path}:5: 'index' is str; expected the step index (integer)"
+    assert msgs[2].startswith(f"{path}:6: 'type' is 'mystery'; expected step, blocked")
+    items = list(iter_trajectories(tmp_path))
+    assert [type(i).__name__ for i in items] == ["LoadError", "LoadError", "LoadError", "Trajectory"]
+
+
+def test_loader_hook_reads_already_parsed_lines(tmp_path: Path) -> None:
+    from planguard.loaders import LoadError, Trajectory
+    from planguard.store.reader import is_store_header, trajectories_from_records
+
+    sink, _, s = live(tmp_path)
+    lines = [json.loads(x) for x in sink.written[0].read_text().splitlines()]
+    assert is_store_header(lines[0]) and not any(is_store_header(x) for x in lines[1:])
+    records: list[Any] = [(i, obj) for i, obj in enumerate(lines, 1)]
+    records.insert(3, LoadError(str(sink.written[0]), "invalid JSON (…)", 99))
+    items = list(trajectories_from_records(records, "f.jsonl", "fallback-id"))
+    assert [type(i).__name__ for i in items] == ["LoadError", "Trajectory"]
+    traj = items[1]
+    assert isinstance(traj, Trajectory) and traj.id == "live-1" and traj.source == "f.jsonl"
+    assert [e.call_id for e in traj.events] == ["c0", "c1", "c2", "c3", "c4"]
+    assert traj.meta["n_model_calls"] == s.n_model_calls
+    (bad,) = trajectories_from_records([(1, {"id": 1})], "x.jsonl", "x")
+    assert isinstance(bad, LoadError)
+    assert str(bad).startswith("x.jsonl:1: first record is not a session header")
+
+
+def test_files_that_are_not_sessions(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": 1, "steps": []}\n')
+    (tmp_path / "b.jsonl").write_text("")
+    (tmp_path / "notes.txt").write_text("ignored")
+    items = list(iter_sessions(tmp_path))
+    assert all(isinstance(i, StoreReadError) for i in items) and len(items) == 2
+    assert "not a planguard session file" in str(items[0]) and str(items[0]).startswith(
+        str(tmp_path / "a.jsonl")
+    )
+    assert "empty file" in str(items[1])
+    (missing,) = list(iter_sessions(tmp_path / "nope"))
+    assert isinstance(missing, StoreReadError) and "no such file" in str(missing)
+
+
+def test_a_full_queue_drops_and_counts_and_a_dropped_header_is_made_up(tmp_path: Path) -> None:
+    gate = threading.Event()
+    drops = DropCounter()
+    sink = StoreSink(StoreConfig(path=str(tmp_path), max_queue=3), drops=drops)
+    real_write = sink._write
+    sink._worker._handle = lambda batch: (gate.wait(10), real_write(batch))  # type: ignore[method-assign]
+    s = Pipeline(sinks=(sink,)).session("slow")
+    for i in range(20):
+        ev = ToolEvent.shell(f"ls {i}")
+        s.before_tool(ev)
+        s.after_tool(ev)
+    assert drops["store_queue_full"] > 0
+    gate.set()
+    assert sink.flush()
+    s2 = Pipeline(sinks=(sink,)).session("later")  # the queue has room again
+    s2.observe(ToolEvent.shell("ls"))
+    s2.end()
+    assert sink.flush()
+    sessions = [x for x in iter_sessions(tmp_path) if isinstance(x, StoredSession)]
+    assert {x.id for x in sessions} == {"slow", "later"}
+    sink.shutdown()
+
+
+def test_unwritable_directory_counts_a_drop(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    drops = DropCounter()
+    sink = StoreSink(StoreConfig(path=str(blocker / "sessions")), drops=drops)
+    s = Pipeline(sinks=(sink,)).session("nowhere")
+    s.observe(ToolEvent.shell("ls"))
+    s.end()
+    assert sink.flush()
+    assert drops["store_write_failed"] >= 1
+    assert sink.errors.total >= 1
+
+
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20))
+json_values = st.recursive(
+    json_scalars,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+    max_leaves=8,
+)
+events = st.builds(
+    EventRecord,
+    tool=st.text(min_size=1, max_size=20),
+    arguments=st.one_of(st.text(max_size=40), st.dictionaries(st.text(max_size=8), json_values, max_size=4)),
+    call_id=st.none() | st.text(max_size=10),
+    action=st.none() | st.text(max_size=40),
+    result=st.none() | st.text(max_size=40),
+    is_error=st.booleans(),
+    exit_code=st.none() | st.integers(-255, 255),
+    start_time=st.none() | st.floats(0, 2e9),
+    end_time=st.none() | st.floats(0, 2e9),
+    metadata=st.dictionaries(st.text(max_size=8), json_values, max_size=3),
+)
+findings = st.builds(
+    FindingRecord,
+    detector=st.text(min_size=1, max_size=10),
+    first_step=st.integers(0, 99),
+    last_step=st.integers(0, 99),
+    evidence=st.text(max_size=30),
+    data=st.dictionaries(st.text(max_size=8), json_values, max_size=2),
+    at_end=st.booleans(),
+)
+decisions = st.builds(
+    DecisionRecord,
+    kind=st.sampled_from([k.value for k in DecisionKind]),
+    message=st.text(max_size=30),
+    policy=st.text(max_size=10),
+    finding=st.none() | st.text(max_size=10),
+    ephemeral=st.booleans(),
+)
+steps = st.builds(
+    StepRecord,
+    index=st.integers(0, 10_000),
+    event=events,
+    roles=st.lists(st.sampled_from(["L_navigate", "P", "V_regression_test"]), max_size=3),
+    letters=st.text("NRPVrv", max_size=3),
+    commands=st.lists(st.tuples(st.text(max_size=10), st.text(max_size=10)), max_size=3),
+    action=st.none() | st.dictionaries(st.sampled_from(["type", "intent"]), st.text(max_size=10), max_size=2),
+    findings=st.lists(findings, max_size=2),
+    decisions=st.lists(decisions, max_size=2),
+    scores=st.none() | st.fixed_dictionaries({k: st.floats(0, 1) for k in ("PPC", "POC", "PPF", "PC")}),
+    n_model_calls=st.integers(0, 1000),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps)
+def test_step_records_roundtrip_through_json(record: StepRecord) -> None:
+    line = json.dumps(record.to_json(), ensure_ascii=False)
+    assert StepRecord.from_json(json.loads(line)) == record
+
+
+@pytest.mark.parametrize("field", ["index", "event"])
+def test_step_record_errors_name_the_key(field: str) -> None:
+    good = {"type": "step", "index": 0, "event": {"tool": "bash"}}
+    bad = {k: v for k, v in good.items() if k != field}
+    with pytest.raises(ValueError, match=f"'{field}'"):
+        StepRecord.from_json(bad)

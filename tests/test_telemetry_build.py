@@ -1,0 +1,94 @@
+"""build_sinks: which sinks a config gives, with which providers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from planguard.console import ConsoleSink
+from planguard.events import ToolEvent
+from planguard.session import Pipeline
+from planguard.store.config import StoreConfig
+from planguard.store.reader import iter_sessions
+from planguard.store.writer import StoreSink
+from planguard.telemetry import build_sinks
+from planguard.telemetry.config import TelemetryConfig
+from planguard.telemetry.otel import OTelSink
+
+OTLP_VARS = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+)
+
+
+@pytest.fixture(autouse=True)
+def no_otlp_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in OTLP_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+def kinds(sinks: list[object]) -> list[str]:
+    return [type(s).__name__ for s in sinks]
+
+
+def test_default_is_global_otel_plus_local_store(tmp_path: Path) -> None:
+    sinks = build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path)))
+    assert kinds(sinks) == ["OTelSink", "StoreSink"]
+    s = Pipeline(sinks=tuple(sinks)).session("d")
+    s.observe(ToolEvent.shell("ls"))
+    s.end()
+    assert sinks[1].flush()  # type: ignore[attr-defined]
+    assert [x.id for x in iter_sessions(tmp_path)] == ["d"]  # type: ignore[union-attr]
+    for sink in sinks:
+        sink.shutdown()
+
+
+def test_otlp_endpoint_replaces_the_store_unless_always(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    sinks = build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path)))
+    assert kinds(sinks) == ["OTelSink"]
+    otel = sinks[0]
+    assert isinstance(otel, OTelSink) and len(otel._owned) == 1  # its own OTLP tracer provider
+    otel.shutdown()
+    assert kinds(build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path), always=True))) == [
+        "OTelSink",
+        "StoreSink",
+    ]
+
+
+def test_passed_providers_win_and_nothing_is_owned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    provider = TracerProvider()
+    (otel,) = build_sinks(TelemetryConfig(), StoreConfig(enabled=False), tracer_provider=provider)
+    assert isinstance(otel, OTelSink) and otel._owned == []
+
+
+def test_disabled_and_console(tmp_path: Path) -> None:
+    assert build_sinks(TelemetryConfig(enabled=False), StoreConfig(enabled=False)) == []
+    sinks = build_sinks(TelemetryConfig(enabled=False, console=True), StoreConfig(path=str(tmp_path)))
+    assert [type(s) for s in sinks] == [StoreSink, ConsoleSink]
+
+
+def test_prometheus_port_from_config() -> None:
+    (otel,) = build_sinks(TelemetryConfig(prometheus_port=0), StoreConfig(enabled=False))
+    assert isinstance(otel, OTelSink)
+    (prom,) = otel._owned
+    s = Pipeline(sinks=(otel,)).session("p")
+    s.observe(ToolEvent.shell("ls"))
+    s.end()
+    assert "planguard_tool_calls_total" in httpx.get(prom.url, timeout=5).text
+    otel.shutdown()
+
+
+def test_config_rejects_unknown_keys() -> None:
+    with pytest.raises(ValueError, match="otlp_endpont"):
+        TelemetryConfig.model_validate({"otlp_endpont": "x"})
+    with pytest.raises(ValueError, match="max_queue"):
+        StoreConfig.model_validate({"max_queue": 0})

@@ -1,0 +1,396 @@
+"""The OpenTelemetry sink with a real SDK: span names and parentage, GenAI and planguard attributes,
+finding/decision events, metrics, context isolation across threads, and the no-op global API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from planguard.decisions import Decision, DecisionKind
+from planguard.detectors.base import Detector
+from planguard.events import ToolEvent
+from planguard.findings import Finding
+from planguard.policies.base import Policy
+from planguard.session import Pipeline, Session
+from planguard.step import Step
+from planguard.telemetry import attributes as A
+from planguard.telemetry.testing import TelemetryCapture
+from planguard.testing import ScriptedDetector
+
+REPO = Path(__file__).resolve().parents[1]
+
+NAVIGATE = ToolEvent.shell("cat /testbed/src/mod.py", call_id="c0")
+CREATE = ToolEvent(
+    tool="str_replace_editor",
+    call_id="c1",
+    arguments={"command": "create", "path": "/testbed/reproduce_bug.py", "file_text": "import mod\n"},
+)
+RUN_FAIL = ToolEvent.shell("python /testbed/reproduce_bug.py", call_id="c2")
+PATCH = ToolEvent(
+    tool="str_replace_editor",
+    call_id="c3",
+    arguments={"command": "str_replace", "path": "/testbed/src/mod.py", "old_str": "a", "new_str": "b"},
+)
+VALIDATE = ToolEvent.shell("python /testbed/reproduce_bug.py", call_id="c4")
+
+
+def fresh(ev: ToolEvent) -> ToolEvent:
+    return ToolEvent(tool=ev.tool, arguments=ev.arguments, call_id=ev.call_id, action=ev.action)
+
+
+class RemindAfterFirst(Policy):
+    name = "remind-first"
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> Iterable[Decision]:
+        if step.index == 0:
+            return [Decision(DecisionKind.REMIND, "PLAN REMINDER: follow the plan", self.name)]
+        return ()
+
+
+class DenyRm(Policy):
+    name = "deny-rm"
+
+    def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+        if "rm -rf" in (step.event.action or ""):
+            return Decision(DecisionKind.DENY, "destructive command refused", self.name)
+        return None
+
+
+class NudgeOnFinding(Policy):
+    name = "nudge"
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> Iterable[Decision]:
+        return [Decision(DecisionKind.NUDGE, f"about {f.detector}", self.name, f) for f in step.findings]
+
+
+class StopAtEnd(Policy):
+    name = "stop-end"
+
+    def on_end(self, session: Session, state: Any) -> Iterable[Decision]:
+        return [Decision(DecisionKind.STOP, "run over", self.name)]
+
+
+class ModelNudge(Policy):
+    name = "model-nudge"
+
+    def before_model(self, session: Session, state: Any) -> Iterable[Decision]:
+        if session.n_steps == 5:
+            return [Decision(DecisionKind.NUDGE, "validate now", self.name)]
+        return ()
+
+
+def pipeline(cap: TelemetryCapture, **kw: Any) -> Pipeline:
+    kw.setdefault("detectors", (ScriptedDetector("failed_run", lambda s: s.event.failed),))
+    kw.setdefault("policies", (RemindAfterFirst(), DenyRm(), NudgeOnFinding(), ModelNudge(), StopAtEnd()))
+    return Pipeline(sinks=(cap.sink,), **kw)
+
+
+def run_live(session: Session, events: list[ToolEvent], exit_codes: dict[str, int] | None = None) -> None:
+    for ev in events:
+        ev = fresh(ev)
+        session.before_model()
+        decision = session.before_tool(ev)
+        if decision.blocks:
+            continue
+        ev.result = "ok"
+        ev.exit_code = (exit_codes or {}).get(ev.call_id or "", 0) if ev.tool == "bash" else None
+        session.after_tool(ev)
+
+
+def scenario(cap: TelemetryCapture, session_id: str = "s1") -> Session:
+    s = pipeline(cap).session(session_id)
+    events = [NAVIGATE, CREATE, RUN_FAIL, ToolEvent.shell("rm -rf /testbed", call_id="rm"), PATCH, VALIDATE]
+    run_live(s, events, exit_codes={"c2": 1})
+    s.before_model()
+    s.end()
+    cap.flush()
+    return s
+
+
+def by_index(spans: list[ReadableSpan]) -> dict[int, ReadableSpan]:
+    return {int(s.attributes[A.STEP_INDEX]): s for s in spans if not s.attributes.get(A.BLOCKED)}  # type: ignore[arg-type,index]
+
+
+def event_names(span: ReadableSpan) -> list[str]:
+    return [e.name for e in span.events]
+
+
+def events_of(span: ReadableSpan, name: str) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == name]
+
+
+def test_spans_follow_genai_conventions() -> None:
+    cap = TelemetryCapture(agent_name="coder")
+    scenario(cap)
+    (agent,) = cap.spans("invoke_agent coder")
+    assert agent.kind is SpanKind.INTERNAL
+    assert agent.parent is None
+    a = agent.attributes
+    assert a[A.GEN_AI_OPERATION_NAME] == "invoke_agent"
+    assert a[A.GEN_AI_AGENT_NAME] == "coder"
+    assert a[A.GEN_AI_CONVERSATION_ID] == "s1"
+    assert a[A.PLAN] == "plan"
+    assert a[A.RULES] == "v351278e"
+    assert a[A.SESSION_STEPS] == 5
+    assert a[A.LANGUTORY] == "NRRPV"
+    assert a[A.PC] == pytest.approx(1.0)
+    assert a[A.SESSION_MISSING] == ()
+
+    tools = cap.spans("execute_tool bash") + cap.spans("execute_tool str_replace_editor")
+    assert len(tools) == 6  # five accepted calls and the blocked one
+    for span in tools:
+        assert span.kind is SpanKind.INTERNAL
+        assert span.parent is not None and span.parent.span_id == agent.context.span_id
+        assert span.context.trace_id == agent.context.trace_id
+        assert span.attributes[A.GEN_AI_OPERATION_NAME] == "execute_tool"
+        assert span.attributes[A.GEN_AI_CONVERSATION_ID] == "s1"
+        assert A.GEN_AI_AGENT_NAME not in span.attributes  # it is on the parent invoke_agent span
+    steps = by_index(tools)
+    assert [steps[i].attributes[A.PHASE] for i in range(5)] == ["N", "R", "R", "P", "V"]
+    assert steps[1].attributes[A.GEN_AI_TOOL_NAME] == "str_replace_editor"
+    assert steps[1].attributes[A.GEN_AI_TOOL_CALL_ID] == "c1"
+    assert steps[0].attributes[A.PPC] == pytest.approx(0.25)
+    assert steps[3].attributes[A.PPC] == pytest.approx(0.75)
+    assert steps[4].attributes[A.PC] == pytest.approx(1.0)
+    assert steps[3].attributes[A.LANGUTORY_TAIL] == "N1 R2 P1"
+    assert steps[0].attributes[A.EFFECT] == "SUCCEEDED"
+    # no content by default
+    for span in [agent, *tools]:
+        assert A.GEN_AI_TOOL_CALL_ARGUMENTS not in span.attributes
+        assert A.GEN_AI_TOOL_CALL_RESULT not in span.attributes
+
+
+def test_failures_blocks_findings_and_decisions() -> None:
+    cap = TelemetryCapture()
+    scenario(cap)
+    (agent,) = cap.spans("invoke_agent")
+    steps = by_index(cap.spans("execute_tool bash") + cap.spans("execute_tool str_replace_editor"))
+
+    failed = steps[2]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes[A.ERROR_TYPE] == A.ERROR_EXIT_CODE
+    assert failed.attributes[A.EXIT_CODE] == 1
+    assert failed.attributes[A.EFFECT] == "FAILED"
+    assert failed.attributes[A.FINDINGS_COUNT] == 1
+    (finding,) = events_of(failed, A.EVENT_FINDING)
+    assert finding == {
+        A.FINDING_DETECTOR: "failed_run",
+        A.FINDING_FIRST_STEP: 2,
+        A.FINDING_LAST_STEP: 2,
+        A.FINDING_AT_END: False,
+    }
+    (nudge,) = events_of(failed, A.EVENT_DECISION)
+    assert nudge == {A.DECISION_KIND: "nudge", A.DECISION_POLICY: "nudge", A.DECISION_FINDING: "failed_run"}
+    assert events_of(steps[0], A.EVENT_DECISION) == [
+        {A.DECISION_KIND: "remind", A.DECISION_POLICY: "remind-first"}
+    ]
+    assert event_names(steps[1]) == []
+    # the blocked call: its own span, error, the deny decision as an event
+    (blocked,) = [s for s in cap.spans("execute_tool bash") if s.attributes.get(A.BLOCKED)]
+    assert blocked.attributes[A.ERROR_TYPE] == A.ERROR_BLOCKED
+    assert blocked.status.status_code is StatusCode.ERROR
+    assert events_of(blocked, A.EVENT_DECISION) == [{A.DECISION_KIND: "deny", A.DECISION_POLICY: "deny-rm"}]
+    # session-level decisions: the before_model nudge and the stop at the end
+    kinds = [e[A.DECISION_KIND] for e in events_of(agent, A.EVENT_DECISION)]
+    assert kinds == ["nudge", "stop"]
+    # events are stamped inside their spans
+    for span in [agent, *steps.values()]:
+        for e in span.events:
+            assert span.start_time <= e.timestamp <= span.end_time  # type: ignore[operator]
+
+
+def test_metrics() -> None:
+    cap = TelemetryCapture()
+    s = scenario(cap)
+    scenario(cap, "s2")
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "R"}) == 4
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == 2
+    assert cap.metric(A.METRIC_FINDINGS, **{A.M_DETECTOR: "failed_run"}) == 2
+    assert cap.metric(A.METRIC_REMINDERS, **{A.M_DECISION: "remind"}) == 2
+    assert cap.metric(A.METRIC_REMINDERS, **{A.M_DECISION: "nudge"}) == 4
+    assert cap.metric(A.METRIC_BLOCKS, **{A.M_DECISION: "deny"}) == 2
+    assert cap.metric(A.METRIC_BLOCKS, **{A.M_DECISION: "stop"}) == 2
+    assert cap.metric(A.METRIC_DECISIONS, **{A.M_DECISION: "deny"}) == 2
+    assert cap.metric(A.METRIC_INTERNAL_ERRORS) == 0
+    hist = cap.metric(A.METRIC_SESSION_PC, **{A.M_PLAN: "plan"})
+    assert hist.count == 2 and hist.sum == pytest.approx(2 * s.scores().PC)  # type: ignore[union-attr]
+
+
+def test_sinks_sharing_a_meter_provider_both_report() -> None:
+    from planguard.telemetry.otel import OTelSink
+
+    cap = TelemetryCapture()
+    other = OTelSink(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
+    for sink, n in ((cap.sink, 2), (other, 3)):
+        s = Pipeline(sinks=(sink,)).session(f"share-{n}")
+        for _ in range(n):
+            s.observe(fresh(NAVIGATE))
+        s.end()
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == 5
+    assert cap.metric(A.METRIC_SESSION_PC, **{A.M_PLAN: "plan"}).count == 2
+
+
+def test_internal_errors_are_counted() -> None:
+    class Broken(Detector):
+        name = "broken"
+
+        def observe(self, step: Step, state: Any) -> Finding | None:
+            raise RuntimeError("boom")
+
+    cap = TelemetryCapture()
+    s = Pipeline(detectors=(Broken(),), sinks=(cap.sink,)).session("e")
+    run_live(s, [NAVIGATE, PATCH])
+    s.end()
+    assert cap.metric(A.METRIC_INTERNAL_ERRORS) == 2
+    assert len(cap.spans("invoke_agent")) == 1
+
+
+def test_session_span_is_child_of_the_callers_span_and_nothing_is_attached() -> None:
+    cap = TelemetryCapture()
+    tracer = cap.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("request") as request:
+        s = pipeline(cap).session("child")
+        assert trace.get_current_span() is request
+        run_live(s, [NAVIGATE])
+        assert trace.get_current_span() is request
+    run_live(s, [PATCH])  # outside the request: still under the session span
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    s.end()
+    cap.flush()
+    (agent,) = cap.spans("invoke_agent")
+    (req,) = cap.spans("request")
+    assert agent.parent is not None and agent.parent.span_id == req.context.span_id
+    assert {c.name for c in cap.children(agent)} == {"execute_tool bash", "execute_tool str_replace_editor"}
+
+
+def test_sessions_on_threads_do_not_leak_context() -> None:
+    cap = TelemetryCapture()
+    pipe = pipeline(cap, policies=(), detectors=())
+    tracer = cap.tracer_provider.get_tracer("app")
+    barrier = threading.Barrier(4)
+    failures: list[str] = []
+
+    def agent(name: str) -> None:
+        with tracer.start_as_current_span(f"request-{name}") as request:
+            s = pipe.session(name)
+            for i in range(20):
+                barrier.wait()  # interleave the sessions' calls step by step
+                ev = ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"{name}-{i}")
+                s.before_tool(ev)
+                if trace.get_current_span() is not request:
+                    failures.append(f"{name}: current span changed at step {i}")
+                s.after_tool(ev)
+            s.end()
+
+    threads = [threading.Thread(target=agent, args=(f"t{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not failures
+    cap.flush()
+    for i in range(4):
+        (agent_span,) = [
+            s for s in cap.spans("invoke_agent") if s.attributes[A.GEN_AI_CONVERSATION_ID] == f"t{i}"
+        ]
+        (req,) = cap.spans(f"request-t{i}")
+        assert agent_span.parent is not None and agent_span.parent.span_id == req.context.span_id
+        kids = cap.children(agent_span)
+        assert len(kids) == 20
+        assert all(k.attributes[A.GEN_AI_CONVERSATION_ID] == f"t{i}" for k in kids)
+        assert all(str(k.attributes[A.GEN_AI_TOOL_CALL_ID]).startswith(f"t{i}-") for k in kids)
+
+
+def test_offline_observe_uses_the_recorded_times() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("offline")
+    t0 = 1_700_000_000.0
+    for i, ev in enumerate([NAVIGATE, CREATE, RUN_FAIL, PATCH, VALIDATE]):
+        ev = fresh(ev)
+        ev.start_time, ev.end_time = t0 + 10 * i, t0 + 10 * i + 3
+        ev.exit_code = 1 if ev.call_id == "c2" else 0
+        s.observe(ev)
+    s.end()
+    cap.flush()
+    steps = by_index(cap.spans("execute_tool bash") + cap.spans("execute_tool str_replace_editor"))
+    assert [steps[i].attributes[A.PHASE] for i in range(5)] == ["N", "R", "R", "P", "V"]
+    for i, span in steps.items():
+        assert span.start_time == int((t0 + 10 * i) * 1e9)
+        assert span.end_time == int((t0 + 10 * i + 3) * 1e9)
+    assert event_names(steps[2]) == [A.EVENT_FINDING, A.EVENT_DECISION]
+    assert all(e.timestamp == steps[2].end_time for e in steps[2].events)
+
+
+def test_unfinished_sessions_are_closed_on_shutdown_and_by_eviction() -> None:
+    cap = TelemetryCapture(max_sessions=2)
+    pipe = pipeline(cap, policies=(), detectors=())
+    sessions = [pipe.session(f"e{i}") for i in range(3)]  # the first is evicted when the third starts
+    for s in sessions[1:]:
+        s.before_tool(fresh(NAVIGATE))  # a call that never returns
+    evicted = [sp for sp in cap.spans("invoke_agent") if sp.attributes.get(A.SESSION_EVICTED)]
+    assert [sp.attributes[A.GEN_AI_CONVERSATION_ID] for sp in evicted] == ["e0"]
+    cap.sink.shutdown()
+    assert sorted(sp.attributes[A.GEN_AI_CONVERSATION_ID] for sp in cap.spans("invoke_agent")) == [
+        "e0",
+        "e1",
+        "e2",
+    ]
+    assert len(cap.spans("execute_tool bash")) == 2  # open tool spans are ended, not lost
+
+
+def test_global_provider_is_a_noop_until_configured_then_used() -> None:
+    # Global providers can be set once per process: run this in a fresh interpreter.
+    code = textwrap.dedent("""
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from planguard.events import ToolEvent
+        from planguard.session import Pipeline
+        from planguard.telemetry.otel import OTelSink
+
+        sink = OTelSink()                       # global API, nothing configured: no-op
+        pipe = Pipeline(sinks=(sink,))
+        s = pipe.session("before")
+        s.observe(ToolEvent.shell("ls"))
+        s.end()
+        assert pipe.errors.total == 0, pipe.errors.counts
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)     # the app configures OTel later
+        s = pipe.session("after")
+        s.observe(ToolEvent.shell("ls"))
+        s.end()
+        names = sorted(sp.name for sp in exporter.get_finished_spans())
+        assert names == ["execute_tool bash", "invoke_agent"], names
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_user_provider_with_in_memory_exporter_sees_spans_without_capture_helper() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from planguard.telemetry.otel import OTelSink
+
+    sink = OTelSink(tracer_provider=provider)
+    s = Pipeline(sinks=(sink,)).session("u")
+    s.observe(fresh(NAVIGATE))
+    s.end()
+    assert [sp.name for sp in exporter.get_finished_spans()] == ["execute_tool bash", "invoke_agent"]

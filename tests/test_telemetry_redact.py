@@ -1,0 +1,111 @@
+"""Secret redaction: known token shapes, key=value forms, structures, and a fuzzed never-leaks property."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planguard.telemetry.redact import REDACTED, Redactor, redact, redact_value, render_content
+
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("key sk-proj-abcdefghijklmnop0123456789 end", "sk-proj-abcdefghijklmnop0123456789"),
+        ("sk-ant-api03-abcdefghijklmnopqrstu", "sk-ant-api03-abcdefghijklmnopqrstu"),
+        ("token ghp_" + "a" * 36, "ghp_" + "a" * 36),
+        ("github_pat_" + "B" * 50, "github_pat_" + "B" * 50),
+        ("AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE"),
+        ("xoxb-123456789012-abcdefghij", "xoxb-123456789012-abcdefghij"),
+        ("AIza" + "S" * 35, "AIza" + "S" * 35),
+        ("hf_" + "q" * 34, "hf_" + "q" * 34),
+        ("glpat-" + "z" * 20, "glpat-" + "z" * 20),
+        (
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        ),
+        ("curl -H 'Authorization: Bearer abcdef123456789'", "abcdef123456789"),
+        ("postgres://admin:S3cretPw@db:5432/x", "S3cretPw"),
+        ("export DB_PASSWORD=hunter2", "hunter2"),
+        ('{"api_key": "k-12345"}', "k-12345"),
+        ("mysql --password hunter22 -u root", "hunter22"),
+        ("client_secret: abc.def", "abc.def"),
+        (f"key:\n{PEM}\ndone", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7 (cut)", "MIIEpAIBAAKCAQEA7"),
+    ],
+)
+def test_known_secrets_are_redacted(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ls -la /testbed",
+        "python reproduce.py --verbose",
+        "grep -rn token_count src/",
+        "sed -i 's/a/b/' f.py",
+        "the password field is optional",
+    ],
+)
+def test_ordinary_text_is_untouched(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_structures_by_key_and_value() -> None:
+    value = {
+        "command": "run",
+        "env": {"OPENAI_API_KEY": "abc", "HOME": "/root"},
+        "args": ["--token", "t0k"],
+        "Password": 1234,
+        "note": "uses ghp_" + "c" * 36,
+    }
+    out = redact_value(value)
+    assert out["env"] == {"OPENAI_API_KEY": REDACTED, "HOME": "/root"}
+    assert out["Password"] == REDACTED
+    assert "ghp_" not in out["note"]
+    assert out["command"] == "run"
+    assert value["env"]["OPENAI_API_KEY"] == "abc"  # the input is not modified
+
+
+def test_extra_patterns() -> None:
+    r = Redactor([(r"ACME-\d{6}", "[ACME]")])
+    assert r("id ACME-123456 sk-proj-abcdefghijklmnop0123") == f"id [ACME] {REDACTED}"
+
+
+def test_secret_straddling_the_cut_does_not_leak_a_prefix() -> None:
+    secret = "ghp_" + "k" * 36
+    text = "a" * 95 + " " + secret
+    out = render_content(text, 100)
+    assert "ghp_" not in out and "kkkk" not in out
+
+
+_token_chars = string.ascii_letters + string.digits
+secrets = st.one_of(
+    st.text(_token_chars, min_size=36, max_size=40).map(lambda s: "ghp_" + s),
+    st.text(_token_chars, min_size=20, max_size=40).map(lambda s: "sk-proj-" + s),
+    st.text(string.ascii_uppercase + string.digits, min_size=16, max_size=16).map(lambda s: "AKIA" + s),
+    st.text(_token_chars, min_size=6, max_size=20).map(lambda s: "pw" + s).map(lambda s: f"PASSWORD={s}"),
+)
+noise = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=noise, secret=secrets, after=noise, limit=st.integers(min_value=0, max_value=200))
+def test_fuzz_secret_never_survives(before: str, secret: str, after: str, limit: int) -> None:
+    text = f"{before} {secret} {after}"
+    value = secret.split("=", 1)[1] if secret.startswith("PASSWORD=") else secret
+    assert value not in redact(text)
+    rendered = render_content(text, limit)
+    assert value not in rendered
+    assert value not in render_content({"cmd": text, "nested": [text]}, limit)

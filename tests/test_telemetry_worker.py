@@ -1,0 +1,85 @@
+"""The bounded background worker: drops instead of blocking, flushes, survives errors, stops in time."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from planguard.errors import ErrorCounter
+from planguard.telemetry.drops import DropCounter
+from planguard.telemetry.worker import BackgroundWorker
+
+
+def test_items_are_handled_in_order_in_batches() -> None:
+    seen: list[list[int]] = []
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "t", seen.append, drops=DropCounter(), drop_reason="full", max_batch=10
+    )
+    for i in range(35):
+        assert w.submit(i)
+    assert w.flush(5)
+    assert [i for batch in seen for i in batch] == list(range(35))
+    assert max(len(b) for b in seen) <= 10
+    assert threading.current_thread().name not in {"planguard-t"}
+    w.shutdown()
+
+
+def test_full_queue_drops_and_counts_without_waiting() -> None:
+    gate = threading.Event()
+    drops = DropCounter()
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "slow", lambda b: gate.wait(10), drops=drops, drop_reason="slow_full", max_queue=5, max_batch=1
+    )
+    t0 = time.perf_counter()
+    accepted = sum(w.submit(i) for i in range(1000))
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.5  # never waits for the stuck handler
+    assert accepted <= 6
+    assert drops["slow_full"] == 1000 - accepted
+    gate.set()
+    assert w.flush(5)
+    assert w.shutdown(5)
+
+
+def test_handler_errors_are_counted_and_the_worker_goes_on() -> None:
+    errors = ErrorCounter()
+    handled: list[int] = []
+
+    def handle(batch: list[int]) -> None:
+        if 3 in batch:
+            raise ValueError("bad item")
+        handled.extend(batch)
+
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "e", handle, drops=DropCounter(), drop_reason="x", max_batch=1, errors=errors
+    )
+    for i in range(6):
+        w.submit(i)
+    assert w.flush(5)
+    assert handled == [0, 1, 2, 4, 5]
+    assert errors.counts == {"worker:e:ValueError": 1}
+    w.shutdown()
+
+
+def test_shutdown_is_bounded_even_with_a_hung_handler() -> None:
+    drops = DropCounter()
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "hung", lambda b: time.sleep(30), drops=drops, drop_reason="x", max_batch=1
+    )
+    w.submit(1)
+    time.sleep(0.2)  # the worker is now stuck on item 1
+    w.submit(2)
+    w.submit(3)
+    t0 = time.perf_counter()
+    assert w.shutdown(0.5) is False  # could not finish, but returned on time
+    assert time.perf_counter() - t0 < 2
+    assert drops["hung_unsent_at_shutdown"] == 2  # queued behind the stuck item, never handled
+    assert not w.submit(4)
+    assert drops["hung_after_shutdown"] == 1
+
+
+def test_flush_without_work_and_lazy_thread() -> None:
+    w: BackgroundWorker[int] = BackgroundWorker("idle", lambda b: None, drops=DropCounter(), drop_reason="x")
+    assert w.flush(0.1)
+    assert w.shutdown(0.1)
+    assert not [t for t in threading.enumerate() if t.name == "planguard-idle"]
