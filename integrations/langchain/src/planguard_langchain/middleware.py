@@ -1,0 +1,169 @@
+"""``PlanGuardMiddleware``: planguard for ``langchain.agents.create_agent``, in one line.
+
+    agent = create_agent(model, tools, middleware=[PlanGuardMiddleware(Guard.from_file("planguard.yaml"))])
+    agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "run-42"}})
+
+Hooks, named for when they run (sync and async twins):
+
+* ``before_agent`` / ``after_agent`` — open and close the run's session (the ``thread_id``'s).
+* ``wrap_tool_call`` — classify the call, let gates deny it (the model gets ``ToolMessage(status="error")``
+  and the tool does not run), record its result.
+* ``wrap_model_call`` — count the model call and add due reminders and nudges to *this request only*
+  (``request.override(messages=...)``) unless a policy asked for them to persist; after a stop decision,
+  answer with the policy's final message instead of calling the model and jump to the end. Work done so far
+  stays in the agent's state: nothing is raised, no recursion limit is hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, NotRequired, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from .hooks import SESSION_STATE_KEY, GuardAPI, GuardHooks, ModelCall
+from .translate import ActionRenderer, SessionKey
+
+__all__ = ["PlanGuardMiddleware", "PlanGuardState"]
+
+
+class PlanGuardState(AgentState[Any]):
+    # Session id of a run invoked without a thread_id (one session per invocation then).
+    planguard_session: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
+class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
+    """Live plan monitoring for a LangChain v1 agent. Put it first in ``middleware=[...]`` so that it sees
+    (and gates) every tool call the other middleware let through and counts every model call.
+
+    Args:
+        guard: the :class:`planguard.guard.Guard` to report to; omitted → built from ``config`` (a
+            planguard YAML/TOML/JSON file) or the defaults.
+        actions: per-tool renderers of arguments as action text (see :class:`GuardHooks`).
+        session_key: run config → session id; default the ``thread_id``. Runs without one get a fresh
+            session per invocation (its id is kept in the agent state under ``planguard_session``).
+        end_on_finish: close the session when the agent finishes (``after_agent``); set False to keep one
+            session across several invocations of a thread (it then ends on ``guard.end`` or idle eviction).
+    """
+
+    state_schema = PlanGuardState
+
+    def __init__(
+        self,
+        guard: GuardAPI | None = None,
+        *,
+        config: str | Path | None = None,
+        actions: Mapping[str, ActionRenderer] | None = None,
+        session_key: SessionKey | None = None,
+        end_on_finish: bool = True,
+    ) -> None:
+        super().__init__()
+        if guard is None:
+            from planguard.guard import Guard
+
+            guard = Guard.from_file(config) if config is not None else Guard()
+        self.guard = guard
+        self.hooks = GuardHooks(guard, actions=actions, session_key=session_key)
+        self.end_on_finish = end_on_finish
+        self.tools = []
+
+    @property
+    def name(self) -> str:
+        return "planguard"
+
+    # ------------------------------------------------------------------ run start / end
+
+    def before_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        sid, generated = self.hooks.start(_current_config(), state, integration="langchain")
+        return {SESSION_STATE_KEY: sid} if generated else None
+
+    async def abefore_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    def after_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if self.end_on_finish:
+            self.hooks.end(self.hooks.session_for(_current_config(), state))
+        return None
+
+    async def aafter_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if self.end_on_finish:
+            await self.hooks.aend(self.hooks.session_for(_current_config(), state))
+        return None
+
+    # ------------------------------------------------------------------ tools
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        return self.hooks.wrap_tool_call(request, handler)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        return await self.hooks.awrap_tool_call(request, handler)
+
+    # ------------------------------------------------------------------ model
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        sid = self.hooks.session_for(_current_config(), request.state)
+        call = self.hooks.before_model(sid, request.messages)
+        if call.final is not None:
+            return _stopped(call.final)
+        if call.messages is not request.messages:
+            request = request.override(messages=cast("list[AnyMessage]", call.messages))
+        return _persisting(handler(request), call)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        sid = self.hooks.session_for(_current_config(), request.state)
+        call = await self.hooks.abefore_model(sid, request.messages)
+        if call.final is not None:
+            return _stopped(call.final)
+        if call.messages is not request.messages:
+            request = request.override(messages=cast("list[AnyMessage]", call.messages))
+        return _persisting(await handler(request), call)
+
+
+def _current_config() -> Any:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a graph run (a unit test driving the hook directly)
+        return None
+
+
+def _stopped(final: AIMessage) -> ExtendedModelResponse[Any]:
+    # The answer has no tool call, so the loop would end anyway; jump_to makes it explicit for other
+    # middleware's after_model hooks.
+    return ExtendedModelResponse(ModelResponse(result=[final]), Command(update={"jump_to": "end"}))
+
+
+def _persisting(response: ModelResponse[Any], call: ModelCall) -> ModelResponse[Any]:
+    if not call.persist:
+        return response
+    return ModelResponse(
+        result=[*call.persist, *response.result], structured_response=response.structured_response
+    )
