@@ -1,0 +1,137 @@
+"""One Claude Code hook call → Guard calls → the hook's JSON answer.
+
+The same adapter serves the ``planguard hook claude-code`` command (one process per hook call, session
+state on disk) and the Claude Agent SDK's in-process Python hooks (``HookMatcher``, state in memory).
+
+When the model is asked again is not a hook of its own, so it is inferred: at ``UserPromptSubmit`` (the
+turn's first request), and after a tool result once no other call of the same turn is still running
+(Claude Code sends all results of parallel calls in one request). That is where ``before_model`` runs and
+reminders go out, as ``additionalContext`` of that last result. A denied call has no result hook, so when
+it was the last call outstanding its denial reason carries the reminders instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from planguard.decisions import Decision
+
+from .translate import (
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    PRE_TOOL_USE,
+    SESSION_END,
+    USER_PROMPT_SUBMIT,
+    call_event,
+    context_answer,
+    deny_answer,
+    result_event,
+    session_key,
+)
+
+__all__ = ["ClaudeCodeAdapter", "GuardLike", "HookState"]
+
+#: Calls of one session remembered as running; past this the oldest is forgotten.
+MAX_RUNNING = 64
+#: A call with no result hook after this long (interrupted, killed) no longer holds back model calls.
+RUNNING_EXPIRY_S = 900.0
+
+
+class GuardLike(Protocol):
+    """The part of :class:`planguard.guard.Guard` the adapter uses."""
+
+    def before_tool(self, session_id: str, event: Any) -> Decision: ...
+
+    def after_tool(self, session_id: str, event: Any) -> Any: ...
+
+    def before_model(self, session_id: str) -> list[Decision]: ...
+
+    def end(self, session_id: str) -> Any: ...
+
+
+@dataclass(slots=True)
+class HookState:
+    """The adapter's own per-session bookkeeping: calls allowed to run whose result has not arrived."""
+
+    running: dict[str, float] = field(default_factory=dict)  # tool_use_id -> start time
+
+    def start(self, call_id: str | None, now: float) -> None:
+        if call_id is None:
+            return
+        if len(self.running) >= MAX_RUNNING:
+            self.running.pop(next(iter(self.running)))
+        self.running[call_id] = now
+
+    def finish(self, call_id: str | None, now: float) -> None:
+        if call_id is not None:
+            self.running.pop(call_id, None)
+        for cid, started in list(self.running.items()):
+            if now - started > RUNNING_EXPIRY_S:
+                del self.running[cid]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"running": dict(self.running)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> HookState:
+        running = data.get("running") if isinstance(data, Mapping) else None
+        if not isinstance(running, dict):
+            return cls()
+        return cls({str(k): float(v) for k, v in running.items() if isinstance(v, (int, float))})
+
+
+class ClaudeCodeAdapter:
+    """Translates hook payloads for one :class:`~planguard.guard.Guard` (or anything :class:`GuardLike`).
+
+    ``handle`` returns the JSON object to answer with (``{}``: no answer). Per-session bookkeeping is kept
+    in memory (bounded) unless the caller passes a :class:`HookState` it persists itself.
+    """
+
+    def __init__(self, guard: GuardLike, *, max_sessions: int = 1024) -> None:
+        self.guard = guard
+        self._states: OrderedDict[str, HookState] = OrderedDict()
+        self._max_sessions = max_sessions
+
+    def state(self, key: str) -> HookState:
+        st = self._states.get(key)
+        if st is None:
+            st = self._states[key] = HookState()
+            if len(self._states) > self._max_sessions:
+                self._states.popitem(last=False)
+        else:
+            self._states.move_to_end(key)
+        return st
+
+    def handle(self, payload: Mapping[str, Any], state: HookState | None = None) -> dict[str, Any]:
+        hook = payload.get("hook_event_name")
+        key = session_key(payload)
+        if state is None:
+            state = self.state(key)
+        now = time.time()
+        if hook == PRE_TOOL_USE:
+            event = call_event(payload)
+            decision = self.guard.before_tool(key, event)
+            if decision.blocks:
+                injected = self.guard.before_model(key) if not state.running else []
+                return deny_answer(decision, injected)
+            state.start(event.call_id, now)
+            return {}
+        if hook in (POST_TOOL_USE, POST_TOOL_USE_FAILURE):
+            event = result_event(payload, now)
+            self.guard.after_tool(key, event)
+            state.finish(event.call_id, now)
+            if state.running:
+                return {}
+            return context_answer(str(hook), self.guard.before_model(key))
+        if hook == USER_PROMPT_SUBMIT:
+            state.running.clear()  # a new turn: nothing of the last one is still running
+            return context_answer(USER_PROMPT_SUBMIT, self.guard.before_model(key))
+        if hook == SESSION_END:
+            self.guard.end(key)
+            self._states.pop(key, None)
+            return {}
+        return {}

@@ -1,0 +1,212 @@
+"""The guardrail, run hooks and model input filter (see the package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    RunHooks,
+    Runner,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+)
+from agents.run_config import CallModelData, ModelInputData
+
+from planguard.decisions import Decision, DecisionKind
+from planguard.events import ToolEvent
+
+if TYPE_CHECKING:
+    from agents.result import RunResult
+
+    from planguard.guard import Guard
+    from planguard.session import SessionSummary
+
+__all__ = ["GUARDRAIL_NAME", "Planguard", "PlanguardModelInputFilter", "PlanguardRunHooks", "tool_event"]
+
+GUARDRAIL_NAME = "planguard"
+#: Tool calls whose decision is remembered (the SDK may run input guardrails twice for one call).
+MAX_REMEMBERED_CALLS = 4096
+
+
+def tool_event(tool_name: str, arguments: str | None, call_id: str | None) -> ToolEvent:
+    """A function call as a ToolEvent: arguments parsed when they are a JSON object, else kept raw."""
+    parsed: dict[str, Any] | str = {}
+    if arguments:
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            value = None
+        parsed = value if isinstance(value, dict) else arguments
+    return ToolEvent(
+        tool=tool_name, arguments=parsed, call_id=call_id or None, metadata={"source": "openai-agents"}
+    )
+
+
+def _result_text(result: object) -> str:
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+class PlanguardModelInputFilter:
+    """``RunConfig.call_model_input_filter`` for one session; chains an existing filter first."""
+
+    def __init__(self, owner: Planguard, session_id: str, inner: Any = None) -> None:
+        self.owner = owner
+        self.session_id = session_id
+        self.inner = inner
+
+    async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        model_data = data.model_data
+        if self.inner is not None:
+            out = self.inner(data)
+            model_data = await out if inspect.isawaitable(out) else out
+        decisions = await self.owner.guard.abefore_model(self.session_id)
+        text = "\n\n".join(d.message for d in decisions if d.injects and d.message)
+        if not text:
+            return model_data
+        reminder: Any = {"role": "user", "content": text}
+        return ModelInputData(input=[*model_data.input, reminder], instructions=model_data.instructions)
+
+
+class PlanguardRunHooks(RunHooks[Any]):
+    """Observation: records each tool call's start (unless the guardrail already did) and its result."""
+
+    def __init__(self, owner: Planguard, session_id: str) -> None:
+        self.owner = owner
+        self.session_id = session_id
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        call_id = getattr(context, "tool_call_id", None)
+        if call_id is not None and self.owner.seen(self.session_id, call_id):
+            return
+        event = tool_event(getattr(tool, "name", ""), getattr(context, "tool_arguments", None), call_id)
+        await self.owner.guard.abefore_tool(self.session_id, event)  # observation only: it runs anyway
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+        call_id = getattr(context, "tool_call_id", None)
+        event = tool_event(getattr(tool, "name", ""), getattr(context, "tool_arguments", None), call_id)
+        event.result = _result_text(result)
+        await self.owner.guard.aafter_tool(self.session_id, event)
+
+
+class Planguard:
+    """planguard for Agents SDK runs under one :class:`~planguard.guard.Guard`."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self._decisions: OrderedDict[tuple[str, str], Decision] = OrderedDict()
+        self._lock = threading.Lock()
+        self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
+            guardrail_function=self._check, name=GUARDRAIL_NAME
+        )
+
+    # ------------------------------------------------------------------ wiring
+
+    def guard_tools(self, agents: Agent[Any] | Iterable[Agent[Any]]) -> None:
+        """Add the guardrail to every function tool of ``agents`` and of the agents they hand off to."""
+        todo = [agents] if isinstance(agents, Agent) else list(agents)
+        done: set[int] = set()
+        while todo:
+            agent = todo.pop()
+            if id(agent) in done:
+                continue
+            done.add(id(agent))
+            for tool in agent.tools:
+                if isinstance(tool, FunctionTool):
+                    guardrails = list(tool.tool_input_guardrails or [])
+                    if not any(g is self.guardrail for g in guardrails):
+                        tool.tool_input_guardrails = [self.guardrail, *guardrails]
+            for handoff in agent.handoffs:
+                if isinstance(handoff, Agent):
+                    todo.append(handoff)
+
+    def hooks(self, session_id: str) -> PlanguardRunHooks:
+        return PlanguardRunHooks(self, session_id)
+
+    def run_config(self, session_id: str, base: RunConfig | None = None) -> RunConfig:
+        """``base`` (or a default RunConfig) with planguard's model input filter for ``session_id``."""
+        base = base if base is not None else RunConfig()
+        inner = base.call_model_input_filter
+        if isinstance(inner, PlanguardModelInputFilter):
+            inner = inner.inner
+        return dataclasses.replace(
+            base, call_model_input_filter=PlanguardModelInputFilter(self, session_id, inner)
+        )
+
+    async def run(
+        self,
+        agent: Agent[Any],
+        input: Any,
+        *,
+        session_id: str,
+        run_config: RunConfig | None = None,
+        end: bool = True,
+        **kwargs: Any,
+    ) -> RunResult:
+        """``Runner.run`` with the guardrail, hooks and filter in place; the session ends with the run."""
+        self.guard_tools(agent)
+        try:
+            return await Runner.run(
+                agent,
+                input,
+                hooks=self.hooks(session_id),
+                run_config=self.run_config(session_id, run_config),
+                **kwargs,
+            )
+        finally:
+            if end:
+                await self.guard.aend(session_id)
+
+    async def end(self, session_id: str) -> SessionSummary | None:
+        return await self.guard.aend(session_id)
+
+    # ------------------------------------------------------------------ guardrail
+
+    def seen(self, session_id: str, call_id: str) -> bool:
+        with self._lock:
+            return (session_id, call_id) in self._decisions
+
+    async def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        session_id = _session_of(ctx)
+        if session_id is None:
+            # Not a planguard run (no filter in its RunConfig): nothing to gate against.
+            return ToolGuardrailFunctionOutput.allow()
+        call_id = getattr(ctx, "tool_call_id", None) or ""
+        key = (session_id, call_id)
+        with self._lock:
+            decision = self._decisions.get(key) if call_id else None
+        if decision is None:
+            event = tool_event(getattr(ctx, "tool_name", ""), getattr(ctx, "tool_arguments", None), call_id)
+            decision = await self.guard.abefore_tool(session_id, event)
+            if call_id:
+                with self._lock:
+                    self._decisions[key] = decision
+                    while len(self._decisions) > MAX_REMEMBERED_CALLS:
+                        self._decisions.popitem(last=False)
+        if not decision.blocks:
+            return ToolGuardrailFunctionOutput.allow()
+        info = {"planguard": decision.kind.value, "policy": decision.policy, "message": decision.message}
+        if decision.kind is DecisionKind.STOP:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=info)
+        return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=info)
+
+
+def _session_of(ctx: Any) -> str | None:
+    run_config = getattr(ctx, "run_config", None)
+    flt = getattr(run_config, "call_model_input_filter", None)
+    return flt.session_id if isinstance(flt, PlanguardModelInputFilter) else None

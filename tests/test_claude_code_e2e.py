@@ -1,0 +1,405 @@
+"""End to end with the real Claude Code CLI (bundled in the claude-agent-sdk wheel) against a local fake
+Anthropic Messages API: planguard's hooks installed with ``planguard_claude_code.settings``, a scripted
+model that navigates, reproduces, patches, tries to submit too early (denied), validates and submits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("planguard_claude_code")
+from planguard_claude_code import settings
+from planguard_claude_code.hook import read_summary
+
+pytestmark = pytest.mark.e2e
+
+
+def _bundled_cli() -> Path | None:
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        return None
+    cli = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return cli if cli.is_file() and os.access(cli, os.X_OK) else None
+
+
+CLI = _bundled_cli()
+
+
+# --------------------------------------------------------------------------- fake Messages API
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _message_events(msg_id: str, blocks: list[dict[str, Any]], stop: str) -> list[dict[str, Any]]:
+    usage = {"input_tokens": 12, "output_tokens": 1}
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        }
+    ]
+    for i, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    },
+                }
+            )
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                }
+            )
+        else:
+            events.append(
+                {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}
+            )
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "text_delta", "text": block["text"]},
+                }
+            )
+        events.append({"type": "content_block_stop", "index": i})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 7},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+class FakeAnthropic:
+    """Scripted turns for the agent loop (requests that offer tools); everything else gets a short text.
+
+    Records every request; unknown endpoints answer 404 and are kept in ``unknown`` for debugging.
+    """
+
+    def __init__(self, turns: list[list[dict[str, Any]]]) -> None:
+        self.turns = turns
+        self.requests: list[dict[str, Any]] = []  # agent-loop request bodies, in order
+        self.other: list[str] = []
+        self.unknown: list[str] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                path = self.path.split("?", 1)[0]
+                if path == "/v1/messages/count_tokens":
+                    self._send(200, b'{"input_tokens": 100}')
+                    return
+                if path != "/v1/messages":
+                    fake.unknown.append(f"POST {self.path}")
+                    self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"fake"}}')
+                    return
+                req = json.loads(body)
+                with fake._lock:
+                    if req.get("tools"):
+                        fake.requests.append(req)
+                        n = len(fake.requests)
+                        blocks = (
+                            fake.turns[n - 1] if n <= len(fake.turns) else [{"type": "text", "text": "done"}]
+                        )
+                    else:
+                        fake.other.append(json.dumps(req)[:200])
+                        blocks = [{"type": "text", "text": "ok"}]
+                stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+                if req.get("stream"):
+                    self._send(
+                        200,
+                        _sse(_message_events(f"msg_{len(fake.requests):02d}", blocks, stop)),
+                        "text/event-stream",
+                    )
+                else:
+                    msg = {
+                        "id": "msg_x",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": req.get("model"),
+                        "content": blocks,
+                        "stop_reason": stop,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    }
+                    self._send(200, json.dumps(msg).encode())
+
+            def do_GET(self) -> None:
+                fake.unknown.append(f"GET {self.path}")
+                self._send(404, b"{}")
+
+            def do_HEAD(self) -> None:
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeAnthropic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def tool_result_text(self, request_index: int, tool_use_id: str) -> str:
+        """The text of the tool_result block for ``tool_use_id`` in agent-loop request ``request_index``."""
+        for message in self.requests[request_index]["messages"]:
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            for block in content:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                    inner = block.get("content")
+                    if isinstance(inner, list):
+                        return "\n".join(b.get("text", "") for b in inner if isinstance(b, dict))
+                    return str(inner)
+        raise AssertionError(f"no tool_result for {tool_use_id} in request {request_index}")
+
+
+# --------------------------------------------------------------------------- the scenario
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
+
+CONFIG = """\
+plan: plan
+telemetry: {enabled: false}
+store: {enabled: false}
+policies:
+  reminder: {every_model_calls: 3, min_gap_model_calls: 0}
+  gates:
+    - name: validate-before-submit
+      tool: Bash
+      arguments: {command: 'submit\\.sh'}
+      until: {phase_after: {phase: V, after: P, strict: true}}
+"""
+
+
+def _turns(work: Path) -> list[list[dict[str, Any]]]:
+    def tool(n: int, name: str, inp: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"type": "tool_use", "id": f"toolu_{n:02d}", "name": name, "input": inp}]
+
+    def bash(n: int, command: str) -> list[dict[str, Any]]:
+        return tool(n, "Bash", {"command": command, "description": f"step {n}"})
+
+    calc = str(work / "calc.py")
+    return [
+        tool(1, "Read", {"file_path": calc}),
+        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        bash(3, "python3 test_calc.py"),
+        tool(4, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"}),
+        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        bash(6, "python3 test_calc.py"),
+        bash(7, "./submit.sh"),
+        [{"type": "text", "text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+@pytest.fixture
+def workspace() -> Iterator[dict[str, Path]]:
+    # Not under pytest's tmp_path: its "test_<name>" folders make every path "test-ish" for the paper's rules.
+    tmp_path = Path(tempfile.mkdtemp(prefix="pgcc-"))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "calc.py").write_text(CALC)
+    (work / "submit.sh").write_text(SUBMIT)
+    (work / "submit.sh").chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    config = tmp_path / "planguard.yaml"
+    config.write_text(CONFIG)
+    yield {
+        "work": work,
+        "home": home,
+        "config": config,
+        "state": tmp_path / "state",
+        "settings": tmp_path / "settings.json",
+    }
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _env(home: Path, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "PLANGUARD_"))}
+    env.update(
+        {
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+        }
+    )
+    return env
+
+
+@pytest.mark.skipif(CLI is None, reason="claude-agent-sdk with its bundled Claude Code CLI is not installed")
+def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path]) -> None:
+    work, home = workspace["work"], workspace["home"]
+    command = settings.hook_command(workspace["config"], workspace["state"])
+    settings.install(workspace["settings"], command)
+
+    with FakeAnthropic(_turns(work)) as fake:
+        proc = subprocess.run(
+            [
+                str(CLI),
+                "-p",
+                "Fix the bug in calc.py, test it, then run ./submit.sh.",
+                "--settings",
+                str(workspace["settings"]),
+                "--output-format",
+                "json",
+                "--allowedTools",
+                "Bash,Read,Edit",
+                "--model",
+                "claude-sonnet-4-5",
+            ],
+            cwd=work,
+            env=_env(home, fake.url),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        result = json.loads(proc.stdout)
+        assert not fake.unknown, fake.unknown
+        errors = workspace["state"] / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        # The early submit never ran; the model saw why. The later one ran once.
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        denial = fake.tool_result_text(5, "toolu_05")
+        assert "PLANGUARD GATE (validate-before-submit)" in denial
+        assert "submitted" in fake.tool_result_text(7, "toolu_07")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+
+        # Reminders reached later model requests, as hook context on a tool result.
+        reminded = [i for i in range(len(fake.requests)) if "PLAN REMINDER:" in json.dumps(fake.requests[i])]
+        assert reminded and reminded[0] >= 2, reminded
+        assert len(fake.requests) == 8
+
+    summary = read_summary(result["session_id"], str(workspace["config"]), str(workspace["state"]))
+    assert summary is not None
+    assert summary["letters"] == "NRRPV"
+    assert summary["n_steps"] == 6  # the denied call is not a step
+    assert summary["n_model_calls"] == len(fake.requests)
+    assert summary["decision_counts"].get("deny") == 1
+    assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
+
+    # Offline = live: the session's own transcript replays to the same phases and metrics.
+    from planguard.guard import Guard
+    from planguard.loaders import Trajectory, iter_trajectories
+    from planguard.session import replay_events
+
+    transcripts = list((home / ".claude" / "projects").glob(f"*/{result['session_id']}.jsonl"))
+    assert len(transcripts) == 1
+    (trajectory,) = [t for t in iter_trajectories([transcripts[0]]) if isinstance(t, Trajectory)]
+    guard = Guard.from_file(workspace["config"])
+    offline = replay_events(trajectory.events, guard.pipeline, trajectory.id).end()
+    guard.shutdown()
+    assert offline.letters == summary["letters"]
+    assert offline.langutory == summary["langutory"]
+    assert offline.scores["plan"].as_dict() == summary["metrics"]["plan"]
+
+
+@pytest.mark.skipif(
+    CLI is None or shutil.which("bash") is None, reason="bundled Claude Code CLI not installed"
+)
+def test_claude_agent_sdk_hook_matchers(workspace: dict[str, Path]) -> None:
+    """The same adapter, in-process, through the Claude Agent SDK's Python hooks (HookMatcher)."""
+    import asyncio
+
+    from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+    from planguard_claude_code import hook_matchers
+
+    from planguard.config import load_config
+    from planguard.guard import Guard
+
+    work, home = workspace["work"], workspace["home"]
+    guard = Guard(load_config(workspace["config"]))
+    with FakeAnthropic(_turns(work)) as fake:
+        options = ClaudeAgentOptions(
+            hooks=hook_matchers(guard),  # type: ignore[arg-type]
+            allowed_tools=["Bash", "Read", "Edit"],
+            model="claude-sonnet-4-5",
+            cwd=str(work),
+            env=_env(home, fake.url),
+            cli_path=str(CLI),
+        )
+
+        async def run() -> str:
+            session_id = ""
+            async for message in query(
+                prompt="Fix the bug in calc.py, test it, then run ./submit.sh.", options=options
+            ):
+                if isinstance(message, ResultMessage):
+                    session_id = message.session_id
+            return session_id
+
+        session_id = asyncio.run(run())
+        assert session_id
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert "PLANGUARD GATE (validate-before-submit)" in fake.tool_result_text(5, "toolu_05")
+    summary = guard.end(session_id)
+    assert summary is not None
+    assert summary.letters == "NRRPV"
+    assert summary.decision_counts.get("deny") == 1
+    guard.shutdown()
