@@ -1,0 +1,216 @@
+"""The proxy's settings: the ``proxy:`` section of the planguard config file, overridable from the CLI.
+
+```yaml
+plan: plan                      # the usual planguard sections ...
+policies: {reminder: {every_model_calls: 5}}
+proxy:
+  listen: 127.0.0.1:8787
+  upstream: https://api.openai.com      # both APIs; or per API:
+  upstreams: {anthropic: https://api.anthropic.com}
+  gate: rewrite                 # rewrite | annotate | observe
+  text_actions: {enabled: true} # agents that put the command in a fenced block (mini-swe-agent textbased)
+  store: {backend: redis, url: redis://127.0.0.1:6379/0}
+```
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from planguard.config import Config, ConfigError, apply_env, load_config
+
+from .text_actions import DEFAULT_ACTION_REGEX, DEFAULT_RETURNCODE_REGEX
+
+__all__ = [
+    "DEFAULT_UPSTREAMS",
+    "SESSION_HEADER",
+    "ProxyConfig",
+    "StoreSettings",
+    "TextActionsSettings",
+    "TimeoutSettings",
+    "load_proxy_config",
+]
+
+SESSION_HEADER = "X-Planguard-Session"
+DEFAULT_UPSTREAMS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"}
+
+
+class TimeoutSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    connect: float = Field(10.0, gt=0, description="Seconds to connect to the upstream.")
+    read: float = Field(
+        600.0, gt=0, description="Seconds to wait for upstream bytes (first token, or between chunks)."
+    )
+    write: float = Field(60.0, gt=0, description="Seconds to send the request upstream.")
+    pool: float = Field(10.0, gt=0, description="Seconds to wait for a free upstream connection.")
+
+
+class StoreSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["memory", "redis"] = Field(
+        "memory", description="memory: one proxy process; redis: replicas behind a load balancer share state."
+    )
+    url: str | None = Field(None, description="redis://HOST:PORT/DB (backend redis).")
+    ttl_s: int = Field(
+        86_400, ge=60, description="A conversation's state expires this long after its last request."
+    )
+    key_prefix: str = Field("planguard:proxy:", description="Prefix of the proxy's Redis keys.")
+    max_conversations: int = Field(
+        100_000, ge=1, description="Conversations the memory store keeps at most (LRU)."
+    )
+
+
+class TextActionsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        False,
+        description="Read a fenced bash block in the assistant text as a shell call when the response "
+        "has no tool calls (mini-swe-agent text-based mode, SWE-agent-style prompts).",
+    )
+    action_regex: str = Field(DEFAULT_ACTION_REGEX, description="Regex with one group: the command.")
+    returncode_regex: str = Field(
+        DEFAULT_RETURNCODE_REGEX,
+        description="Regex with one group: the exit code, searched in the next user message.",
+    )
+    exactly_one: bool = Field(True, description="Only a response with exactly one block is an action.")
+
+
+class ProxyConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    listen: str = Field("127.0.0.1:8787", description="HOST:PORT to bind (loopback by default).")
+    upstream: str | None = Field(
+        None, description="Base URL every route is forwarded to (overrides the defaults)."
+    )
+    upstreams: dict[Literal["openai", "anthropic"], str] = Field(
+        default_factory=dict, description="Base URL per API; default api.openai.com / api.anthropic.com."
+    )
+    session_header: str = Field(SESSION_HEADER, description="Request header naming the session.")
+    gate: Literal["rewrite", "annotate", "observe"] = Field(
+        "rewrite",
+        description="What a denied tool call becomes. rewrite: the call is removed from the response and the "
+        "reason given as assistant text (streams hold a tool call's chunks until it is complete); "
+        "annotate: the "
+        "response passes unchanged and the call's result in the next request is prefixed with the reason "
+        "(advisory: the agent may already have run it); observe: record the decision only.",
+    )
+    text_actions: TextActionsSettings = Field(default_factory=TextActionsSettings)
+    shell_tools: list[str] = Field(
+        default_factory=lambda: [
+            "bash",
+            "shell",
+            "execute_bash",
+            "run_shell_command",
+            "terminal",
+            "exec_command",
+        ],
+        description="Tool names whose 'command' argument is a shell line (recorded as ToolEvent.shell).",
+    )
+    max_body_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 above)."
+    )
+    timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
+    max_connections: int = Field(512, ge=1, description="Upstream connections at most (pooled).")
+    max_keepalive: int = Field(128, ge=0, description="Idle upstream connections kept for reuse.")
+    keepalive_expiry_s: float = Field(
+        4.0,
+        ge=0,
+        description="Idle upstream connections are closed after this long; keep it below the "
+        "upstream's own keep-alive timeout (5 s for uvicorn/gunicorn), or a request may race the server "
+        "closing "
+        "the connection (seen by the client as a 502).",
+    )
+    idle_end_s: float = Field(
+        900.0,
+        gt=0,
+        description="A conversation with no request for this long is ended (its summary recorded).",
+    )
+    store: StoreSettings = Field(default_factory=StoreSettings)
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, v: str) -> str:
+        host, sep, port = v.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"expected HOST:PORT, e.g. 127.0.0.1:8787 (got {v!r})")
+        return v
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+    def upstream_for(self, wire: str) -> str:
+        upstreams: dict[str, str] = {str(k): v for k, v in self.upstreams.items()}
+        url = (
+            upstreams.get(wire) or self.upstream or DEFAULT_UPSTREAMS.get(wire) or DEFAULT_UPSTREAMS["openai"]
+        )
+        return url.rstrip("/")
+
+
+def load_proxy_config(path: str | Path | None) -> tuple[Config, ProxyConfig]:
+    """The planguard config and the proxy section of one file (``None``: defaults for both).
+
+    The core ``Config`` does not know the ``proxy`` section; it is split off here and validated on its own,
+    so a typo in either part is reported with the file and key path.
+    """
+    if path is None:
+        return apply_env(Config()), ProxyConfig()
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
+    data = _parse(p, text)
+    section = data.get("proxy") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "proxy" not in data or "proxy" in Config.model_fields:
+        config = load_config(p)
+    else:
+        rest = {k: v for k, v in data.items() if k != "proxy"}
+        for key in ("plan",):
+            v = rest.get(key)
+            if isinstance(v, str) and not Path(v).is_absolute() and (p.parent / v).is_file():
+                rest[key] = str(p.parent / v)
+        try:
+            config = apply_env(Config.model_validate(rest))
+        except ValidationError as exc:
+            raise ConfigError(str(p), [(None, _loc(e["loc"]), e["msg"]) for e in exc.errors()]) from None
+    if section is None:
+        return config, ProxyConfig()
+    if not isinstance(section, dict):
+        raise ConfigError(str(p), [(None, "proxy", f"expected a mapping, got {type(section).__name__}")])
+    try:
+        return config, ProxyConfig.model_validate(section)
+    except ValidationError as exc:
+        raise ConfigError(
+            str(p), [(None, "proxy." + _loc(e["loc"]), e["msg"]) for e in exc.errors()]
+        ) from None
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc)
+
+
+def _parse(path: Path, text: str) -> Any:
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(text)
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            str(path), [(None, "", f"not valid {path.suffix.lstrip('.').upper() or 'YAML'}: {exc}")]
+        ) from None

@@ -1,0 +1,487 @@
+"""The bridge between model-API traffic and a planguard ``Guard``: conversations, their log, catching up.
+
+A conversation (one agent run, one planguard session) is driven by three operations, each written to the
+conversation's log in the store as it is applied to the local session:
+
+* ``model``  — a request goes upstream: ``guard.before_model`` (its reminders/nudges are injected);
+* ``call``   — the response asks for a tool call: ``guard.before_tool`` (the gate decides);
+* ``result`` — a later request carries the call's result: ``guard.after_tool``.
+
+Replicas: a proxy process that receives a request for a conversation first replays the log entries it has
+not applied yet (written by other replicas) into its own session, with the sinks muted so telemetry and
+the local store record each operation exactly once, by the replica that saw it live. Replaying the same
+operations in the same order gives the same phases, metrics, detector and policy state as one proxy
+(the gate decision of a replayed call is taken from the log, not decided again). Only new operations are
+then fed live. The log lives in the store, so the cost of catching up is the number of missed entries.
+
+Why a log rather than re-reading the request's message history: agents truncate and summarise their
+history (context management), and the history does not show model calls that produced no message; the
+log is exact either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from planguard.decisions import Decision
+from planguard.events import ToolEvent
+from planguard.sinks import Sink
+
+from . import _json
+from .config import ProxyConfig
+from .store import ConversationStore
+from .text_actions import TextActions
+from .wire.base import ToolCall, Wire, text_of
+
+if TYPE_CHECKING:
+    from planguard.findings import Finding
+    from planguard.guard import Guard
+    from planguard.session import Session, SessionSummary
+    from planguard.step import Step
+
+__all__ = ["DENIAL_PREFIX", "Conversation", "Monitor", "MutableSink", "OpenCall", "muted", "session_key"]
+
+logger = logging.getLogger("planguard.proxy")
+
+#: Text a denied call is replaced with (rewrite) or its result prefixed with (annotate).
+DENIAL_PREFIX = "[planguard] tool call not run:"
+#: Result text kept per log entry (replicas replay from it); longer results are cut.
+MAX_LOGGED_RESULT = 64 * 1024
+#: Conversations a replica tracks at most (the guard bounds its sessions separately).
+MAX_CONVERSATIONS = 100_000
+
+_MUTED: ContextVar[bool] = ContextVar("planguard_proxy_muted", default=False)
+
+
+@contextlib.contextmanager
+def muted(on: bool = True) -> Iterator[None]:
+    """Within this block, sinks wrapped in ``MutableSink`` record nothing (replaying other replicas' work)."""
+    token = _MUTED.set(on)
+    try:
+        yield
+    finally:
+        _MUTED.reset(token)
+
+
+class MutableSink(Sink):
+    """Forwards to a sink unless the current context is ``muted``."""
+
+    def __init__(self, inner: Sink) -> None:
+        self.inner = inner
+
+    @property
+    def stats(self) -> Any:
+        return getattr(self.inner, "stats", None)
+
+    def on_session_start(self, session: Session) -> None:
+        if not _MUTED.get():
+            self.inner.on_session_start(session)
+
+    def on_tool_start(self, session: Session, step: Step) -> None:
+        if not _MUTED.get():
+            self.inner.on_tool_start(session, step)
+
+    def on_tool_end(self, session: Session, step: Step) -> None:
+        if not _MUTED.get():
+            self.inner.on_tool_end(session, step)
+
+    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+        if not _MUTED.get():
+            self.inner.on_finding(session, step, finding)
+
+    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+        if not _MUTED.get():
+            self.inner.on_decision(session, step, decision)
+
+    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+        if not _MUTED.get():
+            self.inner.on_session_end(session, summary)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def session_key(wire: Wire, body: Mapping[str, Any]) -> str | None:
+    """The stable key of a conversation without a session header: a hash of its system prompt and first
+    user message (``conv-`` + 32 hex digits). Two runs with the same prompt and task share it: send
+    ``X-Planguard-Session`` to tell them apart."""
+    system, user = wire.session_material(body)
+    if not system and not user:
+        return None
+    digest = hashlib.sha256(_json.dumps([system or "", user or ""])).hexdigest()
+    return "conv-" + digest[:32]
+
+
+@dataclass(slots=True)
+class OpenCall:
+    """A tool call the model asked for whose result has not arrived yet."""
+
+    event: dict[str, Any]  # the ToolEvent fields (as logged)
+    text_index: int | None = None  # text action: position of the assistant message in the next request
+    denial: str | None = None  # annotate/observe: the gate said no (the agent got the call anyway)
+
+
+@dataclass(slots=True)
+class Conversation:
+    id: str
+    session: Session | None = None
+    applied: int = 0  # log entries applied to the local session
+    open: OrderedDict[str, OpenCall] = field(default_factory=OrderedDict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+@dataclass(slots=True)
+class RequestPlan:
+    """What the request phase decided: the body to send and the response handling."""
+
+    conversation: Conversation
+    body_changed: bool
+    injected: list[str]
+    n_messages: int
+
+
+class Monitor:
+    """Per-replica conversation state and the guard calls; every public method is fail-open."""
+
+    def __init__(
+        self, guard: Guard, store: ConversationStore, config: ProxyConfig, idle_end_s: float | None = None
+    ) -> None:
+        self.guard = guard
+        self.store = store
+        self.config = config
+        self.idle_end_s = idle_end_s
+        self.text = (
+            TextActions(
+                config.text_actions.action_regex,
+                config.text_actions.returncode_regex,
+                config.text_actions.exactly_one,
+            )
+            if config.text_actions.enabled
+            else None
+        )
+        self._rc = TextActions(returncode_regex=config.text_actions.returncode_regex)
+        self._shell = frozenset(config.shell_tools)
+        self.conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self.counters: dict[str, int] = {
+            "requests": 0,
+            "calls": 0,
+            "results": 0,
+            "denied": 0,
+            "injected": 0,
+            "replayed": 0,
+            "fail_open": 0,
+            "store_races": 0,
+            "ended": 0,
+        }
+        # Sinks record only what this replica sees live; replays run muted.
+        pipeline = guard.pipeline
+        if not all(isinstance(s, MutableSink) for s in pipeline.sinks):
+            guard.pipeline = dataclasses.replace(
+                pipeline,
+                sinks=tuple(s if isinstance(s, MutableSink) else MutableSink(s) for s in pipeline.sinks),
+            )
+
+    # ------------------------------------------------------------------ request phase
+
+    async def on_request(self, wire: Wire, body: dict[str, Any], session_id: str) -> RequestPlan:
+        """Catch up, record results found in the request, count the model call, inject messages."""
+        self.counters["requests"] += 1
+        n_messages = len(wire.messages(body))  # before injection: the agent's own history
+        conv = self._conversation(session_id)
+        async with conv.lock:
+            await self._catch_up(conv, wire, body)
+            entries: list[dict[str, Any]] = []
+            notes = self._results(conv, wire, body, entries)
+            entry: dict[str, Any] = {"op": "model"}
+            decisions = self._apply(conv, entry, live=True) or []
+            entries.append(entry)
+            await self._append(conv, entries)
+        changed = False
+        if notes and self.config.gate != "observe":
+            # annotate mode, or a denied call rewrite could not reach (a streamed text action).
+            changed = self._annotate(wire, body, notes)
+        texts = [d.message for d in decisions if d.injects and d.message]
+        if texts:
+            wire.inject(body, "\n\n".join(texts))
+            self.counters["injected"] += len(texts)
+            changed = True
+        return RequestPlan(conv, changed, texts, n_messages)
+
+    def _conversation(self, session_id: str) -> Conversation:
+        conv = self.conversations.get(session_id)
+        if conv is None:
+            conv = self.conversations[session_id] = Conversation(session_id)
+            while len(self.conversations) > MAX_CONVERSATIONS:
+                self.conversations.popitem(last=False)
+        else:
+            self.conversations.move_to_end(session_id)
+        conv.last_seen = time.monotonic()
+        return conv
+
+    async def summary(self, session_id: str) -> dict[str, Any] | None:
+        """The session's phases and metrics as this replica sees them after catching up (no content)."""
+        conv = self.conversations.get(session_id)
+        if conv is None:
+            if not await self.store.read(session_id, 0):
+                return None
+            conv = self._conversation(session_id)
+        async with conv.lock:
+            await self._catch_up(conv, None, {})
+            assert conv.session is not None
+            s = conv.session.summary()
+        return {
+            "session_id": s.session_id,
+            "n_steps": s.n_steps,
+            "n_model_calls": s.n_model_calls,
+            "letters": s.letters,
+            "langutory": s.langutory,
+            "scores": {name: sc.as_dict() for name, sc in s.scores.items()},
+            "finding_counts": s.finding_counts,
+            "decision_counts": s.decision_counts,
+            "open_calls": len(conv.open),
+            "log_position": conv.applied,
+        }
+
+    async def _catch_up(self, conv: Conversation, wire: Wire | None, body: Mapping[str, Any]) -> None:
+        sid = conv.id
+        if conv.session is not None and (conv.session.ended or sid not in self.guard):
+            # The guard ended this session on its own (capacity): rebuild it from the whole log.
+            conv.session, conv.applied, conv.open = None, 0, OrderedDict()
+        missed = await self.store.read(sid, conv.applied)
+        if conv.session is None:
+            meta = {"planguard.source": "proxy"}
+            if wire is not None:
+                meta["gen_ai.system"] = wire.name
+            model = body.get("model")
+            if isinstance(model, str):
+                meta["gen_ai.request.model"] = model
+            with muted(bool(missed)):  # joining a conversation another replica started
+                conv.session = self.guard.session(sid, **meta)
+        if missed:
+            with muted():
+                for e in missed:
+                    self._apply(conv, e, live=False)
+            self.counters["replayed"] += len(missed)
+
+    def _results(
+        self, conv: Conversation, wire: Wire, body: Mapping[str, Any], entries: list[dict[str, Any]]
+    ) -> dict[str, tuple[int | None, str]]:
+        """Log and apply the results the request carries for open calls; the notes for denied ones
+        (call id → (text-action message index or None, note))."""
+        if not conv.open:
+            return {}
+        found: dict[str, tuple[str, bool]] = {}
+        tool_ids = [cid for cid, oc in conv.open.items() if oc.text_index is None]
+        for r in wire.tool_results(body, tool_ids):
+            found.setdefault(r.call_id, (r.text, r.is_error))
+        msgs = wire.messages(body)
+        for cid, oc in conv.open.items():
+            i = oc.text_index
+            if i is None or len(msgs) <= i + 1:
+                continue
+            a, u = msgs[i], msgs[i + 1]
+            if (
+                isinstance(a, Mapping)
+                and a.get("role") == "assistant"
+                and isinstance(u, Mapping)
+                and (u.get("role") == "user")
+            ):
+                found[cid] = (text_of(u.get("content")), False)
+        notes: dict[str, tuple[int | None, str]] = {}
+        now = time.time()
+        for cid in [c for c in conv.open if c in found]:
+            text, is_error = found[cid]
+            oc = conv.open[cid]
+            if oc.denial is not None:
+                notes[cid] = (oc.text_index, f"{DENIAL_PREFIX} {oc.denial}")
+            ev = {
+                **oc.event,
+                "result": text[:MAX_LOGGED_RESULT],
+                "is_error": is_error,
+                "exit_code": self._rc.exit_code(text),
+                "end_time": now,
+            }
+            entry = {"op": "result", "ev": ev}
+            self._apply(conv, entry, live=True)
+            entries.append(entry)
+            self.counters["results"] += 1
+        return notes
+
+    @staticmethod
+    def _annotate(wire: Wire, body: dict[str, Any], notes: Mapping[str, tuple[int | None, str]]) -> bool:
+        changed = wire.annotate_results(body, {cid: note for cid, (i, note) in notes.items() if i is None})
+        msgs = wire.messages(body)
+        for i, note in notes.values():
+            if i is None or len(msgs) <= i + 1 or not isinstance(msgs[i + 1], dict):
+                continue
+            m = msgs[i + 1]  # the text action's observation (a user message)
+            c = m.get("content")
+            m["content"] = (
+                [{"type": "text", "text": note}, *c] if isinstance(c, list) else f"{note}\n{c or ''}"
+            )
+            changed = True
+        return changed
+
+    # ------------------------------------------------------------------ response phase
+
+    def decide(
+        self,
+        conv: Conversation,
+        call: ToolCall,
+        pending: list[dict[str, Any]],
+        *,
+        text_index: int | None = None,
+        can_rewrite: bool = True,
+    ) -> str | None:
+        """A tool call of the response: gate it, log it. Returns the denial text if it is to be rewritten."""
+        try:
+            ev = self._event_fields(call)
+            entry: dict[str, Any] = {"op": "call", "ev": ev, "denied": None, "text": text_index}
+            rewrite = can_rewrite and self.config.gate == "rewrite"
+            decision = self._apply(conv, entry, live=True, rewrite=rewrite)
+            pending.append(entry)
+            self.counters["calls"] += 1
+            if decision is not None and decision.blocks:
+                self.counters["denied"] += 1
+                if rewrite:
+                    return f"{DENIAL_PREFIX} {decision.message}" if decision.message else DENIAL_PREFIX
+        except Exception as exc:
+            self._failed("proxy.decide", exc)
+        return None
+
+    def text_calls(self, text: str, n_messages: int) -> list[tuple[str, ToolCall]]:
+        """Text actions of a response without tool calls: ``(block as written, call)``."""
+        if self.text is None:
+            return []
+        return [
+            (block, ToolCall(f"text:{n_messages}:{i}", "bash", {"command": cmd}))
+            for i, (block, cmd) in enumerate(self.text.extract(text))
+        ]
+
+    async def on_response_end(self, conv: Conversation, pending: list[dict[str, Any]]) -> None:
+        await self._append(conv, pending)
+
+    # ------------------------------------------------------------------ the log
+
+    def _apply(
+        self, conv: Conversation, entry: Mapping[str, Any], *, live: bool, rewrite: bool = False
+    ) -> Any:
+        """Apply one log entry to the local session (live: this replica saw it; else a replay)."""
+        sid = conv.id
+        op = entry.get("op")
+        conv.applied += 1
+        if op == "model":
+            return self.guard.before_model(sid)
+        if op == "call":
+            ev = entry["ev"]
+            decision = self.guard.before_tool(sid, _event(ev))
+            denied = entry.get("denied")
+            if live:
+                denied = decision.message if decision.blocks else None
+                entry["denied"] = denied  # type: ignore[index]
+                entry["rewritten"] = bool(denied is not None and rewrite)  # type: ignore[index]
+            if not entry.get("rewritten"):  # a rewritten call never reaches the agent: no result will come
+                cid = ev.get("call_id") or f"#{conv.applied}"
+                conv.open[cid] = OpenCall(ev, entry.get("text"), denied)
+                while len(conv.open) > 1024:
+                    conv.open.popitem(last=False)
+            return decision
+        if op == "result":
+            ev = entry["ev"]
+            conv.open.pop(ev.get("call_id"), None)
+            return self.guard.after_tool(sid, _event(ev))
+        return None
+
+    async def _append(self, conv: Conversation, entries: list[dict[str, Any]]) -> None:
+        """Log entries already applied locally (``conv.applied`` counts them)."""
+        if not entries:
+            return
+        try:
+            length = await self.store.append(conv.id, entries)
+        except Exception as exc:
+            self._failed("proxy.store.append", exc)
+            return
+        if length != conv.applied:
+            # Another writer appended to this conversation concurrently (or the store lost it): follow the
+            # store's count, so entries are never applied twice here.
+            self.counters["store_races"] += 1
+            conv.applied = length
+
+    def _event_fields(self, call: ToolCall) -> dict[str, Any]:
+        args = call.arguments
+        ev: dict[str, Any] = {
+            "tool": call.name,
+            "arguments": args,
+            "call_id": call.id or None,
+            "start_time": time.time(),
+        }
+        if call.name in self._shell and isinstance(args, Mapping) and isinstance(args.get("command"), str):
+            ev["action"] = args["command"]
+        return ev
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def sweep(self, now: float | None = None) -> int:
+        """End conversations idle for ``idle_end_s``: the replica that is up to date records the end (once,
+        claimed in the store); a replica that is behind drops its copy silently."""
+        if self.idle_end_s is None:
+            return 0
+        now = time.monotonic() if now is None else now
+        idle = [c for c in self.conversations.values() if now - c.last_seen >= self.idle_end_s]
+        for conv in idle:
+            await self._end(conv)
+        return len(idle)
+
+    async def end_all(self) -> None:
+        for conv in list(self.conversations.values()):
+            await self._end(conv)
+
+    async def _end(self, conv: Conversation) -> None:
+        self.conversations.pop(conv.id, None)
+        if conv.session is None:
+            return
+        try:
+            behind = await self.store.read(conv.id, conv.applied)
+            record = not behind and await self.store.claim_end(conv.id, conv.applied)
+        except Exception as exc:  # cannot tell: record the end rather than lose it
+            self._failed("proxy.end", exc)
+            record = True
+        if conv.id in self.conversations:
+            return  # a request resumed the conversation meanwhile: its session goes on
+        with muted(not record):
+            self.guard.end(conv.id)
+        self.counters["ended"] += int(record)
+
+    def _failed(self, where: str, exc: BaseException) -> None:
+        self.counters["fail_open"] += 1
+        self.guard.errors.record(where, exc)
+
+    def stats(self) -> dict[str, Any]:
+        return {"conversations": len(self.conversations), **self.counters, "guard": self.guard.stats()}
+
+
+def _event(ev: Mapping[str, Any]) -> ToolEvent:
+    args = ev.get("arguments")
+    return ToolEvent(
+        tool=str(ev.get("tool") or ""),
+        arguments=args if isinstance(args, (Mapping, str)) else {},
+        call_id=ev.get("call_id"),
+        action=ev.get("action"),
+        result=ev.get("result"),
+        is_error=bool(ev.get("is_error")),
+        exit_code=ev.get("exit_code"),
+        start_time=ev.get("start_time"),
+        end_time=ev.get("end_time"),
+        metadata={"source": "proxy"},
+    )

@@ -1,0 +1,118 @@
+"""Where a conversation's state lives: an append-only log of what its planguard session consumed.
+
+Every replica appends the operations it applies to a conversation's session — a model call, a tool call
+(with the event), a tool result — and a replica that is behind replays the log entries it has not applied
+yet before it handles a request (see ``monitor``). In memory for one proxy process; in Redis for replicas
+behind a load balancer. Entries are small JSON objects; reads are by position, so catching up costs only
+the entries missed.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from typing import Any
+
+from . import _json
+
+__all__ = ["ConversationStore", "MemoryStore", "RedisStore", "open_store"]
+
+
+class ConversationStore(ABC):
+    @abstractmethod
+    async def read(self, key: str, start: int) -> list[dict[str, Any]]:
+        """Log entries of ``key`` from position ``start`` on (empty for an unknown conversation)."""
+
+    @abstractmethod
+    async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+        """Append entries atomically; returns the log's new length."""
+
+    @abstractmethod
+    async def claim_end(self, key: str, length: int) -> bool:
+        """True for exactly one caller per (conversation, log length): that one records the session's end."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook: most stores hold nothing to release
+        """Release connections."""
+
+
+class MemoryStore(ConversationStore):
+    """One process. Bounded: least recently used conversations beyond ``max_conversations`` are dropped,
+    and a conversation idle for ``ttl_s`` expires."""
+
+    def __init__(self, max_conversations: int = 100_000, ttl_s: float = 86_400) -> None:
+        self._logs: OrderedDict[str, tuple[list[dict[str, Any]], float]] = OrderedDict()
+        self._ended: set[tuple[str, int]] = set()
+        self._max = max_conversations
+        self._ttl = ttl_s
+
+    async def read(self, key: str, start: int) -> list[dict[str, Any]]:
+        item = self._logs.get(key)
+        if item is None:
+            return []
+        if time.monotonic() - item[1] > self._ttl:
+            del self._logs[key]
+            return []
+        return item[0][start:]
+
+    async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+        item = self._logs.pop(key, None)
+        log = item[0] if item is not None else []
+        log.extend(entries)
+        self._logs[key] = (log, time.monotonic())
+        while len(self._logs) > self._max:
+            self._logs.popitem(last=False)
+        return len(log)
+
+    async def claim_end(self, key: str, length: int) -> bool:
+        if (key, length) in self._ended:
+            return False
+        if len(self._ended) > self._max:
+            self._ended.clear()
+        self._ended.add((key, length))
+        return True
+
+
+class RedisStore(ConversationStore):
+    """Replicas share conversations through Redis: one list per conversation (RPUSH is atomic, LRANGE reads
+    from a position), refreshed to expire ``ttl_s`` after the last request."""
+
+    def __init__(self, url: str, *, ttl_s: int = 86_400, prefix: str = "planguard:proxy:") -> None:
+        try:
+            import redis.asyncio as aredis
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise RuntimeError(
+                "the redis store needs the redis package: pip install 'planguard-proxy[redis]'"
+            ) from exc
+        self._redis = aredis.from_url(url)
+        self._ttl = ttl_s
+        self._prefix = prefix
+
+    async def read(self, key: str, start: int) -> list[dict[str, Any]]:
+        raw = await self._redis.lrange(self._prefix + "log:" + key, start, -1)
+        return [_json.loads(r) for r in raw]
+
+    async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+        k = self._prefix + "log:" + key
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(k, *[_json.dumps(e) for e in entries])
+            pipe.expire(k, self._ttl)
+            length, _ = await pipe.execute()
+        return int(length)
+
+    async def claim_end(self, key: str, length: int) -> bool:
+        ok = await self._redis.set(f"{self._prefix}end:{key}:{length}", b"1", nx=True, ex=self._ttl)
+        return bool(ok)
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def open_store(
+    backend: str, url: str | None, *, ttl_s: int, prefix: str, max_conversations: int
+) -> ConversationStore:
+    if backend == "redis":
+        if not url:
+            raise ValueError("proxy.store.url: expected redis://HOST:PORT/DB for backend redis")
+        return RedisStore(url, ttl_s=ttl_s, prefix=prefix)
+    return MemoryStore(max_conversations=max_conversations, ttl_s=ttl_s)

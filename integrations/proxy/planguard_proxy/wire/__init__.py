@@ -1,0 +1,21 @@
+"""Model API wire formats the proxy understands."""
+
+from __future__ import annotations
+
+from .anthropic import AnthropicWire
+from .base import Decide, StreamTranslator, ToolCall, ToolResult, Wire, text_of
+from .openai import OpenAIWire
+
+__all__ = [
+    "WIRES",
+    "AnthropicWire",
+    "Decide",
+    "OpenAIWire",
+    "StreamTranslator",
+    "ToolCall",
+    "ToolResult",
+    "Wire",
+    "text_of",
+]
+
+WIRES: dict[str, Wire] = {"openai": OpenAIWire(), "anthropic": AnthropicWire()}

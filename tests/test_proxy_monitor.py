@@ -1,0 +1,130 @@
+"""The proxy's conversation bookkeeping without HTTP: idle ends across replicas, rebuilding a session the
+guard evicted, and concurrent writers."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from planguard_proxy import MemoryStore, Monitor, ProxyConfig
+from planguard_proxy.wire import WIRES, ToolCall
+from proxy_fakes import RecordingSink, quiet_config
+
+from planguard.guard import Guard
+
+WIRE = WIRES["openai"]
+COMMANDS = ["ls", "cat a.py", "python repro.py", "sed -i s/a/b/ a.py", "python repro.py"]
+
+
+def _monitor(store: MemoryStore, *, sink: RecordingSink | None = None, **config: Any) -> Monitor:
+    sinks: tuple[Any, ...] = (sink,) if sink else ()
+    guard = Guard(quiet_config(**config), sinks=sinks)
+    return Monitor(guard, store, ProxyConfig(), idle_end_s=60)
+
+
+async def _turn(mon: Monitor, messages: list[dict[str, Any]], sid: str, i: int) -> None:
+    """One model call whose response asks for COMMANDS[i]; the agent appends the call and its result."""
+    plan = await mon.on_request(WIRE, {"model": "m", "messages": list(messages)}, sid)
+    pending: list[dict[str, Any]] = []
+    call = ToolCall(f"c{i}", "bash", {"command": COMMANDS[i]})
+    assert mon.decide(plan.conversation, call, pending) is None
+    await mon.on_response_end(plan.conversation, pending)
+    messages.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"c{i}",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": f'{{"command": "{COMMANDS[i]}"}}'},
+                }
+            ],
+        }
+    )
+    messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"<returncode>{i % 2}</returncode>"})
+
+
+def _start(task: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": "agent"}, {"role": "user", "content": task}]
+
+
+def test_idle_end_is_recorded_once_by_the_up_to_date_replica() -> None:
+    async def go() -> tuple[RecordingSink, RecordingSink]:
+        store = MemoryStore()
+        sa, sb = RecordingSink(), RecordingSink()
+        a, b = _monitor(store, sink=sa), _monitor(store, sink=sb)
+        msgs = _start("task")
+        for i in range(len(COMMANDS)):
+            await _turn(a if i % 2 == 0 else b, msgs, "s1", i)
+        await _turn(a, msgs, "s1", 0)  # a serves the last request: a is up to date, b is behind
+        assert await b.sweep(now=10**9) == 1
+        assert await a.sweep(now=10**9) == 1
+        assert a.counters["ended"] == 1 and b.counters["ended"] == 0
+        return sa, sb
+
+    sa, sb = asyncio.run(go())
+    assert sb.of("end") == []
+    assert sa.of("end") == [len(COMMANDS) + 1]
+    assert len(sa.of("start") + sb.of("start")) == 1
+
+
+def test_not_idle_is_not_ended() -> None:
+    async def go() -> int:
+        mon = _monitor(MemoryStore())
+        await _turn(mon, _start("t"), "s", 0)
+        return await mon.sweep()
+
+    assert asyncio.run(go()) == 0
+
+
+def test_session_evicted_by_the_guard_is_rebuilt_from_the_log() -> None:
+    async def go() -> tuple[int, int, int]:
+        mon = _monitor(MemoryStore(), sessions={"max_sessions": 1, "idle_timeout_s": None})
+        m1, m2 = _start("one"), _start("two")
+        for i in range(3):
+            await _turn(mon, m1, "one", i)
+            await _turn(mon, m2, "two", i)  # creating/using "two" evicts "one" from the guard, and back
+        await _turn(mon, m1, "one", 3)
+        one = mon.conversations["one"].session
+        assert one is not None
+        return one.n_steps, one.n_model_calls, mon.counters["replayed"]
+
+    steps, calls, replayed = asyncio.run(go())
+    assert (steps, calls) == (4, 4)
+    assert replayed > 0
+
+
+class _RacyStore(MemoryStore):
+    """Another replica appends to the conversation between our catch-up and our own append."""
+
+    race = False
+
+    async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+        if self.race:
+            self.race = False
+            await super().append(key, [{"op": "model"}])
+        return await super().append(key, entries)
+
+
+def test_concurrent_writer_is_counted_and_never_applied_twice() -> None:
+    async def go() -> tuple[int, int, int, int]:
+        store = _RacyStore()
+        a = _monitor(store)
+        msgs = _start("t")
+        await _turn(a, msgs, "s", 0)
+        store.race = True
+        plan = await a.on_request(WIRE, {"model": "m", "messages": msgs}, "s")
+        await _turn(a, msgs, "s", 1)
+        session = plan.conversation.session
+        assert session is not None
+        return (
+            a.counters["store_races"],
+            plan.conversation.applied,
+            len(await store.read("s", 0)),
+            session.n_model_calls,
+        )
+
+    races, applied, length, model_calls = asyncio.run(go())
+    assert races == 1 and applied == length
+    assert model_calls == 3  # the foreign entry is skipped, not replayed later on top
