@@ -165,7 +165,9 @@ class Session:
         return step
 
     def before_model(self) -> list[Decision]:
-        """Reminders and nudges to add to the model request about to be sent (counts the model call)."""
+        """What the model request about to be sent needs (counts the model call): reminders and nudges to
+        add, and a STOP when a policy has ended the run (the integration then ends it instead of calling the
+        model)."""
         self.n_model_calls += 1
         self.last_activity = time.time()
         out = list(self._queued)
@@ -173,7 +175,7 @@ class Session:
         for hook, state in self._hooks.before_model:
             for d in self._guarded(hook, self, state) or ():
                 self._record_decision(None, d)
-                if d.injects:
+                if d.injects or d.kind is DecisionKind.STOP:
                     out.append(d)
         return out
 
@@ -278,7 +280,7 @@ class Session:
         for hook, pstate in hooks.after_tool:
             for d in self._guarded(hook, step, self, pstate) or ():
                 self._record_decision(step, d)
-                if d.injects:
+                if d.injects or d.kind is DecisionKind.STOP:
                     self._queued.append(d)
         for end_hook in hooks.tool_end:
             self._guarded(end_hook, self, step)

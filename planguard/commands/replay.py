@@ -43,6 +43,7 @@ def result_record(result: Any) -> dict[str, Any]:
         "id": t.id,
         "source": t.source,
         "format": t.format,
+        "meta": {k: v for k, v in t.meta.items() if v is not None and isinstance(v, (str, int, float, bool))},
         "n_steps": len(result.steps),
         "step_roles": [list(step.roles) for step in result.steps],
         "letters": s.letters,
