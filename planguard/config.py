@@ -303,6 +303,11 @@ def _resolve_relative_plans(data: dict[str, Any], base: Path) -> None:
         data["plan"] = fix(data["plan"])
     if isinstance(data.get("score_plans"), list):
         data["score_plans"] = [fix(v) for v in data["score_plans"]]
+    exp = data.get("experiment")
+    if isinstance(exp, dict) and isinstance(exp.get("arms"), list):
+        for arm in exp["arms"]:
+            if isinstance(arm, dict) and "plan_file" in arm:
+                arm["plan_file"] = fix(arm["plan_file"])
 
 
 def _validate(data: dict[str, Any], source: str, text: str, kind: str, env: Mapping[str, str]) -> Config:

@@ -115,7 +115,12 @@ class Guard:
 
             # The arm's plan replaces the followed plan's reminder; the experiment policy goes first so it
             # sees every attempted call.
-            exp_policy, exp_sink = build_experiment(cfg.experiment, errors=self.errors)
+            exp_policy, exp_sink = build_experiment(
+                cfg.experiment,
+                errors=self.errors,
+                tracer_provider=tracer_provider,
+                spans=cfg.telemetry.enabled,
+            )
             policies = [exp_policy, *(p for p in policies if not isinstance(p, PeriodicReminder))]
             sinks.append(exp_sink)
         if cfg.telemetry.enabled or cfg.store.enabled:
