@@ -36,8 +36,22 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "ALLOW", "PRESETS", "Config", "Decision", "DecisionKind", "Finding", "Guard", "Pipeline", "Plan", "PlanPhase",
-    "Session", "SessionSummary", "Step", "ToolEvent", "__version__", "load_config",
+    "ALLOW",
+    "PRESETS",
+    "Config",
+    "Decision",
+    "DecisionKind",
+    "Finding",
+    "Guard",
+    "Pipeline",
+    "Plan",
+    "PlanPhase",
+    "Session",
+    "SessionSummary",
+    "Step",
+    "ToolEvent",
+    "__version__",
+    "load_config",
 ]
 
 if TYPE_CHECKING:

@@ -61,7 +61,15 @@ from .actions.vocabulary import classify_action
 from .events import ToolEvent
 
 __all__ = [
-    "THRESHOLDS", "Alignment", "Layer", "Metric", "Row", "RunView", "Span", "align", "alignment_key",
+    "THRESHOLDS",
+    "Alignment",
+    "Layer",
+    "Metric",
+    "Row",
+    "RunView",
+    "Span",
+    "align",
+    "alignment_key",
     "run_view",
 ]
 
@@ -341,7 +349,9 @@ def align(
             csteps = tuple(ci[y] for y in c_only)
             spans.append(
                 Span(
-                    tuple(ri[x] for x in r_only), csteps, sum(1 for y in c_only if y in ooo_local),
+                    tuple(ri[x] for x in r_only),
+                    csteps,
+                    sum(1 for y in c_only if y in ooo_local),
                     _dead_end(cmp, csteps),
                 )
             )
@@ -394,8 +404,12 @@ def _written(view: RunView, idx: Iterable[int]) -> set[str]:
     out: set[str] = set()
     for i in idx:
         a = view.actions[i]
-        if (a.type is ActionType.FILE_WRITE and a.is_source_write and a.target
-                and view.effects[i] in (Effect.SURVIVED, Effect.REVERTED)):
+        if (
+            a.type is ActionType.FILE_WRITE
+            and a.is_source_write
+            and a.target
+            and view.effects[i] in (Effect.SURVIVED, Effect.REVERTED)
+        ):
             out.add(a.target)
     return out
 

@@ -24,8 +24,9 @@ class ErrorCounter:
             self.counts[key] += 1
             first = self.counts[key] == 1
         if first:
-            logger.warning("planguard internal error in %s (continuing; logged once): %r", where, exc,
-                           exc_info=exc)
+            logger.warning(
+                "planguard internal error in %s (continuing; logged once): %r", where, exc, exc_info=exc
+            )
 
     @property
     def total(self) -> int:

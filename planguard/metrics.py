@@ -34,8 +34,14 @@ class Langutory:
             runs.append([role, 1])
 
     def extend(self, roles: Iterable[str]) -> None:
-        for r in roles:
-            self.add(r)
+        # The body of add(), once per role: called for every tool call, nearly always with one role.
+        runs = self.runs
+        for role in roles:
+            self.length += 1
+            if runs and runs[-1][0] == role:
+                runs[-1][1] += 1  # type: ignore[operator]
+            else:
+                runs.append([role, 1])
 
     def rle(self) -> list[str]:
         """The paper's run-length form, e.g. ``["L_navigate_3", "P_1"]``."""
@@ -94,7 +100,7 @@ def lis_length(seq: Sequence[int]) -> int:
 class Compliance:
     """Incremental PPC/POC/PPF/PC of one run against one plan's expected order."""
 
-    __slots__ = ("plan", "expected", "first", "extras", "n", "_match", "_cache")
+    __slots__ = ("plan", "expected", "first", "extras", "n", "_match", "_settled", "_cache")
 
     def __init__(self, plan: Plan | Sequence[str]) -> None:
         self.expected: tuple[str, ...] = plan.expected if isinstance(plan, Plan) else tuple(plan)
@@ -104,9 +110,15 @@ class Compliance:
         self.n = 0
         # role -> indices of the expected phases it matches; roles are a tiny vocabulary, so this stays small.
         self._match: dict[str, tuple[int, ...]] = {}
+        # Roles seen before: every phase they match has been reached (at their first occurrence), or they
+        # are a recorded extra, so another occurrence changes nothing but the count.
+        self._settled: set[str] = set()
         self._cache: Scores | None = None
 
     def add(self, role: str) -> None:
+        if role in self._settled:
+            self.n += 1
+            return
         idx = self._match.get(role)
         if idx is None:
             idx = tuple(j for j, e in enumerate(self.expected) if phase_matches(role, e))
@@ -122,6 +134,8 @@ class Compliance:
             self.extras[role] = None
             self._cache = None
         self.n += 1
+        if len(self._settled) < 256:
+            self._settled.add(role)
 
     def matched(self, role: str) -> bool:
         return any(phase_matches(role, e) for e in self.expected)

@@ -60,7 +60,10 @@ class Milestone:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "reached": self.reached, "step": self.step, "censored_at": self.censored_at,
+            "name": self.name,
+            "reached": self.reached,
+            "step": self.step,
+            "censored_at": self.censored_at,
             "available": self.available,
         }
 
@@ -112,9 +115,7 @@ class MilestoneTracker:
         for name, desc in MILESTONES:
             available = self.anchors is not None or name in ("M4", "M5")
             step = self.first.get(name)
-            out.append(
-                Milestone(name, desc, step is not None, step, n, available)
-            )
+            out.append(Milestone(name, desc, step is not None, step, n, available))
         return tuple(out)
 
 

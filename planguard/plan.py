@@ -78,44 +78,62 @@ class Plan(BaseModel):
 
 
 _N = PlanPhase(
-    id="L_navigate", symbol="N", name="Navigation",
+    id="L_navigate",
+    symbol="N",
+    name="Navigation",
     description="Search for, open and read the files relevant to the issue to localise the bug.",
 )
 _R = PlanPhase(
-    id="L_reproduce", symbol="R", name="Reproduction",
+    id="L_reproduce",
+    symbol="R",
+    name="Reproduction",
     description="Write a new test script that reproduces the bug and run it to confirm it fails.",
 )
 _P = PlanPhase(id="P", symbol="P", name="Patch", description="Edit the source code to fix the bug.")
 _V = PlanPhase(
-    id="V_newly_generated_test", symbol="V", name="Validation",
+    id="V_newly_generated_test",
+    symbol="V",
+    name="Validation",
     description="Rerun your reproduction script and new edge-case tests to confirm the fix.",
 )
 _RG = PlanPhase(
-    id="L_reproduce_regression_test", symbol="R_G", name="Regression tests (before)",
+    id="L_reproduce_regression_test",
+    symbol="R_G",
+    name="Regression tests (before)",
     description="Run the project's existing tests relevant to the issue before changing anything.",
 )
 _RN = PlanPhase(
-    id="L_reproduce_newly_generated_test", symbol="R", name="Reproduction",
+    id="L_reproduce_newly_generated_test",
+    symbol="R",
+    name="Reproduction",
     description="Write a new test script that reproduces the bug and run it to confirm it fails.",
 )
 _VG = PlanPhase(
-    id="V_regression_test", symbol="V_G", name="Regression tests (after)",
+    id="V_regression_test",
+    symbol="V_G",
+    name="Regression tests (after)",
     description="Run the project's existing tests again to check the fix breaks nothing.",
 )
 _S = PlanPhase(
-    id="S", symbol="S", name="Summary", scored=False,
+    id="S",
+    symbol="S",
+    name="Summary",
+    scored=False,
     description="Summarise your changes in a PR-style description before submitting.",
 )
 
 PRESETS: dict[str, Plan] = {
     "plan": Plan(name="plan", phases=(_N, _R, _P, _V), description="Follow these phases in order:"),
     "no_plan": Plan(name="no_plan"),
-    "no_reproduce": Plan(name="no_reproduce", phases=(_N, _P, _V), description="Follow these phases in order:"),
+    "no_reproduce": Plan(
+        name="no_reproduce", phases=(_N, _P, _V), description="Follow these phases in order:"
+    ),
     "no_validation": Plan(
         name="no_validation", phases=(_N, _R, _P), description="Follow these phases in order:"
     ),
     "plan_and_regression": Plan(
-        name="plan_and_regression", phases=(_RG, _N, _RN, _P, _V, _VG),
+        name="plan_and_regression",
+        phases=(_RG, _N, _RN, _P, _V, _VG),
         description="Follow these phases in order:",
     ),
     "plan_and_summary": Plan(
@@ -123,16 +141,24 @@ PRESETS: dict[str, Plan] = {
     ),
     # The paper tells the agent N-P-R-V but its scorer expects only N-P-V here (PHASE_RULES §5).
     "plan_reordered": Plan(
-        name="plan_reordered", phases=(_N, _P, _R.model_copy(update={"scored": False}), _V),
+        name="plan_reordered",
+        phases=(_N, _P, _R.model_copy(update={"scored": False}), _V),
         description="Follow these phases in order:",
     ),
-    "plan_reminded": Plan(name="plan_reminded", phases=(_N, _R, _P, _V), description="Follow these phases in order:"),
+    "plan_reminded": Plan(
+        name="plan_reminded", phases=(_N, _R, _P, _V), description="Follow these phases in order:"
+    ),
 }
 PRESETS["standard"] = PRESETS["plan"]
 
 #: The paper's seven scored settings, in the order its tables use.
 SCORED_SETTINGS: tuple[str, ...] = (
-    "plan", "no_reproduce", "no_validation", "plan_and_regression", "plan_and_summary", "plan_reordered",
+    "plan",
+    "no_reproduce",
+    "no_validation",
+    "plan_and_regression",
+    "plan_and_summary",
+    "plan_reordered",
     "plan_reminded",
 )
 
@@ -168,10 +194,10 @@ def resolve_plan(spec: str) -> Plan:
         return PRESETS[spec]
     if Path(spec).is_file():
         return load_plan(spec)
-    raise ValueError(f"unknown plan {spec!r}: expected a preset ({', '.join(sorted(PRESETS))}) or a plan file")
+    raise ValueError(
+        f"unknown plan {spec!r}: expected a preset ({', '.join(sorted(PRESETS))}) or a plan file"
+    )
 
 
 def _describe(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(x) for x in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
-    )
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors())

@@ -85,9 +85,26 @@ class Session:
     """One agent run. Not thread-safe on its own: callers serialise access (the ``Guard`` holds a lock)."""
 
     __slots__ = (
-        "id", "pipeline", "metadata", "phase_state", "langutory", "compliance", "n_steps", "n_model_calls",
-        "detector_states", "policy_states", "_pending", "_queued", "findings", "finding_counts",
-        "decision_counts", "started_at", "last_activity", "ended", "last_step", "_hooks",
+        "id",
+        "pipeline",
+        "metadata",
+        "phase_state",
+        "langutory",
+        "compliance",
+        "n_steps",
+        "n_model_calls",
+        "detector_states",
+        "policy_states",
+        "_pending",
+        "_queued",
+        "findings",
+        "finding_counts",
+        "decision_counts",
+        "started_at",
+        "last_activity",
+        "ended",
+        "last_step",
+        "_hooks",
     )
 
     def __init__(self, session_id: str, pipeline: Pipeline, *, metadata: Mapping[str, Any] | None = None):
@@ -326,15 +343,25 @@ def _overrides(obj: object, base: type, name: str) -> bool:
 class _Hooks:
     """A session's stage hooks, bound once: only hooks a stage overrides are called on the hot path."""
 
-    __slots__ = ("observe", "before_tool", "after_tool", "before_model", "tool_start", "tool_end", "finding",
-                 "decision")
+    __slots__ = (
+        "observe",
+        "before_tool",
+        "after_tool",
+        "before_model",
+        "tool_start",
+        "tool_end",
+        "finding",
+        "decision",
+    )
 
     def __init__(self, pipeline: Pipeline, detector_states: list[Any], policy_states: list[Any]) -> None:
         self.observe = [(d.observe, s) for d, s in zip(pipeline.detectors, detector_states, strict=True)]
         policies = list(zip(pipeline.policies, policy_states, strict=True))
         self.before_tool = [(p.before_tool, s) for p, s in policies if _overrides(p, Policy, "before_tool")]
         self.after_tool = [(p.after_tool, s) for p, s in policies if _overrides(p, Policy, "after_tool")]
-        self.before_model = [(p.before_model, s) for p, s in policies if _overrides(p, Policy, "before_model")]
+        self.before_model = [
+            (p.before_model, s) for p, s in policies if _overrides(p, Policy, "before_model")
+        ]
         sinks = pipeline.sinks
         self.tool_start = [k.on_tool_start for k in sinks if _overrides(k, Sink, "on_tool_start")]
         self.tool_end = [k.on_tool_end for k in sinks if _overrides(k, Sink, "on_tool_end")]

@@ -19,7 +19,9 @@ class Step:
     event: ToolEvent
     classification: Classification
     action: Any = None  # canonical action (planguard.actions.Action) when the pipeline classifies actions
-    effect: Any = None  # planguard.actions.Effect, set by detectors.EffectTracker (provisional live, final at end)
+    effect: Any = (
+        None  # planguard.actions.Effect, set by detectors.EffectTracker (provisional live, final at end)
+    )
     decision: Decision = ALLOW
     findings: list[Finding] = field(default_factory=list)
     done: bool = False  # the result has been recorded

@@ -22,6 +22,14 @@ if [ "${PLANGUARD_SKIP_SERVICES:-0}" != "1" ]; then
   set -a; source "$SERVICES_ENV"; set +a
 fi
 
+if [ "${PLANGUARD_SKIP_LINT:-0}" != "1" ]; then
+  # Static checks first: they take seconds and a red lint must fail the run like a red test.
+  ruff check .
+  ruff format --check .
+  mypy
+  mypy --strict integrations/*/src/* integrations/proxy/planguard_proxy
+fi
+
 set +e
 python -m pytest "$@"
 status=$?

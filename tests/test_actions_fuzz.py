@@ -7,9 +7,25 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planguard.actions import DEFAULT_CLASSIFIER, Action, ActionType, PathNormaliser, classify_action
-from planguard.actions.effects import outcome_failed
-from planguard.actions.shell import ShellClassifier, _tokenize_general, tokenize
+from planguard.actions import (
+    DEFAULT_CLASSIFIER,
+    SURFACES,
+    Action,
+    ActionClassifier,
+    ActionType,
+    PathNormaliser,
+    classify_action,
+)
+from planguard.actions.config import ActionsConfig, build_classifier
+from planguard.actions.effects import _TAIL_FAILURE, _tail_failed, outcome_failed
+from planguard.actions.shell import (
+    _UNQUOTE,
+    ShellClassifier,
+    _tokenize_general,
+    _unquote_match,
+    tokenize,
+    unquote,
+)
 from planguard.actions.vocabulary import BUILTIN_RULES
 from planguard.events import ToolEvent
 
@@ -189,3 +205,95 @@ def _shape(segments: list[Any]) -> list[list[tuple[list[str], list[str], bool]]]
 def test_fast_tokenizers_agree_with_the_general_one(line: str) -> None:
     """The shortcut tokenizers are an optimisation only: same segments, words and redirections."""
     assert _shape(tokenize(line)) == _shape(_tokenize_general(line))
+
+
+# --------------------------------------------------------------------------- fast paths and memos
+
+QUOTING = ["'", '"', "\\", "a", " ", "'\"'\"'", "\n", "$", "é"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(QUOTING), max_size=12).map("".join), st.booleans())
+def test_unquote_fast_path_is_the_regex(word: str, wrap: bool) -> None:
+    """Words in shlex.quote's ``'…'"'"'…'`` form are split and joined; everything else takes the regex."""
+    if wrap:
+        word = f"'{word}'"
+    assert unquote(word) == _UNQUOTE.sub(_unquote_match, word)
+
+
+TAIL_BITS = [
+    "Error",
+    "Exception",
+    "ValueError",
+    " failed",
+    "3 failed",
+    " error in ",
+    "1 errors in ",
+    "\n",
+    "Killed",
+    "\nKilled",
+    "Traceback (most recent call last)",
+    "FAILED (",
+    "= FAILURES =",
+    "timed out",
+    "Segmentation fault",
+    "ERROR collecting",
+    "x",
+    "_",
+    " ",
+    ":",
+    "é",
+    "٣",
+    "²",
+]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(TAIL_BITS), max_size=12).map("".join) | st.text(max_size=60))
+def test_tail_failure_check_is_the_regex(tail: str) -> None:
+    assert _tail_failed(tail) == (_TAIL_FAILURE.search(tail) is not None)
+
+
+@FUZZ
+@given(st.lists(events(), min_size=1, max_size=12))
+def test_memoised_actions_are_the_computed_ones(seq: list[ToolEvent]) -> None:
+    """Actions memoised per command line and per viewed path equal freshly computed ones, texts included."""
+    memo = ActionClassifier()
+    for event in seq + seq:
+        a, b = memo(event), ActionClassifier()(event)
+        assert a == b
+        assert (a.old_text, a.new_text, a.text) == (b.old_text, b.new_text, b.text)
+
+
+MEMO_EVENTS = [
+    ToolEvent(tool="str_replace_editor", arguments={"command": "view", "path": "/testbed/pkg/a.py"}),
+    ToolEvent(tool="str_replace_editor", arguments={"command": "view", "path": "/testbed/pkg"}),
+    ToolEvent(tool="file_editor", arguments={"command": "view", "path": "/testbed/pkg/a.py"}),
+    ToolEvent(tool="str_replace_editor", arguments={"command": "create", "path": "/testbed/pkg/a.py"}),
+    ToolEvent.shell("str_replace_editor view /testbed/pkg/a.py  --view_range 1 5"),
+    ToolEvent.shell("str_replace_editor view '/testbed/pkg/a.py'"),
+    ToolEvent.shell("str_replace_editor str_replace /testbed/pkg/a.py --old_str 'a' --new_str 'b'"),
+    ToolEvent.shell("cd /testbed && python reproduce.py"),
+    ToolEvent.shell("cat pkg/a.py"),
+    ToolEvent(tool="execute_bash", arguments={"command": "cat pkg/a.py"}),
+    ToolEvent(tool="Bash", arguments={"command": "cat pkg/a.py", "description": "x"}),
+    ToolEvent(
+        tool="bash", arguments={"command": "edit 1:2\nx\nend_of_edit"}, metadata={"open_file": "/t/a.py"}
+    ),
+    ToolEvent(
+        tool="bash", arguments={"command": "edit 1:2\nx\nend_of_edit"}, metadata={"open_file": "/t/b.py"}
+    ),
+    ToolEvent(tool="bash", arguments={"command": "cat pkg/a.py", "is_input": True}),
+]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(MEMO_EVENTS), min_size=1, max_size=20), st.sampled_from([None, *SURFACES]))
+def test_memoised_actions_follow_tool_scaffold_and_open_file(
+    seq: list[ToolEvent], scaffold: str | None
+) -> None:
+    memo = build_classifier(ActionsConfig(scaffold=scaffold))
+    for event in seq:
+        a, b = memo(event), ActionClassifier(memo.vocabulary)(event)
+        assert a == b
+        assert (a.old_text, a.new_text, a.text) == (b.old_text, b.new_text, b.text)

@@ -3,13 +3,17 @@ sequence of calls, arguments and results they see."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planguard.actions import classify_action
 from planguard.align import align, run_view
-from planguard.detectors import RepeatedCall, default_detectors
+from planguard.detectors import RedundantSearch, RepeatedCall, RereadChurn, ToolOscillation, default_detectors
+from planguard.detectors.structural import _bad
 from planguard.events import ToolEvent
+from planguard.findings import Finding
 from planguard.session import Pipeline
 
 # A small vocabulary so that repeats, reads of the same file and reverting writes actually happen.
@@ -97,3 +101,59 @@ def test_alignment_never_raises(a: list[ToolEvent], b: list[ToolEvent]) -> None:
     assert all(x < y for (x, _), (y, _) in zip(al.pairs, al.pairs[1:], strict=False))  # monotonic
     assert all(x < y for (_, x), (_, y) in zip(al.pairs, al.pairs[1:], strict=False))
     assert {layer.verdict for layer in al.layers} <= {"strong", "moderate", "weak"}
+
+
+def _steps(events: list[ToolEvent]) -> list[Any]:
+    s = Pipeline(actions=classify_action).session("steps")
+    return [s.observe(e) for e in events]
+
+
+def _key(f: Finding | None) -> Any:
+    return None if f is None else (f.first_step, f.last_step, f.evidence, f.data)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.integers(2, 3), st.integers(1, 10))
+def test_windows_expire_lazily_to_the_same_findings(events: list[ToolEvent], n: int, window: int) -> None:
+    """The window detectors expire old entries only before a decision; expiring at every step, as they
+    did, gives the same findings."""
+    for det in (RereadChurn(n, window), RedundantSearch(n, window)):
+        threshold = n
+        lazy, eager = det.new_state(), det.new_state()
+        for step in _steps(events):
+            if eager.entries and eager.entries[0][0] <= step.index - eager.window:
+                eager.expire(step.index, threshold)
+            assert _key(det.observe(step, lazy)) == _key(det.observe(step, eager))
+
+
+# Reads and (reverting) writes of one file, mostly succeeding: cycles go bad late, when a revert arrives.
+OSCILLATION = st.lists(
+    st.sampled_from(
+        [
+            ToolEvent.shell("cat pkg/a.py"),
+            ToolEvent.shell("sed -i 's/x/y/' pkg/a.py"),
+            ToolEvent.shell("sed -i 's/y/x/' pkg/a.py"),
+            ToolEvent.shell("echo z > pkg/a.py"),
+            ToolEvent.shell("git checkout -- pkg/a.py"),
+            ToolEvent.shell("sed -i 's/x/y/' pkg/a.py", exit_code=1),
+            ToolEvent.shell("ls"),
+        ]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs() | OSCILLATION, st.integers(1, 3))
+def test_tool_oscillation_reports_as_soon_as_its_predicate_holds(
+    events: list[ToolEvent], cycles: int
+) -> None:
+    """The predicate is re-evaluated only when a read closes a cycle or a write reverts: it never holds
+    for a file that has not been reported."""
+    det = ToolOscillation(cycles)
+    state = det.new_state()
+    for step in _steps(events):
+        det.observe(step, state)
+        for fc in state.files.values():
+            bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]
+            assert fc.fired or len(bad) < cycles

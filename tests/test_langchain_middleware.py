@@ -498,6 +498,7 @@ def test_a_failing_guard_never_breaks_the_agent(mode: str, monkeypatch: pytest.M
         monkeypatch.setattr(guard, "a" + name, abroken)
     ws = Workspace()
     model = ScriptedChatModel(turns=[*_searches(2), turn(call("submit"))])
+
     def failing_key(config: RunnableConfig) -> str:
         raise ZeroDivisionError("simulated bug in a user's session_key")
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from planguard.metrics import Compliance, Langutory, lis_length, score_roles
 from planguard.phases import LETTER_OF
-from planguard.plan import PRESETS, SCORED_SETTINGS
+from planguard.plan import PRESETS, SCORED_SETTINGS, Plan, phase_matches
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 GOLDEN = SHARED / "spec" / "golden_metrics.json"
@@ -52,8 +52,12 @@ def test_paper_scored_settings_expected_orders() -> None:
     assert PRESETS["plan_reordered"].expected == npv
     assert PRESETS["no_validation"].expected == ("L_navigate", "L_reproduce", "P")
     assert PRESETS["plan_and_regression"].expected == (
-        "L_reproduce_regression_test", "L_navigate", "L_reproduce_newly_generated_test", "P",
-        "V_newly_generated_test", "V_regression_test",
+        "L_reproduce_regression_test",
+        "L_navigate",
+        "L_reproduce_newly_generated_test",
+        "P",
+        "V_newly_generated_test",
+        "V_regression_test",
     )
     assert not PRESETS["no_plan"].scored
     assert len(SCORED_SETTINGS) == 7
@@ -77,7 +81,7 @@ def test_lis_strict() -> None:
     assert lis_length([0, 4, 1, 2, 3]) == 4
 
 
-ROLES = st.sampled_from(sorted(LETTER_OF) + ["X_unknown", "S"])
+ROLES = st.sampled_from([*sorted(LETTER_OF), "X_unknown", "S"])
 
 
 @given(st.lists(ROLES, max_size=60), st.sampled_from(SCORED_SETTINGS))
@@ -103,3 +107,37 @@ def test_langutory_run_length_round_trip(roles: list[str]) -> None:
     expanded = [r for r, n in lang.runs for _ in range(int(n))]
     assert expanded == roles
     assert all(a[0] != b[0] for a, b in zip(lang.runs, lang.runs[1:], strict=False))
+
+
+def _reference_scores(roles: list[str], plan: Plan) -> tuple[float, float, float, int, tuple[str, ...]]:
+    """PPC, POC, PPF, LIS and extras straight from the definitions (no incremental state)."""
+    expected = plan.expected
+    first = [next((i for i, r in enumerate(roles) if phase_matches(r, e)), None) for e in expected]
+    present = [f for f in first if f is not None]
+    best = [1] * len(present)  # O(n^2) longest strictly increasing subsequence
+    for i in range(len(present)):
+        for j in range(i):
+            if present[j] < present[i]:
+                best[i] = max(best[i], best[j] + 1)
+    lis = max(best, default=0)
+    extras = tuple(dict.fromkeys(r for r in roles if not any(phase_matches(r, e) for e in expected)))
+    m = len(expected)
+    return len(present) / m, lis / m, m / (m + len(extras)), lis, extras
+
+
+@given(st.lists(ROLES, max_size=60), st.sampled_from(SCORED_SETTINGS))
+def test_incremental_scores_match_the_definitions(roles: list[str], setting: str) -> None:
+    plan = PRESETS[setting]
+    c = Compliance(plan)
+    for i, r in enumerate(roles):
+        c.add(r)
+        s = c.scores()
+        ppc, poc, ppf, lis, extras = _reference_scores(roles[: i + 1], plan)
+        assert (s.PPC, s.POC, s.PPF, s.lis, s.extra_phases) == (
+            pytest.approx(ppc),
+            pytest.approx(poc),
+            pytest.approx(ppf),
+            lis,
+            extras,
+        )
+        assert c.n == i + 1

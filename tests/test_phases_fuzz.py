@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import shlex
 from typing import Any
 
@@ -10,9 +11,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planguard.events import ToolEvent
-from planguard.phases import GENERAL, PHASE_ROLES, RULE_VERSIONS, Classification, get_rules
+from planguard.phases import (
+    GENERAL,
+    PHASE_ROLES,
+    RULE_VERSIONS,
+    Classification,
+    CorrectedRules,
+    PaperRules,
+    PhaseRules,
+    PhaseState,
+    get_rules,
+)
 from planguard.phases.inline_python import written_files, written_files_lenient
-from planguard.phases.shell import parse_action, scan, split_words
+from planguard.phases.rules import _ActionPlan, _pathish, _resolve
+from planguard.phases.scaffolds import THINK, event_commands
+from planguard.phases.shell import Piece, clean_action, parse_action, plain_pieces, scan, split_words
 
 SHELL_BITS = [
     "ls",
@@ -200,3 +213,92 @@ def test_classify_never_raises_nor_mutates(seq: list[ToolEvent], version: str) -
         }
         assert all(cmd.role == GENERAL or cmd.role in PHASE_ROLES for cmd in c.commands)
         state.apply(c)
+
+
+# --------------------------------------------------------------------------- fast paths and memos
+
+PLAIN_WORDS = [
+    "cd",
+    "/testbed",
+    "python",
+    "reproduce.py",
+    "ls",
+    "-la",
+    "A=1",
+    "x.py",
+    "if",
+    "for",
+    "done",
+    "&&",
+]
+plain_lists = st.one_of(
+    st.lists(st.sampled_from(PLAIN_WORDS), min_size=1, max_size=8).map(" ".join),
+    st.lists(st.sampled_from([*PLAIN_WORDS, "  ", "&&&", ";", "|", "'", "é"]), max_size=8).map(" ".join),
+)
+
+
+@FUZZ
+@given(plain_lists | shell_text)
+def test_plain_and_lists_split_like_the_scanner(text: str) -> None:
+    """The `` && `` fast path is an optimisation only: the scanner finds the same pieces."""
+    s = clean_action(text)
+    plain = plain_pieces(s) if s else None
+    if plain is not None:
+        scanned = scan(s)
+        assert scanned is not None
+        assert [(p, False) for p in plain] == [(p.text, p.complex) for p in scanned or (Piece(s, False),)]
+        for piece in plain:
+            assert split_words(piece) == piece.split()
+
+
+# Actions that share sub-commands, editor paths, or a piece whose label is the whole action ('' x).
+SHARING = st.sampled_from(
+    [
+        "cd /testbed && python reproduce.py",
+        "cd /testbed && python tests/test_x.py",
+        "python reproduce.py",
+        "'' x && ls",
+        "'' x && pwd",
+        "'' x",
+        "str_replace_editor create /testbed/reproduce.py --file_text 'x'",
+        "str_replace_editor view /testbed/reproduce.py",
+        "str_replace_editor view /testbed/reproduce.py  --view_range 1 2",
+        "str_replace_editor str_replace /testbed/pkg/a.py --old_str 'a' --new_str 'b'",
+        "ls && str_replace_editor view /testbed/reproduce.py",
+        "cat reproduce.py; python reproduce.py",
+    ]
+).map(ToolEvent.shell)
+
+
+@FUZZ
+@given(
+    st.lists(events | shell_text.map(ToolEvent.shell) | SHARING, min_size=1, max_size=10),
+    st.sampled_from(RULE_VERSIONS),
+)
+def test_memoised_plans_classify_like_fresh_rules(seq: list[ToolEvent], version: str) -> None:
+    """Plans memoised per action, per sub-command and per editor path, shared across actions and
+    sessions, classify exactly as the parser and the rules do without any memo."""
+    rules = get_rules(version)
+    state, ref_state = rules.new_state(), rules.new_state()
+    for event in seq + seq:  # the second half hits the memos filled by the first
+        c = rules.classify(event, state)
+        fresh = CorrectedRules() if version == "corrected" else PaperRules(version)  # empty memos
+        assert c == _unmemoised(fresh, event, ref_state)
+        assert c.roles == tuple(cmd.role for cmd in c.commands if cmd.role != GENERAL)
+        state.apply(c)
+        ref_state.apply(c)
+
+
+def _unmemoised(rules: PhaseRules, event: ToolEvent, state: PhaseState) -> Classification:
+    if isinstance(event.action, str):
+        commands = parse_action(event.action) if event.action.strip() else THINK
+        plans = rules._plan_commands(commands, event.action)
+    else:
+        plans = rules._plan_commands(event_commands(event), "")
+    return _resolve(_ActionPlan(plans), state)
+
+
+@FUZZ
+@given(st.text(alphabet="/~.py\n ab", max_size=12))
+def test_pathish_is_the_papers_regex(token: str) -> None:
+    assert _pathish(token) == (re.search(r"^[/~.]|/|\.py$", token) is not None)

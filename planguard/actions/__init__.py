@@ -28,10 +28,30 @@ from .vocabulary import (
 )
 
 __all__ = [
-    "BUILTIN_RULES", "DEFAULT_CLASSIFIER", "DEFAULT_ROOTS", "DEFAULT_VOCABULARY", "SURFACES", "Action",
-    "ActionClassifier", "ActionType", "ActionVocabulary", "AnchorSet", "Effect", "EffectLabeler",
-    "MappingRule", "PathNormaliser", "ToolSurface", "WriteKind", "WriteLedger", "action_dict",
-    "classify_action", "files_of_diff", "is_test_path", "label_effects", "make_action", "outcome_failed",
+    "BUILTIN_RULES",
+    "DEFAULT_CLASSIFIER",
+    "DEFAULT_ROOTS",
+    "DEFAULT_VOCABULARY",
+    "SURFACES",
+    "Action",
+    "ActionClassifier",
+    "ActionType",
+    "ActionVocabulary",
+    "AnchorSet",
+    "Effect",
+    "EffectLabeler",
+    "MappingRule",
+    "PathNormaliser",
+    "ToolSurface",
+    "WriteKind",
+    "WriteLedger",
+    "action_dict",
+    "classify_action",
+    "files_of_diff",
+    "is_test_path",
+    "label_effects",
+    "make_action",
+    "outcome_failed",
 ]
 
 

@@ -22,7 +22,29 @@ from typing import Any
 
 from ..events import ToolEvent
 from .anchors import AnchorSet
-from .types import Action, ActionType, Effect, WriteKind
+from .types import (
+    COMMAND,
+    FAILED,
+    FILE_READ,
+    FILE_WRITE,
+    JUSTIFIED,
+    NEUTRAL,
+    OFF_ANCHOR,
+    PLAN,
+    REASON,
+    REASONING,
+    RECORDED,
+    REVERTED,
+    SEARCH,
+    SURVIVED,
+    WK_CREATE,
+    WK_DELETE,
+    WK_EDIT,
+    WK_RESTORE,
+    Action,
+    ActionType,
+    Effect,
+)
 
 __all__ = ["EffectLabeler", "WriteLedger", "label_effects", "outcome_failed"]
 
@@ -34,13 +56,29 @@ _TAIL = 400
 # A structured tool's refusal starts its output (a file's *content* may contain anything, so only the
 # start is looked at): SWE-agent/OpenHands editor messages, Claude Code tool errors.
 _EDITOR_ERROR_STARTS = (
-    "No replacement was performed", "Invalid `", "Your proposed edit has introduced", "File already exists",
-    "Cannot overwrite", "No such file", "Unrecognized command", "Parameter `", "Multiple occurrences",
-    "Found multiple", "String to replace not found", "File has not been read yet", "Usage:", "ERROR", "Error",
-    "error:", "<tool_use_error>", "Traceback",
+    "No replacement was performed",
+    "Invalid `",
+    "Your proposed edit has introduced",
+    "File already exists",
+    "Cannot overwrite",
+    "No such file",
+    "Unrecognized command",
+    "Parameter `",
+    "Multiple occurrences",
+    "Found multiple",
+    "String to replace not found",
+    "File has not been read yet",
+    "Usage:",
+    "ERROR",
+    "Error",
+    "error:",
+    "<tool_use_error>",
+    "Traceback",
 )
 _SUCCESS_STARTS = (
-    "Here's the result of running", "File created successfully", "Here's the files and directories",
+    "Here's the result of running",
+    "File created successfully",
+    "Here's the files and directories",
     "[File: ",
 )
 # Run-level failures at the end of the output: an uncaught exception's last line, a test-run summary, a
@@ -50,6 +88,55 @@ _TAIL_FAILURE = re.compile(
     r"ERROR collecting|= FAILURES =|FAILED \(|Segmentation fault|^Killed|timed out",
     re.MULTILINE,
 )
+
+_TAIL_LITERALS = (
+    "Traceback (most recent call last)",
+    "ERROR collecting",
+    "= FAILURES =",
+    "FAILED (",
+    "Segmentation fault",
+    "timed out",
+)
+
+
+def _tail_failed(tail: str) -> bool:
+    """``_TAIL_FAILURE.search(tail) is not None``, without running the regular expression.
+
+    The expression tries its ten alternatives at every position of the tail (about 15 µs on 400
+    characters); each alternative is a literal, or a literal with a condition on its neighbours, so
+    substring searches decide it.
+    """
+    for lit in _TAIL_LITERALS:
+        if lit in tail:
+            return True
+    if "Killed" in tail and (tail.startswith("Killed") or "\nKilled" in tail):
+        return True
+    for lit in (" failed", " error in ", " errors in "):  # \d+ failed, \d+ errors? in
+        at = tail.find(lit, 1)
+        while at > 0:
+            if tail[at - 1].isdecimal():
+                return True
+            at = tail.find(lit, at + 1)
+    # ^\w*(?:Error|Exception)\b: a line whose leading run of word characters ends with the word.
+    for word in ("Error", "Exception"):
+        at = tail.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if end == len(tail) or not _is_word(tail[end]):
+                start = tail.rfind("\n", 0, at) + 1
+                if _WORD_RUN.match(tail, start, at).end() == at:  # type: ignore[union-attr]
+                    return True
+            at = tail.find(word, at + 1)
+    return False
+
+
+_WORD_RUN = re.compile(r"\w*")
+
+
+def _is_word(c: str) -> bool:
+    r"""``re.fullmatch(r"\w", c)`` for one character."""
+    return c.isalnum() or c == "_"
+
 
 # One-entry memo: several stages ask about the same step's outcome right after each other.
 _last: tuple[ToolEvent | None, Action | None, str | None, bool] = (None, None, None, False)
@@ -69,16 +156,16 @@ def outcome_failed(action: Action, event: ToolEvent) -> bool:
     last = _last  # one read: the tuple is replaced whole, so concurrent sessions never see a mix
     if last[0] is event and last[1] is action and last[2] is result:
         return last[3]
-    failed = _judge(action, result)
+    failed = _judge(action.type, action.structured, result)
     _last = (event, action, result, failed)
     return failed
 
 
-def _judge(action: Action, result: str) -> bool:
-    t = action.type
-    if t is ActionType.REASON or t is ActionType.PLAN:
+def _judge(t: ActionType, structured: bool, result: str) -> bool:
+    """Whether a non-empty output says the call failed (the action's type and kind of tool decide how)."""
+    if t is REASON or t is PLAN:
         return False
-    if action.structured and t is not ActionType.SEARCH:
+    if structured and t is not SEARCH:
         head = result if not result[0].isspace() else result[:200].lstrip()
         if head.startswith(_SUCCESS_STARTS) or head.startswith("The file "):
             return False
@@ -89,16 +176,30 @@ def _judge(action: Action, result: str) -> bool:
             "did not appear verbatim" in head
         )
     head = result[:160]
-    if t is ActionType.COMMAND:
+    if t is COMMAND:
         if "No such file or directory" in head or "command not found" in head or "Traceback (most" in head:
             return True
         tail = result[-400:]
-        if ("Error" in tail or "ERROR" in tail or "ailed" in tail or "FAILED" in tail or "Exception" in tail
-                or "Killed" in tail or "timed out" in tail or "Segmentation" in tail or "Traceback" in tail):
-            return _TAIL_FAILURE.search(tail) is not None
+        if (
+            "Error" in tail
+            or "ERROR" in tail
+            or "ailed" in tail
+            or "FAILED" in tail
+            or "Exception" in tail
+            or "Killed" in tail
+            or "timed out" in tail
+            or "Segmentation" in tail
+            or "Traceback" in tail
+        ):
+            return _tail_failed(tail)
         return False
-    return ("No such file" in head or "does not exist" in head or "Is a directory" in head
-            or "Permission denied" in head or "cannot open" in head)
+    return (
+        "No such file" in head
+        or "does not exist" in head
+        or "Is a directory" in head
+        or "Permission denied" in head
+        or "cannot open" in head
+    )
 
 
 class _Write:
@@ -124,6 +225,18 @@ def _reverses(later: Action, earlier: Action) -> bool:
     return a in b or (b in a and 2 * len(b) >= len(a))
 
 
+def _anchored(anchors: AnchorSet, action: Action, event: ToolEvent) -> Effect:
+    """A read or search judged against the anchor set."""
+    path = action.target if action.type is FILE_READ else action.path
+    if path is not None and path in anchors:
+        return JUSTIFIED
+    if action.type is SEARCH:
+        result = event.result
+        if isinstance(result, str) and result and anchors.mentioned_in(result[:4096]):
+            return JUSTIFIED
+    return OFF_ANCHOR
+
+
 class WriteLedger:
     """Recent successful writes per file (bounded: files and writes per file), with revert detection."""
 
@@ -144,13 +257,13 @@ class WriteLedger:
         reverted: list[_Write] = []
         kind = action.write
         if entries:
-            if kind is WriteKind.CREATE or kind is WriteKind.DELETE:
+            if kind is WK_CREATE or kind is WK_DELETE:
                 reverted = [w for w in entries if not w.reverted]
-            elif kind is WriteKind.RESTORE:
+            elif kind is WK_RESTORE:
                 live = [w for w in entries if not w.reverted]
                 # undo_edit takes back the last edit only; git checkout/restore all of them
                 reverted = live[-1:] if action.intent == "undo_edit" else live
-            elif kind is WriteKind.EDIT:
+            elif kind is WK_EDIT:
                 reverted = [w for w in entries if not w.reverted and _reverses(action, w.action)]
             for w in reverted:
                 w.reverted = True
@@ -158,7 +271,7 @@ class WriteLedger:
             entries = []
             if len(files) >= self.max_files:
                 del files[next(iter(files))]
-        if kind is not WriteKind.RESTORE and kind is not WriteKind.DELETE:
+        if kind is not WK_RESTORE and kind is not WK_DELETE:
             entries.append(_Write(index, action, ref))
             if len(entries) > self.per_file:
                 del entries[0]
@@ -182,11 +295,24 @@ class EffectLabeler:
     end-of-run relevance check, :class:`WriteLedger`'s files × writes).
     """
 
-    __slots__ = ("_pending_count", "_pending_reads", "anchors", "ledger", "max_pending_reads",
-                 "max_revisions", "revisions")
+    __slots__ = (
+        "_pending_count",
+        "_pending_reads",
+        "anchors",
+        "ledger",
+        "max_pending_reads",
+        "max_revisions",
+        "revisions",
+    )
 
-    def __init__(self, anchors: AnchorSet | None = None, *, max_revisions: int = 256,
-                 max_pending_reads: int = 512, ledger: WriteLedger | None = None) -> None:
+    def __init__(
+        self,
+        anchors: AnchorSet | None = None,
+        *,
+        max_revisions: int = 256,
+        max_pending_reads: int = 512,
+        ledger: WriteLedger | None = None,
+    ) -> None:
         self.anchors = anchors
         self.ledger = ledger if ledger is not None else WriteLedger()
         self.revisions: dict[int, Effect] = {}
@@ -198,39 +324,38 @@ class EffectLabeler:
 
     def label(self, index: int, action: Action, event: ToolEvent, ref: Any = None) -> Effect:
         t = action.type
-        if t is ActionType.REASON:
-            return Effect.REASONING
+        if t is REASON:
+            return REASONING
         if outcome_failed(action, event):
-            return Effect.FAILED
-        if t is ActionType.FILE_WRITE:
-            for w in self.ledger.record(index, action, ref):
-                self._revise(w.index, Effect.REVERTED, w.ref)
-            return Effect.SURVIVED
-        if t is ActionType.FILE_READ or t is ActionType.SEARCH:
-            return self._relevance(index, action, event, ref)
-        if t is ActionType.COMMAND:
-            return Effect.JUSTIFIED if action.is_validation else Effect.NEUTRAL
-        return Effect.RECORDED
-
-    def _relevance(self, index: int, action: Action, event: ToolEvent, ref: Any) -> Effect:
-        anchors = self.anchors
-        path = action.target if action.type is ActionType.FILE_READ else action.path
-        if anchors is not None:
-            if path is not None and path in anchors:
-                return Effect.JUSTIFIED
-            if action.type is ActionType.SEARCH:
-                result = event.result
-                if isinstance(result, str) and result and anchors.mentioned_in(result[:4096]):
-                    return Effect.JUSTIFIED
-            return Effect.OFF_ANCHOR
-        if path is None or action.type is ActionType.SEARCH:
-            return Effect.NEUTRAL
-        if self.ledger.survives(path):
-            return Effect.JUSTIFIED
-        if self._pending_count < self.max_pending_reads:
-            self._pending_reads.setdefault(path, []).append((index, ref))
-            self._pending_count += 1
-        return Effect.NEUTRAL
+            return FAILED
+        if t is FILE_WRITE:
+            reverted = self.ledger.record(index, action, ref)
+            if reverted:
+                for w in reverted:
+                    self._revise(w.index, REVERTED, w.ref)
+            return SURVIVED
+        if t is FILE_READ or t is SEARCH:
+            if self.anchors is not None:
+                return _anchored(self.anchors, action, event)
+            # Without anchors a read is relevant when the run keeps a write to its file, which may only
+            # become known later: the read waits for the end of the run. Searches stay neutral.
+            path = action.target
+            if path is None or t is SEARCH:
+                return NEUTRAL
+            ledger = self.ledger
+            if path in ledger.files and ledger.survives(path):
+                return JUSTIFIED
+            if self._pending_count < self.max_pending_reads:
+                reads = self._pending_reads.get(path)
+                if reads is None:
+                    self._pending_reads[path] = [(index, ref)]
+                else:
+                    reads.append((index, ref))
+                self._pending_count += 1
+            return NEUTRAL
+        if t is COMMAND:
+            return JUSTIFIED if action.is_validation else NEUTRAL
+        return RECORDED
 
     def _revise(self, index: int, effect: Effect, ref: Any) -> None:
         revisions = self.revisions
@@ -246,7 +371,7 @@ class EffectLabeler:
             for path, reads in self._pending_reads.items():
                 if self.ledger.survives(path):
                     for index, ref in reads:
-                        self._revise(index, Effect.JUSTIFIED, ref)
+                        self._revise(index, JUSTIFIED, ref)
             self._pending_reads.clear()
             self._pending_count = 0
         return self.revisions
@@ -257,8 +382,9 @@ def label_effects(
 ) -> list[Effect]:
     """Final effect labels of a finished run (offline convenience over :class:`EffectLabeler`)."""
     n = len(actions) + 1
-    labeler = EffectLabeler(anchors, max_revisions=n, max_pending_reads=n,
-                            ledger=WriteLedger(max_files=n, per_file=n))
+    labeler = EffectLabeler(
+        anchors, max_revisions=n, max_pending_reads=n, ledger=WriteLedger(max_files=n, per_file=n)
+    )
     out = [labeler.label(i, a, e) for i, (a, e) in enumerate(zip(actions, events, strict=True))]
     for i, eff in labeler.finish().items():
         out[i] = eff

@@ -19,7 +19,11 @@ __all__ = ["DEFAULT_ROOTS", "PathNormaliser", "is_scratch_path", "is_test_path",
 #: ``/workspace`` (SWE-bench runs: ``/workspace/<owner>__<repo>__<version>``); SWE-agent 0.x at
 #: ``/<owner>__<repo>``.
 DEFAULT_ROOTS: tuple[str, ...] = (
-    r"/testbed", r"/workspace/[\w.-]+__[\w.-]+", r"/workspace", r"/repo", r"/[\w.-]+__[\w.-]+",
+    r"/testbed",
+    r"/workspace/[\w.-]+__[\w.-]+",
+    r"/workspace",
+    r"/repo",
+    r"/[\w.-]+__[\w.-]+",
 )
 
 _CACHE_MAX = 4096

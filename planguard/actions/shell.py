@@ -18,7 +18,23 @@ import re
 from collections.abc import Callable
 
 from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
-from .types import ActionType, WriteKind
+from .types import (
+    COMMAND,
+    FETCH,
+    FILE_READ,
+    FILE_WRITE,
+    NAVIGATE,
+    REASON,
+    SEARCH,
+    WK_CREATE,
+    WK_DELETE,
+    WK_EDIT,
+    WK_INSERT,
+    WK_OTHER,
+    WK_RESTORE,
+    ActionType,
+    WriteKind,
+)
 
 __all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text", "tokenize", "unquote"]
 
@@ -30,6 +46,9 @@ _MAX_TOKENS = 4000  # a pathological line is judged on its head
 
 # --------------------------------------------------------------------------------------------- tokens
 
+# Words are matched possessively (nothing follows them in the pattern, so the tokens are the same) and
+# a single-quoted run continued by shlex.quote's ``'"'"'`` joins is one step: a quoted file body has
+# hundreds of them.
 _TOKEN = re.compile(
     r"""
      (?P<sp>[^\S\n]+|\\\n)
@@ -37,7 +56,7 @@ _TOKEN = re.compile(
     |(?P<op>&&|\|\||;;?|\|&?|&(?![>\d]))
     |(?P<hd><<-?[ \t]*(?:'(?P<hq>[^'\n]*)'|"(?P<hdq>[^"\n]*)"|\\?(?P<hw>[\w.\-]+)))
     |(?P<re>(?:\d|&)?>>?(?:&\d*-?)?|<<<|<)
-    |(?P<w>(?:[^\s'"\\;|&<>()`]+|\\.|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|`[^`]*`)+)
+    |(?P<w>(?:[^\s'"\\;|&<>()`]++|\\.|'[^']*+'(?:"'"'[^']*+')*+|"[^"\\]*+(?:\\.[^"\\]*+)*+"|`[^`]*+`)++)
     |(?P<par>[()])
     |(?P<x>.)
     """,
@@ -65,8 +84,19 @@ def unquote(word: str) -> str:
     return _unquote(word)
 
 
+# How shlex.quote renders text containing single quotes (SWE-agent's editor arguments: whole files).
+_SQ_JOIN = "'\"'\"'"
+
+
 def _unquote(word: str) -> str:
     if "'" in word or '"' in word or "\\" in word:
+        if len(word) >= 2 and word[0] == "'" and word[-1] == "'":
+            # ``'a'"'"'b'`` is ``a'b``: split and join in C instead of a Python callback per quoted run
+            # (a file body has hundreds). Only when every other single quote is part of a join.
+            inner = word[1:-1]
+            parts = inner.split(_SQ_JOIN)
+            if inner.count("'") == 3 * (len(parts) - 1):
+                return "'".join(parts)
         return _UNQUOTE.sub(_unquote_match, word)
     return word
 
@@ -91,7 +121,7 @@ _PLAIN_SPLIT = re.compile(r"(&&|\|\||;;?|\|&?|&)")
 # Everything else: one token per match (heredocs, which need positions, take the general path).
 _FAST_TOKEN = re.compile(
     r"""\\\n|\n|&&|\|\||;;?|\|&?|&(?![>\d])|(?:\d|&)?>>?(?:&\d*-?)?|<<<|<"""
-    r"""|(?:[^\s'"\\;|&<>()`]+|\\.|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|`[^`]*`)+|\S""",
+    r"""|(?:[^\s'"\\;|&<>()`]++|\\.|'[^']*+'(?:"'"'[^']*+')*+|"[^"\\]*+(?:\\.[^"\\]*+)*+"|`[^`]*+`)++|\S""",
     re.DOTALL,
 )
 _STRAY = frozenset("()'\"`\\")
@@ -265,8 +295,22 @@ class ShellVerdict:
     """What a shell line does, in the fields :class:`~planguard.actions.types.Action` needs."""
 
     __slots__ = (
-        "cwd", "intent", "is_completion", "is_source_write", "is_validation", "new_text", "old_text", "path",
-        "program", "rank", "runs_code", "scaffold", "structured", "target", "type", "write",
+        "cwd",
+        "intent",
+        "is_completion",
+        "is_source_write",
+        "is_validation",
+        "new_text",
+        "old_text",
+        "path",
+        "program",
+        "rank",
+        "runs_code",
+        "scaffold",
+        "structured",
+        "target",
+        "type",
+        "write",
     )
 
     def __init__(
@@ -308,7 +352,19 @@ R_TRIVIAL, R_NAVIGATE, R_FETCH, R_READ, R_SEARCH, R_COMMAND, R_VALIDATE, R_WRITE
 
 _READERS = frozenset(
     {
-        "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "tac", "view", "strings", "xxd", "od",
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "nl",
+        "bat",
+        "batcat",
+        "tac",
+        "view",
+        "strings",
+        "xxd",
+        "od",
         "hexdump",
     }
 )
@@ -316,37 +372,121 @@ _GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "ack-grep", "zg
 _FINDS = frozenset({"find", "fd", "fdfind", "locate", "mlocate"})
 _NAVIGATORS = frozenset(
     {
-        "ls", "tree", "pwd", "dir", "exa", "eza", "du", "realpath", "readlink", "file", "stat", "wc", "lsd",
-        "pushd", "popd",
+        "ls",
+        "tree",
+        "pwd",
+        "dir",
+        "exa",
+        "eza",
+        "du",
+        "realpath",
+        "readlink",
+        "file",
+        "stat",
+        "wc",
+        "lsd",
+        "pushd",
+        "popd",
     }
 )
 _FETCHERS = frozenset({"curl", "wget", "http", "https", "lynx", "w3m", "xh"})
 _PYTHONS = re.compile(r"^(?:python[\d.]*|py|pypy[\d.]*|ipython[\d.]*|uv|poetry|pipenv|hatch)$")
 _TEST_RUNNERS = frozenset(
     {
-        "pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest", "mocha",
-        "phpunit", "rspec", "ctest", "runtests", "runtests.py", "unittest",
+        "pytest",
+        "py.test",
+        "tox",
+        "nox",
+        "nosetests",
+        "nose2",
+        "trial",
+        "jest",
+        "vitest",
+        "mocha",
+        "phpunit",
+        "rspec",
+        "ctest",
+        "runtests",
+        "runtests.py",
+        "unittest",
     }
 )
 _TEST_SUBCOMMANDS = frozenset({"test", "tests", "check", "t"})
 _BUILD_TOOLS = frozenset(
     {
-        "make", "npm", "yarn", "pnpm", "go", "cargo", "mvn", "gradle", "gradlew", "mix", "dotnet", "deno",
-        "bun", "bazel", "sbt", "lein", "rake", "bundle", "swift", "dune",
+        "make",
+        "npm",
+        "yarn",
+        "pnpm",
+        "go",
+        "cargo",
+        "mvn",
+        "gradle",
+        "gradlew",
+        "mix",
+        "dotnet",
+        "deno",
+        "bun",
+        "bazel",
+        "sbt",
+        "lein",
+        "rake",
+        "bundle",
+        "swift",
+        "dune",
     }
 )
 _PY_TEST_MODULES = frozenset({"pytest", "py.test", "unittest", "doctest", "nose", "nose2", "tox", "trial"})
 _TRIVIAL = frozenset(
     {
-        "echo", "printf", "true", "false", ":", "export", "set", "unset", "source", ".", "sleep", "clear",
-        "history", "alias", "exit", "wait", "then", "else", "fi", "done", "do", "esac", "return", "shopt",
-        "ulimit", "umask", "trap", "type", "which", "whoami", "date", "env",
+        "echo",
+        "printf",
+        "true",
+        "false",
+        ":",
+        "export",
+        "set",
+        "unset",
+        "source",
+        ".",
+        "sleep",
+        "clear",
+        "history",
+        "alias",
+        "exit",
+        "wait",
+        "then",
+        "else",
+        "fi",
+        "done",
+        "do",
+        "esac",
+        "return",
+        "shopt",
+        "ulimit",
+        "umask",
+        "trap",
+        "type",
+        "which",
+        "whoami",
+        "date",
+        "env",
     }
 )
 _WRAPPERS = frozenset(
     {
-        "sudo", "time", "nohup", "nice", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run",
-        "caffeinate", "noglob",
+        "sudo",
+        "time",
+        "nohup",
+        "nice",
+        "command",
+        "exec",
+        "builtin",
+        "stdbuf",
+        "unbuffer",
+        "xvfb-run",
+        "caffeinate",
+        "noglob",
     }
 )
 _CONTROL = frozenset(
@@ -356,9 +496,35 @@ _CONTROL = frozenset(
 _LOOP_HEADS = frozenset({"for", "case", "select", "function"})
 _VALUE_FLAGS_GREP = frozenset(
     {
-        "-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude", "--exclude-dir",
-        "--max-count", "--context", "--regexp", "--file", "-g", "-t", "-T", "--glob", "--iglob", "--type",
-        "--type-not", "-M", "-j", "--threads", "--replace", "-G", "--ignore", "--max-columns",
+        "-e",
+        "-f",
+        "-m",
+        "-A",
+        "-B",
+        "-C",
+        "-d",
+        "-D",
+        "--include",
+        "--exclude",
+        "--exclude-dir",
+        "--max-count",
+        "--context",
+        "--regexp",
+        "--file",
+        "-g",
+        "-t",
+        "-T",
+        "--glob",
+        "--iglob",
+        "--type",
+        "--type-not",
+        "-M",
+        "-j",
+        "--threads",
+        "--replace",
+        "-G",
+        "--ignore",
+        "--max-columns",
     }
 )
 _VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
@@ -414,7 +580,8 @@ class ShellClassifier:
     __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
-    _MEMO_LINE_MAX = 400
+    #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
+    MEMO_LINE_MAX = 400
 
     def __init__(self, norm: PathNormaliser, *, swe_agent_commands: bool = True) -> None:
         self.norm = norm
@@ -425,7 +592,7 @@ class ShellClassifier:
         # Repeated lines (the loops users complain about) cost a lookup. Long lines (file bodies, inline
         # scripts) rarely repeat and would pin their text in the memo, so they are not kept.
         memo = self._memo
-        short = cwd is None and len(line) <= self._MEMO_LINE_MAX
+        short = cwd is None and len(line) <= self.MEMO_LINE_MAX
         if short:
             hit = memo.get(line)
             if hit is not None:
@@ -442,7 +609,7 @@ class ShellClassifier:
     def _classify(self, line: str, cwd: str | None, depth: int) -> ShellVerdict:
         stripped = line.lstrip()
         if not stripped:
-            return ShellVerdict(ActionType.REASON, rank=R_TRIVIAL)
+            return ShellVerdict(REASON, rank=R_TRIVIAL)
         if self.swe_agent_commands:
             first = stripped.split(None, 1)[0]
             if first in _SWE_TOOL_WORDS:
@@ -463,13 +630,13 @@ class ShellClassifier:
             if best is None or v.rank > best.rank:
                 best = v
         if best is None:
-            return ShellVerdict(ActionType.COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
+            return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
         return best
 
     def _pipeline(self, stages: list[_Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)
         for st in stages[1:]:
-            if head is not None and head.type is ActionType.SEARCH and head.target and st.words:
+            if head is not None and head.type is SEARCH and head.target and st.words:
                 prog = _basename(st.words[0])
                 if prog in _GREPS:
                     # ``find … | grep -i x`` and ``grep a | grep b`` narrow the query: part of it.
@@ -479,7 +646,7 @@ class ShellClassifier:
             later = self._stage(st, cwd, depth, later=True)
             if (
                 later is not None
-                and later.type is ActionType.FILE_WRITE
+                and later.type is FILE_WRITE
                 and (head is None or (head.rank < R_WRITE and not head.runs_code))
             ):
                 head = later
@@ -548,7 +715,7 @@ class ShellClassifier:
                     return self._write(
                         files[0],
                         cwd,
-                        WriteKind.INSERT if "-a" in words else WriteKind.CREATE,
+                        WK_INSERT if "-a" in words else WK_CREATE,
                         prog,
                         None,
                         None,
@@ -570,22 +737,20 @@ class ShellClassifier:
         elif prog in _NAVIGATORS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
             target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
-            verdict = ShellVerdict(ActionType.NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
+            verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
         elif prog in _FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
             if url is None:
                 url = next(
                     (w for w in _operands(words, args_at, frozenset({"-o", "-O", "-H", "-d", "-X"}))), None
                 )
-            verdict = ShellVerdict(ActionType.FETCH, url, intent=prog, rank=R_FETCH)
+            verdict = ShellVerdict(FETCH, url, intent=prog, rank=R_FETCH)
         elif _PYTHONS.match(prog):
             verdict = self._python(prog, words, args_at, st, cwd)
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self._path(ops[0], cwd) if ops else None
-            verdict = ShellVerdict(
-                ActionType.COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE
-            )
+            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
             sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
@@ -594,7 +759,7 @@ class ShellClassifier:
             is_test = sub in _TEST_SUBCOMMANDS or sub.startswith(("test", "check"))
             intent = f"{prog} {sub}".strip()
             verdict = ShellVerdict(
-                ActionType.COMMAND,
+                COMMAND,
                 intent,
                 intent=intent,
                 validation=is_test,
@@ -606,7 +771,7 @@ class ShellClassifier:
         elif prog in _TRIVIAL:
             if prog == "echo" and any(m in words[args_at:] for m in COMPLETION_MARKERS):
                 return ShellVerdict(
-                    ActionType.COMMAND,
+                    COMMAND,
                     "submit",
                     intent="submit",
                     completion=True,
@@ -618,15 +783,15 @@ class ShellClassifier:
                 written = self._redirect_write(st, cwd, prog, text)
                 if written is not None:
                     return written
-            return ShellVerdict(ActionType.COMMAND, prog, intent=prog, program=prog, rank=R_TRIVIAL)
+            return ShellVerdict(COMMAND, prog, intent=prog, program=prog, rank=R_TRIVIAL)
         else:
             sub = next((w for w in words[args_at : args_at + 1] if not w.startswith("-")), "")
             intent = f"{prog} {sub}" if sub and sub.isidentifier() and len(sub) <= 20 else prog
-            verdict = ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
+            verdict = ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
         if verdict is None:
             return None
         verdict.program = prog
-        if st.outputs and verdict.type is not ActionType.FILE_WRITE and not verdict.runs_code:
+        if st.outputs and verdict.type is not FILE_WRITE and not verdict.runs_code:
             return self._redirect_write(st, cwd, prog, st.body) or verdict
         return verdict
 
@@ -643,7 +808,7 @@ class ShellClassifier:
     ) -> ShellVerdict:
         target = self._path(raw, cwd) if raw else None
         v = ShellVerdict(
-            ActionType.FILE_WRITE,
+            FILE_WRITE,
             target,
             path=target,
             intent=prog,
@@ -664,9 +829,7 @@ class ShellClassifier:
             if out in _DEVICES:
                 continue
             body = st.body if st.heredoc else text
-            return self._write(
-                out, cwd, WriteKind.INSERT if st.appends else WriteKind.CREATE, prog, None, body
-            )
+            return self._write(out, cwd, WK_INSERT if st.appends else WK_CREATE, prog, None, body)
         return None
 
     def _reader(
@@ -677,9 +840,9 @@ class ShellClassifier:
         ops = _operands(words, at, _VALUE_FLAGS_HEAD if prog in ("head", "tail") else frozenset())
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
-            return ShellVerdict(ActionType.FILE_READ, None, intent=prog, rank=R_READ)
+            return ShellVerdict(FILE_READ, None, intent=prog, rank=R_READ)
         target = self._path(ops[0], cwd)
-        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent=prog, rank=R_READ)
+        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         pattern: str | None = None
@@ -695,7 +858,7 @@ class ShellClassifier:
             pattern, ops = ops[0], ops[1:]
         scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
         query = f"{_collapse(pattern or '', 120)} @ {scope}"
-        return ShellVerdict(ActionType.SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
+        return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         k = at
@@ -727,14 +890,14 @@ class ShellClassifier:
                     _basename(inner[0]), [w for w in inner if w not in ("{}", ";", "+", "\\;")], 1, cwd
                 )
                 return ShellVerdict(
-                    ActionType.SEARCH,
+                    SEARCH,
                     f"{g.target.rsplit(' @ ', 1)[0]} @ {scope}" if g.target else None,
                     path=scope,
                     intent="grep",
                     rank=R_SEARCH,
                 )
         return ShellVerdict(
-            ActionType.SEARCH,
+            SEARCH,
             f"{_collapse(query_text, 120)} @ {scope}",
             path=scope,
             intent="find",
@@ -757,7 +920,7 @@ class ShellClassifier:
                 if inner is not None:
                     return inner
             intent = f"{prog} {words[at]}" if at < len(words) else prog
-            return ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
+            return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
         k = at
         while k < len(words):
             w = words[k]
@@ -766,13 +929,11 @@ class ShellClassifier:
                 if mod in _PY_TEST_MODULES:
                     ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
                     path = self._path(ops[0], cwd) if ops else None
-                    return ShellVerdict(
-                        ActionType.COMMAND, mod, path=path, intent=mod, validation=True, rank=R_VALIDATE
-                    )
+                    return ShellVerdict(COMMAND, mod, path=path, intent=mod, validation=True, rank=R_VALIDATE)
                 if mod == "pip":
                     sub = words[k + 2] if k + 2 < len(words) else ""
                     return ShellVerdict(
-                        ActionType.COMMAND, f"pip {sub}".strip(), intent=f"pip {sub}".strip(), rank=R_COMMAND
+                        COMMAND, f"pip {sub}".strip(), intent=f"pip {sub}".strip(), rank=R_COMMAND
                     )
                 rest = words[k + 2 : k + 3]
                 if (
@@ -781,22 +942,20 @@ class ShellClassifier:
                     or is_test_path(mod.replace(".", "/") + ".py")
                 ):  # python -m django test …, python -m pkg.tests.test_x
                     return ShellVerdict(
-                        ActionType.COMMAND,
+                        COMMAND,
                         f"python -m {mod} test".replace(" test test", " test"),
                         intent=f"python -m {mod}",
                         validation=True,
                         rank=R_VALIDATE,
                     )
-                return ShellVerdict(
-                    ActionType.COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND
-                )
+                return ShellVerdict(COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND)
             if w in ("-c",) or (
                 w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
             ):
                 code = words[k + 1] if k + 1 < len(words) else ""
                 is_test = _INLINE_TEST.search(code) is not None
                 return ShellVerdict(
-                    ActionType.COMMAND,
+                    COMMAND,
                     "python -c",
                     intent="python -c",
                     validation=is_test,
@@ -812,7 +971,7 @@ class ShellClassifier:
                 continue
             return self._run_script("python", w, cwd, words[k + 1 :])
         # ``python - <<EOF`` / ``python <<EOF``: inline code.
-        return ShellVerdict(ActionType.COMMAND, "python -", intent="python -", rank=R_COMMAND)
+        return ShellVerdict(COMMAND, "python -", intent="python -", rank=R_COMMAND)
 
     def _run_script(self, runner: str | None, raw: str, cwd: str | None, args: list[str]) -> ShellVerdict:
         path = self._path(raw, cwd)
@@ -824,7 +983,7 @@ class ShellClassifier:
             or (base == "manage.py" and bool(args) and args[0] == "test")
         )
         v = ShellVerdict(
-            ActionType.COMMAND,
+            COMMAND,
             intent,
             path=path,
             intent=intent,
@@ -844,7 +1003,7 @@ class ShellClassifier:
         rest = parts[2] if len(parts) > 2 else ""
         if first == "submit":
             return ShellVerdict(
-                ActionType.COMMAND,
+                COMMAND,
                 "submit",
                 intent="submit",
                 completion=True,
@@ -855,15 +1014,13 @@ class ShellClassifier:
             if not arg:
                 return None
             target = self._path(_unquote(arg))
-            return ShellVerdict(
-                ActionType.FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ
-            )
+            return ShellVerdict(FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ)
         if first in ("goto", "scroll_up", "scroll_down"):
-            return ShellVerdict(ActionType.FILE_READ, None, intent=first, structured=True, rank=R_READ)
+            return ShellVerdict(FILE_READ, None, intent=first, structured=True, rank=R_READ)
         if first == "create":
             if not arg:
                 return None
-            v = self._write(_unquote(arg), None, WriteKind.CREATE, "create", None, None)
+            v = self._write(_unquote(arg), None, WK_CREATE, "create", None, None)
             v.structured = True
             return v
         if first == "edit":
@@ -882,10 +1039,10 @@ class ShellClassifier:
                 old = words[0] if words else None
                 new = words[1] if len(words) > 1 else None
             v = ShellVerdict(
-                ActionType.FILE_WRITE,
+                FILE_WRITE,
                 None,
                 intent="edit",
-                write=WriteKind.EDIT,
+                write=WK_EDIT,
                 structured=True,
                 old_text=old,
                 new_text=new,
@@ -900,21 +1057,24 @@ class ShellClassifier:
             scope = self._path(words[1]) if len(words) > 1 else None
             family = "find" if first == "find_file" else "grep"
             query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
-            return ShellVerdict(
-                ActionType.SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH
-            )
+            return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
             words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
             v = ShellVerdict(
-                ActionType.FILE_WRITE, None, intent="insert", write=WriteKind.INSERT, structured=True,
-                new_text=words[0] if words else None, rank=R_WRITE,
+                FILE_WRITE,
+                None,
+                intent="insert",
+                write=WK_INSERT,
+                structured=True,
+                new_text=words[0] if words else None,
+                rank=R_WRITE,
             )
             v.is_source_write = True
             return v
         if first == "filemap":
             filemap = self._path(_unquote(arg)) if arg else None
             return ShellVerdict(
-                ActionType.FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
+                FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
             )
         del rest
         return None
@@ -939,7 +1099,10 @@ class ShellClassifier:
         sub, raw_path = parts[1], _unquote(parts[2])
         rest = parts[3] if len(parts) > 3 else ""
         return self.editor(
-            sub, raw_path, swe_flag_text(rest, "--old_str"), swe_flag_text(rest, "--new_str"),
+            sub,
+            raw_path,
+            swe_flag_text(rest, "--old_str"),
+            swe_flag_text(rest, "--new_str"),
             swe_flag_text(rest, "--file_text"),
         )
 
@@ -952,17 +1115,13 @@ class ShellClassifier:
         path = self._path(raw_path)
         if sub == "view":
             if looks_like_file(path):
-                return ShellVerdict(
-                    ActionType.FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ
-                )
-            return ShellVerdict(
-                ActionType.NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE
-            )
+                return ShellVerdict(FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ)
+            return ShellVerdict(NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE)
         kind = {
-            "create": WriteKind.CREATE,
-            "str_replace": WriteKind.EDIT,
-            "insert": WriteKind.INSERT,
-            "undo_edit": WriteKind.RESTORE,
+            "create": WK_CREATE,
+            "str_replace": WK_EDIT,
+            "insert": WK_INSERT,
+            "undo_edit": WK_RESTORE,
         }[sub]
         v = self._write(raw_path, None, kind, sub, old, file_text if sub == "create" else new)
         v.structured = True
@@ -993,8 +1152,19 @@ def _is_source(target: str | None) -> bool:
 
 _SWE_TOOL_WORDS = frozenset(
     {
-        "str_replace_editor", "submit", "open", "goto", "scroll_up", "scroll_down", "create", "edit",
-        "find_file", "search_dir", "search_file", "filemap", "insert",
+        "str_replace_editor",
+        "submit",
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "create",
+        "edit",
+        "find_file",
+        "search_dir",
+        "search_file",
+        "filemap",
+        "insert",
     }
 )
 
@@ -1008,7 +1178,7 @@ def _h_cd(
     ops = _operands(words, at, frozenset())
     raw = ops[0] if ops else "~"
     path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
-    v = ShellVerdict(ActionType.NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
+    v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
     # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
     v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
     return v
@@ -1033,11 +1203,11 @@ def _h_sed(
             parts = script[2:].split(script[1])
             if len(parts) >= 2:
                 old, new = parts[0], parts[1]
-        return c._write(files[-1] if files else None, cwd, WriteKind.EDIT, "sed -i", old, new)
+        return c._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
     if not files:
-        return ShellVerdict(ActionType.COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
+        return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
     target = c._path(files[0], cwd)
-    return ShellVerdict(ActionType.FILE_READ, target, path=target, intent="sed", rank=R_READ)
+    return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
 
 
 def _h_awk(
@@ -1046,9 +1216,9 @@ def _h_awk(
     ops = _operands(words, at, _VALUE_FLAGS_AWK)
     files = ops[1:] if "-f" not in words[at:] else ops
     if not files:
-        return ShellVerdict(ActionType.COMMAND, prog, intent=prog, rank=R_TRIVIAL)
+        return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
     target = c._path(files[0], cwd)
-    return ShellVerdict(ActionType.FILE_READ, target, path=target, intent=prog, rank=R_READ)
+    return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
 
 def _h_perl(
@@ -1057,13 +1227,13 @@ def _h_perl(
     flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
     ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
     if "i" in flags:
-        return c._write(ops[-1] if ops else None, cwd, WriteKind.EDIT, "perl -i", None, None)
+        return c._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
     if ("n" in flags or "p" in flags) and ops:
         target = c._path(ops[-1], cwd)
-        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent="perl", rank=R_READ)
+        return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
     if ops and "e" not in flags:
         return c._run_script("perl", ops[0], cwd, ops[1:])
-    return ShellVerdict(ActionType.COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
+    return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
 
 
 def _h_git(
@@ -1083,36 +1253,36 @@ def _h_git(
         else:
             files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
         if files:
-            return c._write(files[0], cwd, WriteKind.RESTORE, f"git {sub}", None, None)
+            return c._write(files[0], cwd, WK_RESTORE, f"git {sub}", None, None)
     if sub in ("apply", "am"):
-        v = c._write(None, cwd, WriteKind.OTHER, f"git {sub}", None, None)
+        v = c._write(None, cwd, WK_OTHER, f"git {sub}", None, None)
         v.is_source_write = True
         return v
     if sub == "ls-files":
-        return ShellVerdict(ActionType.NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
+        return ShellVerdict(NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
     intent = f"git {sub}".strip()
-    return ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
+    return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
 
 
 def _h_touch(
     c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
-    return c._write(ops[0] if ops else None, cwd, WriteKind.OTHER, prog, None, None)
+    return c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
 
 
 def _h_rm(
     c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
-    return c._write(ops[0] if ops else None, cwd, WriteKind.DELETE, prog, None, None)
+    return c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
 
 
 def _h_copy(
     c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
-    return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WriteKind.OTHER, prog, None, None)
+    return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
 
 
 def _h_tee(
@@ -1122,7 +1292,7 @@ def _h_tee(
     return c._write(
         ops[0] if ops else None,
         cwd,
-        WriteKind.INSERT if "-a" in words else WriteKind.CREATE,
+        WK_INSERT if "-a" in words else WK_CREATE,
         prog,
         None,
         st.body if st.heredoc else None,
@@ -1133,7 +1303,7 @@ def _h_patch(
     c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"}))
-    v = c._write(ops[0] if ops else None, cwd, WriteKind.OTHER, prog, None, None)
+    v = c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
     v.is_source_write = True if not ops else v.is_source_write
     return v
 
@@ -1143,7 +1313,7 @@ def _h_mkdir(
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-m"}))
     target = c._path(ops[0], cwd) if ops else None
-    return ShellVerdict(ActionType.COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
+    return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
 
 
 _Handler = Callable[[ShellClassifier, str, list[str], int, _Stage, "str | None"], "ShellVerdict | None"]

@@ -41,11 +41,37 @@ from typing import Any, TypeGuard
 from ..events import THINK_TOOL, ToolEvent
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .shell import ShellClassifier, ShellVerdict, swe_flag_text, unquote
-from .types import Action, ActionType, WriteKind
+from .types import (
+    AGENT_SPAWN,
+    COMMAND,
+    FETCH,
+    FILE_READ,
+    FILE_WRITE,
+    NAVIGATE,
+    PLAN,
+    REASON,
+    SEARCH,
+    WK_CREATE,
+    WK_EDIT,
+    WK_INSERT,
+    WK_OTHER,
+    WK_RESTORE,
+    Action,
+    ActionType,
+    WriteKind,
+)
 
 __all__ = [
-    "BUILTIN_RULES", "DEFAULT_CLASSIFIER", "DEFAULT_VOCABULARY", "SURFACES", "ActionClassifier",
-    "ActionVocabulary", "MappingRule", "ToolSurface", "classify_action", "make_action",
+    "BUILTIN_RULES",
+    "DEFAULT_CLASSIFIER",
+    "DEFAULT_VOCABULARY",
+    "SURFACES",
+    "ActionClassifier",
+    "ActionVocabulary",
+    "MappingRule",
+    "ToolSurface",
+    "classify_action",
+    "make_action",
 ]
 
 
@@ -81,13 +107,39 @@ SURFACES: dict[str, ToolSurface] = {
 _SLOT_SETTERS = tuple(
     Action.__dict__[name].__set__
     for name in (
-        "type", "target", "tool", "path", "intent", "is_validation", "is_source_write", "is_completion",
-        "write", "shell", "structured", "scaffold", "old_text", "new_text", "text",
+        "type",
+        "target",
+        "tool",
+        "path",
+        "intent",
+        "is_validation",
+        "is_source_write",
+        "is_completion",
+        "write",
+        "shell",
+        "structured",
+        "scaffold",
+        "old_text",
+        "new_text",
+        "text",
     )
 )
 (
-    _s_type, _s_target, _s_tool, _s_path, _s_intent, _s_val, _s_src, _s_done, _s_write, _s_shell, _s_struct,
-    _s_scaffold, _s_old, _s_new, _s_text,
+    _s_type,
+    _s_target,
+    _s_tool,
+    _s_path,
+    _s_intent,
+    _s_val,
+    _s_src,
+    _s_done,
+    _s_write,
+    _s_shell,
+    _s_struct,
+    _s_scaffold,
+    _s_old,
+    _s_new,
+    _s_text,
 ) = _SLOT_SETTERS
 _new = object.__new__
 
@@ -134,20 +186,35 @@ def make_action(
 #: How a rule reads a call. ``type`` rules without a ``kind`` use the kind named after the type.
 KINDS = (
     "swe_command",
-    "shell", "editor", "read", "write", "edit", "multi_edit", "search", "find", "navigate", "fetch", "plan",
-    "spawn", "reason", "finish", "submit", "command", "apply_patch",
+    "shell",
+    "editor",
+    "read",
+    "write",
+    "edit",
+    "multi_edit",
+    "search",
+    "find",
+    "navigate",
+    "fetch",
+    "plan",
+    "spawn",
+    "reason",
+    "finish",
+    "submit",
+    "command",
+    "apply_patch",
 )
 
 _KIND_OF_TYPE = {
-    ActionType.FILE_READ: "read",
-    ActionType.FILE_WRITE: "write",
-    ActionType.SEARCH: "search",
-    ActionType.COMMAND: "command",
-    ActionType.PLAN: "plan",
-    ActionType.NAVIGATE: "navigate",
-    ActionType.FETCH: "fetch",
-    ActionType.AGENT_SPAWN: "spawn",
-    ActionType.REASON: "reason",
+    FILE_READ: "read",
+    FILE_WRITE: "write",
+    SEARCH: "search",
+    COMMAND: "command",
+    PLAN: "plan",
+    NAVIGATE: "navigate",
+    FETCH: "fetch",
+    AGENT_SPAWN: "spawn",
+    REASON: "reason",
 }
 
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "filepath", "uri")
@@ -221,8 +288,19 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     # --- SWE-agent tool bundles called as functions (0.x windowed/search tools, 1.x demos)
     *(
         _r(name, "swe_command", "swe-agent-0.x")
-        for name in ("find_file", "search_dir", "search_file", "open", "goto", "scroll_up", "scroll_down",
-                     "edit", "create", "insert", "filemap")
+        for name in (
+            "find_file",
+            "search_dir",
+            "search_file",
+            "open",
+            "goto",
+            "scroll_up",
+            "scroll_down",
+            "edit",
+            "create",
+            "insert",
+            "filemap",
+        )
     ),
     # --- Claude Code
     _r("Read", "read", _CC, target=("file_path",)),
@@ -327,13 +405,16 @@ _NO_RULE = MappingRule(tool="*", kind="command", structured=False)
 class ActionClassifier:
     """``classifier(event) -> Action`` for one vocabulary; never raises on odd names or arguments.
 
-    Rule lookups are memoised per tool name and shell verdicts per command line (bounded tables), so
-    steady-state cost is a dict lookup plus building the record.
+    Rule lookups are memoised per tool name, shell verdicts per command line, and whole actions where
+    the call alone decides them: per command line of a shell tool and per path of an editor ``view``
+    (agents re-run the same commands and re-read the same files). All tables are bounded. Actions are
+    immutable, so one record may stand for many calls.
     """
 
-    __slots__ = ("_by_tool", "_paths", "norm", "shell", "vocabulary")
+    __slots__ = ("_actions", "_by_tool", "_paths", "norm", "shell", "vocabulary")
 
     _TOOL_CACHE_MAX = 1024
+    _ACTION_CACHE_MAX = 4096
 
     def __init__(self, vocabulary: ActionVocabulary = DEFAULT_VOCABULARY) -> None:
         self.vocabulary = vocabulary
@@ -341,6 +422,8 @@ class ActionClassifier:
         self.shell = ShellClassifier(self.norm, swe_agent_commands=vocabulary.swe_agent_commands)
         self._by_tool: dict[str, tuple[MappingRule, _Reader]] = {}
         self._paths: dict[str, tuple[str, bool, bool]] = {}
+        # (tool, command line) or (tool, scaffold, viewed path) -> the action they always make.
+        self._actions: dict[tuple[str, str | None, str], Action] = {}
 
     def path_info(self, raw: str) -> tuple[str, bool, bool]:
         """(normalised path, looks like a file, is a source file) of a raw path, memoised (bounded)."""
@@ -353,11 +436,16 @@ class ActionClassifier:
             self._paths[raw] = hit
         return hit
 
+    def _remember(self, key: tuple[str, str | None, str], action: Action) -> None:
+        if len(self._actions) >= self._ACTION_CACHE_MAX:
+            self._actions.clear()
+        self._actions[key] = action
+
     def __call__(self, event: ToolEvent) -> Action:
         try:
             return self._classify(event)
         except Exception:
-            return make_action(ActionType.COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
+            return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
         tool = event.tool
@@ -389,13 +477,13 @@ class ActionClassifier:
     def from_verdict(self, v: ShellVerdict, rule: MappingRule, event: ToolEvent, via_shell: bool) -> Action:
         target = v.target
         path = v.path
-        if target is None and v.structured and v.type in (ActionType.FILE_READ, ActionType.FILE_WRITE):
+        if target is None and v.structured and v.type in (FILE_READ, FILE_WRITE):
             # SWE-agent 0.x ``edit``/``goto``/``scroll_*`` act on the open file; the loader records it.
             open_file = _open_file(event)
             if open_file:
                 target = path = self.norm(open_file)
         source = v.is_source_write
-        if v.type is ActionType.FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
+        if v.type is FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
             source = _is_source(target)
         return make_action(
             v.type,
@@ -472,10 +560,10 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     if cmd is None:
         cmd = _raw_text(event)
     if cmd is None:
-        return make_action(ActionType.COMMAND, None, event.tool, scaffold=rule.scaffold)
+        return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     args = event.arguments
     if _is_map(args) and args.get("is_input") in (True, "true"):
-        return make_action(ActionType.COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+        return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
     if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
         cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
@@ -490,8 +578,18 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
                 old = swe_flag_text(rest, "--old_str")
                 new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
             return _editor_call(c, "swe-agent", event.tool, sub, raw, old, new)
+    tool = event.tool
+    cacheable = len(cmd) <= ShellClassifier.MEMO_LINE_MAX
+    if cacheable:
+        hit = c._actions.get((tool, None, cmd))
+        if hit is not None:
+            return hit
     verdict = c.shell.classify(cmd)
-    return c.from_verdict(verdict, rule, event, True)
+    action = c.from_verdict(verdict, rule, event, True)
+    # Decided by the line alone, except the 0.x editing commands that act on the open file.
+    if cacheable and not (verdict.target is None and verdict.structured):
+        c._remember((tool, None, cmd), action)
+    return action
 
 
 def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -500,39 +598,65 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
             return c.from_verdict(c.shell.classify(text), rule, event, False)
-        return make_action(
-            ActionType.COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold
-        )
+        return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     sub = args.get("command")
     raw_path = args.get("path")
     if sub.__class__ is not str or raw_path.__class__ is not str:
-        return make_action(
-            ActionType.COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold
-        )
+        return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     if sub == "view":
         return _editor_call(c, rule.scaffold, event.tool, sub, raw_path, None, None)
     old = args.get("old_str")
     new = args.get("file_text" if sub == "create" else "new_str")
-    return _editor_call(c, rule.scaffold, event.tool, sub, raw_path, old if old.__class__ is str else None,
-                        new if new.__class__ is str else None)
+    return _editor_call(
+        c,
+        rule.scaffold,
+        event.tool,
+        sub,
+        raw_path,
+        old if old.__class__ is str else None,
+        new if new.__class__ is str else None,
+    )
 
 
-def _editor_call(c: ActionClassifier, scaffold: str | None, tool: str, sub: str, raw_path: str,
-                 old: str | None, new: str | None) -> Action:
+def _editor_call(
+    c: ActionClassifier,
+    scaffold: str | None,
+    tool: str,
+    sub: str,
+    raw_path: str,
+    old: str | None,
+    new: str | None,
+) -> Action:
     """The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the
     action string alike; built straight into the record (the most frequent call of those scaffolds)."""
-    path, is_file, is_source = c.path_info(raw_path)
     if sub == "view":
-        if is_file:
-            return make_action(ActionType.FILE_READ, path, tool, path, "view", False, False, False, None,
-                               None, True, scaffold)
-        return make_action(ActionType.NAVIGATE, path, tool, path, "view", False, False, False, None, None,
-                           True, scaffold)
+        key = (tool, scaffold, raw_path)
+        action = c._actions.get(key)
+        if action is None:
+            path, is_file, _ = c.path_info(raw_path)
+            action = make_action(
+                FILE_READ if is_file else NAVIGATE,
+                path,
+                tool,
+                path,
+                "view",
+                False,
+                False,
+                False,
+                None,
+                None,
+                True,
+                scaffold,
+            )
+            c._remember(key, action)
+        return action
+    path, is_file, is_source = c.path_info(raw_path)
     kind = _EDITOR_WRITES.get(sub)
     if kind is None:
-        return make_action(ActionType.COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
-    return make_action(ActionType.FILE_WRITE, path, tool, path, sub, False, is_source, False, kind, None,
-                       True, scaffold, old, new)
+        return make_action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
+    return make_action(
+        FILE_WRITE, path, tool, path, sub, False, is_source, False, kind, None, True, scaffold, old, new
+    )
 
 
 def _file_target(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> str | None:
@@ -543,7 +667,7 @@ def _file_target(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> st
 def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
     return make_action(
-        ActionType.FILE_READ,
+        FILE_READ,
         target,
         event.tool,
         target,
@@ -557,8 +681,20 @@ def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     target = _file_target(c, rule, event)
     text = _str_arg(event, rule.text or ("content", "file_text", "text", "new_source", "data"))
     return make_action(
-        ActionType.FILE_WRITE, target, event.tool, target, "write", False, _is_source(target), False,
-        WriteKind.CREATE, None, rule.structured, rule.scaffold, None, text,
+        FILE_WRITE,
+        target,
+        event.tool,
+        target,
+        "write",
+        False,
+        _is_source(target),
+        False,
+        WK_CREATE,
+        None,
+        rule.structured,
+        rule.scaffold,
+        None,
+        text,
     )
 
 
@@ -567,10 +703,22 @@ def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     old = _str_arg(event, ("old_string", "old_str", "old_text", "search"))
     new = _str_arg(event, rule.text or ("new_string", "new_str", "new_text", "replace", "content"))
     # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
-    kind = WriteKind.EDIT if old else (WriteKind.CREATE if rule.tool == "Edit" else WriteKind.EDIT)
+    kind = WK_EDIT if old else (WK_CREATE if rule.tool == "Edit" else WK_EDIT)
     return make_action(
-        ActionType.FILE_WRITE, target, event.tool, target, "edit", False, _is_source(target), False, kind,
-        None, rule.structured, rule.scaffold, old, new,
+        FILE_WRITE,
+        target,
+        event.tool,
+        target,
+        "edit",
+        False,
+        _is_source(target),
+        False,
+        kind,
+        None,
+        rule.structured,
+        rule.scaffold,
+        old,
+        new,
     )
 
 
@@ -588,7 +736,7 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
                 if isinstance(n, str):
                     news.append(n)
     return make_action(
-        ActionType.FILE_WRITE,
+        FILE_WRITE,
         target,
         event.tool,
         target,
@@ -596,7 +744,7 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
         False,
         _is_source(target),
         False,
-        WriteKind.EDIT,
+        WK_EDIT,
         None,
         rule.structured,
         rule.scaffold,
@@ -617,7 +765,7 @@ def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tu
 def _read_search(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     query, scope = _query_scope(c, rule, event)
     return make_action(
-        ActionType.SEARCH,
+        SEARCH,
         f"{query} @ {scope or '.'}",
         event.tool,
         scope,
@@ -630,7 +778,7 @@ def _read_search(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 def _read_find(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     query, scope = _query_scope(c, rule, event)
     return make_action(
-        ActionType.SEARCH,
+        SEARCH,
         f"{query} @ {scope or '.'}",
         event.tool,
         scope,
@@ -643,7 +791,7 @@ def _read_find(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event) or "."
     return make_action(
-        ActionType.NAVIGATE,
+        NAVIGATE,
         target,
         event.tool,
         target,
@@ -656,7 +804,7 @@ def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> 
 def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _str_arg(event, rule.target or ("url", "query", "uri"))
     return make_action(
-        ActionType.FETCH,
+        FETCH,
         _clip(target, 200) if target else None,
         event.tool,
         None,
@@ -669,7 +817,7 @@ def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
     return make_action(
-        ActionType.PLAN,
+        PLAN,
         "plan",
         event.tool,
         None,
@@ -683,7 +831,7 @@ def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 def _read_spawn(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _str_arg(event, rule.target or ("subagent_type", "agent", "name", "description"))
     return make_action(
-        ActionType.AGENT_SPAWN,
+        AGENT_SPAWN,
         _clip(target, 80) if target else None,
         event.tool,
         None,
@@ -697,15 +845,13 @@ def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     if text is None and isinstance(event.arguments, str):
         text = event.arguments or None
-    return make_action(
-        ActionType.REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text
-    )
+    return make_action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
 
 
 def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     return make_action(
-        ActionType.REASON,
+        REASON,
         "finish",
         event.tool,
         None,
@@ -719,7 +865,7 @@ def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     return make_action(
-        ActionType.COMMAND,
+        COMMAND,
         "submit",
         event.tool,
         None,
@@ -736,7 +882,7 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
         t = _str_arg(event, rule.target)
         if t is not None and rule.tool == "execute_ipython_cell":
             return make_action(
-                ActionType.COMMAND,
+                COMMAND,
                 "python -c",
                 tool,
                 None,
@@ -746,7 +892,7 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
                 scaffold=rule.scaffold,
             )
     return make_action(
-        ActionType.COMMAND,
+        COMMAND,
         _clip(tool, 80),
         tool,
         None,
@@ -766,7 +912,7 @@ def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     m = _PATCH_FILE.search(text)
     target = c.norm(m.group(1).strip()) if m else None
     return make_action(
-        ActionType.FILE_WRITE,
+        FILE_WRITE,
         target,
         event.tool,
         target,
@@ -774,7 +920,7 @@ def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
         False,
         _is_source(target) if target else True,
         False,
-        WriteKind.OTHER,
+        WK_OTHER,
         None,
         True,
         rule.scaffold,
@@ -789,14 +935,19 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
         text = " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
     verdict = c.shell.swe_command(text)
     if verdict is None:
-        return make_action(ActionType.COMMAND, _clip(str(event.tool), 80), event.tool, intent=event.tool,
-                           structured=True, scaffold=rule.scaffold)
+        return make_action(
+            COMMAND,
+            _clip(str(event.tool), 80),
+            event.tool,
+            intent=event.tool,
+            structured=True,
+            scaffold=rule.scaffold,
+        )
     return c.from_verdict(verdict, rule, event, False)
 
 
 _EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
-_EDITOR_WRITES = {"create": WriteKind.CREATE, "str_replace": WriteKind.EDIT, "insert": WriteKind.INSERT,
-                  "undo_edit": WriteKind.RESTORE}
+_EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
 _READERS: dict[str, _Reader] = {
     "swe_command": _read_swe_command,

@@ -22,14 +22,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="trajectory files or directories (recursive)")
     p.add_argument(
-        "--plan", action="append", metavar="PRESET|FILE",
+        "--plan",
+        action="append",
+        metavar="PRESET|FILE",
         help="plan to score against (repeatable); 'paper-settings' scores the paper's 7 settings "
         "(default: the standard plan)",
     )
     p.add_argument("--rules", default="v351278e", help="phase rules: v351278e (default), v8ec988e, corrected")
-    p.add_argument("--format", choices=("table", "jsonl"), help="output format (default: table on a terminal)")
+    p.add_argument(
+        "--format", choices=("table", "jsonl"), help="output format (default: table on a terminal)"
+    )
     p.add_argument("--source", metavar="FORMAT", help="input format, if detection from content is not wanted")
-    p.add_argument("--no-diagnostics", action="store_true", help="phases and metrics only (no actions/detectors)")
+    p.add_argument(
+        "--no-diagnostics", action="store_true", help="phases and metrics only (no actions/detectors)"
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
     p.set_defaults(func=run)
 
@@ -49,11 +55,17 @@ def result_record(result: Any) -> dict[str, Any]:
         "letters": s.letters,
         "langutory": s.langutory,
         "metrics": {name: sc.as_dict() for name, sc in s.scores.items()},
-        "actions": [action_dict(step) for step in result.steps] if result.steps and result.steps[0].action
-        is not None else [],
+        "actions": [action_dict(step) for step in result.steps]
+        if result.steps and result.steps[0].action is not None
+        else [],
         "findings": [
-            {"detector": f.detector, "first_step": f.first_step, "last_step": f.last_step,
-             "evidence": f.evidence, "at_end": f.at_end}
+            {
+                "detector": f.detector,
+                "first_step": f.first_step,
+                "last_step": f.last_step,
+                "evidence": f.evidence,
+                "at_end": f.at_end,
+            }
             for f in s.findings
         ],
     }
@@ -105,8 +117,11 @@ class _Progress:
         if enabled:
             from rich.progress import Progress, SpinnerColumn, TextColumn
 
-            self._progress = Progress(SpinnerColumn(), TextColumn("replayed {task.completed} runs · {task.description}"),
-                                      transient=True)
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("replayed {task.completed} runs · {task.description}"),
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task("", total=None)
 

@@ -46,9 +46,23 @@ from .structural import (
 )
 
 __all__ = [
-    "Detector", "DetectorsConfig", "EffectState", "EffectTracker", "NoTailValidation", "PlanAbsence",
-    "RedundantSearch", "RepeatedCall", "RereadChurn", "SearchLoop", "ShellOverTool", "ToolOscillation",
-    "UnsupportedCompletion", "build_detectors", "call_key", "default_detectors", "effect_state",
+    "Detector",
+    "DetectorsConfig",
+    "EffectState",
+    "EffectTracker",
+    "NoTailValidation",
+    "PlanAbsence",
+    "RedundantSearch",
+    "RepeatedCall",
+    "RereadChurn",
+    "SearchLoop",
+    "ShellOverTool",
+    "ToolOscillation",
+    "UnsupportedCompletion",
+    "build_detectors",
+    "call_key",
+    "default_detectors",
+    "effect_state",
     "set_anchors",
 ]
 

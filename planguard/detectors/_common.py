@@ -22,20 +22,24 @@ def action_of(step: Step) -> Action:
 
 
 class SurfaceTracker:
-    """Which structured tools the run's scaffold exposes: configured, or the union of what its tools name."""
+    """Which structured tools the run's scaffold exposes: configured, or the union of what its tools name.
 
-    __slots__ = ("_seen", "fixed", "surface")
+    ``seen`` holds the scaffolds already learned, so callers skip :meth:`learn` for them: nearly every
+    action of a run names the same one.
+    """
+
+    __slots__ = ("fixed", "seen", "surface")
 
     def __init__(self, scaffold: str | None = None) -> None:
         self.fixed = scaffold is not None
         self.surface: ToolSurface = SURFACES.get(scaffold or "", ToolSurface())
-        self._seen: set[str] = set()
+        self.seen: set[str] = set()
 
     def learn(self, action: Action) -> ToolSurface:
         scaffold = action.scaffold
-        if scaffold is not None and not self.fixed and scaffold not in self._seen:
-            self._seen.add(scaffold)
-            known = SURFACES.get(scaffold)
+        if scaffold is not None and scaffold not in self.seen:
+            self.seen.add(scaffold)
+            known = None if self.fixed else SURFACES.get(scaffold)
             if known is not None:
                 self.surface = self.surface | known
         return self.surface

@@ -9,9 +9,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..actions.config import ActionsConfig
 
 __all__ = [
-    "DetectorsConfig", "EffectsConfig", "NoTailValidationConfig", "PlanAbsenceConfig",
-    "RedundantSearchConfig", "RepeatedCallConfig", "RereadChurnConfig", "SearchLoopConfig",
-    "ShellOverToolConfig", "ToolOscillationConfig", "UnsupportedCompletionConfig",
+    "DetectorsConfig",
+    "EffectsConfig",
+    "NoTailValidationConfig",
+    "PlanAbsenceConfig",
+    "RedundantSearchConfig",
+    "RepeatedCallConfig",
+    "RereadChurnConfig",
+    "SearchLoopConfig",
+    "ShellOverToolConfig",
+    "ToolOscillationConfig",
+    "UnsupportedCompletionConfig",
 ]
 
 

@@ -70,8 +70,9 @@ class EffectTracker(Detector):
 
     name = "effects"
 
-    def __init__(self, anchors: AnchorSet | str | Iterable[str] | None = None, *,
-                 max_pending_reads: int = 512) -> None:
+    def __init__(
+        self, anchors: AnchorSet | str | Iterable[str] | None = None, *, max_pending_reads: int = 512
+    ) -> None:
         self.max_pending_reads = max_pending_reads
         self.anchors = (
             anchors if anchors is None or isinstance(anchors, AnchorSet) else AnchorSet.parse(anchors)
@@ -91,11 +92,20 @@ class EffectTracker(Detector):
         state.last = effect
         if index >= state.n:
             state.n = index + 1
-        state.milestones.observe(index, action, effect)
-        if self._settable is None:  # whether the Step type has an ``effect`` field (checked once)
-            self._settable = hasattr(type(step), "effect")
-        if self._settable:
-            step.effect = effect  # type: ignore[attr-defined]
+        milestones = state.milestones
+        first = milestones.first
+        # Once every milestone that can be reached has been (M4 and M5 without anchors, all five with),
+        # the tracker would only count steps; count them here and skip the call.
+        if len(first) == 5 or (len(first) == 2 and milestones.anchors is None):
+            if index >= milestones.n:
+                milestones.n = index + 1
+        else:
+            milestones.observe(index, action, effect)
+        settable = self._settable
+        if settable is None:  # whether the Step type has an ``effect`` field (checked once)
+            settable = self._settable = hasattr(type(step), "effect")
+        if settable:
+            step.effect = effect
         return None
 
     def finish(self, session: Session, state: EffectState) -> Finding | None:

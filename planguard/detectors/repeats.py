@@ -28,7 +28,13 @@ __all__ = ["RepeatedCall", "call_key"]
 #: Arguments that describe a call rather than define it.
 COSMETIC_KEYS = frozenset(
     {
-        "description", "timeout", "thought", "explanation", "reason", "run_in_background", "is_input",
+        "description",
+        "timeout",
+        "thought",
+        "explanation",
+        "reason",
+        "run_in_background",
+        "is_input",
         "security_risk",
     }
 )
@@ -37,8 +43,13 @@ _SHORT = 512
 
 def _norm(value: Any) -> Any:
     if value.__class__ is str:
-        if len(value) > _SHORT or ("  " not in value and "\n" not in value and "\t" not in value
-                                   and value[-1:] != " " and value[:1] != " "):
+        if len(value) > _SHORT or (
+            "  " not in value
+            and "\n" not in value
+            and "\t" not in value
+            and value[-1:] != " "
+            and value[:1] != " "
+        ):
             return value  # already normal (or too long to be worth it)
         return " ".join(value.split())
     return value  # compared with ==, so lists and dicts need no conversion
@@ -52,7 +63,16 @@ def call_key(event: ToolEvent) -> tuple[str, Any]:
     """
     action = event.action
     if action.__class__ is str and action:
-        return event.tool, _norm(action)
+        # _norm(action), inlined: this runs for every tool call.
+        if len(action) > _SHORT or (
+            "  " not in action
+            and "\n" not in action
+            and "\t" not in action
+            and action[-1] != " "
+            and action[0] != " "
+        ):
+            return event.tool, action
+        return event.tool, " ".join(action.split())
     args = event.arguments
     if args.__class__ is dict or isinstance(args, Mapping):
         if len(args) == 1:
@@ -96,8 +116,10 @@ class RepeatedCall(Detector):
             return None
         key = call_key(event)
         i = step.index
-        prev, prev2 = state.prev, state.prev2
-        state.prev2, state.prev = prev, key
+        prev = state.prev
+        prev2 = state.prev2
+        state.prev2 = prev
+        state.prev = key
         if key == prev:
             state.run += 1
             state.alt = 0
@@ -132,7 +154,7 @@ class RepeatedCall(Detector):
                     f"{clip(_show(prev2), 50)} ⇄ {clip(_show(prev), 50)}",
                     {"pattern": "ping-pong", "count": state.alt // 2, "tool": event.tool},
                 )
-        else:
+        elif state.alt:
             state.alt = 0
             state.alt_fired = False
         return None

@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, _Write, outcome_failed
-from ..actions.types import Action, ActionType
+from ..actions.types import COMMAND, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
 from .base import Detector
@@ -24,14 +24,17 @@ if TYPE_CHECKING:
     from ..step import Step
 
 __all__ = [
-    "SHELL_READERS", "SHELL_SEARCHERS", "NoTailValidation", "PlanAbsence", "RedundantSearch", "RereadChurn",
-    "SearchLoop", "ShellOverTool", "ToolOscillation", "UnsupportedCompletion",
+    "SHELL_READERS",
+    "SHELL_SEARCHERS",
+    "NoTailValidation",
+    "PlanAbsence",
+    "RedundantSearch",
+    "RereadChurn",
+    "SearchLoop",
+    "ShellOverTool",
+    "ToolOscillation",
+    "UnsupportedCompletion",
 ]
-
-_READ = ActionType.FILE_READ
-_WRITE = ActionType.FILE_WRITE
-_SEARCH = ActionType.SEARCH
-_COMMAND = ActionType.COMMAND
 
 
 # --------------------------------------------------------------------------------------- search loop
@@ -72,12 +75,12 @@ class SearchLoop(Detector):
         if a.__class__ is not Action:
             a = action_of(step)
         t = a.type
-        if t is _SEARCH or t is _READ:
+        if t is SEARCH or t is FILE_READ:
             if state.count == 0:
                 state.start = step.index
                 state.searches = 0
             state.count += 1
-            if t is _SEARCH:
+            if t is SEARCH:
                 state.searches += 1
             if state.count >= self.threshold and not state.fired:
                 state.fired = True
@@ -92,7 +95,7 @@ class SearchLoop(Detector):
                     {"count": n, "searches": state.searches, "reads": n - state.searches},
                 )
             return None
-        if t is _WRITE or (t is _COMMAND and a.is_validation) or (self.strict and t is not ActionType.REASON):
+        if t is FILE_WRITE or (t is COMMAND and a.is_validation) or (self.strict and t is not REASON):
             state.count = 0
             state.fired = False
         return None
@@ -120,9 +123,10 @@ class _WindowCounts:
     def expire(self, index: int, threshold: int) -> None:
         entries = self.entries
         floor = index - self.window
+        invalidated = self.epoch
         while entries and entries[0][0] <= floor:
             _, key, epoch = entries.popleft()
-            if self._valid(key, epoch):
+            if epoch >= invalidated.get(key, -1):  # self._valid(key, epoch)
                 c = self.counts.get(key, 0) - 1
                 if c <= 0:
                     self.counts.pop(key, None)
@@ -174,16 +178,18 @@ class RereadChurn(Detector):
         a = step.action
         if a.__class__ is not Action:
             a = action_of(step)
+        t = a.type
+        target = a.target
+        # Only reads and writes of a file decide anything; the window is expired lazily, before the
+        # next decision, which then sees exactly the state a per-step expiry would have left.
+        if target is None or (t is not FILE_READ and t is not FILE_WRITE):
+            return None
         entries = state.entries
         if entries and entries[0][0] <= step.index - state.window:
             state.expire(step.index, self.reads)
-        target = a.target
-        if target is None:
-            return None
-        if a.type is _WRITE:
-            state.invalidate(target)
-            return None
-        if a.type is not _READ:
+        if t is FILE_WRITE:
+            if target in state.counts or target in state.active:
+                state.invalidate(target)
             return None
         c = state.add(step.index, target)
         if c >= self.reads and target not in state.active:
@@ -219,11 +225,11 @@ class RedundantSearch(Detector):
         a = step.action
         if a.__class__ is not Action:
             a = action_of(step)
+        if a.type is not SEARCH or not a.target:
+            return None  # the window is expired lazily, before the next decision (see RereadChurn)
         entries = state.entries
         if entries and entries[0][0] <= step.index - state.window:
             state.expire(step.index, self.repeats)
-        if a.type is not _SEARCH or not a.target:
-            return None
         query = a.target
         c = state.add(step.index, query)
         if c >= self.repeats and query not in state.active:
@@ -297,14 +303,19 @@ class ToolOscillation(Detector):
             a = action_of(step)
         t = a.type
         path = a.target
-        if path is None or (t is not _READ and t is not _WRITE):
+        if path is None or (t is not FILE_READ and t is not FILE_WRITE):
             return None
-        fc = self._file(state, path)
-        if t is _WRITE:
+        fc = state.files.get(path)
+        if fc is None:
+            fc = self._file(state, path)
+        # Which cycles are bad changes only when a read closes a cycle or a write reverts earlier ones:
+        # the predicate is re-evaluated then (it cannot first hold at any other step).
+        changed = False
+        if t is FILE_WRITE:
             failed = outcome_failed(a, step.event)
             record = None
             if not failed:
-                state.ledger.record(step.index, a)
+                changed = bool(state.ledger.record(step.index, a))
                 entries = state.ledger.files.get(path)
                 record = entries[-1] if entries and entries[-1].index == step.index else None
             if fc.last_read >= 0:
@@ -313,9 +324,11 @@ class ToolOscillation(Detector):
         else:
             if fc.last_read >= 0 and fc.writes:
                 fc.cycles.append((fc.last_read, step.index, fc.writes))
+                changed = True
             fc.last_read = step.index
-            fc.writes = []
-        if fc.fired or not fc.cycles:
+            if fc.writes:
+                fc.writes = []
+        if fc.fired or not changed or not fc.cycles:
             return None
         bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]
         if len(bad) >= self.cycles:
@@ -372,12 +385,15 @@ class PlanAbsence(Detector):
         if a.__class__ is not Action:
             a = action_of(step)
         tracker = state.surface
-        surface = tracker.learn(a) if a.scaffold is not None else tracker.surface
+        scaffold = a.scaffold
+        if scaffold is not None and scaffold not in tracker.seen:
+            tracker.learn(a)
+        surface = tracker.surface
         t = a.type
-        if t is ActionType.PLAN:
+        if t is PLAN:
             state.plan_seen = True
             return None
-        if t is not _WRITE:
+        if t is not FILE_WRITE:
             return None
         if state.writes == 0:
             state.first_write = step.index
@@ -427,10 +443,13 @@ class ShellOverTool(Detector):
         if a.__class__ is not Action:
             a = action_of(step)
         tracker = state.surface
-        surface = tracker.learn(a) if a.scaffold is not None else tracker.surface
+        scaffold = a.scaffold
+        if scaffold is not None and scaffold not in tracker.seen:
+            tracker.learn(a)
+        surface = tracker.surface
         word = a.shell
         if word is None:
-            if a.structured and (a.type is _READ or a.type is _SEARCH):
+            if a.structured and (a.type is FILE_READ or a.type is SEARCH):
                 state.active = False
             return None
         if state.active:
@@ -487,7 +506,7 @@ class NoTailValidation(Detector):
             state.n = i + 1
         if a.is_source_write:
             state.last_source_write = i
-        elif a.is_validation and a.type is _COMMAND:
+        elif a.is_validation and a.type is COMMAND:
             state.last_validation = i
         return None
 
@@ -550,10 +569,10 @@ class UnsupportedCompletion(Detector):
             state.n = i + 1
         if a.is_source_write:
             state.last_source_write = i
-        elif a.type is _COMMAND:
+        elif a.type is COMMAND:
             if a.is_validation and not outcome_failed(a, step.event):
                 state.last_ok_validation = i
-        elif a.text is not None and (a.type is ActionType.REASON or a.is_completion):
+        elif a.text is not None and (a.type is REASON or a.is_completion):
             state.text = a.text
         return None
 

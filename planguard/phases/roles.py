@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "GENERAL",
@@ -17,6 +17,7 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
+    "make_classification",
 ]
 
 NAVIGATE = "L_navigate"
@@ -69,19 +70,48 @@ class Classification:
     ``created`` and ``patched`` are the effects that :meth:`PhaseState.apply` commits once the call
     has actually run. ``nodes`` are opaque identities of the sub-commands; the paper's pipeline
     orders the sub-commands of a step by when each distinct sub-command was first seen in the run,
-    so the state remembers them.
+    so the state remembers them. ``roles`` (the non-general roles, in order) is derived from
+    ``commands`` once, at construction: every stage after classification reads it.
     """
 
     commands: tuple[Command, ...]
     created: tuple[str, ...] = ()
     patched: bool = False
     nodes: tuple[int, ...] = ()
+    roles: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def roles(self) -> tuple[str, ...]:
-        """The non-general roles of this step, in order."""
-        return tuple(c.role for c in self.commands if c.role != GENERAL)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "roles", _roles_of(self.commands))
 
     @property
     def letters(self) -> str:
-        return "".join(LETTER_OF[c.role] for c in self.commands if c.role != GENERAL)
+        return "".join(LETTER_OF[r] for r in self.roles)
+
+
+def _roles_of(commands: tuple[Command, ...]) -> tuple[str, ...]:
+    if len(commands) == 1:
+        role = commands[0].role
+        return () if role == GENERAL else (role,)
+    return tuple([c.role for c in commands if c.role != GENERAL])
+
+
+# The classifier builds a Classification for most tool calls it sees for the first time; the frozen
+# dataclass __init__ (one object.__setattr__ per field, then __post_init__) costs about as much as the
+# rest of a cached classification, so the rules set the slots directly (same result, same immutability).
+_set_commands, _set_created, _set_patched, _set_nodes, _set_roles = (
+    Classification.__dict__[name].__set__ for name in ("commands", "created", "patched", "nodes", "roles")
+)
+_new = object.__new__
+
+
+def make_classification(
+    commands: tuple[Command, ...], created: tuple[str, ...], patched: bool, nodes: tuple[int, ...]
+) -> Classification:
+    """``Classification(commands, created, patched, nodes)`` at a fraction of the cost."""
+    c: Classification = _new(Classification)
+    _set_commands(c, commands)
+    _set_created(c, created)
+    _set_patched(c, patched)
+    _set_nodes(c, nodes)
+    _set_roles(c, _roles_of(commands))
+    return c

@@ -17,7 +17,8 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from planguard.events import ToolEvent
 from planguard.phases.inline_python import written_files, written_files_lenient
@@ -31,9 +32,25 @@ from planguard.phases.roles import (
     VALIDATE_REGRESSION,
     Classification,
     Command,
+    make_classification,
 )
 from planguard.phases.scaffolds import event_commands
-from planguard.phases.shell import SRE_TOOL, FlagValue, ParsedCommand
+from planguard.phases.shell import (
+    SRE_SUBCOMMANDS,
+    SRE_TOOL,
+    FlagValue,
+    ParsedCommand,
+    Piece,
+    ToolArgValue,
+    action_pieces,
+    clean_action,
+    complex_command,
+    editor_call,
+    is_simple_heredoc,
+    parse_action,
+    piece_commands,
+    plain_pieces,
+)
 from planguard.phases.state import PhaseState, basename
 
 __all__ = [
@@ -79,19 +96,41 @@ class _Plan(NamedTuple):
     record: tuple[str, ...]
     pre: _Outcome
     post: _Outcome
-    # Classifications of this plan alone, by role: a one-command step's result depends on nothing else.
-    cache: dict[str, Classification]
 
 
 def _make_plan(label: str, node: int | None, record: Iterable[str], pre: _Outcome, post: _Outcome) -> _Plan:
-    return _Plan(label, node, tuple(dict.fromkeys(record)) if record else (), pre, post, {})
+    return _Plan(label, node, tuple(dict.fromkeys(record)) if record else (), pre, post)
+
+
+class _ActionPlan:
+    """The plans of one action's sub-commands, and the classifications they have resolved to.
+
+    Given the sub-commands' order and roles, the classification is fixed, so it is built once per action
+    and role combination (a repeated action then costs the role lookups only).
+    """
+
+    __slots__ = ("cache", "plans")
+
+    MAX_CACHED = 32
+
+    def __init__(self, plans: tuple[_Plan, ...]) -> None:
+        self.plans = plans
+        self.cache: dict[str | tuple[str, ...], Classification] = {}
 
 
 _THINK_PLAN = _make_plan("think", None, (), _O_GENERAL, _O_GENERAL)
+#: An editor call's plan apart from its label and node: (paths recorded as created tests, outcome).
+_EditorPlan = tuple[tuple[str, ...], _Outcome]
 
 # --------------------------------------------------------------------------- shared vocabulary
 
-_PATHISH = re.compile(r"^[/~.]|/|\.py$")
+
+def _pathish(token: str) -> bool:
+    """The paper's path test, ``re.search(r"^[/~.]|/|\\.py$", token)`` (``$`` also matches before a final
+    newline), with string methods: it runs for every word of every new command."""
+    return "/" in token or token.startswith(("~", ".")) or token.endswith((".py", ".py\n"))
+
+
 _PAPER_HINTS = ("test_", "reproduc", "debug", "_test", "/tests/", "/test/")
 _READONLY = frozenset({"grep", "find", "cat", "ls", "head", "tail", "awk", "nl"})
 _PY = frozenset({"python", "python3", "python2", "pytest", "pylint"})
@@ -123,6 +162,10 @@ def _flatten_flags(flags: Iterable[tuple[str, FlagValue]]) -> list[str]:
 
 
 def _contains_redirection(tokens: Sequence[str]) -> bool:
+    # Every redirection the loop below recognises contains "<", ">" or "tee"; most commands have none.
+    joined = "\x00".join(tokens)
+    if "<" not in joined and ">" not in joined and "tee" not in joined:
+        return False
     for t in tokens:
         if len(t) >= 2 and ((t[0] == '"' and t[-1] == '"') or (t[0] == "'" and t[-1] == "'")):
             continue
@@ -141,15 +184,15 @@ def _paths_after_redirection(tokens: Sequence[str]) -> list[str]:
     for i, t in enumerate(tokens):
         if i < last and (t in _TARGET_OPS or t.startswith(_REDIR_PREFIX) or " >" in t):
             nxt = tokens[i + 1]
-            if _PATHISH.search(nxt):
+            if _pathish(nxt):
                 out.append(nxt)
     return out
 
 
 def _inline_key(cmd: str, tokens: Sequence[str], paths: Sequence[str]) -> bool:
     """The paper's "dynamic key": python run with -c/-m, no path-like token, and not pytest."""
-    if cmd not in _PY_INLINE:
-        return False
+    if cmd not in _PY_INLINE or paths:
+        return False  # every other outcome below is False when a token looks like a path
     last = len(tokens) - 1
     for i, t in enumerate(tokens):
         if t.startswith(("pytest", "py.test")):
@@ -158,9 +201,7 @@ def _inline_key(cmd: str, tokens: Sequence[str], paths: Sequence[str]) -> bool:
             return False
         if t.startswith("-m") and t != "-m" and t[2:].startswith(("pytest", "py.test")):
             return False
-    if not any(t in ("-c", "-m", "c", "m") or t.startswith(("-c", "-m")) for t in tokens):
-        return False
-    return not paths
+    return any(t in ("-c", "-m", "c", "m") or t.startswith(("-c", "-m")) for t in tokens)
 
 
 def _inline_code(cmd: ParsedCommand, flags: dict[str, FlagValue]) -> str | None:
@@ -190,21 +231,40 @@ def _node(cmd: ParsedCommand, label: str) -> int:
     if cmd.kind == "tool":
         if cmd.text:
             return hash((label, cmd.text))
-        return hash((label, tuple(sorted(cmd.tool_args, key=lambda kv: kv[0]))))
-    return hash((label, cmd.args, tuple(sorted(cmd.flags, key=lambda kv: kv[0]))))
+        return hash((label, _by_key(cmd.tool_args)))
+    return hash((label, cmd.args, _by_key(cmd.flags)))
+
+
+_first = itemgetter(0)
+
+
+def _by_key(pairs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``pairs`` sorted by key (stable), as a tuple."""
+    return pairs if len(pairs) < 2 else tuple(sorted(pairs, key=_first))
 
 
 # --------------------------------------------------------------------------- rule engines
 
 
 class PhaseRules(ABC):
-    """A phase classifier. Stateless itself: all per-session facts live in :class:`PhaseState`."""
+    """A phase classifier. Stateless itself: all per-session facts live in :class:`PhaseState`.
+
+    Plans are memoised at two levels (both bounded LRU tables): per action text, so a repeated call
+    costs one lookup, and per top-level sub-command text, since agents repeat sub-commands inside new
+    actions (``cd /testbed && python reproduce.py`` is a new action for every new script, while its
+    ``cd /testbed`` is always the same). Editor calls, the most frequent actions, differ in their text
+    but rarely in their subcommand and path, which alone decide their plan.
+    """
 
     name: str
 
     def __init__(self, cache_size: int = 4096) -> None:
-        self._action_plans: Callable[[str], tuple[_Plan, ...]] = lru_cache(maxsize=cache_size)(
-            self._plan_action
+        self._action_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile)
+        self._piece_plans: Callable[[str], tuple[_Plan, ...] | None] = lru_cache(maxsize=cache_size)(
+            self._plan_piece
+        )
+        self._editor_plans: Callable[[str, ToolArgValue | None], _EditorPlan] = lru_cache(maxsize=cache_size)(
+            self._editor_outcome
         )
 
     def new_state(self) -> PhaseState:
@@ -213,30 +273,86 @@ class PhaseRules(ABC):
     def classify(self, event: ToolEvent, state: PhaseState) -> Classification:
         """Classify one tool call. Never mutates ``state`` and never raises."""
         try:
-            plans = self._plans(event)
-            return _resolve(plans, state)
+            action = event.action
+            if isinstance(action, str):
+                plan = self._action_plans(action)
+            else:
+                plan = _ActionPlan(self._plan_commands(event_commands(event), ""))
+            return _resolve(plan, state)
         except Exception:
             label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
             return Classification(commands=(Command(label, GENERAL),))
 
-    def _plans(self, event: ToolEvent) -> tuple[_Plan, ...]:
-        action = event.action
-        if isinstance(action, str):
-            return self._action_plans(action)
-        return self._plan_commands(event_commands(event), "")
+    def _compile(self, action: str) -> _ActionPlan:
+        return _ActionPlan(self._plan_action(action))
 
     def _plan_action(self, action: str) -> tuple[_Plan, ...]:
-        return self._plan_commands(event_commands(ToolEvent(tool="", action=action)), action)
+        """The plans of an action text: :func:`~planguard.phases.shell.parse_action`, then :meth:`_plan`."""
+        if not action.strip():
+            return (_THINK_PLAN,)
+        s = clean_action(action)
+        if not s:
+            return ()
+        editor = editor_call(s)
+        if editor is not None:
+            sub, path = editor
+            label = _EDITOR_LABELS[sub]
+            record, out = self._editor_plans(sub, path)
+            return (_Plan(label, hash((label, s)), record, out, out),)
+        plain = plain_pieces(s)
+        pieces: Sequence[tuple[str, bool]]
+        if plain is not None:
+            if len(plain) == 1:
+                return self._plans_of_piece(s, False, action)
+            pieces = [(text, False) for text in plain]
+        else:
+            if is_simple_heredoc(s):
+                return self._plan_commands(parse_action(s), action)
+            scanned = action_pieces(s)
+            if scanned is None:
+                return self._plan_commands((complex_command(s),), action)
+            pieces = scanned
+        plans: list[_Plan] = []
+        for text, compound in pieces:
+            plans.extend(self._plans_of_piece(text, compound, action))
+        return tuple(plans)
+
+    def _plans_of_piece(self, text: str, compound: bool, action: str) -> tuple[_Plan, ...]:
+        plans = None if compound else self._piece_plans(text)
+        if plans is None:
+            plans = self._plan_commands(piece_commands(Piece(text, compound)), action)
+        return plans
+
+    def _plan_piece(self, text: str) -> tuple[_Plan, ...] | None:
+        """The plans of one top-level piece, or ``None`` when they depend on the rest of the action.
+
+        A command whose first word is empty (``"" x``) is labelled with the whole action text.
+        """
+        commands = piece_commands(Piece(text, False))
+        for cmd in commands:
+            if cmd.kind == "bash" and not cmd.command.strip():
+                return None
+        return tuple([self._plan(cmd, "") for cmd in commands])
 
     def _plan_commands(self, commands: Sequence[ParsedCommand], action: str) -> tuple[_Plan, ...]:
         if len(commands) == 1 and commands[0].kind == "think":
             return (_THINK_PLAN,)
-        return tuple(self._plan(cmd, action) for cmd in commands)
+        return tuple([self._plan(cmd, action) for cmd in commands])
 
     @abstractmethod
     def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
         """The state-independent part of the rules for one sub-command."""
 
+    @abstractmethod
+    def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
+        """``(paths recorded as created tests, outcome)`` of an editor call with this subcommand and path."""
+
+    def _plan_editor(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
+        record, out = self._editor_plans(cmd.subcommand, cmd.tool_arg("path"))
+        return _Plan(label, node, record, out, out)
+
+
+_EDITOR_LABELS = {sub: f"{SRE_TOOL}: {sub}" for sub in SRE_SUBCOMMANDS}
 
 _COMMANDS: dict[tuple[str, str], Command] = {}
 
@@ -251,14 +367,14 @@ def _command(label: str, role: str) -> Command:
     return cmd
 
 
-def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: list[str]) -> str:
+#: The role of an outcome that does not depend on the session state (no test, no ``created_alt``).
+_FIXED_ROLE = {_GENERAL: GENERAL, _NAV: NAVIGATE, _PATCH: PATCH}
+
+
+def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: Sequence[str]) -> str:
     kind = outcome.kind
-    if kind == _GENERAL:
-        role = GENERAL
-    elif kind == _NAV:
-        role = NAVIGATE
-    elif kind == _PATCH:
-        role = PATCH
+    if kind != _TEST:
+        role = _FIXED_ROLE[kind]
     else:
         newly = _any_created(outcome.targets, state, local) if outcome.targets else outcome.inline
         if has_patch:
@@ -274,51 +390,81 @@ def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: list[str
     return role
 
 
-def _resolve(plans: tuple[_Plan, ...], state: PhaseState) -> Classification:
+def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
+    plans = action.plans
+    cache = action.cache
     if len(plans) == 1:
         p = plans[0]
         has_patch = state.has_patch
-        role = _role(p.post if has_patch else p.pre, has_patch, state, list(p.record))
-        c = p.cache.get(role)
+        out = p.post if has_patch else p.pre
+        if out.kind != _TEST and not out.created_alt:
+            role = _FIXED_ROLE[out.kind]
+        else:
+            role = _role(out, has_patch, state, p.record)
+        c = cache.get(role)
         if c is None:
             single: tuple[int, ...] = (p.node,) if p.node is not None else ()
-            c = Classification((_command(p.label, role),), p.record, role == PATCH, single)
-            p.cache[role] = c
+            c = make_classification((_command(p.label, role),), p.record, role == PATCH, single)
+            cache[role] = c
         return c
+    order: Sequence[_Plan] = plans
+    ordered = True
     if len(plans) > 1:
+        # The paper lists a step's sub-commands in the order their graph nodes were created: those seen
+        # in earlier steps first (by first sighting), then the new ones in source order.
+        seen = state.nodes
         ranks: list[int] = []
         fresh: dict[int, int] = {}
         base = state.node_count
+        last = -1
         for p in plans:
             node = p.node
-            rank = state.nodes.get(node) if node is not None else None
+            rank = seen.get(node) if node is not None else None
             if rank is None:
                 key = node if node is not None else -len(fresh) - 1
-                if key not in fresh:
-                    fresh[key] = base + len(fresh)
-                rank = fresh[key]
+                rank = fresh.get(key)
+                if rank is None:
+                    rank = fresh[key] = base + len(fresh)
+            if rank < last:
+                ordered = False
+            last = rank
             ranks.append(rank)
-        order: Iterable[_Plan] = [plans[k] for k in sorted(range(len(plans)), key=ranks.__getitem__)]
-    else:
-        order = plans
+        if not ordered:
+            order = [plans[k] for k in sorted(range(len(plans)), key=ranks.__getitem__)]
     has_patch = state.has_patch
-    patched = False
     local: list[str] = []
-    commands: list[Command] = []
+    roles: list[str] = []
     for p in order:
-        for path in p.record:
-            if path not in local:
-                local.append(path)
-        role = _role(p.post if has_patch else p.pre, has_patch, state, local)
+        if p.record:
+            for path in p.record:
+                if path not in local:
+                    local.append(path)
+        out = p.post if has_patch else p.pre
+        if out.kind != _TEST and not out.created_alt:
+            role = _FIXED_ROLE[out.kind]
+        else:
+            role = _role(out, has_patch, state, local)
         if role == PATCH:
             has_patch = True
-            patched = True
-        commands.append(_command(p.label, role))
-    nodes = tuple(p.node for p in plans if p.node is not None)
-    return Classification(commands=tuple(commands), created=tuple(local), patched=patched, nodes=nodes)
+        roles.append(role)
+    # For a given order, the roles decide the rest (labels, created tests, patched, nodes).
+    key_roles = tuple(roles)
+    if ordered:
+        c = cache.get(key_roles)
+        if c is not None:
+            return c
+    c = make_classification(
+        tuple([_command(p.label, r) for p, r in zip(order, roles, strict=True)]),
+        tuple(local),
+        PATCH in key_roles,
+        tuple([p.node for p in plans if p.node is not None]),
+    )
+    if ordered and len(cache) < _ActionPlan.MAX_CACHED:
+        cache[key_roles] = c
+    return c
 
 
-def _any_created(paths: tuple[str, ...], state: PhaseState, local: list[str]) -> bool:
+def _any_created(paths: tuple[str, ...], state: PhaseState, local: Sequence[str]) -> bool:
     for t in paths:
         if state.is_created(t):
             return True
@@ -355,10 +501,9 @@ class PaperRules(PhaseRules):
             return self._plan_editor(cmd, label, node)
         return self._plan_shell(cmd, label, node)
 
-    def _plan_editor(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
-        sub = cmd.subcommand.lower()
-        raw = cmd.tool_arg("path")
-        paths = (raw.lower(),) if isinstance(raw, str) else ()
+    def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
+        sub = sub.lower()
+        paths = (raw_path.lower(),) if isinstance(raw_path, str) else ()
         test = any(is_test_path_paper(p) for p in paths)
         record: tuple[str, ...] = ()
         if sub in _SRE_EDITS:
@@ -369,7 +514,7 @@ class PaperRules(PhaseRules):
             out = _test_outcome(paths) if test else _O_NAV
         else:
             out = _O_GENERAL
-        return _make_plan(label, node, record, out, out)
+        return record, out
 
     def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
         name = cmd.command.lower().strip()
@@ -379,22 +524,18 @@ class PaperRules(PhaseRules):
         arg_tokens = [a.lower() for a in cmd.args]
         flag_tokens = _flatten_flags(cmd.flags)
         tokens = arg_tokens + flag_tokens
-        paths = [t for t in arg_tokens if _PATHISH.search(t)]
-        if _PATHISH.search(name):
+        paths = [t for t in arg_tokens if _pathish(t)]
+        if _pathish(name):
             paths.append(name)
-        paths.extend(t for t in flag_tokens if _PATHISH.search(t))
+        if flag_tokens:
+            paths.extend([t for t in flag_tokens if _pathish(t)])
         flags = dict(cmd.flags)
-        test_paths = tuple(p for p in paths if is_test_path_paper(p))
-
-        def redirect_plan(fallback: _Outcome | None) -> _Plan:
-            targets = [t for t in _paths_after_redirection(tokens) if is_test_path_paper(t)]
-            out = _test_outcome(targets) if (targets or fallback is None) else fallback
-            return _make_plan(label, node, tuple(targets), out, out)
+        test_paths = tuple([p for p in paths if is_test_path_paper(p)])
 
         if name in _PY:
             heredoc = bool(flags.get("__heredoc__", False))
             if _contains_redirection(tokens) and not (heredoc and self._new):
-                return redirect_plan(None)
+                return _redirect_plan(label, node, tokens, None)
             code = _inline_code(cmd, flags)
             edited = written_files(code) if code else ()
             if edited:
@@ -419,7 +560,7 @@ class PaperRules(PhaseRules):
             redirect = _contains_redirection(tokens)
             piped = name in _READONLY and any("|" in t for t in tokens) and not redirect
             if redirect and not piped:
-                return redirect_plan(_O_PATCH)
+                return _redirect_plan(label, node, tokens, _O_PATCH)
             out = _test_outcome(test_paths) if test_paths else _O_NAV
             return _make_plan(label, node, (), out, out)
         if self._new and name == "perl" and "i" not in flags and test_paths:
@@ -433,8 +574,15 @@ class PaperRules(PhaseRules):
             out = _test_outcome(test_paths) if test_paths else _O_PATCH
             return _make_plan(label, node, (), out, out)
         if _contains_redirection(tokens):
-            return redirect_plan(_O_PATCH)
+            return _redirect_plan(label, node, tokens, _O_PATCH)
         return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+
+
+def _redirect_plan(label: str, node: int, tokens: Sequence[str], fallback: _Outcome | None) -> _Plan:
+    """The paper's redirection rule: test files written to are created tests; else ``fallback``."""
+    targets = [t for t in _paths_after_redirection(tokens) if is_test_path_paper(t)]
+    out = _test_outcome(targets) if (targets or fallback is None) else fallback
+    return _make_plan(label, node, tuple(targets), out, out)
 
 
 # --------------------------------------------------------------------------- corrected rules
@@ -577,10 +725,9 @@ class CorrectedRules(PhaseRules):
             return self._plan_editor(cmd, label, node)
         return self._plan_shell(cmd, label, node)
 
-    def _plan_editor(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
-        sub = cmd.subcommand.lower()
-        raw = cmd.tool_arg("path")
-        paths = (raw.lower(),) if isinstance(raw, str) else ()
+    def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
+        sub = sub.lower()
+        paths = (raw_path.lower(),) if isinstance(raw_path, str) else ()
         test = any(is_test_path_corrected(p) for p in paths)
         record: tuple[str, ...] = ()
         if sub in _SRE_EDITS:
@@ -591,7 +738,7 @@ class CorrectedRules(PhaseRules):
             out = _test_outcome(paths) if test else _Outcome(_NAV, created_alt=paths)
         else:
             out = _O_GENERAL
-        return _make_plan(label, node, record, out, out)
+        return record, out
 
     def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
         name = cmd.command.strip().lower().rsplit("/", 1)[-1]
@@ -601,11 +748,11 @@ class CorrectedRules(PhaseRules):
         arg_tokens = [a.lower() for a in cmd.args]
         flag_tokens = _flatten_flags(cmd.flags)
         tokens = arg_tokens + flag_tokens
-        paths = [t for t in arg_tokens if _PATHISH.search(t)]
+        paths = [t for t in arg_tokens if _pathish(t)]
         command_word = cmd.command.strip().lower()
-        if _PATHISH.search(command_word):
+        if _pathish(command_word):
             paths.append(command_word)
-        paths.extend(t for t in flag_tokens if _PATHISH.search(t))
+        paths.extend(t for t in flag_tokens if _pathish(t))
         flags = dict(cmd.flags)
         test_paths = tuple(p for p in paths if is_test_path_corrected(p))
         alt = tuple(paths)

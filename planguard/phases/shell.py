@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from itertools import chain
 from typing import NamedTuple
 
 __all__ = [
@@ -31,8 +32,15 @@ __all__ = [
     "FlagValue",
     "ParsedCommand",
     "Piece",
+    "action_pieces",
+    "clean_action",
+    "complex_command",
+    "editor_call",
+    "editor_command",
     "is_simple_heredoc",
     "parse_action",
+    "piece_commands",
+    "plain_pieces",
     "scan",
     "split_words",
 ]
@@ -666,7 +674,10 @@ def scan(text: str) -> tuple[Piece, ...] | None:
 
 # Possessive quantifiers: these run over multi-kilobyte file contents, and must neither backtrack
 # into a long quoted run nor step through it one character at a time.
-_SH_WORD = re.compile(r"(?:[^ \t\r\n'\"\\]++|'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])++")
+# ``'…'"'"'…'`` (shlex.quote of text with single quotes) is matched as one run; see _SQ_RUN below.
+_SH_WORD = re.compile(
+    r"(?:[^ \t\r\n'\"\\]++|'[^']*+'(?:\"'\"'[^']*+')*+|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])++"
+)
 _SH_SEGMENT = re.compile(r"'([^']*+)'|\"((?:[^\"\\]++|\\[\s\S])*+)\"|\\([\s\S])|([^'\"\\]++)")
 _DQ_ESCAPE = re.compile(r"\\([\"\\])")
 _SH_SPACE = " \t\r\n"
@@ -674,35 +685,44 @@ _SH_SPACE = " \t\r\n"
 
 def split_words(text: str) -> list[str] | None:
     """``shlex.split(text)`` (POSIX mode, no comments), or ``None`` where shlex raises."""
-    words: list[str] = []
-    pos = 0
-    n = len(text)
-    for m in _SH_WORD.finditer(text):
-        gap = text[pos : m.start()]
-        if gap.strip(_SH_SPACE):
-            return None  # a quote or backslash that no word could consume: unbalanced
-        pos = m.end()
-        w = m.group()
-        if ("'" in w or '"' in w or "\\" in w) and not ('"' in w and "\\" in w):
-            # No escape inside double quotes: every segment dequotes by dropping its delimiters.
-            w = _SH_SEGMENT.sub(r"\1\2\3\4", w)
-        elif "'" in w or '"' in w or "\\" in w:
-            parts: list[str] = []
-            for seg in _SH_SEGMENT.finditer(w):
-                single, double, escaped, plain = seg.groups()
-                if single is not None:
-                    parts.append(single)
-                elif double is not None:
-                    parts.append(_DQ_ESCAPE.sub(r"\1", double) if "\\" in double else double)
-                elif escaped is not None:
-                    parts.append(escaped)
-                else:
-                    parts.append(plain)
-            w = "".join(parts)
-        words.append(w)
-    if pos < n and text[pos:].strip(_SH_SPACE):
+    words: list[str] = _SH_WORD.findall(text)
+    # What no word consumed must be blanks; anything else is a quote or backslash that no word could
+    # consume (unbalanced). Both passes run in C, instead of a Python step per word.
+    if _SH_WORD.sub("", text).strip(_SH_SPACE):
         return None
+    if "'" in text or '"' in text or "\\" in text:
+        words = [_dequote(w) if ("'" in w or '"' in w or "\\" in w) else w for w in words]
     return words
+
+
+_SQ_JOIN = "'\"'\"'"
+
+
+def _dequote(w: str) -> str:
+    if len(w) >= 2 and w[0] == "'" and w[-1] == "'":
+        # shlex.quote's ``'a'"'"'b'`` is ``a'b``: split and join in C when every other single quote is
+        # part of such a join (file bodies have hundreds of them).
+        inner = w[1:-1]
+        runs = inner.split(_SQ_JOIN)
+        if inner.count("'") == 3 * (len(runs) - 1):
+            return "'".join(runs)
+    if not ('"' in w and "\\" in w):
+        # No escape inside double quotes: every segment dequotes by dropping its delimiters. The
+        # segments cover the whole word, so joining their groups is the substitution r"\1\2\3\4"
+        # (which CPython 3.11 expands with a Python-level call per segment).
+        return "".join(chain.from_iterable(_SH_SEGMENT.findall(w)))
+    parts: list[str] = []
+    for seg in _SH_SEGMENT.finditer(w):
+        single, double, escaped, plain = seg.groups()
+        if single is not None:
+            parts.append(single)
+        elif double is not None:
+            parts.append(_DQ_ESCAPE.sub(r"\1", double) if "\\" in double else double)
+        elif escaped is not None:
+            parts.append(escaped)
+        else:
+            parts.append(plain)
+    return "".join(parts)
 
 
 # --------------------------------------------------------------------------- the paper's parser
@@ -748,6 +768,9 @@ class ParsedCommand(NamedTuple):
             if k == key:
                 return v
         return None
+
+
+_make_command = ParsedCommand._make
 
 
 def is_simple_heredoc(s: str) -> bool:
@@ -854,8 +877,9 @@ def _parse_bash(words: list[str], text: str) -> ParsedCommand:
         else:
             args.append(w)
         i += 1
-    return ParsedCommand(
-        kind="bash", command=command.strip(), args=tuple(args), flags=tuple(flags.items()), text=text
+    # Positional: a NamedTuple's keyword construction costs twice as much, once per new command.
+    return _make_command(
+        ("bash", command.strip(), tuple(args), tuple(flags.items()), "", "", (), False, text, "")
     )
 
 
@@ -864,7 +888,9 @@ _SRE_HEAD = re.compile(
     r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
     r"([^- \t\r\n'\"\\][^ \t\r\n'\"\\]*+)(?:[ \t\r\n]|$)"
 )
-_SHLEX_VALID = re.compile(r"(?:[^'\"\\]++|'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])*+")
+_SHLEX_VALID = re.compile(
+    r"(?:[^'\"\\]++|'[^']*+'(?:\"'\"'[^']*+')*+|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])*+"
+)
 
 
 def _parse_sre(words: list[str], text: str) -> ParsedCommand | None:
@@ -962,9 +988,13 @@ def _piece_commands(piece: str, out: list[ParsedCommand]) -> None:
 # A whole action that is one editor call rendered with shlex quoting, in a single regex pass: no
 # operator, expansion, escape, comment or newline outside quotes. Editor calls carry whole files, so
 # the general path's several scans over them would dominate the cost of classification.
+# A single-quoted run continued by shlex.quote's ``'"'"'`` joins in one step: a file body has hundreds of
+# them, and each separate quoted unit costs the engine a round of its alternatives. (The words matched
+# are the same: the unit alternatives would consume the same text, one quoted run at a time.)
+_SQ_RUN = r"'[^']*+'(?:\"'\"'[^']*+')*+"
 _EDITOR_WORD = (
-    r"(?:[^ \t\r\n'\"\\$`;&|<>()#]|'[^']*+'|\"[^\"\\$`]*+\")"
-    r"(?:[^ \t\r\n'\"\\$`;&|<>()]++|'[^']*+'|\"[^\"\\$`]*+\")*+"
+    rf"(?:[^ \t\r\n'\"\\$`;&|<>()#]|{_SQ_RUN}|\"[^\"\\$`]*+\")"
+    rf"(?:[^ \t\r\n'\"\\$`;&|<>()]++|{_SQ_RUN}|\"[^\"\\$`]*+\")*+"
 )
 _EDITOR_CALL = re.compile(
     r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
@@ -973,42 +1003,91 @@ _EDITOR_CALL = re.compile(
 )
 
 
+def clean_action(action: str) -> str:
+    """The text the parser works on: NUL bytes dropped, surrounding whitespace stripped."""
+    return (action.replace("\x00", "") if "\x00" in action else action).strip()
+
+
+def editor_call(s: str) -> tuple[str, str] | None:
+    """``(subcommand, path)`` when the whole clean action is one shlex-quoted editor call, else ``None``.
+
+    Its sub-command is then ``str_replace_editor`` with that subcommand and path, and the action text
+    itself as the command text (:func:`editor_command`).
+    """
+    if s.startswith(SRE_TOOL) and "<<" not in s and "--path" not in s:
+        m = _EDITOR_CALL.fullmatch(s)
+        if m is not None:
+            return m.group(1), m.group(2)
+    return None
+
+
+def editor_command(sub: str, path: str, s: str) -> ParsedCommand:
+    return ParsedCommand(kind="tool", tool=SRE_TOOL, subcommand=sub, tool_args=(("path", path),), text=s)
+
+
+def complex_command(text: str) -> ParsedCommand:
+    return ParsedCommand(kind="complex", command="complex_command", args=(text,), text=text)
+
+
+# Plain words joined by `` && `` (``cd /testbed && python reproduce.py``, the most frequent shell action):
+# no quote, escape, expansion, redirection, comment, other operator or whitespace but spaces, and no
+# reserved word starting a piece. The scanner would return exactly the ``&&``-separated pieces, and
+# shlex would split each at its spaces, so ``str.split`` does both.
+_PLAIN_WORD = r"[\w./:=,+@%^~-]++"
+_NOT_RESERVED = "(?!(?:" + "|".join(sorted(w for w in _FAST_UNSAFE_FIRST if w.isalpha())) + ")(?: |$))"
+_PLAIN_AND_LIST = re.compile(rf"{_NOT_RESERVED}{_PLAIN_WORD}(?: ++(?:&& ++{_NOT_RESERVED})?{_PLAIN_WORD})*+")
+
+
+def plain_pieces(s: str) -> list[str] | None:
+    """The pieces of a clean action of plain words joined by `` && ``; ``None`` for any other action."""
+    if _PLAIN_AND_LIST.fullmatch(s) is None:
+        return None
+    if "&&" not in s:
+        return [s]
+    return [p.strip() for p in s.split("&&")]
+
+
+def action_pieces(s: str) -> tuple[Piece, ...] | None:
+    """Top-level pieces of a clean action that is neither an editor call nor a simple heredoc.
+
+    ``None`` when the reference grammar rejects the action (it is then one ``complex_command``).
+    """
+    plain = plain_pieces(s)
+    if plain is not None:
+        return tuple([Piece(p, False) for p in plain])
+    pieces = scan(s)
+    if pieces is None:
+        return None
+    return pieces or (Piece(s, False),)
+
+
+def piece_commands(piece: Piece) -> tuple[ParsedCommand, ...]:
+    """The sub-commands of one top-level piece; a pure function of the piece."""
+    if piece.complex:
+        return (complex_command(piece.text),)
+    out: list[ParsedCommand] = []
+    _piece_commands(piece.text, out)
+    return tuple(out)
+
+
 def parse_action(action: str) -> tuple[ParsedCommand, ...]:
     """The paper's command parser: one action string -> its sub-commands, in source order.
 
     An empty (all-whitespace) action yields no command; callers treat it as a ``think`` step.
     """
-    s = (action.replace("\x00", "") if "\x00" in action else action).strip()
+    s = clean_action(action)
     if not s:
         return ()
-    if s.startswith(SRE_TOOL) and "<<" not in s and "--path" not in s:
-        m = _EDITOR_CALL.fullmatch(s)
-        if m is not None:
-            return (
-                ParsedCommand(
-                    kind="tool",
-                    tool=SRE_TOOL,
-                    subcommand=m.group(1),
-                    tool_args=(("path", m.group(2)),),
-                    text=s,
-                ),
-            )
+    editor = editor_call(s)
+    if editor is not None:
+        return (editor_command(editor[0], editor[1], s),)
     if is_simple_heredoc(s):
         hd = _parse_heredoc(s)
-        if hd is not None:
-            return (hd,)
-        return (ParsedCommand(kind="complex", command="complex_command", args=(s,), text=s),)
-    pieces = scan(s)
+        return (hd if hd is not None else complex_command(s),)
+    pieces = action_pieces(s)
     if pieces is None:
-        return (ParsedCommand(kind="complex", command="complex_command", args=(s,), text=s),)
-    if not pieces:
-        pieces = (Piece(s, False),)
+        return (complex_command(s),)
     out: list[ParsedCommand] = []
     for piece in pieces:
-        if piece.complex:
-            out.append(
-                ParsedCommand(kind="complex", command="complex_command", args=(piece.text,), text=piece.text)
-            )
-        else:
-            _piece_commands(piece.text, out)
+        out.extend(piece_commands(piece))
     return tuple(out)
