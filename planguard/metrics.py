@@ -137,9 +137,6 @@ class Compliance:
         if len(self._settled) < 256:
             self._settled.add(role)
 
-    def matched(self, role: str) -> bool:
-        return any(phase_matches(role, e) for e in self.expected)
-
     def missing(self) -> tuple[str, ...]:
         """Expected phases not reached yet."""
         return tuple(e for e, f in zip(self.expected, self.first, strict=True) if f is None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -386,7 +386,3 @@ def replay_events(events: Iterable[ToolEvent], pipeline: Pipeline, session_id: s
     for e in events:
         session.observe(e)
     return session
-
-
-def pipeline_for(plans: Sequence[Plan], rules: str = "v351278e", **kwargs: Any) -> Pipeline:
-    return Pipeline(rules=get_rules(rules), plans=tuple(plans), **kwargs)
