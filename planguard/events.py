@@ -40,6 +40,9 @@ class ToolEvent:
     end_time: float | None = None
     # Free-form facts from the source (model name, message id, ...); never read on the hot path.
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # Set when the agent's harness blocked the call before it ran (a recorded hook or guard denial), with
+    # the reason the model saw: replay then counts a denial instead of a step, as the live run did.
+    blocked: str | None = None
 
     @classmethod
     def shell(cls, command: str, **kwargs: Any) -> ToolEvent:

@@ -115,7 +115,11 @@ class Compliance:
         self._settled: set[str] = set()
         self._cache: Scores | None = None
 
-    def add(self, role: str) -> None:
+    def add(self, role: str, at: int | None = None) -> None:
+        """Count one role. ``at`` is its position in the run when the caller keeps the count itself (a
+        session skips the roles every plan has settled, so this compliance does not see every role)."""
+        if at is not None:
+            self.n = at
         if role in self._settled:
             self.n += 1
             return

@@ -37,6 +37,10 @@ MAX_PENDING = 1024
 MAX_KEPT_FINDINGS = 256
 #: Undelivered reminders/nudges a session queues for the next model request.
 MAX_QUEUED_MESSAGES = 16
+#: Roles a session remembers as settled in every plan's compliance (the role vocabulary is tiny).
+MAX_SCORED_ROLES = 256
+#: ``Decision.policy`` of a denial read from a recording (the harness, not this pipeline, decided it).
+_RECORDED = "recorded"
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class Session:
         "phase_state",
         "langutory",
         "compliance",
+        "_compliances",
+        "_scored_roles",
         "n_steps",
         "n_model_calls",
         "detector_states",
@@ -114,6 +120,8 @@ class Session:
         self.phase_state = pipeline.rules.new_state()
         self.langutory = Langutory()
         self.compliance: dict[str, Compliance] = {p.name: Compliance(p) for p in pipeline.plans if p.scored}
+        self._compliances = tuple(self.compliance.values())
+        self._scored_roles: set[str] = set()
         self.n_steps = 0
         self.n_model_calls = 0
         self.detector_states = [d.new_state() for d in pipeline.detectors]
@@ -175,8 +183,13 @@ class Session:
         return step
 
     def observe(self, event: ToolEvent) -> Step:
-        """Offline: a call that has already run, start to finish, with no gate."""
+        """Offline: a call that has already run, start to finish, with no gate. A call the recording shows
+        was blocked (``event.blocked``) is a recorded denial, not a step, as it was live."""
         step = self._classify(event)
+        if event.blocked is not None:
+            step.decision = Decision(DecisionKind.DENY, event.blocked, _RECORDED)
+            self._record_decision(step, step.decision)
+            return step
         self._commit(step)
         self._finish(step)
         return step
@@ -271,10 +284,18 @@ class Session:
         self.phase_state.apply(step.classification)
         roles = step.classification.roles
         if roles:
-            self.langutory.extend(roles)
-            for c in self.compliance.values():
-                for r in roles:
-                    c.add(r)
+            lang = self.langutory
+            at = lang.length
+            lang.extend(roles)
+            # A role every plan has seen before changes no score: skip the per-plan work (the usual case).
+            seen = self._scored_roles
+            for r in roles:
+                if r not in seen:
+                    for c in self._compliances:
+                        c.add(r, at)
+                    if len(seen) < MAX_SCORED_ROLES:
+                        seen.add(r)
+                at += 1
         self.n_steps += 1
         self.last_step = step
 
@@ -295,10 +316,16 @@ class Session:
             except Exception as exc:  # fail-open is the contract
                 self.pipeline.errors.record(_where(observers[i - 1][0]), exc)
         for hook, pstate in hooks.after_tool:
-            for d in self._guarded(hook, step, self, pstate) or ():
-                self._record_decision(step, d)
-                if d.injects or d.kind is DecisionKind.STOP:
-                    self._queued.append(d)
+            try:  # inline rather than _guarded: free in 3.11 until something raises
+                decisions = hook(step, self, pstate)
+            except Exception as exc:  # fail-open is the contract
+                self.pipeline.errors.record(_where(hook), exc)
+                continue
+            if decisions:
+                for d in decisions:
+                    self._record_decision(step, d)
+                    if d.injects or d.kind is DecisionKind.STOP:
+                        self._queued.append(d)
         for end_hook in hooks.tool_end:
             self._guarded(end_hook, self, step)
 

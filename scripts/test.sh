@@ -8,14 +8,14 @@ cd "$ROOT"
 
 SERVICES_ENV="$(mktemp)"
 cleanup() {
-  for svc in "$ROOT"/.ci/services/*.sh; do
+  for svc in "$ROOT"/.ci/services/[!_]*.sh; do
     [ -f "$svc" ] && bash "$svc" stop >/dev/null 2>&1 || true
   done
   rm -f "$SERVICES_ENV"
 }
 trap cleanup EXIT
 if [ "${PLANGUARD_SKIP_SERVICES:-0}" != "1" ]; then
-  for svc in "$ROOT"/.ci/services/*.sh; do
+  for svc in "$ROOT"/.ci/services/[!_]*.sh; do
     [ -f "$svc" ] || continue
     bash "$svc" start >>"$SERVICES_ENV"
   done

@@ -403,6 +403,72 @@ def test_claude_code_dedups_blocks_and_keeps_sidechains_apart(tmp_path: Path) ->
     assert sub.meta["task"] == "look"
 
 
+def test_calls_a_hook_or_guard_denied_are_recorded_as_blocked(tmp_path: Path) -> None:
+    """A denied call never ran: the loaders keep it, marked ``blocked``, and replay counts a denial, not a
+    step — as the live session did (Claude Code's hook-error result; mini-swe-agent's planguard marker)."""
+    from planguard.session import Pipeline
+
+    reason = "PLANGUARD GATE (validate-before-submit): Bash is not allowed yet."
+    cc = [
+        _cc("user", "u1", "fix it"),
+        _cc(
+            "assistant",
+            "a1",
+            [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+                {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "./submit.sh"}},
+                {"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "false"}},
+            ],
+            msg_id="m1",
+        ),
+        _cc(
+            "user",
+            "u2",
+            [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": f"PreToolUse:Bash hook error: {reason}",
+                    "is_error": True,
+                },
+                {"type": "tool_result", "tool_use_id": "t3", "content": "Exit code 1", "is_error": True},
+            ],
+        ),
+    ]
+    mini = {
+        "info": {"exit_status": "Submitted"},
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "```mswea_bash_command\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
+            {"role": "assistant", "content": "```mswea_bash_command\necho COMPLETE_TASK\n```"},
+            {
+                "role": "user",
+                "content": f"<returncode>1</returncode>\n<output>\n{reason}\n</output>",
+                "extra": {"planguard": {"decision": "deny", "policy": "validate-before-submit"}},
+            },
+        ],
+        "trajectory_format": "mini-swe-agent-1.1",
+    }
+    (tmp_path / "mini.traj.json").write_text(json.dumps(mini))
+    runs = {
+        "claude-code": load_one(write_jsonl(tmp_path / "sess-1.jsonl", cc)),
+        "mini-swe-agent": load_one(tmp_path / "mini.traj.json"),
+    }
+    assert [e.blocked for e in runs["claude-code"].events] == [None, reason, None]
+    assert runs["claude-code"].events[2].exit_code == 1  # an ordinary failure is not a denial
+    assert [e.blocked for e in runs["mini-swe-agent"].events] == [None, reason]
+    for run in runs.values():
+        session = Pipeline().session(run.id)
+        steps = [session.observe(e) for e in run.events]
+        summary = session.end()
+        assert summary.n_steps == len(run.events) - 1
+        assert summary.decision_counts == {"deny": 1}
+        (denied,) = [s for s in steps if s.decision.blocks]
+        assert denied.decision.message == reason and denied.decision.policy == "recorded"
+
+
 def test_claude_code_old_sidechains_and_standalone_agent_files(tmp_path: Path) -> None:
     def side(uuid: str, parent: str | None, content: Any, kind: str = "user") -> dict[str, Any]:
         return _cc(kind, uuid, content, isSidechain=True, parentUuid=parent)

@@ -11,6 +11,9 @@ lines may embed a running sub-agent's messages, which its own transcript records
 * ``tool_use`` blocks become events in order; ``tool_result`` blocks (in later user lines) are paired
   by ``tool_use_id`` and fill ``result``/``is_error``/``end_time``. The line's ``toolUseResult`` adds
   structured facts (``interrupted``, ``agentId`` of a spawned sub-agent, ...) to ``metadata``.
+* A call a ``PreToolUse`` hook denied never ran; Claude Code records its reason as an error result
+  ``"PreToolUse:<tool> hook error: <reason>"``. The event keeps it as ``blocked``, so replay counts a
+  denial, not a step, as the live session did.
 * Sub-agent (Task) transcripts are never mixed into the parent run. Lines with ``isSidechain: true``
   form their own :class:`Trajectory` with id ``"<session>/<agentId>"`` (``"<session>/sidechain-N"`` for
   old versions that did not write ``agentId``, chains being told apart by ``parentUuid``). A standalone
@@ -31,6 +34,8 @@ from ._base import LoadError, Trajectory, as_str, new_meta, parse_time, text_of,
 __all__ = ["load_claude_code"]
 
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
+# The error result Claude Code records when a PreToolUse hook denied the call (it never ran).
+_HOOK_DENIED = re.compile(r"^PreToolUse:\S+ hook error: ")
 # User lines that are Claude Code's own plumbing rather than instructions from the person.
 _NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command-", "<command-args>", "Caveat:")
 _INTERRUPTED = "[Request interrupted by user"
@@ -145,6 +150,9 @@ class _Chain:
             match = _EXIT_CODE.match(result)
             if match:
                 event.exit_code = int(match.group(1))
+            denied = _HOOK_DENIED.match(result)
+            if denied:
+                event.blocked = result[denied.end() :]
         metadata = event.metadata if isinstance(event.metadata, dict) else {}
         if isinstance(extra, dict):
             # Keep the small structured facts; stdout/file bodies already are the result text.

@@ -186,6 +186,10 @@ def _fill_observation(event: ToolEvent, content: str, extra: dict[str, Any]) -> 
     # 1.x reported timeouts through a template with no <returncode>; 2.x sets exception_info.
     if extra.get("exception_info") or (returncode is None and "timed out and has been killed" in content):
         event.is_error = True
+    # planguard_mini_swe_agent's environment marks an action its guard denied (it never ran).
+    marker = extra.get("planguard")
+    if isinstance(marker, dict) and marker.get("decision") in ("deny", "stop"):
+        event.blocked = result.strip()
 
 
 def _is_submit(command: str) -> bool:

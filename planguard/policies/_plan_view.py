@@ -14,9 +14,8 @@ from ..plan import Plan, PlanPhase
 
 if TYPE_CHECKING:
     from ..session import Session
-    from ..step import Step
 
-__all__ = ["NOTE_PREFIX", "REMINDER_PREFIX", "PlanView", "described", "role_name", "roles_of"]
+__all__ = ["NOTE_PREFIX", "REMINDER_PREFIX", "PlanView", "described", "role_name"]
 
 #: Reminder messages start with this (the paper's protocol); integrations and users rely on the label.
 REMINDER_PREFIX = "PLAN REMINDER:"
@@ -137,20 +136,3 @@ class _Fields(dict[str, Any]):
             raise KeyError(key)
         value = self[key] = compute(self)
         return value
-
-
-# ``Step.roles`` builds a new tuple on every access (about a microsecond), and every policy needs it in
-# after_tool. The last step's roles are remembered here so the policies of one call compute them once. The
-# (step, roles) pair is replaced as a whole, so a thread that sees another's step just recomputes.
-_last_roles: tuple[object, tuple[str, ...]] = (None, ())
-
-
-def roles_of(step: Step) -> tuple[str, ...]:
-    """``step.roles``, computed once per step across policies."""
-    global _last_roles
-    cached = _last_roles
-    if cached[0] is step:
-        return cached[1]
-    roles = step.roles
-    _last_roles = (step, roles)
-    return roles

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..decisions import Decision, DecisionKind
 from ..events import ToolEvent
 from ..findings import Finding
-from ._plan_view import NOTE_PREFIX, roles_of
+from ._plan_view import NOTE_PREFIX
 from .base import Policy
 from .match import compile_globs
 from .reminder import check_template
@@ -272,7 +272,7 @@ def _is_progress(step: Step) -> bool:
     a = step.action
     if a is not None and (action_type(step) == "FILE_WRITE" or getattr(a, "is_validation", False)):
         return True
-    return any(r == "P" or r.startswith("V_") for r in roles_of(step))
+    return any(r == "P" or r.startswith("V_") for r in step.classification.roles)
 
 
 def action_type(step: Step) -> str | None:
@@ -403,7 +403,7 @@ class DetectorResponses(Policy):
             if act is not None and act in rule.actions:
                 return True
         if rule.roles:
-            for r in roles_of(step):
+            for r in step.classification.roles:
                 for prefix in rule.roles:
                     if r == prefix or r.startswith(prefix + "_"):
                         return True

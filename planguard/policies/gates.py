@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..decisions import Decision, DecisionKind
 from ..events import ToolEvent
 from ..plan import Plan, phase_matches
-from ._plan_view import role_name, roles_of
+from ._plan_view import role_name
 from .base import Policy
 from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
@@ -178,7 +178,7 @@ class Gate(Policy):
     def after_tool(self, step: Step, session: Session, state: _State) -> Iterable[Decision]:
         if not self._tracks:
             return ()
-        roles = roles_of(step)
+        roles = step.classification.roles
         if not roles:
             return ()
         ok = not step.event.failed

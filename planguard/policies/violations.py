@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
 from ..plan import Plan, PlanPhase
-from ._plan_view import REMINDER_PREFIX, PlanView, described, role_name, roles_of
+from ._plan_view import REMINDER_PREFIX, PlanView, described, role_name
 from .base import Policy
 from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
@@ -175,7 +175,7 @@ class PlanViolations(Policy):
     def after_tool(self, step: Step, session: Session, state: _State) -> Iterable[Decision]:
         if not self._active:
             return ()
-        roles = roles_of(step)
+        roles = step.classification.roles
         if not roles:
             return ()
         lines: list[str] | None = None
