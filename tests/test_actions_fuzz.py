@@ -18,6 +18,7 @@ from planguard.actions import (
 )
 from planguard.actions.config import ActionsConfig, build_classifier
 from planguard.actions.effects import _TAIL_FAILURE, _tail_failed, outcome_failed
+from planguard.actions.paths import _TEST_HINT, is_test_path
 from planguard.actions.shell import (
     _UNQUOTE,
     ShellClassifier,
@@ -28,6 +29,7 @@ from planguard.actions.shell import (
 )
 from planguard.actions.vocabulary import BUILTIN_RULES
 from planguard.events import ToolEvent
+from planguard.phases.rules import _PAPER_HINTS, is_test_path_paper
 
 TOOLS = sorted({r.tool for r in BUILTIN_RULES if not r.tool.startswith("re:")} | {"", "bash", "weird tool"})
 KEYS = [
@@ -252,6 +254,24 @@ TAIL_BITS = [
 @given(st.lists(st.sampled_from(TAIL_BITS), max_size=12).map("".join) | st.text(max_size=60))
 def test_tail_failure_check_is_the_regex(tail: str) -> None:
     assert _tail_failed(tail) == (_TAIL_FAILURE.search(tail) is not None)
+
+
+PATH_BITS = [
+    "test", "tests", "testing", "Test", "TESTS", "_", "/", ".py", "s", "conftest", "repro", "reproduc",
+    "Debug_", "verify_", "check_", "scratch", "x", "\n", "1", "ſ", "é",
+]  # fmt: skip
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(PATH_BITS), max_size=8).map("".join) | st.text(max_size=40))
+def test_test_path_check_is_the_regex(path: str) -> None:
+    assert is_test_path(path) == (_TEST_HINT.search(path) is not None)
+
+
+@FUZZ
+@given(st.text(alphabet="test_reproducbg/ .", max_size=30))
+def test_paper_test_hint_is_its_substring_list(path: str) -> None:
+    assert is_test_path_paper(path) == any(h in path for h in _PAPER_HINTS)
 
 
 @FUZZ

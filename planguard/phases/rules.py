@@ -145,12 +145,17 @@ _SHAPED = _READONLY | _PY | frozenset({"sed", "perl", "touch"})
 _MAY_REDIRECT = re.compile(r"[<>]|tee", re.IGNORECASE)
 
 
-_PAPER_HINT_RE = re.compile("|".join(re.escape(h) for h in _PAPER_HINTS))
-
-
 def is_test_path_paper(path: str) -> bool:
     """The paper's test hint: a plain substring test on the (already lower-cased) path."""
-    return _PAPER_HINT_RE.search(path) is not None
+    # _PAPER_HINTS unrolled: six substring tests cost a fraction of one regex alternation.
+    return (
+        "test_" in path
+        or "reproduc" in path
+        or "debug" in path
+        or "_test" in path
+        or "/tests/" in path
+        or "/test/" in path
+    )
 
 
 def _flatten_flags(flags: Iterable[tuple[str, FlagValue]]) -> list[str]:
