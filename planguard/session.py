@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .actions.types import Action, ActionType
 from .decisions import ALLOW, Decision, DecisionKind
 from .detectors.base import Detector
 from .errors import ErrorCounter
@@ -304,7 +305,13 @@ class Session:
         hooks = self._hooks
         # One try around the whole loop (free in 3.11 until something raises); a failing stage is
         # counted and the loop resumes after it, so the other stages still run (fail-open).
-        i, observers = 0, hooks.observe
+        observers = hooks.observe
+        by_type = hooks.by_type
+        if by_type is not None and step.action.__class__ is Action:
+            t = step.action.type
+            typed = by_type.get(t)
+            observers = typed if typed is not None else hooks.observers_of(t)
+        i = 0
         while i < len(observers):
             try:
                 while i < len(observers):
@@ -372,6 +379,7 @@ class _Hooks:
 
     __slots__ = (
         "observe",
+        "by_type",
         "before_tool",
         "after_tool",
         "before_model",
@@ -379,10 +387,17 @@ class _Hooks:
         "tool_end",
         "finding",
         "decision",
+        "_types",
     )
 
     def __init__(self, pipeline: Pipeline, detector_states: list[Any], policy_states: list[Any]) -> None:
         self.observe = [(d.observe, s) for d, s in zip(pipeline.detectors, detector_states, strict=True)]
+        # Per action type, the detectors that want its steps (filled on first sight of each type); None
+        # when every detector wants every step.
+        self._types = [d.types for d in pipeline.detectors]
+        self.by_type: dict[ActionType, list[tuple[Any, Any]]] | None = (
+            {} if any(t is not None for t in self._types) else None
+        )
         policies = list(zip(pipeline.policies, policy_states, strict=True))
         self.before_tool = [(p.before_tool, s) for p, s in policies if _overrides(p, Policy, "before_tool")]
         self.after_tool = [(p.after_tool, s) for p, s in policies if _overrides(p, Policy, "after_tool")]
@@ -394,6 +409,16 @@ class _Hooks:
         self.tool_end = [k.on_tool_end for k in sinks if _overrides(k, Sink, "on_tool_end")]
         self.finding = [k.on_finding for k in sinks if _overrides(k, Sink, "on_finding")]
         self.decision = [k.on_decision for k in sinks if _overrides(k, Sink, "on_decision")]
+
+    def observers_of(self, action_type: ActionType) -> list[tuple[Any, Any]]:
+        observers = [
+            pair
+            for pair, types in zip(self.observe, self._types, strict=True)
+            if types is None or action_type in types
+        ]
+        if self.by_type is not None:
+            self.by_type[action_type] = observers
+        return observers
 
 
 def _merge_result(into: ToolEvent, src: ToolEvent) -> None:

@@ -147,3 +147,27 @@ def test_real_repeated_call_and_plan_absence_at_lower_or_gated_settings(shared: 
     assert _fired(s, "plan_absence") == [(6, 44)]
     _, s = replay(t, (PlanAbsence(),))  # SWE-agent has no plan tool: not applicable
     assert _fired(s, "plan_absence") == []
+
+
+def test_type_dispatch_shows_each_detector_every_step_it_needs(shared: Path) -> None:
+    """A detector with ``types`` sees only those steps; its findings on all 81 corpus runs equal those it
+    reports when shown every step."""
+    runs = [t for t in iter_trajectories([shared / "data" / CORPUS]) if isinstance(t, Trajectory)]
+    dispatched = default_detectors()
+    assert {d.name for d in dispatched if d.types is not None} >= {
+        "search_loop",
+        "reread_churn",
+        "redundant_search",
+        "tool_oscillation",
+    }
+    every_step = default_detectors()
+    for d in every_step:
+        d.types = None
+    n_findings = 0
+    for t in runs:
+        got = [(f.detector, f.first_step, f.last_step, f.evidence) for f in replay(t, dispatched)[1].findings]
+        assert got == [
+            (f.detector, f.first_step, f.last_step, f.evidence) for f in replay(t, every_step)[1].findings
+        ]
+        n_findings += len(got)
+    assert n_findings > 100

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..findings import Finding
 
 if TYPE_CHECKING:
+    from ..actions.types import ActionType
     from ..session import Session
     from ..step import Step
 
@@ -23,6 +24,9 @@ class Detector(ABC):
     """
 
     name: str = "detector"
+    #: Action types of the steps the predicate needs (``None``: every step). When the pipeline classifies
+    #: actions, the session shows the detector only those steps: most predicates concern two or three.
+    types: frozenset[ActionType] | None = None
 
     def new_state(self) -> Any:
         return None

@@ -66,6 +66,8 @@ class SearchLoop(Detector):
             raise ValueError("threshold must be >= 1")
         self.threshold = threshold
         self.strict = strict
+        # Other actions neither count nor break the streak, unless strict.
+        self.types = None if strict else frozenset({SEARCH, FILE_READ, FILE_WRITE, COMMAND})
 
     def new_state(self) -> _LoopState:
         return _LoopState()
@@ -164,6 +166,7 @@ class RereadChurn(Detector):
     below the threshold or the file is written."""
 
     name = "reread_churn"
+    types = frozenset({FILE_READ, FILE_WRITE})
 
     def __init__(self, reads: int = 3, window: int = 10) -> None:
         if reads < 2 or window < 1:
@@ -211,6 +214,7 @@ class RedundantSearch(Detector):
     a ``window`` (10)-action window. Resets per query when it leaves the window."""
 
     name = "redundant_search"
+    types = frozenset({SEARCH})
 
     def __init__(self, repeats: int = 2, window: int = 10) -> None:
         if repeats < 2 or window < 1:
@@ -280,6 +284,7 @@ class ToolOscillation(Detector):
     when the reverting write arrives, so the finding may come at that write. Once per file."""
 
     name = "tool_oscillation"
+    types = frozenset({FILE_READ, FILE_WRITE})
 
     def __init__(self, cycles: int = 2) -> None:
         if cycles < 1:
