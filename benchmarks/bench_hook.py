@@ -1,11 +1,20 @@
 """Wall time of the Claude Code hook: one process per hook call, as Claude Code runs it.
 
-    python benchmarks/bench_hook.py [--calls 40] [--config FILE]
+    python benchmarks/bench_hook.py [--calls 40] [--cold 5] [--config FILE]
 
-Reports the median and p90 wall time per hook call for ``planguard hook claude-code`` and for the
-``planguard-claude-code-hook`` entry point (same hook, without the planguard CLI's subcommand discovery),
-then where the time goes: interpreter start-up, imports, Guard construction, and the in-process work of
-one call (lock, restore, run, save) as the session grows.
+Reports the median and p90 wall time per hook call
+
+* through the warm daemon, for each way to launch the hook: the command ``planguard install claude-code``
+  writes (``python -S .../planguard_claude_code/launch.py``), ``planguard hook claude-code`` and the
+  ``planguard-claude-code-hook`` entry point;
+* for the first call, which starts the daemon (cold start, a fresh state directory each time);
+* with the daemon off (``--no-daemon`` / ``PLANGUARD_HOOK_DAEMON=0``: every call builds planguard itself),
+  which is also what a hook does when the daemon is unavailable;
+
+then where the time goes (interpreter start-up, imports, Guard construction) and the in-process work of one
+call (lock, restore, run, save) in a hook process and in the daemon, as the session grows. The daemons run
+in a private temporary ``XDG_RUNTIME_DIR`` and are stopped at the end. The load average is printed before
+and after: on a busy machine the figures are only comparable with others taken under similar load.
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ def payloads(n: int) -> list[dict[str, Any]]:
             {"filePath": "x"},
         ),
     ]
-    out = []
+    out: list[dict[str, Any]] = []
     for i in range(n // 2):
         tool, inp, resp = tools[i % len(tools)]
         tid = f"toolu_{i:04d}"
@@ -76,14 +85,13 @@ def payloads(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def time_command(cmd: list[str], calls: list[dict[str, Any]]) -> list[float]:
+def time_command(cmd: list[str], calls: list[dict[str, Any]], env: dict[str, str]) -> list[float]:
     times = []
-    env = {**os.environ, "PLANGUARD_CONFIG": ""}
     for p in calls:
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, input=json.dumps(p), capture_output=True, text=True, env=env)
         times.append(time.perf_counter() - t0)
-        if proc.returncode != 0:
+        if proc.returncode != 0 or proc.stderr:
             raise SystemExit(f"hook failed: {proc.stderr}")
     return times
 
@@ -93,70 +101,144 @@ def median_ms(xs: list[float]) -> str:
     return f"median {statistics.median(xs) * 1000:7.1f} ms   p90 {qs[8] * 1000:7.1f} ms   (n={len(xs)})"
 
 
-def py_time(code: str, repeat: int = 7) -> float:
+def py_time(args: list[str], env: dict[str, str], repeat: int = 9) -> float:
+    subprocess.run([sys.executable, *args], check=True, capture_output=True, env=env)  # bytecode cache
     ts = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        subprocess.run([sys.executable, *args], check=True, capture_output=True, env=env)
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts)
 
 
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
 def main() -> None:
+    from planguard_claude_code import client, settings
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="hook calls per variant (Pre/Post pairs)")
+    ap.add_argument("--cold", type=int, default=5, help="cold starts measured (each a fresh daemon)")
     ap.add_argument("--config", help="planguard config (default: a gate, telemetry and store off)")
+    ap.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE as it is (by default the runs get a private bytecode cache, as "
+        "an installed package has: without one every module is compiled again in every process)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pg-bench-"))
+    runtime = tmp / "rt"
+    runtime.mkdir(mode=0o700)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PLANGUARD_", "CLAUDE_PROJECT_DIR"))},
+        "XDG_RUNTIME_DIR": str(runtime),
+        # A working tree others edit would restart the daemon mid-series (it follows planguard's code).
+        client.ENV_WATCH: "0",
+    }
+    if not args.no_bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")  # outside the source tree
+    state_dirs: list[Path] = []
+
+    def state(name: str) -> Path:
+        state_dirs.append(tmp / name)
+        return tmp / name
+
     try:
         config = Path(args.config) if args.config else tmp / "pg.yaml"
         if not args.config:
             config.write_text(CONFIG)
         calls = payloads(args.calls)
         bindir = Path(sys.executable).parent
-        variants = {
+        installed = settings.hook_command()  # python -S .../launch.py
+        client_dir = str(Path(client.__file__).parent)
+        launchers = {
+            "installed command (python -S)": installed.split(),
             "planguard hook claude-code": [str(bindir / "planguard"), "hook", "claude-code"],
             "planguard-claude-code-hook": [str(bindir / "planguard-claude-code-hook")],
         }
         print(f"Claude Code hook, one process per call ({sys.executable})")
-        for i, (name, cmd) in enumerate(variants.items()):
-            state = tmp / f"state{i}"
-            times = time_command([*cmd, "--config", str(config), "--state-dir", str(state)], calls)
-            print(f"  {name:32s} {median_ms(times)}")
+        print(f"  {load()}")
+        print(f"  installed command: {installed}")
+        cached = "PYTHONDONTWRITEBYTECODE" not in env
+        print(f"  bytecode cache: {'private, warmed up first' if cached else 'as in the environment'}")
+        if cached:  # fill the cache, as installing a package does
+            subprocess.run(
+                [sys.executable, "-m", "compileall", "-q", str(Path(client.__file__).parent)],
+                env=env,
+                check=True,
+            )
 
-        print("where the time goes (median of 7 fresh interpreters):")
-        base = py_time("pass")
+        print("through the warm daemon (started before timing):")
+        for name, cmd in launchers.items():
+            cmd = [*cmd, "--config", str(config), "--state-dir", str(state("warm"))]
+            time_command(cmd, payloads(2), env)  # the daemon is up before the clock starts
+            print(f"  {name:32s} {median_ms(time_command(cmd, calls, env))}")
+        errors_log = tmp / "warm" / "hook-errors.log"
+        fallbacks = errors_log.read_text().count("hook daemon unavailable") if errors_log.exists() else 0
+
+        print("first call, which starts the daemon (cold start):")
+        cold: list[float] = []
+        second: list[float] = []
+        for i in range(args.cold):
+            cmd = [*launchers["installed command (python -S)"], "--config", str(config)]
+            cmd += ["--state-dir", str(state(f"cold{i}"))]
+            first, nxt = time_command(cmd, payloads(2), env)
+            cold.append(first)
+            second.append(nxt)
+            client.stop_daemons(str(tmp / f"cold{i}"), env)
+        print(f"  {'first call':32s} {median_ms(cold)}")
+        print(f"  {'the call after it':32s} {median_ms(second)}")
+
+        print("daemon off (--no-daemon / PLANGUARD_HOOK_DAEMON=0; also the fallback path):")
+        off = {**env, client.ENV_DAEMON: "0"}
+        for name, cmd in launchers.items():
+            cmd = [*cmd, "--config", str(config), "--state-dir", str(state("off"))]
+            print(f"  {name:32s} {median_ms(time_command(cmd, calls[: max(10, len(calls) // 2)], off))}")
+
+        print("where the time goes (median of 9 fresh interpreters):")
         steps = {
-            "interpreter start-up": "pass",
-            "import planguard.guard": "import planguard.guard",
-            "+ Guard(config)": f"from planguard.guard import Guard; Guard.from_file({str(config)!r})",
-            "+ planguard CLI parser": "from planguard.cli import build_parser; build_parser()",
+            "interpreter start-up, -S": ["-S", "-c", "pass"],
+            "+ hook client (stdlib only)": [
+                "-S",
+                "-c",
+                f"import sys; sys.path.insert(0, {client_dir!r}); import client",
+            ],
+            "interpreter start-up (site)": ["-c", "pass"],
+            "+ import planguard.guard": ["-c", "import planguard.guard"],
+            "+ Guard(config)": ["-c", f"from planguard.guard import Guard; Guard.from_file({str(config)!r})"],
+            "+ planguard CLI parser": ["-c", "from planguard.cli import build_parser; build_parser()"],
         }
         for label, code in steps.items():
-            t = py_time(code)
-            print(
-                f"  {label:32s} {t * 1000:7.1f} ms"
-                + ("" if code == "pass" else f"   (+{(t - base) * 1000:.1f})")
-            )
+            print(f"  {label:32s} {py_time(code, env) * 1000:7.1f} ms")
 
         from planguard_claude_code.hook import HookRunner
         from planguard_claude_code.state import SessionStore
 
-        runner = HookRunner(str(config), SessionStore(tmp / "inproc"))
-        per_call: list[float] = []
-        for p in payloads(400):
-            t0 = time.perf_counter()
-            runner.handle(p)
-            per_call.append(time.perf_counter() - t0)
-        runner.close()
-        early, late = per_call[:40], per_call[-40:]
-        print("in-process work of one call (lock, restore snapshot, run, journal, save):")
-        print(f"  calls 1-40     {median_ms(early)}")
-        print(f"  calls 361-400  {median_ms(late)}")
-        snap = next((tmp / "inproc").glob("*.snap"))
-        log = next((tmp / "inproc").glob("*.log"))
+        print("in-process work of one call (lock, restore, run, journal, save):")
+        for label, long_lived in (("hook process", False), ("daemon (session kept in memory)", True)):
+            runner = HookRunner(
+                str(config), SessionStore(state(f"inproc-{long_lived}")), long_lived=long_lived
+            )
+            per_call: list[float] = []
+            for p in payloads(400):
+                t0 = time.perf_counter()
+                runner.handle(p)
+                per_call.append(time.perf_counter() - t0)
+            runner.close()
+            print(f"  {label}, calls 1-40      {median_ms(per_call[:40])}")
+            print(f"  {label}, calls 361-400   {median_ms(per_call[-40:])}")
+        snap = next((tmp / "inproc-False").glob("*.snap"))
+        log = next((tmp / "inproc-False").glob("*.log"))
         print(f"  after 400 calls: snapshot {snap.stat().st_size} B, journal {log.stat().st_size} B")
+        print(f"  ({fallbacks} of the warm-daemon calls were answered in-process instead; {load()})")
     finally:
+        for d in state_dirs:
+            client.stop_daemons(str(d), env)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

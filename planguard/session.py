@@ -40,6 +40,8 @@ MAX_KEPT_FINDINGS = 256
 MAX_QUEUED_MESSAGES = 16
 #: Roles a session remembers as settled in every plan's compliance (the role vocabulary is tiny).
 MAX_SCORED_ROLES = 256
+#: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
+_DERIVED = frozenset({"pipeline", "_hooks", "_compliances"})
 #: ``Decision.policy`` of a denial read from a recording (the harness, not this pipeline, decided it).
 _RECORDED = "recorded"
 
@@ -253,6 +255,34 @@ class Session:
             decision_counts=dict(self.decision_counts),
             duration=self.last_activity - self.started_at,
         )
+
+    # ------------------------------------------------------------------ persistence
+
+    def state(self) -> dict[str, Any]:
+        """The session's explicit state, without the pipeline and what is bound from it: what a process that
+        handles one call at a time (the Claude Code hook) saves between calls. Picklable when the stages'
+        states are (the built-in ones are)."""
+        return {name: getattr(self, name) for name in self.__slots__ if name not in _DERIVED}
+
+    @classmethod
+    def restore(cls, pipeline: Pipeline, state: Mapping[str, Any]) -> Session:
+        """A session with ``state`` (from :meth:`state`) put back and bound to ``pipeline``, whose stages must
+        be those the state was made with. Does not run ``__init__``, so the sinks see no new session."""
+        missing = set(cls.__slots__) - _DERIVED - set(state)
+        if missing:
+            raise ValueError(f"session state lacks {sorted(missing)}")
+        session = cls.__new__(cls)
+        for name in cls.__slots__:
+            if name not in _DERIVED:
+                setattr(session, name, state[name])
+        session.bind(pipeline)
+        return session
+
+    def bind(self, pipeline: Pipeline) -> None:
+        """Run this session on ``pipeline`` from now on (same stages; e.g. with other sinks)."""
+        self.pipeline = pipeline
+        self._compliances = tuple(self.compliance.values())
+        self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
 
     def queue(self, decision: Decision) -> None:
         """Hold a reminder or nudge for the next model request."""

@@ -1,6 +1,8 @@
 """End to end with the real Claude Code CLI (bundled in the claude-agent-sdk wheel) against a local fake
 Anthropic Messages API: planguard's hooks installed with ``planguard_claude_code.settings``, a scripted
 model that navigates, reproduces, patches, tries to submit too early (denied), validates and submits.
+The hooks run as installed (``python -S .../launch.py``), answered by the warm hook daemon, which the
+first hook call starts; the same scenario also runs with the daemon off.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("planguard_claude_code")
-from planguard_claude_code import settings
+from claude_hook_support import daemon_sandbox
+from planguard_claude_code import client, settings
 from planguard_claude_code.hook import read_summary
 
 pytestmark = pytest.mark.e2e
@@ -263,14 +266,18 @@ def workspace() -> Iterator[dict[str, Path]]:
     home.mkdir()
     config = tmp_path / "planguard.yaml"
     config.write_text(CONFIG)
-    yield {
-        "work": work,
-        "home": home,
-        "config": config,
-        "state": tmp_path / "state",
-        "settings": tmp_path / "settings.json",
-    }
-    shutil.rmtree(tmp_path, ignore_errors=True)
+    try:
+        with daemon_sandbox(tmp_path / "state") as run_dir:
+            yield {
+                "work": work,
+                "home": home,
+                "config": config,
+                "state": tmp_path / "state",
+                "settings": tmp_path / "settings.json",
+                "run": run_dir,
+            }
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def _env(home: Path, url: str) -> dict[str, str]:
@@ -285,15 +292,19 @@ def _env(home: Path, url: str) -> dict[str, str]:
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+            "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],  # the test's own (see daemon_sandbox)
+            client.ENV_WATCH: os.environ[client.ENV_WATCH],
         }
     )
     return env
 
 
 @pytest.mark.skipif(CLI is None, reason="claude-agent-sdk with its bundled Claude Code CLI is not installed")
-def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path]) -> None:
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], daemon: bool) -> None:
     work, home = workspace["work"], workspace["home"]
-    command = settings.hook_command(workspace["config"], workspace["state"])
+    command = settings.hook_command(workspace["config"], workspace["state"], daemon=daemon)
+    assert command.split()[1:3] == ["-S", str(Path(client.__file__).resolve().with_name("launch.py"))]
     settings.install(workspace["settings"], command)
 
     with FakeAnthropic(_turns(work)) as fake:
@@ -335,6 +346,18 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path]) ->
         reminded = [i for i in range(len(fake.requests)) if "PLAN REMINDER:" in json.dumps(fake.requests[i])]
         assert reminded and reminded[0] >= 2, reminded
         assert len(fake.requests) == 8
+
+    # Every hook call went through one daemon (started by the first), or none did.
+    daemons = client.daemon_status(
+        str(workspace["state"]), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]}
+    )
+    if daemon:
+        assert len(daemons) == 1, daemons
+        # UserPromptSubmit, 7 PreToolUse, 6 PostToolUse(Failure) (the denied call has none), SessionEnd
+        assert daemons[0]["served"] >= 14 and daemons[0]["failed"] == 0, daemons
+        assert daemons[0]["base_dir"] == str(work.resolve())
+    else:
+        assert daemons == [] and not workspace["run"].exists()
 
     summary = read_summary(result["session_id"], str(workspace["config"]), str(workspace["state"]))
     assert summary is not None

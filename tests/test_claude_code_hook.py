@@ -1,19 +1,23 @@
 """``planguard hook claude-code`` driven as Claude Code drives it: a new process per hook call, real hook
-payloads on standard input (shapes recorded from Claude Code 2.1), JSON answers on standard output."""
+payloads on standard input (shapes recorded from Claude Code 2.1), JSON answers on standard output —
+through the warm hook daemon and, with it turned off, in each hook process."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("planguard_claude_code")
-from planguard_claude_code import settings
+from claude_hook_support import daemon_sandbox
+from planguard_claude_code import client, settings
 from planguard_claude_code.translate import (
     MAX_RESULT_CHARS,
     call_event,
@@ -115,11 +119,25 @@ def run_hook(
     return proc.returncode, (json.loads(out) if out else {}), proc.stderr
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, Path]:
+@pytest.fixture(params=["daemon", "no-daemon"])
+def env(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, Path]]:
     config = tmp_path / "planguard.yaml"
     config.write_text(CONFIG)
-    return {"config": config, "state": tmp_path / "state"}
+    state = tmp_path / "state"
+    with daemon_sandbox(state) as run_dir:
+        if request.param == "no-daemon":
+            os.environ[client.ENV_DAEMON] = "0"
+        yield {"config": config, "state": state, "run": run_dir}
+
+
+def _served(env: dict[str, Path]) -> int | None:
+    """Hook calls the daemon answered; None when there is no daemon (it is off)."""
+    daemons = client.daemon_status(str(env["state"]))
+    if os.environ.get(client.ENV_DAEMON) == "0":
+        assert daemons == [] and not env["run"].exists()
+        return None
+    assert len(daemons) == 1, daemons
+    return int(daemons[0]["served"])
 
 
 # --------------------------------------------------------------------------- translation (in-process)
@@ -224,7 +242,25 @@ def test_install_command_writes_the_project_settings(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     command = data["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command.endswith("hook claude-code") and os.path.isabs(command.split()[0])
+    python, flag, script = shlex.split(command)
+    assert (python, flag, script) == (
+        sys.executable,
+        "-S",
+        str(Path(client.__file__).resolve().with_name("launch.py")),
+    )
+    assert settings.is_planguard_hook({"type": "command", "command": command})
+
+    # The installed command itself answers a hook call (in-process here: no daemon for a one-off).
+    proc = subprocess.run(
+        [*shlex.split(command), "--no-daemon", "--state-dir", str(tmp_path / "state")],
+        input=json.dumps(pre("Bash", {"command": "ls"}, "toolu_01")),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PLANGUARD_CONFIG": "", "PLANGUARD_TELEMETRY": "0", "PLANGUARD_STORE": "0"},
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert list((tmp_path / "state").glob("*.snap"))
 
 
 # --------------------------------------------------------------------------- the hook command
@@ -234,6 +270,7 @@ def test_hook_session_gate_reminders_and_show(env: dict[str, Path]) -> None:
     cfg, state = env["config"], env["state"]
     rc, out, _ = run_hook({**BASE, "hook_event_name": "UserPromptSubmit", "prompt": "fix it"}, cfg, state)
     assert (rc, out) == (0, {})  # model call 1: nothing due yet
+    calls_made = 1
 
     calls = [
         ("Read", {"file_path": "/tmp/w/calc.py"}, bash_ok()),
@@ -252,6 +289,7 @@ def test_hook_session_gate_reminders_and_show(env: dict[str, Path]) -> None:
         assert (rc, out) == (0, {})  # allowed calls get no answer: Claude Code's permissions stay in charge
         payload = fail(tool, inp, tid, "Exit code 1") if response is None else post(tool, inp, tid, response)
         rc, out, _ = run_hook(payload, cfg, state)
+        calls_made += 2
         assert rc == 0
         if out:
             ctx = out["hookSpecificOutput"]
@@ -273,6 +311,9 @@ def test_hook_session_gate_reminders_and_show(env: dict[str, Path]) -> None:
         assert (rc, out) == (0, {})
         run_hook(post(tool, inp, tid, bash_ok("ok")), cfg, state)
     run_hook({**BASE, "hook_event_name": "SessionEnd", "reason": "other"}, cfg, state)
+    calls_made += 1 + 4 + 1
+    served = _served(env)
+    assert served is None or served == calls_made
 
     proc = subprocess.run(
         [
@@ -312,3 +353,6 @@ def test_hook_never_fails_the_agent(env: dict[str, Path], tmp_path: Path) -> Non
     assert (rc, out) == (0, {})  # an unusable config lets the call through and logs why
     log = (state / "hook-errors.log").read_text()
     assert "every_model_calls" in log and "not JSON" in log
+    served = _served(env)
+    # Unusable calls are still answered (with nothing); an empty payload never leaves the hook process.
+    assert served is None or served == 3

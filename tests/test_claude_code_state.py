@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("planguard_claude_code")
+from claude_hook_support import daemon_sandbox
+from planguard_claude_code import client
 from planguard_claude_code.hook import read_summary, run_hook
 from planguard_claude_code.state import FORMAT, Op, SessionStore, file_name
 
@@ -95,8 +97,10 @@ def test_state_survives_across_calls_and_matches_in_memory(setup: dict[str, str]
     assert ops == ["pre", "post", "model"] * 5
 
 
-def test_concurrent_hook_processes_lose_no_event(setup: dict[str, str]) -> None:
-    """Parallel tool calls: Claude Code runs their hooks as concurrent processes on one session."""
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_concurrent_hook_processes_lose_no_event(setup: dict[str, str], daemon: bool) -> None:
+    """Parallel tool calls: Claude Code runs their hooks as concurrent processes on one session. With the
+    daemon, twelve hook processes arriving at once start exactly one and all are answered by it."""
     n = 12
 
     def one(i: int) -> int:
@@ -112,12 +116,20 @@ def test_concurrent_hook_processes_lose_no_event(setup: dict[str, str]) -> None:
             "--state-dir",
             setup["state_dir"],
         ]
+        env = {**os.environ, client.ENV_DAEMON: "1" if daemon else "0"}
         return subprocess.run(
-            cmd, input=json.dumps(payload), capture_output=True, text=True, timeout=120
+            cmd, input=json.dumps(payload), capture_output=True, text=True, timeout=120, env=env
         ).returncode
 
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        assert list(pool.map(one, range(n))) == [0] * n
+    with daemon_sandbox(Path(setup["state_dir"])) as run_dir:
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            assert list(pool.map(one, range(n))) == [0] * n
+        daemons = client.daemon_status(setup["state_dir"])
+        if daemon:
+            assert len(daemons) == 1 and daemons[0]["served"] == n, daemons
+            assert len(list(run_dir.glob("*.sock"))) == 1
+        else:
+            assert daemons == [] and not run_dir.exists()
     shown = read_summary(SID, **setup)
     assert shown is not None and shown["n_steps"] == n
     _, log = _paths(setup)
@@ -221,3 +233,32 @@ def test_state_directory_must_be_private(tmp_path: Path) -> None:
     d.chmod(0o777)
     with pytest.raises(PermissionError, match="not writable by others"), SessionStore(d).open("k"):
         pass
+
+
+def _store_records(store_dir: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for f in sorted(store_dir.glob("*.jsonl")) for line in f.read_text().splitlines()
+    ]
+
+
+def test_sessions_with_sinks_are_saved_and_sinks_see_every_call(tmp_path: Path) -> None:
+    """With telemetry and the local store on (the defaults), a session's snapshot holds its state, not its
+    sinks (they have locks and threads), and a session rebuilt from its journal reports to the sinks."""
+    store_dir = tmp_path / "store"
+    config = tmp_path / "pg.yaml"
+    config.write_text(
+        CONFIG.replace("store: {enabled: false}", f"store: {{enabled: true, path: '{store_dir}'}}").replace(
+            "telemetry: {enabled: false}", "telemetry: {enabled: true}"
+        )
+    )
+    setup = {"config": str(config), "state_dir": str(tmp_path / "state")}
+    _feed(setup, SCRIPT[:3])
+    snap, _ = _paths(setup)
+    assert 0 < snap.stat().st_size < 64_000
+    snap.write_bytes(b"junk")  # the next call rebuilds the session from its journal
+    _feed(setup, SCRIPT[3:], start=4)
+    assert "cannot pickle" not in _errors(setup) and "snapshot corrupt" in _errors(setup)
+    shown = read_summary(SID, **setup)
+    assert shown is not None and (shown["letters"], shown["n_steps"]) == ("NRRPV", 5)
+    steps = [r["index"] for r in _store_records(store_dir) if r["type"] == "step"]
+    assert sorted(steps) == [0, 1, 2, 3, 4]  # each step reached the store once, rebuilt or not

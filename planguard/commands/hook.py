@@ -1,9 +1,10 @@
 """``planguard hook AGENT``: run as an agent's hook command, one hook call per process.
 
-``planguard hook claude-code [--config FILE] [--state-dir DIR]`` reads a Claude Code hook payload on
-standard input and prints the answer (see ``planguard_claude_code.hook``). Claude Code starts this once per
-tool call, so nothing is imported here at module level beyond argparse; the integration is imported in
-``run`` and imports only planguard itself.
+``planguard hook claude-code [--config FILE] [--state-dir DIR] [--no-daemon]`` reads a Claude Code hook
+payload on standard input and prints the answer (see ``planguard_claude_code.hook``). Claude Code starts
+this once per tool call, so nothing is imported here at module level beyond argparse, and ``run`` imports
+only the integration's small client, which hands the call to a warm daemon
+(``planguard_claude_code.client``); planguard itself is imported only when the call is answered in-process.
 """
 
 from __future__ import annotations
@@ -43,27 +44,32 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "$XDG_STATE_HOME/planguard/claude-code)",
     )
     cc.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process instead of through the warm hook daemon (also: PLANGUARD_HOOK_DAEMON=0)",
+    )
+    cc.add_argument(
         "--show",
         metavar="SESSION_ID",
         help="print what planguard recorded for a session (phases, metrics, decisions) as JSON, and exit",
+    )
+    cc.add_argument(
+        "--stop-daemons",
+        action="store_true",
+        help="stop the hook daemons of the state directory (they also exit when idle), and exit",
     )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from planguard_claude_code import hook
+        from planguard_claude_code import client
     except ImportError:
         print(_MISSING, file=sys.stderr)
         # Exit 1 is a non-blocking hook error for Claude Code: the user sees it, the agent goes on.
         return 1
-    if args.show:
-        import json
+    if args.show or args.stop_daemons:
+        from planguard_claude_code import hook
 
-        summary = hook.read_summary(args.show, args.config, args.state_dir)
-        if summary is None:
-            print(f"planguard hook claude-code: no recorded session {args.show!r}", file=sys.stderr)
-            return 1
-        print(json.dumps(summary, indent=2, ensure_ascii=False))
-        return 0
-    return hook.main(args.config, args.state_dir)
+        return hook.run_arguments(args)
+    return client.main(args.config, args.state_dir, daemon=not args.no_daemon)

@@ -37,6 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     cc.add_argument("--state-dir", metavar="DIR", help="session state directory the hook should use")
     cc.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer every hook call in its own process instead of through the warm hook daemon "
+        "(slower start-up per call)",
+    )
+    cc.add_argument(
         "--timeout", type=int, default=30, metavar="S", help="seconds Claude Code waits per hook call"
     )
     cc.add_argument("--uninstall", action="store_true", help="remove planguard's hooks instead")
@@ -62,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             removed = settings.uninstall(path)
             print(f"removed {removed} planguard hook(s) from {path}")
             return 0
-        command = settings.hook_command(args.config, args.state_dir)
+        command = settings.hook_command(args.config, args.state_dir, daemon=not args.no_daemon)
         if args.dry_run:
             import json
 

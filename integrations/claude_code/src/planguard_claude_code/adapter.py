@@ -39,6 +39,8 @@ __all__ = ["ClaudeCodeAdapter", "GuardLike", "HookState"]
 MAX_RUNNING = 64
 #: A call with no result hook after this long (interrupted, killed) no longer holds back model calls.
 RUNNING_EXPIRY_S = 900.0
+#: Answers remembered per session by request id (see :meth:`HookState.remember`).
+MAX_ANSWERED = 32
 
 
 class GuardLike(Protocol):
@@ -55,9 +57,11 @@ class GuardLike(Protocol):
 
 @dataclass(slots=True)
 class HookState:
-    """The adapter's own per-session bookkeeping: calls allowed to run whose result has not arrived."""
+    """The adapter's own per-session bookkeeping: calls allowed to run whose result has not arrived, and
+    the answers to the latest hook requests by request id."""
 
     running: dict[str, float] = field(default_factory=dict)  # tool_use_id -> start time
+    answered: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> answer, oldest first
 
     def start(self, call_id: str | None, now: float) -> None:
         if call_id is None:
@@ -73,15 +77,37 @@ class HookState:
             if now - started > RUNNING_EXPIRY_S:
                 del self.running[cid]
 
+    def remember(self, request_id: str | None, answer: Mapping[str, Any]) -> None:
+        """Keep the answer to a hook request that carries an id. A hook process that gave up waiting for
+        the daemon answers the call itself; if the daemon did apply it, the repeat finds its answer here
+        instead of being applied twice."""
+        if request_id is None:
+            return
+        self.answered.pop(request_id, None)
+        self.answered[request_id] = dict(answer)
+        while len(self.answered) > MAX_ANSWERED:
+            del self.answered[next(iter(self.answered))]
+
     def to_dict(self) -> dict[str, Any]:
-        return {"running": dict(self.running)}
+        out: dict[str, Any] = {"running": dict(self.running)}
+        if self.answered:
+            out["answered"] = [[rid, answer] for rid, answer in self.answered.items()]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> HookState:
-        running = data.get("running") if isinstance(data, Mapping) else None
-        if not isinstance(running, dict):
+        if not isinstance(data, Mapping):
             return cls()
-        return cls({str(k): float(v) for k, v in running.items() if isinstance(v, (int, float))})
+        running = data.get("running")
+        answered = data.get("answered")
+        state = cls()
+        if isinstance(running, dict):
+            state.running = {str(k): float(v) for k, v in running.items() if isinstance(v, (int, float))}
+        if isinstance(answered, list):
+            for item in answered[-MAX_ANSWERED:]:
+                if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[1], dict):
+                    state.answered[str(item[0])] = item[1]
+        return state
 
 
 class ClaudeCodeAdapter:

@@ -5,37 +5,48 @@ any) is one JSON object on standard output, and the exit code is always 0 — pl
 agent: on any internal failure the call is let through (fail-open), the error is appended to
 ``<state dir>/hook-errors.log`` (bounded), and a gate configured fail-closed still denies its tool.
 
-Per call: build the :class:`~planguard.guard.Guard` from the config (outside the session lock), lock the
-session's state files, restore the session (snapshot, else journal replay, else new), run the adapter,
-save, unlock, print the answer, then flush the sinks. Nothing here imports more than planguard itself.
+Normally the hook process hands the call to a warm daemon (:mod:`planguard_claude_code.client`,
+:mod:`planguard_claude_code.daemon`), which runs the :class:`HookRunner` here; without one, :func:`main`
+runs it in the hook process. Per call: build the :class:`~planguard.guard.Guard` from the config (outside
+the session lock; a daemon keeps it), lock the session's state files, restore the session (snapshot, else
+journal replay, else new — a daemon reuses its copy in memory while the files are as it left them), run the
+adapter, save, unlock, print the answer, then flush the sinks. Nothing here imports more than planguard
+itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .adapter import ClaudeCodeAdapter, HookState
-from .state import Op, SessionStore, StoredSession, restore_session, session_state, silent
+from .state import Op, SessionStore, StoredSession, session_state, silent
 from .translate import HOOK_EVENTS, session_key
 
 if TYPE_CHECKING:
+    from planguard.config import Config
     from planguard.decisions import Decision
     from planguard.events import ToolEvent
     from planguard.guard import Guard
     from planguard.session import Session, SessionSummary
 
-__all__ = ["HookRunner", "main", "read_summary", "run_hook"]
+__all__ = ["HookRunner", "answer_text", "main", "read_summary", "run_hook"]
 
 #: The error log in the state directory is cut back to its newest half past this size.
 MAX_ERROR_LOG_BYTES = 256 * 1024
+#: Sessions a long-lived runner keeps in memory (least recently used dropped first; they stay on disk).
+MAX_CACHED_SESSIONS = 256
 
 
 def main(
@@ -44,32 +55,47 @@ def main(
     *,
     stdin: IO[str] | None = None,
     stdout: IO[str] | None = None,
+    rid: str | None = None,
 ) -> int:
-    """Read one hook payload, answer it. Always returns 0 (see the module docstring)."""
+    """Read one hook payload, answer it in this process. Always returns 0 (see the module docstring).
+
+    ``rid``: the request id a hook process gave the daemon before answering the call itself."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     store = SessionStore(state_dir)
-    try:
-        payload = json.loads(stdin.read() or "null")
-    except ValueError as exc:
-        _log_error(store, f"standard input is not JSON ({exc}); expected one Claude Code hook payload object")
-        return 0
-    if not isinstance(payload, dict) or payload.get("hook_event_name") not in HOOK_EVENTS:
-        return 0
-    answer: dict[str, Any] = {}
-    runner: HookRunner | None = None
-    try:
-        runner = HookRunner(config, store)
-        answer = runner.handle(payload)
-    except Exception:
-        _log_error(store, traceback.format_exc())
+    runners: list[HookRunner] = []
+
+    def runner() -> HookRunner:
+        runners.append(HookRunner(config, store))
+        return runners[-1]
+
+    answer = answer_text(stdin.read(), store, runner, rid)
     if answer:
         stdout.write(json.dumps(answer, ensure_ascii=False))
         stdout.write("\n")
     stdout.flush()
-    if runner is not None:
-        runner.close()
+    for r in runners:
+        r.close()
     return 0
+
+
+def answer_text(
+    text: str, store: SessionStore, runner: Callable[[], HookRunner], rid: str | None = None
+) -> dict[str, Any]:
+    """The answer to one hook payload (``{}``: none). Never raises: what goes wrong is logged and the call
+    let through. ``runner`` is only called for payloads planguard handles."""
+    try:
+        payload = json.loads(text or "null")
+    except ValueError as exc:
+        _log_error(store, f"standard input is not JSON ({exc}); expected one Claude Code hook payload object")
+        return {}
+    if not isinstance(payload, dict) or payload.get("hook_event_name") not in HOOK_EVENTS:
+        return {}
+    try:
+        return runner().handle(payload, rid=rid)
+    except Exception:
+        _log_error(store, traceback.format_exc())
+        return {}
 
 
 def run_hook(
@@ -107,31 +133,149 @@ class _Recorder:
         return self.guard.end(session_id)
 
 
-class HookRunner:
-    """A Guard plus the on-disk session store, for hook calls that each run in a fresh process."""
+@dataclass(slots=True)
+class _Cached:
+    session: Session
+    hook: HookState
+    complete: bool
+    signature: tuple[Any, ...]  # of the session's files right after this runner saved them
 
-    def __init__(self, config: str | None, store: SessionStore) -> None:
+
+class HookRunner:
+    """A Guard plus the on-disk session store.
+
+    In a hook process (``long_lived=False``) it answers one call and is closed. In the daemon
+    (``long_lived=True``) it answers many calls from many threads: calls of one session run one at a time,
+    and a session stays in memory between its calls — still saved after every call exactly as in a hook
+    process, and read back from disk whenever its files are no longer the ones this runner wrote (another
+    process answered a call meanwhile). The guard's own idle and capacity eviction are off then: they would
+    end sessions that are merely quiet, which a hook process never does.
+    """
+
+    def __init__(self, config: str | None, store: SessionStore, *, long_lived: bool = False) -> None:
+        from planguard.config import default_config, load_config
         from planguard.guard import Guard
 
         self.store = store
-        self.guard = Guard.from_file(config) if config else Guard()
-        self.fingerprint = pipeline_fingerprint(self.guard)
+        cfg = load_config(config) if config else default_config()
+        self.config = cfg
+        self.guard = Guard(_long_lived(cfg) if long_lived else cfg)
+        self.fingerprint = pipeline_fingerprint(self.guard, cfg)
+        self.long_lived = long_lived
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._key_locks: dict[str, list[Any]] = {}  # session key -> [lock, holders]
+        #: Sessions dropped from memory without having ended (their sinks may still hold them).
+        self.abandoned = 0
 
-    def handle(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def handle(self, payload: Mapping[str, Any], *, rid: str | None = None) -> dict[str, Any]:
         key = session_key(payload)
+        with self._one_at_a_time(key):
+            return self._handle(key, payload, rid)
+
+    def _handle(self, key: str, payload: Mapping[str, Any], rid: str | None) -> dict[str, Any]:
         with self.store.open(key) as stored:
             new = not stored.exists
-            session, hook_state, complete = self._load(stored, key, payload)
+            cached = self._cached(key, stored)
+            if cached is not None:
+                session, hook_state, complete = cached.session, cached.hook, cached.complete
+            else:
+                session, hook_state, complete = self._load(stored, key, payload)
+            if rid is not None and rid in hook_state.answered:
+                # Already applied (by a daemon this hook process stopped waiting for): same answer again.
+                self._keep(key, stored, session, hook_state, complete, saved=True)
+                return dict(hook_state.answered[rid])
             answer = ClaudeCodeAdapter(_Recorder(self.guard, stored)).handle(payload, hook_state)
+            hook_state.remember(rid, answer)
+            saved = False
             try:
-                stored.save(self.fingerprint, session_state(session), hook_state.to_dict(), complete)
+                complete = stored.save(
+                    self.fingerprint, session_state(session), hook_state.to_dict(), complete
+                )
+                saved = True
             except Exception:
                 _log_error(self.store, f"session {key}: snapshot not written\n{traceback.format_exc()}")
             if stored.problems:
                 _log_error(self.store, f"session {key}: " + "; ".join(stored.problems))
+            self._keep(key, stored, session, hook_state, complete, saved=saved)
         if new:
             self.store.prune(keep=[key])
         return answer
+
+    # ------------------------------------------------------------------ long-lived runners
+
+    @contextlib.contextmanager
+    def _one_at_a_time(self, key: str) -> Iterator[None]:
+        """Threads of one process queue here for a session (the file lock then only waits for other
+        processes, and a thread never polls a lock another thread of its own process holds)."""
+        if not self.long_lived:
+            yield
+            return
+        with self._cache_lock:
+            entry = self._key_locks.get(key)
+            if entry is None:
+                entry = self._key_locks[key] = [threading.Lock(), 0]
+            entry[1] += 1
+        lock: threading.Lock = entry[0]
+        try:
+            with lock:
+                yield
+        finally:
+            with self._cache_lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._key_locks[key]
+
+    def _cached(self, key: str, stored: StoredSession) -> _Cached | None:
+        if not self.long_lived:
+            return None
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is None:
+                return None
+            if cached.signature == stored.signature():
+                self._cache.move_to_end(key)
+                return cached
+            del self._cache[key]
+        self._abandon(cached.session)
+        return None
+
+    def _keep(
+        self,
+        key: str,
+        stored: StoredSession,
+        session: Session,
+        hook_state: HookState,
+        complete: bool,
+        *,
+        saved: bool,
+    ) -> None:
+        """After a call: keep the session in memory if it lives on, matching what is on disk."""
+        if not self.long_lived:
+            return
+        dropped: list[Session] = []
+        with self._cache_lock:
+            old = self._cache.pop(key, None)
+            if old is not None and old.session is not session:
+                dropped.append(old.session)
+            if saved and not session.ended:
+                self._cache[key] = _Cached(session, hook_state, complete, stored.signature())
+                while len(self._cache) > MAX_CACHED_SESSIONS:
+                    dropped.append(self._cache.popitem(last=False)[1].session)
+            elif not session.ended:
+                dropped.append(session)
+        for s in dropped:
+            self._abandon(s)
+
+    def _abandon(self, session: Session) -> None:
+        """Forget a session that has not ended (it stays on disk): out of the guard's registry, unended."""
+        if session.ended:
+            return
+        self.abandoned += 1
+        release(self.guard, session)
+
+    def cached_sessions(self) -> int:
+        return len(self._cache)
 
     def _load(
         self, stored: StoredSession, key: str, payload: Mapping[str, Any]
@@ -142,7 +286,7 @@ class HookRunner:
         snap = stored.snapshot(self.fingerprint)
         if snap is not None:
             try:
-                session = restore_session(Session, self.guard.pipeline, snap.state)
+                session = Session.restore(self.guard.pipeline, snap.state)
                 session.ended = False  # a resumed conversation (claude --resume) goes on being monitored
                 adopt(self.guard, session)
                 return session, HookState.from_dict(snap.hook), snap.log_complete
@@ -160,7 +304,7 @@ class HookRunner:
         adapter_now = time.time()
         for op in ops:
             _apply(session, op, state, adapter_now)
-        session.pipeline = self.guard.pipeline
+        session.bind(self.guard.pipeline)  # the sinks hear what this call adds
         session.ended = False
         session.metadata["planguard.rebuilt"] = "journal" if complete else "partial-journal"
         adopt(self.guard, session)
@@ -168,6 +312,8 @@ class HookRunner:
 
     def close(self) -> None:
         # Sessions stay open across processes: flush the sinks, end nothing.
+        with self._cache_lock:
+            self._cache.clear()
         self.guard.shutdown(end_sessions=False)
 
 
@@ -195,6 +341,26 @@ def _metadata(payload: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def _long_lived(config: Config) -> Config:
+    """The config for a guard that outlives hook calls: no idle or capacity eviction (see HookRunner)."""
+    from planguard.config import SessionsConfig
+
+    sessions = SessionsConfig.model_construct(max_sessions=2**31, idle_timeout_s=None)
+    return config.model_copy(update={"sessions": sessions})
+
+
+def release(guard: Guard, session: Session) -> None:
+    """Take a session out of the guard's registry without ending it (it lives on in its files)."""
+    forget = getattr(guard, "forget", None)
+    if callable(forget):
+        forget(session.id)
+        return
+    with guard._lock:
+        entry = guard._sessions.get(session.id)
+        if entry is not None and entry.session is session:
+            del guard._sessions[session.id]
+
+
 def adopt(guard: Guard, session: Session) -> None:
     """Register a restored session with the guard, so its hooks use it instead of creating a new one."""
     hook = getattr(guard, "adopt", None)
@@ -207,15 +373,15 @@ def adopt(guard: Guard, session: Session) -> None:
         guard._sessions[session.id] = _Entry(session, time.monotonic())
 
 
-def pipeline_fingerprint(guard: Guard) -> str:
-    """What a snapshot must have been made under to be reused: the planguard version, the config and the
-    pipeline's shape (stage states are positional)."""
+def pipeline_fingerprint(guard: Guard, config: Config | None = None) -> str:
+    """What a snapshot must have been made under to be reused: the planguard version, the config (as
+    loaded: ``config``, else the guard's) and the pipeline's shape (stage states are positional)."""
     import planguard
 
     p = guard.pipeline
     shape = [
         planguard.__version__,
-        guard.config.model_dump_json(),
+        (config if config is not None else guard.config).model_dump_json(),
         [type(x).__qualname__ + ":" + str(getattr(x, "name", "")) for x in p.policies],
         [type(x).__qualname__ + ":" + str(getattr(x, "name", "")) for x in p.detectors],
         [pl.name for pl in p.plans],
@@ -280,14 +446,20 @@ def _log_error(store: SessionStore, text: str) -> None:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``planguard-claude-code-hook [--config FILE] [--state-dir DIR]``: the hook without the ``planguard``
-    command's subcommand discovery (the same as ``planguard hook claude-code``)."""
+    """``planguard-claude-code-hook [--config FILE] [--state-dir DIR] [--no-daemon] [--show SESSION_ID]
+    [--stop-daemons]``: the hook without the ``planguard`` command's subcommand discovery (the same as
+    ``planguard hook claude-code``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="planguard-claude-code-hook", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
-    args = parser.parse_args(argv)
-    return main(args.config, args.state_dir)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        # argparse exits 2 on a bad option, which Claude Code takes as "block this tool call": a broken
+        # hook command must not stop the agent, so it is a non-blocking error (1) instead.
+        return 0 if exc.code in (0, None) else 1
+    return run_arguments(args)
 
 
 def add_arguments(parser: Any) -> None:
@@ -300,3 +472,36 @@ def add_arguments(parser: Any) -> None:
         help="session state directory (default: $PLANGUARD_STATE_DIR, else "
         "$XDG_STATE_HOME/planguard/claude-code)",
     )
+    parser.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process instead of through the warm hook daemon (also: PLANGUARD_HOOK_DAEMON=0)",
+    )
+    parser.add_argument(
+        "--show",
+        metavar="SESSION_ID",
+        help="print what planguard recorded for a session (phases, metrics, decisions) as JSON, and exit",
+    )
+    parser.add_argument(
+        "--stop-daemons",
+        action="store_true",
+        help="stop the hook daemons of the state directory (they also exit when idle), and exit",
+    )
+
+
+def run_arguments(args: Any) -> int:
+    """Run parsed :func:`add_arguments` options (shared with ``planguard hook claude-code``)."""
+    from . import client
+
+    if args.show:
+        summary = read_summary(args.show, args.config, args.state_dir)
+        if summary is None:
+            print(f"planguard hook claude-code: no recorded session {args.show!r}", file=sys.stderr)
+            return 1
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    if args.stop_daemons:
+        n = client.stop_daemons(args.state_dir)
+        print(f"stopped {n} hook daemon(s)")
+        return 0
+    return client.main(args.config, args.state_dir, daemon=not args.no_daemon)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,13 @@ __all__ = ["Scope", "hook_command", "install", "is_planguard_hook", "merged", "s
 
 Scope = Literal["project", "local", "user"]
 _TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, POST_TOOL_USE_FAILURE)
-_MARK = "hook claude-code"
+#: What identifies planguard's handlers: the CLI form, the entry point, the hook client script.
+_MARKS = (
+    "hook claude-code",
+    "planguard-claude-code-hook",
+    "planguard_claude_code/launch.py",
+    "planguard_claude_code/client.py",
+)
 #: Seconds Claude Code waits for one hook call before going on without it.
 DEFAULT_TIMEOUT_S = 30
 
@@ -41,20 +46,27 @@ def hook_command(
     config: str | os.PathLike[str] | None = None,
     state_dir: str | os.PathLike[str] | None = None,
     executable: str | None = None,
+    *,
+    daemon: bool = True,
 ) -> str:
-    """The shell command Claude Code runs: this installation's ``planguard`` by absolute path (Claude Code's
-    PATH may not include the virtualenv), or ``python -m planguard`` when there is no script."""
+    """The shell command Claude Code runs.
+
+    By default this installation's Python runs the hook client (``launch.py``) with ``-S``: the client needs
+    only the standard library (it hands the call to the warm daemon), and skipping ``site`` (``.pth``
+    files, editable-install finders) halves the start-up of every hook call; should it answer in-process,
+    it loads ``site`` then. With ``executable``, that program is run as ``EXECUTABLE hook claude-code``
+    (e.g. a ``planguard`` script). ``daemon=False`` adds ``--no-daemon``."""
     if executable is None:
-        script = Path(sys.executable).with_name("planguard")
-        found = str(script) if script.exists() else shutil.which("planguard")
-        parts = [found] if found else [sys.executable, "-m", "planguard"]
+        launcher = Path(__file__).resolve().with_name("launch.py")
+        parts = [sys.executable, "-S", str(launcher)]
     else:
-        parts = [executable]
-    parts += ["hook", "claude-code"]
+        parts = [executable, "hook", "claude-code"]
     if config is not None:
         parts += ["--config", str(Path(config).resolve())]
     if state_dir is not None:
         parts += ["--state-dir", str(Path(state_dir).resolve())]
+    if not daemon:
+        parts.append("--no-daemon")
     return shlex.join(parts)
 
 
@@ -62,7 +74,7 @@ def is_planguard_hook(handler: Any) -> bool:
     return (
         isinstance(handler, dict)
         and isinstance(handler.get("command"), str)
-        and (_MARK in handler["command"] or "planguard-claude-code-hook" in handler["command"])
+        and any(mark in handler["command"] for mark in _MARKS)
     )
 
 

@@ -36,11 +36,23 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planguard.events import ToolEvent
 
-__all__ = ["FORMAT", "Op", "SessionStore", "StoredSession", "default_state_dir"]
+from . import client
+
+if TYPE_CHECKING:
+    from planguard.session import Session
+
+__all__ = [
+    "FORMAT",
+    "Op",
+    "SessionStore",
+    "StoredSession",
+    "default_state_dir",
+    "session_state",
+]
 
 #: Bumped when the snapshot layout changes; older snapshots are then rebuilt from their journal.
 FORMAT = 1
@@ -141,11 +153,8 @@ def clip_step(step: Any, limit: int = MAX_ARGUMENT_CHARS) -> None:
 
 
 def default_state_dir() -> Path:
-    env = os.environ.get("PLANGUARD_STATE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "planguard" / "claude-code"
+    """``$PLANGUARD_STATE_DIR``, else ``$XDG_STATE_HOME/planguard/claude-code``."""
+    return Path(client.default_state_dir())
 
 
 def file_name(key: str) -> str:
@@ -243,13 +252,25 @@ class StoredSession:
         except OSError:
             return 0
 
+    def signature(self) -> tuple[Any, ...]:
+        """What changes whenever anyone saves this session: the snapshot is replaced by rename (a new
+        inode) and the journal only grows. A process that kept the session in memory since its own save
+        may reuse it while the signature is the one it saw right after that save."""
+        try:
+            st = os.stat(self.snap_path)
+            snap: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            snap = None
+        return (snap, self._log_size())
+
     # ------------------------------------------------------------------ writing
 
     def record(self, op: Op) -> None:
         self.new_ops.append(op)
 
-    def save(self, fingerprint: str, state: dict[str, Any], hook: dict[str, Any], log_complete: bool) -> None:
-        """Append this call's ops to the journal (within its bounds), then replace the snapshot."""
+    def save(self, fingerprint: str, state: dict[str, Any], hook: dict[str, Any], log_complete: bool) -> bool:
+        """Append this call's ops to the journal (within its bounds), then replace the snapshot. Returns
+        whether the journal is still complete."""
         size = self._log_size()
         if self.new_ops and log_complete:
             buf = io.StringIO()
@@ -283,6 +304,7 @@ class StoredSession:
         finally:
             os.close(fd)
         os.replace(tmp, self.snap_path)
+        return log_complete
 
     def remove(self) -> None:
         for p in (self.snap_path, self.log_path):
@@ -377,9 +399,9 @@ class SessionStore:
         return removed
 
 
-def session_state(session: Any) -> dict[str, Any]:
-    """The explicit state of a ``Session``: every slot but the shared pipeline, big arguments cut."""
-    state = {name: getattr(session, name) for name in type(session).__slots__ if name != "pipeline"}
+def session_state(session: Session) -> dict[str, Any]:
+    """``session.state()`` with big arguments cut."""
+    state = session.state()
     pending = state.get("_pending")
     if isinstance(pending, Mapping):
         for step in pending.values():
@@ -388,21 +410,6 @@ def session_state(session: Any) -> dict[str, Any]:
     if last is not None:
         clip_step(last)
     return state
-
-
-def restore_session(cls: type[Any], pipeline: Any, state: Mapping[str, Any]) -> Any:
-    """A ``Session`` with ``state`` put back, without running ``__init__`` (which would announce a new
-    session to the sinks)."""
-    session = object.__new__(cls)
-    slots = set(getattr(cls, "__slots__", ()))
-    missing = slots - set(state) - {"pipeline"}
-    if missing:
-        raise ValueError(f"snapshot lacks session fields {sorted(missing)}")
-    session.pipeline = pipeline
-    for name, value in state.items():
-        if name in slots:
-            setattr(session, name, value)
-    return session
 
 
 def silent(pipeline: Any) -> Any:
