@@ -381,6 +381,9 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert offline.letters == summary["letters"]
     assert offline.langutory == summary["langutory"]
     assert offline.scores["plan"].as_dict() == summary["metrics"]["plan"]
+    # The denied call is in the transcript as a hook error: a recorded denial offline, not a step.
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
 
 
 @pytest.mark.skipif(

@@ -183,6 +183,8 @@ def _offline(path: Path, live: dict[str, Any]) -> None:
     assert result.summary.letters == live["letters"]
     assert result.summary.langutory == live["langutory"]
     assert {k: v.as_dict() for k, v in result.summary.scores.items()} == live["metrics"]
+    assert result.summary.n_steps == live["n_steps"]
+    assert result.summary.decision_counts.get("deny") == live["decision_counts"].get("deny")
 
 
 def test_mini_command_with_planguard_classes(fake: FakeOpenAI, work: Path, tmp_path: Path) -> None:
