@@ -60,6 +60,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    query: str = ""
 
 
 #: The shell commands of the scripted coding agent run (navigate, reproduce, patch, validate, submit).
@@ -127,7 +128,9 @@ class FakeUpstream:
     # ------------------------------------------------------------------ routes
 
     async def _models(self, request: Request) -> Response:
-        self.requests.append(Recorded(request.url.path, dict(request.headers), None))
+        self.requests.append(
+            Recorded(request.url.path, dict(request.headers), None, request.scope["query_string"].decode())
+        )
         return JSONResponse(
             {"object": "list", "data": [{"id": "fake-model", "object": "model"}]},
             headers={"x-fake": "models"},

@@ -168,16 +168,20 @@ def reminder_calls(stack: Any) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize(
+    ("stream", "http_client"),
+    [(False, "builtin"), (True, "builtin"), (True, "httpx")],
+    ids=["plain", "stream", "stream-httpx"],
+)
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_sdk_agent_loop_through_proxy(
-    api: str, stream: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    api: str, stream: bool, http_client: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     cap = TelemetryCapture()
     rec = RecordingSink()
     cwd = workdir(tmp_path)
-    with proxy_stack(sinks=(cap.sink, rec)) as stack:
+    with proxy_stack(sinks=(cap.sink, rec), http_client=http_client) as stack:
         run = run_openai_agent if api == "openai" else run_anthropic_agent
         n_calls = run(stack.url, cwd, stream=stream)
         (sid,) = [k for k in stack.app.monitor.conversations]
@@ -313,10 +317,16 @@ def test_credential_headers_pass_through_unchanged() -> None:
 
 def test_everything_else_is_forwarded_unchanged() -> None:
     with proxy_stack() as stack:
-        r = httpx.get(stack.url + "/v1/models", headers={"Authorization": "Bearer k"})
+        r = httpx.get(stack.url + "/v1/models?limit=2&after=a%2Fb", headers={"Authorization": "Bearer k"})
         assert r.status_code == 200 and r.json()["data"][0]["id"] == "fake-model"
         assert r.headers["x-fake"] == "models"
-        assert stack.fake.requests[-1].headers["authorization"] == "Bearer k"
+        sent = stack.fake.requests[-1]
+        assert sent.headers["authorization"] == "Bearer k"
+        assert sent.query == "limit=2&after=a%2Fb"  # the query string as the client wrote it
+        assert "content-length" not in sent.headers  # a GET without a body gains none
+        assert "user-agent" in sent.headers and sent.headers["user-agent"].startswith("python-httpx")
+        r = httpx.head(stack.url + "/v1/models")  # HEAD: the headers of a GET, no body
+        assert r.status_code == 200 and r.content == b"" and r.headers["x-fake"] == "models"
         assert stack.app.monitor.counters["requests"] == 0
         assert httpx.get(stack.url + "/_planguard/health").json()["requests"] == 0
 

@@ -59,9 +59,12 @@ def test_upstream_429_reaches_the_sdk_as_rate_limit_error() -> None:
     assert exc.value.status_code == 429 and "slow down" in str(exc.value)
 
 
+@pytest.mark.parametrize("http_client", ["builtin", "httpx"])
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_upstream_timeout_before_answer_is_504_in_api_shape(api: str) -> None:
-    with proxy_stack(lambda w, b: Reply(text="late", delay_s=3), timeouts={"read": 0.5}) as stack:
+def test_upstream_timeout_before_answer_is_504_in_api_shape(api: str, http_client: str) -> None:
+    with proxy_stack(
+        lambda w, b: Reply(text="late", delay_s=3), timeouts={"read": 0.5}, http_client=http_client
+    ) as stack:
         t0 = time.monotonic()
         r = _post(stack.url, api, _body(api, False))
         elapsed = time.monotonic() - t0
@@ -106,10 +109,11 @@ def test_stream_stalling_mid_way_ends_with_an_error_event(api: str) -> None:
     assert reply.text  # the scripted reply is unused; the stalling one answered
 
 
+@pytest.mark.parametrize("http_client", ["builtin", "httpx"])
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_stream_dropped_by_upstream_ends_with_an_error_event(api: str) -> None:
+def test_stream_dropped_by_upstream_ends_with_an_error_event(api: str, http_client: str) -> None:
     reply = Reply(text="partial answer", tool_calls=[("bash", {"command": "ls -la"})], die_after_events=5)
-    with proxy_stack(lambda w, b: reply) as stack:
+    with proxy_stack(lambda w, b: reply, http_client=http_client) as stack:
         r = _post(stack.url, api, _body(api, True))
     assert r.status_code == 200
     events = _events(r.content)
@@ -138,10 +142,11 @@ def test_malformed_upstream_stream_is_passed_through_unchanged(api: str, garbage
     assert stats["requests"] == 1
 
 
+@pytest.mark.parametrize("http_client", ["builtin", "httpx"])
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_client_disconnect_mid_stream_cancels_the_upstream_stream(api: str) -> None:
+def test_client_disconnect_mid_stream_cancels_the_upstream_stream(api: str, http_client: str) -> None:
     reply = Reply(text="x" * 400, chunk_delay_s=0.05)  # ~10 s of stream if read to the end
-    with proxy_stack(lambda w, b: reply) as stack:
+    with proxy_stack(lambda w, b: reply, http_client=http_client) as stack:
         with (
             httpx.Client(timeout=10) as client,
             client.stream("POST", stack.url + PATHS[api], json=_body(api, True)) as r,
@@ -158,9 +163,10 @@ def test_client_disconnect_mid_stream_cancels_the_upstream_stream(api: str) -> N
         assert _post(stack.url, api, _body(api, False)).status_code == 200
 
 
+@pytest.mark.parametrize("http_client", ["builtin", "httpx"])
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_client_disconnect_while_waiting_cancels_the_upstream_request(api: str) -> None:
-    with proxy_stack(lambda w, b: Reply(text="late", delay_s=5)) as stack:
+def test_client_disconnect_while_waiting_cancels_the_upstream_request(api: str, http_client: str) -> None:
+    with proxy_stack(lambda w, b: Reply(text="late", delay_s=5), http_client=http_client) as stack:
         body = json.dumps(_body(api, False)).encode()
         with socket.create_connection(("127.0.0.1", stack.proxy.port)) as s:
             s.sendall(

@@ -128,3 +128,57 @@ def test_concurrent_writer_is_counted_and_never_applied_twice() -> None:
     races, applied, length, model_calls = asyncio.run(go())
     assert races == 1 and applied == length
     assert model_calls == 3  # the foreign entry is skipped, not replayed later on top
+
+
+class _SlowRemoteStore(MemoryStore):
+    """A store behind a network: every append takes a while (as a Redis round trip does)."""
+
+    remote = True
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+        await asyncio.sleep(self.delay)
+        return await super().append(key, entries)
+
+
+def test_remote_store_write_overlaps_the_upstream_call_and_keeps_the_log_in_order() -> None:
+    async def go() -> None:
+        store = _SlowRemoteStore(0.05)
+        a, b = _monitor(store), _monitor(store)
+        msgs = _start("t")
+        loop = asyncio.get_running_loop()
+        for i in range(4):
+            mon = a if i % 2 == 0 else b  # replicas alternate: each must see the other's entries
+            t0 = loop.time()
+            plan = await mon.on_request(WIRE, {"model": "m", "messages": list(msgs)}, "s")
+            # The request goes upstream at once; its log entries are still being written.
+            writing = plan.conversation.writing
+            assert loop.time() - t0 < store.delay and writing is not None and not writing.done()
+            pending: list[dict[str, Any]] = []
+            call = ToolCall(f"c{i}", "bash", {"command": COMMANDS[i]})
+            assert mon.decide(plan.conversation, call, pending) is None  # the upstream answered quickly
+            await mon.on_response_end(plan.conversation, pending)  # waits for the request's entries
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                    ],
+                }
+            )
+            msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "<returncode>0</returncode>"})
+        log = await store.read("s", 0)
+        ops = [e["op"] for e in log]
+        assert ops == ["model", "call"] + ["result", "model", "call"] * 3
+        assert [e["ev"]["call_id"] for e in log if e["op"] == "call"] == ["c0", "c1", "c2", "c3"]
+        for mon in (a, b):
+            assert mon.counters["store_races"] == 0 and mon.counters["fail_open"] == 0
+        conv = b.conversations["s"]
+        assert conv.applied == len(log) and conv.session is not None
+        assert conv.session.n_model_calls == 4 and conv.session.n_steps == 4
+
+    asyncio.run(go())

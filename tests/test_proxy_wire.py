@@ -27,8 +27,10 @@ def _events(wire: str, reply: Reply = REPLY) -> list[bytes]:
     return _openai_events(reply, "m", {}) if wire == "openai" else _anthropic_events(reply, "m")
 
 
-def _run(wire: str, stream: bytes, splits: list[int], decide: Any, hold: bool = True) -> tuple[bytes, Any]:
-    tr = WIRES[wire].stream(decide, hold)
+def _run(
+    wire: str, stream: bytes, splits: list[int], decide: Any, hold: bool = True, want_text: bool = True
+) -> tuple[bytes, Any]:
+    tr = WIRES[wire].stream(decide, hold, want_text)
     dec = SSEDecoder()
     out: list[bytes] = []
     pos = 0
@@ -70,6 +72,35 @@ def test_sse_crlf_comments_and_multiline_data() -> None:
     assert [(e.event, e.data) for e in evs] == [(None, ""), ("x", "a\nb"), (None, "[DONE]")]
 
 
+_SSE_LINES = st.sampled_from(
+    ["data: {}", 'data: {"a": 1}', "data:no-space", "data: [DONE]", "event: ping", ": c", "id: 7", "data:"]
+)
+
+
+@given(
+    st.lists(st.lists(_SSE_LINES, min_size=1, max_size=4), max_size=12),
+    st.lists(st.integers(min_value=0, max_value=500), max_size=20),
+)
+@settings(max_examples=300, deadline=None)
+def test_sse_lf_fast_path_matches_the_general_parser(events: list[list[str]], splits: list[int]) -> None:
+    # The same events framed with \n (fast path) and \r\n (general path) decode alike, at any split.
+    def decode(stream: bytes) -> list[tuple[str | None, str, bytes]]:
+        dec = SSEDecoder()
+        out, pos = [], 0
+        for cut in [*sorted({c % (len(stream) + 1) for c in splits}), len(stream)]:
+            out.extend(dec.feed(stream[pos:cut]))
+            pos = cut
+        assert dec.take_rest() == b""
+        return [(e.event, e.data, e.raw) for e in out]
+
+    lf = "".join("\n".join(lines) + "\n\n" for lines in events).encode()
+    crlf = lf.replace(b"\n", b"\r\n")
+    fast, general = decode(lf), decode(crlf)
+    assert [(e, d) for e, d, _ in fast] == [(e, d) for e, d, _ in general]
+    assert b"".join(r for _, _, r in fast) == lf and b"".join(r for _, _, r in general) == crlf
+    assert len(fast) == len(events)
+
+
 def test_sse_event_without_terminator_is_bounded() -> None:
     dec = SSEDecoder(max_event_bytes=1024)
     with pytest.raises(SSEFramingError):
@@ -80,16 +111,49 @@ def test_sse_event_without_terminator_is_bounded() -> None:
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
-@given(splits=st.lists(st.integers(min_value=0, max_value=5000), max_size=40), hold=st.booleans())
+@given(
+    splits=st.lists(st.integers(min_value=0, max_value=5000), max_size=40),
+    hold=st.booleans(),
+    want_text=st.booleans(),
+)
 @settings(max_examples=100, deadline=None)
-def test_stream_tool_calls_assembled_and_bytes_unchanged(wire: str, splits: list[int], hold: bool) -> None:
+def test_stream_tool_calls_assembled_and_bytes_unchanged(
+    wire: str, splits: list[int], hold: bool, want_text: bool
+) -> None:
     stream = b"".join(_events(wire))
-    out, tr = _run(wire, stream, [s % (len(stream) + 1) for s in splits], _allow, hold)
+    out, tr = _run(wire, stream, [s % (len(stream) + 1) for s in splits], _allow, hold, want_text)
     assert out == stream  # allowed calls: byte for byte
     assert [(c.name, c.arguments) for c in tr.calls] == [(n, a) for n, a in REPLY.tool_calls]
     assert all(c.id for c in tr.calls)
-    assert tr.text == "Let me look."
+    # Without want_text the text deltas are not even parsed (they cannot carry a tool call).
+    assert tr.text == ("Let me look." if want_text else "")
     assert tr.finished
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("deny", ["bash", "str_replace_editor", "both", None])
+def test_skipping_text_events_changes_no_decision_and_no_byte(wire: str, deny: str | None) -> None:
+    """The byte prefilter (``want_text=False``) lets the same events through, rewritten the same way."""
+    reply = Reply(
+        text="Let me look at the " + "tool_calls finish_reason content_block_delta " * 5,
+        tool_calls=[
+            ("bash", {"command": 'echo "tool_calls" and "finish_reason": "stop"'}),
+            ("str_replace_editor", {"command": "view", "path": "/a.py"}),
+        ],
+    )
+    stream = b"".join(_events(wire, reply))
+
+    def decide(call: ToolCall) -> str | None:
+        return "DENIED" if deny in (call.name, "both") else None
+
+    for hold in (True, False):
+        full, tr_full = _run(wire, stream, [97, 1000], decide, hold, want_text=True)
+        skim, tr_skim = _run(wire, stream, [97, 1000], decide, hold, want_text=False)
+        assert skim == full
+        assert [(c.id, c.name, c.arguments) for c in tr_skim.calls] == [
+            (c.id, c.name, c.arguments) for c in tr_full.calls
+        ]
+        assert len(tr_skim.calls) == 2 and tr_skim.denied == tr_full.denied
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         load_proxy_config = importlib.import_module("planguard_proxy.config").load_proxy_config
         serve = importlib.import_module("planguard_proxy.server").serve
     except ImportError as exc:
-        if (exc.name or "").split(".")[0] in ("planguard_proxy", "starlette", "uvicorn"):
+        if (exc.name or "").split(".")[0] in ("planguard_proxy", "uvicorn", "httptools", "uvloop", "orjson"):
             print(INSTALL_HINT, file=sys.stderr)
             return 2
         raise

@@ -5,6 +5,10 @@ answer decides streaming (``text/event-stream``) or not. Anything that goes wron
 forwards the traffic unchanged (fail-open); upstream errors pass through with their status and body;
 upstream timeouts and connection failures become 504/502 in the API's own error shape; a client that
 disconnects cancels the upstream request.
+
+The app speaks ASGI directly (no framework routing or middleware): every request of an agent crosses it, and
+each wrapper layer would cost a few percent of the proxy's added latency per request and per streamed chunk.
+What is logged to the store after a response (its tool calls) is written once the client has the response.
 """
 
 from __future__ import annotations
@@ -12,16 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, MutableMapping
+from types import SimpleNamespace
+from typing import Any
 
-import anyio
 import httpx
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
-from starlette.types import Receive
 
 from planguard.config import Config
 from planguard.guard import Guard
@@ -31,19 +30,25 @@ from .config import ProxyConfig
 from .monitor import Monitor, RequestPlan, session_key
 from .sse import SSEDecoder, SSEFramingError
 from .store import ConversationStore, open_store
-from .upstream import build_client, request_headers, response_headers
+from .transport import UpstreamBody
+from .upstream import Upstream, build_client, client_headers, upstream_headers
 from .wire import WIRES, Wire
 
 __all__ = ["HEALTH_PATH", "SESSIONS_PATH", "ProxyApp", "create_app"]
 
 logger = logging.getLogger("planguard.proxy")
 
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
 #: The proxy's own endpoints (never forwarded): health/stats, and a session's phases and metrics.
 ADMIN_PREFIX = "/_planguard/"
 HEALTH_PATH = "/_planguard/health"
 SESSIONS_PATH = "/_planguard/sessions"
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
-_T = TypeVar("_T")
+_EVENT_STREAM = b"text/event-stream"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 class _ClientGone(Exception):
@@ -55,7 +60,10 @@ class _TooLarge(Exception):
 
 
 class ProxyApp:
-    """Holds the guard, the store, the upstream client and the monitor for one proxy process."""
+    """The ASGI app; holds the guard, the store, the upstream client and the monitor of one proxy process.
+
+    ``state.proxy`` is the app itself (the attribute Starlette apps expose, kept for callers of
+    ``create_app``)."""
 
     def __init__(
         self,
@@ -69,6 +77,7 @@ class ProxyApp:
     ) -> None:
         self.config = config
         self.proxy = proxy
+        self.state = SimpleNamespace(proxy=self)
         idle = config.sessions.idle_timeout_s
         if guard is None:
             # The proxy ends idle conversations itself (only the up-to-date replica records the end).
@@ -85,23 +94,33 @@ class ProxyApp:
         )
         self.monitor = Monitor(guard, self.store, proxy, idle_end_s=idle)
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._upstream: Upstream | None = None
         self._sweep_every = (
             sweep_every_s if sweep_every_s is not None else (min(30.0, idle / 4) if idle else None)
         )
         self._sweeper: asyncio.Task[None] | None = None
+        self._session_header = proxy.session_header.lower().encode("latin-1")
+        t = proxy.timeouts
+        self._timeouts = {"connect": t.connect, "read": t.read, "write": t.write, "pool": t.pool}
+        self._bases = {api: proxy.upstream_for(api) for api in WIRES}
+        self._hold = proxy.gate == "rewrite"
+        self._urls: dict[tuple[str, bytes, bytes], httpx.URL] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
     @property
+    def upstream(self) -> Upstream:
+        if self._upstream is None:
+            self._upstream = build_client(self.proxy, self._transport)
+        return self._upstream
+
+    @property
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = build_client(self.proxy, self._transport)
-        return self._client
+        return self.upstream.client
 
     @contextlib.asynccontextmanager
-    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
-        _ = self.client  # build the pool (and its TLS context, ~0.3 s) now, not on the first request
+    async def lifespan(self, _app: object = None) -> AsyncIterator[None]:
+        _ = self.upstream  # build the pool (and its TLS context, ~0.3 s) now, not on the first request
         if self._sweep_every:
             self._sweeper = asyncio.create_task(self._sweep_loop(self._sweep_every))
         try:
@@ -118,9 +137,9 @@ class ProxyApp:
         with contextlib.suppress(Exception):
             await self.monitor.end_all()
         self.guard.shutdown()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._upstream is not None:
+            await self._upstream.aclose()
+            self._upstream = None
         with contextlib.suppress(Exception):
             await self.store.close()
 
@@ -132,82 +151,157 @@ class ProxyApp:
             except Exception as exc:
                 self.guard.errors.record("proxy.sweep", exc)
 
-    # ------------------------------------------------------------------ routing
+    # ------------------------------------------------------------------ ASGI
 
-    async def handle(self, request: Request) -> Response:
-        path = request.url.path
-        if path.startswith(ADMIN_PREFIX):
-            return await self._admin(request, path)
-        wire = _wire_for(request.method, path)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        ctx = self.lifespan()
         try:
-            body = await _read_body(request, self.proxy.max_body_bytes)
+            await ctx.__aenter__()
+        except Exception as exc:
+            await send({"type": "lifespan.startup.failed", "message": f"{type(exc).__name__}: {exc}"})
+            return
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # lifespan.shutdown
+        try:
+            await ctx.__aexit__(None, None, None)
+        except Exception as exc:
+            await send({"type": "lifespan.shutdown.failed", "message": f"{type(exc).__name__}: {exc}"})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path.startswith(ADMIN_PREFIX):
+            status, obj = await self._admin(method, path)
+            await _send_json(send, status, obj)
+            return
+        wire = _wire_for(method, path)
+        w = wire or WIRES["openai"]
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        try:
+            body = await _read_body(receive, headers, self.proxy.max_body_bytes)
         except _TooLarge:
-            w = wire or WIRES["openai"]
             msg = f"request body larger than {self.proxy.max_body_bytes} bytes"
-            return JSONResponse(w.error_body(msg, "request_too_large"), status_code=413)
-        url = self.proxy.upstream_for(wire.name if wire else _api_of(request)) + path
-        if request.url.query:
-            url += "?" + request.url.query
-        headers = request_headers(
-            request.headers.items(), observed=wire is not None, drop=(self.proxy.session_header,)
+            await _send_json(send, 413, w.error_body(msg, "request_too_large"))
+            return
+        except _ClientGone:
+            return
+        url = self._url(
+            wire.name if wire else _api_of(headers),
+            scope.get("raw_path") or path.encode("utf-8"),
+            scope.get("query_string") or b"",
         )
         plan: RequestPlan | None = None
-        send = body
+        out = body
         if wire is not None:
-            plan, send = await self._on_request(wire, request, body)
-        upstream_req = self.client.build_request(request.method, url, headers=headers, content=send)
-        w = wire or WIRES["openai"]
-        try:
-            resp = await _unless_disconnected(request.receive, self.client.send(upstream_req, stream=True))
-        except _ClientGone:
-            return Response(status_code=499)
-        except httpx.TimeoutException:
-            return JSONResponse(w.error_body("upstream timed out", "timeout_error"), status_code=504)
-        except httpx.HTTPError as exc:
-            return JSONResponse(
-                w.error_body(f"upstream unreachable: {type(exc).__name__}", "api_error"), status_code=502
-            )
-        if wire is None or plan is None or resp.status_code >= 300:
-            return self._passthrough(resp, wire)
-        if "text/event-stream" in resp.headers.get("content-type", ""):
-            return StreamingResponse(
-                self._stream(wire, plan, resp),
-                status_code=resp.status_code,
-                headers=response_headers(resp.headers, decoded=True),
-            )
-        try:
-            content = await _unless_disconnected(request.receive, resp.aread())
-        except _ClientGone:
-            return Response(status_code=499)
-        except httpx.TimeoutException:
-            return JSONResponse(w.error_body("upstream timed out", "timeout_error"), status_code=504)
-        except httpx.HTTPError as exc:
-            return JSONResponse(
-                w.error_body(f"upstream failed: {type(exc).__name__}", "api_error"), status_code=502
-            )
-        finally:
-            await resp.aclose()
-        content = await self._on_response_body(wire, plan, content)
-        return Response(
-            content, status_code=resp.status_code, headers=response_headers(resp.headers, decoded=True)
+            plan, out = await self._on_request(wire, headers, body)
+        fwd = upstream_headers(headers, observed=wire is not None, drop=self._session_header)
+        fwd.append((b"host", url.netloc))
+        if out or method in _BODY_METHODS or any(k == b"content-length" for k, _v in headers):
+            fwd.append((b"content-length", b"%d" % len(out)))
+        # ``stream=`` rather than ``content=``: the host and length are set above, and httpx then skips
+        # re-deriving them (a good part of building a request).
+        request = httpx.Request(
+            method, url, headers=fwd, stream=httpx.ByteStream(out), extensions={"timeout": self._timeouts}
         )
+        watch = _DisconnectWatch(receive, send)
+        try:
+            await self._exchange(watch.send, wire, w, plan, request)
+        except asyncio.CancelledError:
+            if not watch.gone:
+                raise
+            # The client went away: the upstream request was cancelled with this task; nobody to answer.
+            watch.task.uncancel()
+        finally:
+            watch.stop()
 
-    async def _admin(self, request: Request, path: str) -> Response:
-        if request.method != "GET":
-            return JSONResponse({"error": "method not allowed"}, status_code=405)
+    def _url(self, api: str, target: bytes, query: bytes) -> httpx.URL:
+        """The upstream URL of a request. Agents call the same few endpoints over and over, and parsing a
+        URL is a good part of building an httpx request: parsed ones are kept."""
+        key = (api, target, query)
+        url = self._urls.get(key)
+        if url is None:
+            if len(self._urls) >= 1024:
+                self._urls.clear()
+            text = self._bases[api] + target.decode("latin-1")
+            url = self._urls[key] = httpx.URL(text + "?" + query.decode("latin-1") if query else text)
+        return url
+
+    async def _admin(self, method: str, path: str) -> tuple[int, Any]:
+        if method != "GET":
+            return 405, {"error": "method not allowed"}
         if path == HEALTH_PATH:
-            return JSONResponse(self.monitor.stats())
+            return 200, self.monitor.stats()
         if path.startswith(SESSIONS_PATH + "/"):
             summary = await self.monitor.summary(path[len(SESSIONS_PATH) + 1 :])
             if summary is None:
-                return JSONResponse({"error": "no such session"}, status_code=404)
-            return JSONResponse(summary)
-        return JSONResponse({"error": "not found"}, status_code=404)
+                return 404, {"error": "no such session"}
+            return 200, summary
+        return 404, {"error": "not found"}
+
+    # ------------------------------------------------------------------ one exchange
+
+    async def _exchange(
+        self, send: Send, wire: Wire | None, w: Wire, plan: RequestPlan | None, request: httpx.Request
+    ) -> None:
+        try:
+            resp = await self.upstream.send(request)
+        except httpx.TimeoutException:
+            await _send_json(send, 504, w.error_body("upstream timed out", "timeout_error"))
+            return
+        except httpx.HTTPError as exc:
+            msg = f"upstream unreachable: {type(exc).__name__}"
+            await _send_json(send, 502, w.error_body(msg, "api_error"))
+            return
+        raw_headers = resp.headers.raw
+        if wire is None or plan is None or resp.status_code >= 300:
+            await self._passthrough(send, resp, raw_headers)
+            return
+        ctype, encoded = _content_info(raw_headers)
+        if _EVENT_STREAM in ctype:
+            await self._stream(send, wire, plan, resp, raw_headers, encoded)
+            return
+        try:
+            content = await _read_all(resp, encoded)
+        except httpx.TimeoutException:
+            await _send_json(send, 504, w.error_body("upstream timed out", "timeout_error"))
+            return
+        except httpx.HTTPError as exc:
+            msg = f"upstream failed: {type(exc).__name__}"
+            await _send_json(send, 502, w.error_body(msg, "api_error"))
+            return
+        finally:
+            await resp.aclose()
+        pending: list[dict[str, Any]] = []
+        try:
+            content = self._on_response_body(wire, plan, content, pending)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": resp.status_code,
+                    "headers": client_headers(raw_headers, decoded=True, length=len(content)),
+                }
+            )
+            await send({"type": "http.response.body", "body": content})
+        finally:
+            # The response's tool calls go to the store once the client has the response.
+            await self.monitor.on_response_end(plan.conversation, pending)
 
     # ------------------------------------------------------------------ observed traffic
 
     async def _on_request(
-        self, wire: Wire, request: Request, body: bytes
+        self, wire: Wire, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> tuple[RequestPlan | None, bytes]:
         try:
             obj = _json.loads(body)
@@ -216,7 +310,7 @@ class ProxyApp:
         if not isinstance(obj, dict):
             return None, body
         try:
-            sid = request.headers.get(self.proxy.session_header) or session_key(wire, obj)
+            sid = _get(headers, self._session_header) or session_key(wire, obj)
             if not sid:
                 return None, body
             plan = await self.monitor.on_request(wire, obj, sid)
@@ -225,8 +319,9 @@ class ProxyApp:
             self.monitor._failed("proxy.request", exc)
             return None, body
 
-    async def _on_response_body(self, wire: Wire, plan: RequestPlan, content: bytes) -> bytes:
-        pending: list[dict[str, Any]] = []
+    def _on_response_body(
+        self, wire: Wire, plan: RequestPlan, content: bytes, pending: list[dict[str, Any]]
+    ) -> bytes:
         conv = plan.conversation
         try:
             obj = _json.loads(content)
@@ -253,91 +348,208 @@ class ProxyApp:
         except Exception as exc:
             self.monitor._failed("proxy.response", exc)
             return content
-        finally:
-            await self.monitor.on_response_end(conv, pending)
 
-    async def _stream(self, wire: Wire, plan: RequestPlan, resp: httpx.Response) -> AsyncIterator[bytes]:
+    async def _stream(
+        self,
+        send: Send,
+        wire: Wire,
+        plan: RequestPlan,
+        resp: httpx.Response,
+        raw_headers: list[tuple[bytes, bytes]],
+        encoded: bool,
+    ) -> None:
+        """Forward an SSE response as it arrives, observing it on the side. Each upstream read leaves in
+        one write; the last one carries the end of the response with it."""
         conv = plan.conversation
         pending: list[dict[str, Any]] = []
         monitor = self.monitor
         translator = wire.stream(
-            lambda call: monitor.decide(conv, call, pending), self.proxy.gate == "rewrite"
+            lambda call: monitor.decide(conv, call, pending), self._hold, monitor.text is not None
         )
         decoder = SSEDecoder()
         observing = True
+        chunks, at_end = _body_of(resp, encoded)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": resp.status_code,
+                "headers": client_headers(raw_headers, decoded=True),
+            }
+        )
         try:
+            tail: list[bytes] = []
             try:
-                # Identity was asked for; raw bytes skip httpx's decoder unless the upstream encoded anyway.
-                chunks = resp.aiter_bytes() if resp.headers.get("content-encoding") else resp.aiter_raw()
                 async for chunk in chunks:
                     if not observing:
-                        yield chunk
-                        continue
-                    try:
-                        events = decoder.feed(chunk)
-                    except SSEFramingError as exc:
-                        observing = False
-                        monitor._failed("proxy.sse", exc)
-                        yield b"".join([*translator.abandon(), decoder.take_rest()])
-                        continue
-                    out: list[bytes] = []
-                    for ev in events:
-                        out.extend(translator.feed(ev))
-                    if translator.error is not None:
-                        observing = False
-                        monitor._failed("proxy.stream", translator.error)
+                        out = chunk
+                    else:
+                        try:
+                            events = decoder.feed(chunk)
+                        except SSEFramingError as exc:
+                            observing = False
+                            monitor._failed("proxy.sse", exc)
+                            out = b"".join([*translator.abandon(), decoder.take_rest()])
+                        else:
+                            parts = [b for ev in events for b in translator.feed(ev)]
+                            if translator.error is not None:
+                                observing = False
+                                monitor._failed("proxy.stream", translator.error)
+                            out = b"".join(parts)
+                    if at_end():
+                        tail.append(out)
+                        break
                     if out:
-                        yield b"".join(out)
+                        await send({"type": "http.response.body", "body": out, "more_body": True})
             except httpx.HTTPError as exc:
-                tail = translator.finish() if observing else []
                 kind = "timeout_error" if isinstance(exc, httpx.TimeoutException) else "api_error"
-                yield b"".join(
-                    [*tail, wire.stream_error(f"upstream stream failed: {type(exc).__name__}", kind)]
-                )
+                if observing:
+                    tail.extend(translator.finish())
+                tail.append(wire.stream_error(f"upstream stream failed: {type(exc).__name__}", kind))
+                await send({"type": "http.response.body", "body": b"".join(tail)})
                 return
             if observing:
-                out = translator.finish()
-                rest = decoder.take_rest()
-                if out or rest:
-                    yield b"".join([*out, rest])
-                if not translator.calls and translator.error is None:
-                    for _block, call in monitor.text_calls(translator.text, plan.n_messages):
-                        monitor.decide(conv, call, pending, text_index=plan.n_messages, can_rewrite=False)
+                tail.extend(translator.finish())
+                tail.append(decoder.take_rest())
+            await send({"type": "http.response.body", "body": b"".join(tail)})
+            if observing and not translator.calls and translator.error is None:
+                for _block, call in monitor.text_calls(translator.text, plan.n_messages):
+                    monitor.decide(conv, call, pending, text_index=plan.n_messages, can_rewrite=False)
         finally:
-            with anyio.CancelScope(shield=True):
-                await resp.aclose()
-                await monitor.on_response_end(conv, pending)
+            await resp.aclose()
+            await monitor.on_response_end(conv, pending)
 
-    def _passthrough(self, resp: httpx.Response, wire: Wire | None) -> Response:
-        async def body() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in resp.aiter_raw():
-                    yield chunk
-            except httpx.HTTPError as exc:
-                logger.debug("upstream body failed mid-way: %s", type(exc).__name__)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await resp.aclose()
-
-        return StreamingResponse(
-            body(), status_code=resp.status_code, headers=response_headers(resp.headers, decoded=False)
+    async def _passthrough(
+        self, send: Send, resp: httpx.Response, raw_headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        chunks, at_end = _body_of(resp, False)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": resp.status_code,
+                "headers": client_headers(raw_headers, decoded=False),
+            }
         )
+        try:
+            async for chunk in chunks:
+                if at_end():
+                    await send({"type": "http.response.body", "body": chunk})
+                    return
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as exc:
+            logger.debug("upstream body failed mid-way: %s", type(exc).__name__)
+        finally:
+            await resp.aclose()
+        await send({"type": "http.response.body", "body": b""})
 
 
-def create_app(config: Config | None = None, proxy: ProxyConfig | None = None, **kw: Any) -> Starlette:
-    """The proxy as an ASGI app (``app.state.proxy`` is the ``ProxyApp``)."""
+def create_app(config: Config | None = None, proxy: ProxyConfig | None = None, **kw: Any) -> ProxyApp:
+    """The proxy as an ASGI app (``app.state.proxy`` is the ``ProxyApp`` itself)."""
     from planguard.config import default_config
 
-    p = ProxyApp(config if config is not None else default_config(), proxy or ProxyConfig(), **kw)
-    app = Starlette(routes=[Route("/{path:path}", p.handle, methods=_METHODS)], lifespan=p.lifespan)
-    app.state.proxy = p
-    return app
+    return ProxyApp(config if config is not None else default_config(), proxy or ProxyConfig(), **kw)
 
 
-def _api_of(request: Request) -> str:
+class _DisconnectWatch:
+    """Cancels the current task when the client disconnects, until the response is complete.
+
+    One watcher per request covers waiting for the upstream, reading its answer and streaming it back:
+    cancelling the task closes the upstream connection, which is how the upstream learns the request is
+    abandoned. (The ASGI server's ``send`` does not report a vanished client, so something must listen.)
+    Responses go out through ``send``, which stops the watch before the final message: the server answers
+    ``receive`` with ``http.disconnect`` once a response is complete, and work after the response (the
+    store append) must not be cancelled by that.
+    """
+
+    __slots__ = ("_send", "_watcher", "gone", "stopped", "task")
+
+    def __init__(self, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.gone = False
+        self.stopped = False
+        self._send = send
+        self._watcher = asyncio.ensure_future(self._watch(receive))
+
+    async def send(self, message: Message) -> None:
+        if not self.stopped and message["type"] == "http.response.body" and not message.get("more_body"):
+            self.stop()
+        await self._send(message)
+
+    async def _watch(self, receive: Receive) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+        if not self.stopped:
+            self.gone = True
+            self.task.cancel()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self._watcher.cancel()
+
+
+def _body_of(resp: httpx.Response, decode: bool) -> tuple[AsyncIterable[bytes], Callable[[], bool]]:
+    """The response body as chunks as they arrive (``decode``: undo a content encoding), and whether the
+    last chunk has been taken — known only with the proxy's own transport, whose final write then carries
+    the end of the response too."""
+    if decode:
+        return resp.aiter_bytes(), _never  # identity was asked for, but the upstream encoded anyway
+    stream = resp.stream
+    if isinstance(stream, UpstreamBody):
+        return stream, stream.at_end
+    return resp.aiter_raw(), _never
+
+
+def _never() -> bool:
+    return False
+
+
+async def _read_all(resp: httpx.Response, decode: bool) -> bytes:
+    chunks, _ = _body_of(resp, decode)
+    parts = [c async for c in chunks]
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _content_info(raw: list[tuple[bytes, bytes]]) -> tuple[bytes, bool]:
+    """The response's content type, and whether its body is content-encoded."""
+    ctype = b""
+    encoded = False
+    for k, v in raw:
+        lk = k.lower()
+        if lk == b"content-type":
+            ctype = v
+        elif lk == b"content-encoding":
+            encoded = v.strip().lower() not in (b"", b"identity")
+    return ctype, encoded
+
+
+def _get(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for k, v in headers:
+        if k == name:
+            return v.decode("latin-1")
+    return None
+
+
+async def _send_json(send: Send, status: int, obj: Any) -> None:
+    body = _json.dumps(obj)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _api_of(headers: list[tuple[bytes, bytes]]) -> str:
     """Which API an unobserved request is for, so its credentials only ever go to that API's upstream."""
-    h = request.headers
-    return "anthropic" if "anthropic-version" in h or "x-api-key" in h else "openai"
+    for k, _v in headers:
+        if k == b"anthropic-version" or k == b"x-api-key":
+            return "anthropic"
+    return "openai"
 
 
 def _wire_for(method: str, path: str) -> Wire | None:
@@ -351,41 +563,22 @@ def _wire_for(method: str, path: str) -> Wire | None:
     return None
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    cl = request.headers.get("content-length")
-    if cl is not None and cl.isdigit() and int(cl) > limit:
-        raise _TooLarge
+async def _read_body(receive: Receive, headers: list[tuple[bytes, bytes]], limit: int) -> bytes:
+    for k, v in headers:
+        if k == b"content-length" and v.isdigit() and int(v) > limit:
+            raise _TooLarge
     parts: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-async def _wait_disconnect(receive: Receive) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return
-
-
-async def _unless_disconnected(receive: Receive, work: Awaitable[_T]) -> _T:
-    """``work``'s result, or ``_ClientGone`` (with ``work`` cancelled) if the client disconnects first."""
-    task: asyncio.Future[_T] = asyncio.ensure_future(work)
-    watcher: asyncio.Future[Any] = asyncio.ensure_future(_wait_disconnect(receive))
-    try:
-        await asyncio.wait([task, watcher], return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        watcher.cancel()
-        raise
-    if task.done():
-        watcher.cancel()
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
-    raise _ClientGone
+            raise _ClientGone
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise _TooLarge
+            parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -119,6 +119,12 @@ class ProxyConfig(BaseModel):
         32 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 above)."
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
+    http_client: Literal["builtin", "httpx"] = Field(
+        "builtin",
+        description="Upstream HTTP/1.1 connections. builtin: the proxy's own pool (asyncio + httptools; "
+        "a tenth of the CPU per request); httpx: httpx's default transport (httpcore). Requests "
+        "through an HTTP proxy from the environment always use httpx's.",
+    )
     max_connections: int = Field(512, ge=1, description="Upstream connections at most (pooled).")
     max_keepalive: int = Field(128, ge=0, description="Idle upstream connections kept for reuse.")
     keepalive_expiry_s: float = Field(

@@ -139,6 +139,7 @@ class Conversation:
     open: OrderedDict[str, OpenCall] = field(default_factory=OrderedDict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_seen: float = field(default_factory=time.monotonic)
+    writing: asyncio.Task[None] | None = None  # the request's log write, overlapping the upstream call
 
 
 @dataclass(slots=True)
@@ -172,6 +173,7 @@ class Monitor:
         )
         self._rc = TextActions(returncode_regex=config.text_actions.returncode_regex)
         self._shell = frozenset(config.shell_tools)
+        self._remote_store = bool(getattr(store, "remote", True))
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.counters: dict[str, int] = {
             "requests": 0,
@@ -199,14 +201,27 @@ class Monitor:
         self.counters["requests"] += 1
         n_messages = len(wire.messages(body))  # before injection: the agent's own history
         conv = self._conversation(session_id)
-        async with conv.lock:
+        await conv.lock.acquire()
+        try:
             await self._catch_up(conv, wire, body)
             entries: list[dict[str, Any]] = []
             notes = self._results(conv, wire, body, entries)
             entry: dict[str, Any] = {"op": "model"}
             decisions = self._apply(conv, entry, live=True) or []
             entries.append(entry)
-            await self._append(conv, entries)
+        except BaseException:
+            conv.lock.release()
+            raise
+        if self._remote_store:
+            # A round trip to a shared store need not delay the request: the write overlaps the upstream
+            # call. The lock is held until it is done, so the conversation's next request catches up only
+            # after it, and this response's own entries (``on_response_end``) are logged after it.
+            conv.writing = asyncio.ensure_future(self._append_and_unlock(conv, entries, conv.applied))
+        else:
+            try:
+                await self._append(conv, entries, conv.applied)
+            finally:
+                conv.lock.release()
         changed = False
         if notes and self.config.gate != "observe":
             # annotate mode, or a denied call rewrite could not reach (a streamed text action).
@@ -370,7 +385,17 @@ class Monitor:
         ]
 
     async def on_response_end(self, conv: Conversation, pending: list[dict[str, Any]]) -> None:
-        await self._append(conv, pending)
+        """Log the response's tool calls (called once the client has the response)."""
+        writing = conv.writing
+        if writing is not None and not writing.done():
+            await asyncio.wait([writing])  # not ``await writing``: a cancelled caller must not cancel it
+        await self._append(conv, pending, conv.applied)
+
+    async def _append_and_unlock(self, conv: Conversation, entries: list[dict[str, Any]], end: int) -> None:
+        try:
+            await self._append(conv, entries, end)
+        finally:
+            conv.lock.release()
 
     # ------------------------------------------------------------------ the log
 
@@ -403,8 +428,8 @@ class Monitor:
             return self.guard.after_tool(sid, _event(ev))
         return None
 
-    async def _append(self, conv: Conversation, entries: list[dict[str, Any]]) -> None:
-        """Log entries already applied locally (``conv.applied`` counts them)."""
+    async def _append(self, conv: Conversation, entries: list[dict[str, Any]], end: int) -> None:
+        """Log entries already applied locally; ``end`` is the log position after them as applied here."""
         if not entries:
             return
         try:
@@ -412,11 +437,12 @@ class Monitor:
         except Exception as exc:
             self._failed("proxy.store.append", exc)
             return
-        if length != conv.applied:
+        if length != end:
             # Another writer appended to this conversation concurrently (or the store lost it): follow the
-            # store's count, so entries are never applied twice here.
+            # store's count, so entries are never applied twice here (shifted by the difference: entries
+            # applied here since are counted on top).
             self.counters["store_races"] += 1
-            conv.applied = length
+            conv.applied += length - end
 
     def _event_fields(self, call: ToolCall) -> dict[str, Any]:
         args = call.arguments
@@ -426,7 +452,11 @@ class Monitor:
             "call_id": call.id or None,
             "start_time": time.time(),
         }
-        if call.name in self._shell and isinstance(args, Mapping) and isinstance(args.get("command"), str):
+        if (
+            call.name in self._shell
+            and isinstance(args, (dict, Mapping))
+            and isinstance(args.get("command"), str)
+        ):
             ev["action"] = args["command"]
         return ev
 
@@ -444,6 +474,9 @@ class Monitor:
         return len(idle)
 
     async def end_all(self) -> None:
+        writes = [c.writing for c in self.conversations.values() if c.writing and not c.writing.done()]
+        if writes:
+            await asyncio.wait(writes)
         for conv in list(self.conversations.values()):
             await self._end(conv)
 
@@ -475,7 +508,7 @@ def _event(ev: Mapping[str, Any]) -> ToolEvent:
     args = ev.get("arguments")
     return ToolEvent(
         tool=str(ev.get("tool") or ""),
-        arguments=args if isinstance(args, (Mapping, str)) else {},
+        arguments=args if isinstance(args, (dict, str, Mapping)) else {},
         call_id=ev.get("call_id"),
         action=ev.get("action"),
         result=ev.get("result"),

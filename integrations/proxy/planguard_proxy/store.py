@@ -20,6 +20,9 @@ __all__ = ["ConversationStore", "MemoryStore", "RedisStore", "open_store"]
 
 
 class ConversationStore(ABC):
+    #: Calls cost a network round trip (the proxy then overlaps its writes with the upstream call).
+    remote: bool = True
+
     @abstractmethod
     async def read(self, key: str, start: int) -> list[dict[str, Any]]:
         """Log entries of ``key`` from position ``start`` on (empty for an unknown conversation)."""
@@ -39,6 +42,8 @@ class ConversationStore(ABC):
 class MemoryStore(ConversationStore):
     """One process. Bounded: least recently used conversations beyond ``max_conversations`` are dropped,
     and a conversation idle for ``ttl_s`` expires."""
+
+    remote = False
 
     def __init__(self, max_conversations: int = 100_000, ttl_s: float = 86_400) -> None:
         self._logs: OrderedDict[str, tuple[list[dict[str, Any]], float]] = OrderedDict()
@@ -94,7 +99,9 @@ class RedisStore(ConversationStore):
 
     async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
         k = self._prefix + "log:" + key
-        async with self._redis.pipeline(transaction=True) as pipe:
+        # One round trip; no MULTI/EXEC: RPUSH alone is atomic (and returns the length), the EXPIRE after it
+        # only refreshes the time to live.
+        async with self._redis.pipeline(transaction=False) as pipe:
             pipe.rpush(k, *[_json.dumps(e) for e in entries])
             pipe.expire(k, self._ttl)
             length, _ = await pipe.execute()

@@ -1,32 +1,46 @@
 """The upstream side: one pooled ``httpx.AsyncClient`` and the header rules of a transparent proxy.
 
 Credentials (``Authorization``, ``x-api-key``) are forwarded as they came and never read otherwise.
+Headers stay bytes end to end (as the ASGI server and the upstream transport hold them): no decoding,
+re-encoding or case folding beyond the header name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import urllib.request
+from collections.abc import Iterable
 
 import httpx
 
 from .config import ProxyConfig
+from .transport import UpstreamTransport
 
-__all__ = ["HOP_BY_HOP", "build_client", "request_headers", "response_headers"]
+__all__ = [
+    "HOP_BY_HOP",
+    "Upstream",
+    "build_client",
+    "client_headers",
+    "upstream_headers",
+]
 
 #: Connection-level headers a proxy must not forward (RFC 9110 §7.6.1), plus ones it recomputes.
 HOP_BY_HOP = frozenset(
     {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
     }
 )
+#: Not forwarded upstream either: the proxy computes the host and length of what it sends, and it has read
+#: the whole body already, so the upstream has nothing to say before it (``Expect: 100-continue``).
+_REQUEST_SKIP = HOP_BY_HOP | {b"host", b"content-length", b"expect"}
+_IDENTITY = (b"accept-encoding", b"identity")
 
 
 class _NoCookies(httpx.Cookies):
@@ -52,9 +66,40 @@ class _SharedClient(httpx.AsyncClient):
         return None
 
 
-def build_client(config: ProxyConfig, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+class Upstream:
+    """The client, and the transport requests go to directly when nothing sits in between.
+
+    ``send`` hands a request to the proxy's own transport (``transport.UpstreamTransport``) when the
+    environment names no HTTP proxy: the client's per-request work (auth and redirect flows, event hooks,
+    cookie merging — none of which a transparent proxy uses) is then skipped. With an environment proxy,
+    or a transport given by the caller, every request goes through ``client.send`` as usual.
+    """
+
+    def __init__(self, client: httpx.AsyncClient, direct: httpx.AsyncBaseTransport | None) -> None:
+        self.client = client
+        self.direct = direct
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
+        if self.direct is not None:
+            return await self.direct.handle_async_request(request)
+        return await self.client.send(request, stream=True)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def build_client(config: ProxyConfig, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
     t = config.timeouts
-    return _SharedClient(
+    direct: httpx.AsyncBaseTransport | None = None
+    if transport is None and config.http_client == "builtin":
+        transport = UpstreamTransport(
+            max_connections=config.max_connections,
+            max_keepalive=config.max_keepalive,
+            keepalive_expiry=config.keepalive_expiry_s,
+        )
+        if not urllib.request.getproxies():
+            direct = transport
+    client = _SharedClient(
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
         limits=httpx.Limits(
             max_connections=config.max_connections,
@@ -64,29 +109,32 @@ def build_client(config: ProxyConfig, transport: httpx.AsyncBaseTransport | None
         follow_redirects=False,
         transport=transport,
     )
+    return Upstream(client, direct)
 
 
-def request_headers(
-    headers: Iterable[tuple[str, str]], *, observed: bool, drop: Iterable[str] = ()
-) -> list[tuple[str, str]]:
-    """Headers to send upstream. Observed routes ask for an uncompressed answer (the proxy reads it)."""
-    skip = HOP_BY_HOP | {"host", "content-length"} | {d.lower() for d in drop}
+def upstream_headers(
+    headers: Iterable[tuple[bytes, bytes]], *, observed: bool, drop: bytes = b""
+) -> list[tuple[bytes, bytes]]:
+    """Headers to send upstream (ASGI names are lower-case). Observed routes ask for an uncompressed
+    answer (the proxy reads it)."""
     if observed:
-        skip = skip | {"accept-encoding"}
-    out = [(k, v) for k, v in headers if k.lower() not in skip]
-    if observed:
-        out.append(("accept-encoding", "identity"))
-    return out
+        out = [(k, v) for k, v in headers if k not in _REQUEST_SKIP and k != drop and k != b"accept-encoding"]
+        out.append(_IDENTITY)
+        return out
+    return [(k, v) for k, v in headers if k not in _REQUEST_SKIP and k != drop]
 
 
-def response_headers(headers: Mapping[str, str] | httpx.Headers, *, decoded: bool) -> dict[str, str]:
-    """Headers to send the client. ``decoded``: the body is re-framed (length and encoding recomputed)."""
-    skip = HOP_BY_HOP | ({"content-length", "content-encoding"} if decoded else set())
-    items = headers.multi_items() if isinstance(headers, httpx.Headers) else headers.items()
-    out: dict[str, str] = {}
-    for k, v in items:
+def client_headers(
+    raw: Iterable[tuple[bytes, bytes]], *, decoded: bool, length: int | None = None
+) -> list[tuple[bytes, bytes]]:
+    """Headers to send the client. ``decoded``: the body is re-framed (length and encoding recomputed;
+    ``length`` is the new Content-Length, if known)."""
+    out: list[tuple[bytes, bytes]] = []
+    for k, v in raw:
         lk = k.lower()
-        if lk in skip:
+        if lk in HOP_BY_HOP or (decoded and (lk == b"content-length" or lk == b"content-encoding")):
             continue
-        out[lk] = f"{out[lk]}, {v}" if lk in out and lk != "set-cookie" else v
+        out.append((lk, v))
+    if length is not None:
+        out.append((b"content-length", b"%d" % length))
     return out

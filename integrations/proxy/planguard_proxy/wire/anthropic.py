@@ -32,7 +32,7 @@ class AnthropicWire(Wire):
     def session_material(self, body: Mapping[str, Any]) -> list[Any]:
         user = None
         for m in self.messages(body):
-            if isinstance(m, Mapping) and m.get("role") == "user":
+            if isinstance(m, (dict, Mapping)) and m.get("role") == "user":
                 user = text_of(m.get("content"))
                 break
         return [text_of(body.get("system")), user]
@@ -47,7 +47,7 @@ class AnthropicWire(Wire):
             if not wanted:
                 break
             if (
-                not isinstance(m, Mapping)
+                not isinstance(m, (dict, Mapping))
                 or m.get("role") != "user"
                 or not isinstance(m.get("content"), list)
             ):
@@ -55,7 +55,7 @@ class AnthropicWire(Wire):
             turn = []
             for b in m["content"]:
                 if (
-                    isinstance(b, Mapping)
+                    isinstance(b, (dict, Mapping))
                     and b.get("type") == "tool_result"
                     and b.get("tool_use_id") in wanted
                 ):
@@ -102,7 +102,7 @@ class AnthropicWire(Wire):
     def response_calls(self, obj: Mapping[str, Any]) -> list[ToolCall]:
         calls = []
         for b in obj.get("content") or ():
-            if isinstance(b, Mapping) and b.get("type") == "tool_use":
+            if isinstance(b, (dict, Mapping)) and b.get("type") == "tool_use":
                 args = b.get("input")
                 calls.append(
                     ToolCall(
@@ -115,20 +115,19 @@ class AnthropicWire(Wire):
         return "".join(
             b.get("text", "")
             for b in obj.get("content") or ()
-            if isinstance(b, Mapping) and b.get("type") == "text"
+            if isinstance(b, (dict, Mapping)) and b.get("type") == "text"
         )
 
     def rewrite_response(self, obj: dict[str, Any], denied: Mapping[str, str]) -> None:
         content = obj.get("content") or []
         obj["content"] = [
             {"type": "text", "text": denied[b["id"]]}
-            if isinstance(b, Mapping) and b.get("type") == "tool_use" and b.get("id") in denied
+            if isinstance(b, (dict, Mapping)) and b.get("type") == "tool_use" and b.get("id") in denied
             else b
             for b in content
         ]
-        if not any(isinstance(b, Mapping) and b.get("type") == "tool_use" for b in obj["content"]) and (
-            obj.get("stop_reason") == "tool_use"
-        ):
+        left = any(isinstance(b, (dict, Mapping)) and b.get("type") == "tool_use" for b in obj["content"])
+        if not left and obj.get("stop_reason") == "tool_use":
             obj["stop_reason"] = "end_turn"
 
     def replace_text(self, obj: dict[str, Any], old: str, new: str) -> bool:
@@ -138,8 +137,8 @@ class AnthropicWire(Wire):
                 return True
         return False
 
-    def stream(self, decide: Decide, hold: bool) -> StreamTranslator:
-        return _AnthropicStream(decide, hold)
+    def stream(self, decide: Decide, hold: bool, want_text: bool = True) -> StreamTranslator:
+        return _AnthropicStream(decide, hold, want_text)
 
     # ---------------------------------------------------------------- errors
 
@@ -169,21 +168,43 @@ class _Held:
     ref: int | None  # index of the tool_use block the event belongs to
 
 
+#: Events that never carry a tool call.
+_INERT_EVENTS = frozenset({"ping", "message_start"})
+
+
 class _AnthropicStream(StreamTranslator):
-    def __init__(self, decide: Decide, hold: bool) -> None:
-        super().__init__(decide, hold)
+    def __init__(self, decide: Decide, hold: bool, want_text: bool = True) -> None:
+        super().__init__(decide, hold, want_text)
         self._blocks: dict[int, _Block] = {}
+        self._open = 0  # tool_use blocks started and not yet complete
+
+    def _inert(self, ev: SSEEvent) -> bool:
+        """Needs no parsing: a ping or message start, or — while no tool_use block is open, so it cannot
+        belong to one — a delta of a text (unless text is wanted), thinking or other block."""
+        data = ev.data
+        if data[:1] != "{" or data[-1:] != "}":
+            return False  # not shaped like a JSON object: parsed, so malformed data stops the observation
+        if ev.event in _INERT_EVENTS:
+            return True
+        return (
+            ev.event == "content_block_delta"
+            and not self._open
+            and (not self.want_text or '"text_delta"' not in data)
+        )
 
     def _feed(self, ev: SSEEvent) -> list[bytes]:
         obj: Any = None
         etype = ev.event or ""
         ref: int | None = None
-        if ev.data:
+        if ev.data and self._inert(ev):
+            if not self._held:  # nothing held back: forward at once, in order
+                return [ev.raw]
+        elif ev.data:
             try:
                 obj = _json.loads(ev.data)
             except ValueError:
                 return self.abandon(ev)
-            if isinstance(obj, Mapping):
+            if isinstance(obj, (dict, Mapping)):
                 etype = str(obj.get("type") or etype)
                 ref = self._observe(etype, obj)
         if not self.hold:
@@ -206,6 +227,9 @@ class _AnthropicStream(StreamTranslator):
         if etype == "content_block_start":
             cb = obj.get("content_block") or {}
             if cb.get("type") == "tool_use" and isinstance(idx, int):
+                old = self._blocks.get(idx)
+                if old is None or old.decided:
+                    self._open += 1
                 self._blocks[idx] = _Block(
                     idx, str(cb.get("id") or ""), str(cb.get("name") or ""), cb.get("input")
                 )
@@ -231,6 +255,7 @@ class _AnthropicStream(StreamTranslator):
     def _complete(self, b: _Block) -> None:
         if b.decided:
             return
+        self._open -= 1
         raw = "".join(b.parts)
         if raw:
             args: Any = parse_arguments(raw)

@@ -51,7 +51,7 @@ def text_of(content: Any) -> str:
         for p in content:
             if isinstance(p, str):
                 parts.append(p)
-            elif isinstance(p, Mapping):
+            elif isinstance(p, (dict, Mapping)):
                 t = p.get("text")
                 if isinstance(t, str):
                     parts.append(t)
@@ -66,11 +66,16 @@ class StreamTranslator(ABC):
 
     With ``hold`` set, the events of a tool call are held back until the call is complete and decided, so a
     denied call can be replaced before the client sees it; everything else passes through in order.
+
+    Most events of a stream are text deltas. Without ``want_text`` (the assistant text is only needed for
+    text actions) an event is parsed only when its bytes can carry a tool call or the end of one (a cheap
+    substring test); the others pass through as they are, in order with the held ones.
     """
 
-    def __init__(self, decide: Decide, hold: bool) -> None:
+    def __init__(self, decide: Decide, hold: bool, want_text: bool = True) -> None:
         self.decide = decide
         self.hold = hold
+        self.want_text = want_text
         self.calls: list[ToolCall] = []
         self.denied: dict[str, str] = {}
         self.error: Exception | None = None  # set when the translator gave up (the rest passes through raw)
@@ -177,7 +182,7 @@ class Wire(ABC):
         """Replace ``old`` by ``new`` in the response's assistant text; True when found."""
 
     @abstractmethod
-    def stream(self, decide: Decide, hold: bool) -> StreamTranslator: ...
+    def stream(self, decide: Decide, hold: bool, want_text: bool = True) -> StreamTranslator: ...
 
     # ---------------------------------------------------------------- errors
 

@@ -8,6 +8,7 @@ fragments; calls are streamed one after the other and the last chunk of the choi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,8 @@ class OpenAIWire(Wire):
     def session_material(self, body: Mapping[str, Any]) -> list[Any]:
         system = user = None
         for m in self.messages(body):
-            if not isinstance(m, Mapping):
+            # Parsed JSON holds dicts: dict first, an exact type test (the Mapping ABC test is the slow one).
+            if not isinstance(m, (dict, Mapping)):
                 continue
             role = m.get("role")
             if system is None and role in ("system", "developer"):
@@ -59,7 +61,7 @@ class OpenAIWire(Wire):
         # Results sit at the end of the history: scan backwards and stop once every open call is found, so
         # the cost does not grow with the conversation.
         for m in reversed(self.messages(body)):
-            if isinstance(m, Mapping) and m.get("role") == "tool" and m.get("tool_call_id") in wanted:
+            if isinstance(m, (dict, Mapping)) and m.get("role") == "tool" and m.get("tool_call_id") in wanted:
                 wanted.discard(m["tool_call_id"])
                 out.append(ToolResult(str(m["tool_call_id"]), text_of(m.get("content"))))
                 if not wanted:
@@ -128,8 +130,8 @@ class OpenAIWire(Wire):
         msg["content"] = msg["content"].replace(old, new, 1)  # type: ignore[index]
         return True
 
-    def stream(self, decide: Decide, hold: bool) -> StreamTranslator:
-        return _OpenAIStream(decide, hold)
+    def stream(self, decide: Decide, hold: bool, want_text: bool = True) -> StreamTranslator:
+        return _OpenAIStream(decide, hold, want_text)
 
     # ---------------------------------------------------------------- errors
 
@@ -158,9 +160,27 @@ class _Held:
     refs: tuple[int, ...]  # tool-call indices the event carries deltas for
 
 
+#: A finish_reason that is set (a string), not null: the choice is over, its open call complete.
+_FINISH_SET = re.compile(r'"finish_reason"\s*:\s*"')
+
+
+def _inert(data: str, want_text: bool) -> bool:
+    """An event that cannot carry a tool call, the end of one, or (unless wanted) text: no need to parse
+    it. Keys are matched with their quotes, so the same word inside a string value (escaped quotes) does
+    not count; a false positive only costs a parse. Data that is not even shaped like a JSON object is
+    parsed (and so stops the observation, as any malformed event does)."""
+    return (
+        data[:1] == "{"
+        and data[-1:] == "}"
+        and '"tool_calls"' not in data
+        and (not want_text or '"content"' not in data)
+        and ('"finish_reason"' not in data or _FINISH_SET.search(data) is None)
+    )
+
+
 class _OpenAIStream(StreamTranslator):
-    def __init__(self, decide: Decide, hold: bool) -> None:
-        super().__init__(decide, hold)
+    def __init__(self, decide: Decide, hold: bool, want_text: bool = True) -> None:
+        super().__init__(decide, hold, want_text)
         self._calls: dict[int, _Call] = {}
         self._open: _Call | None = None
 
@@ -168,10 +188,13 @@ class _OpenAIStream(StreamTranslator):
         data = ev.data
         obj: Any = None
         refs: tuple[int, ...] = ()
-        if data.strip() == "[DONE]":
+        if len(data) < 16 and data.strip() == "[DONE]":
             self.finished = True
             self._complete_open()
-        elif data:
+        elif not data or _inert(data, self.want_text):
+            if not self._held:  # nothing held back: forward at once, in order
+                return [ev.raw]
+        else:
             try:
                 obj = _json.loads(data)
             except ValueError:
@@ -190,34 +213,49 @@ class _OpenAIStream(StreamTranslator):
     # ---------------------------------------------------------------- internals
 
     def _observe(self, obj: Any) -> tuple[int, ...]:
-        if not isinstance(obj, Mapping):
+        # Parsed JSON: objects are dicts (``isinstance`` against the Mapping ABC costs more per event).
+        if not isinstance(obj, dict):
+            return ()
+        choices = obj.get("choices")
+        if not choices:
             return ()
         refs: list[int] = []
-        for choice in obj.get("choices") or ():
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+        for choice in choices:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            content = delta.get("content")
-            if isinstance(content, str):
-                self._add_text(content)
-            for tc in delta.get("tool_calls") or ():
-                i = tc.get("index", 0)
-                call = self._calls.get(i)
-                if call is None:
-                    self._complete_open()
-                    call = self._calls[i] = self._open = _Call(i)
-                if tc.get("id"):
-                    call.id = str(tc["id"])
-                fn = tc.get("function") or {}
-                if fn.get("name") and not call.name:
-                    call.name = str(fn["name"])
-                args = fn.get("arguments")
-                if isinstance(args, str):
-                    call.parts.append(args)
-                refs.append(i)
+            delta = choice.get("delta")
+            if delta:
+                if self.want_text:
+                    content = delta.get("content")
+                    if isinstance(content, str):
+                        self._add_text(content)
+                tool_calls = delta.get("tool_calls")
+                if tool_calls:
+                    for tc in tool_calls:
+                        refs.append(self._fragment(tc))
             if choice.get("finish_reason"):
                 self._complete_open()
         return tuple(refs)
+
+    def _fragment(self, tc: dict[str, Any]) -> int:
+        """One ``delta.tool_calls`` entry: the first of a call carries id and name, the rest arguments."""
+        i: int = tc.get("index", 0)
+        call = self._calls.get(i)
+        if call is None:
+            self._complete_open()
+            call = self._calls[i] = self._open = _Call(i)
+        cid = tc.get("id")
+        if cid:
+            call.id = str(cid)
+        fn = tc.get("function")
+        if fn:
+            name = fn.get("name")
+            if name and not call.name:
+                call.name = str(name)
+            args = fn.get("arguments")
+            if isinstance(args, str):
+                call.parts.append(args)
+        return i
 
     def _complete_open(self) -> None:
         call, self._open = self._open, None
@@ -229,18 +267,17 @@ class _OpenAIStream(StreamTranslator):
 
     def _release(self) -> list[bytes]:
         out: list[bytes] = []
-        while self._held:
-            h = self._held[0]
-            if any(not self._calls[i].decided for i in h.refs):
+        held, calls = self._held, self._calls
+        while held:
+            h = held[0]
+            if h.refs and not all(calls[i].decided for i in h.refs):
                 break
             out.append(self._emit(h))
-            self._held.popleft()
+            held.popleft()
         return out
 
     def _emit(self, h: _Held) -> bytes:
-        if h.obj is None or not isinstance(h.obj, Mapping):
-            return h.raw
-        if not self.denied:
+        if not self.denied or not isinstance(h.obj, dict):
             return h.raw  # nothing denied so far: indices and content are unchanged
         choices = h.obj.get("choices") or ()
         changed = False
