@@ -3,37 +3,63 @@
 One agent step = one model call + one tool call, on a real ``create_agent`` agent with the same scripted
 model and the same tools in every variant:
 
-* ``bare``       — ``create_agent(model, tools)``, no middleware;
-* ``null``       — a middleware with the same hooks that only calls the handler: LangChain's own price of
-                   having ``wrap_model_call`` / ``wrap_tool_call`` / ``before_agent`` / ``after_agent`` hooks;
-* ``planguard``  — ``PlanGuardMiddleware`` with the example config's policies and detectors, telemetry and
-                   store off (what the middleware and the core pipeline cost);
-* ``planguard+otel`` — the same with the OpenTelemetry sink on (SDK tracer, no exporter).
+* ``bare``      — ``create_agent(model, tools)``, no middleware;
+* ``null``      — a middleware with the same hooks that only calls the handler: what LangChain itself charges
+                  for having ``wrap_model_call`` / ``wrap_tool_call`` / ``before_agent`` / ``after_agent``;
+* ``default``   — ``PlanGuardMiddleware(Guard(examples/planguard.yaml))``, the README's configuration as a
+                  user gets it: policies and detectors on, OpenTelemetry on with the *global* providers
+                  (no-ops until the application configures OpenTelemetry), the local session store on (JSONL
+                  files in a temp directory, written by its background thread), console off. **The headline
+                  figure.**
+* ``core``      — the same with telemetry and store off: the middleware and the core pipeline only;
+* ``otel-sdk``  — ``default`` in an application that configured the OpenTelemetry SDK (spans recorded by an
+                  SDK ``TracerProvider``, metrics by an SDK ``MeterProvider``; no exporter);
+* ``console``   — ``default`` plus the demo's console timeline (written to /dev/null); opt-in;
+* ``core+otel``, ``core+store`` — ``core`` with one of the two default sinks back on; opt-in, to split
+                  ``default − core`` between them;
+* ``null-model``, ``null-tool``, ``null-agent`` — ``null`` with only its ``wrap_model_call``, only its
+                  ``wrap_tool_call``, only its ``before_agent``/``after_agent``; ``null-untraced`` — ``null``
+                  built with LangSmith's ``traceable`` (which create_agent wraps every ``wrap_*`` hook in)
+                  replaced by the identity; opt-in, to split LangChain's own price.
 
-Each run makes ``STEPS`` steps; variants are interleaved round-robin so machine noise hits them alike, and
-the figure per variant is the median over rounds of (run time / steps). Sync ``invoke`` by default,
-``--async`` for ``ainvoke``.
+Every variant's agent is built once; each round runs every variant once (a run = ``--steps`` steps on a
+fresh thread id), in an order rotated per round so machine noise and drift hit all alike. Per run we take
+wall-clock time and the process's CPU time (all threads: the store's writer thread counts). The figures:
 
-A/B differences of a few hundred µs drown in a busy machine's noise (a bare step starts a thread for its
-tool call), so the script also accounts for the added time directly:
+* median µs/step of each variant;
+* **added** = median over rounds of (variant − bare) in the same round: paired, so a machine that slows down
+  for a while slows both members of a pair;
+* **%** = added / median bare step.
 
-* **in-hook** — CPU time (of the calling thread) spent inside PlanGuardMiddleware's hooks minus that of the
-  model/tool they wrap, measured in the running agent (planguard's whole per-step work: translation +
-  the guard's pipeline),
-  plus session start/end spread over the run's steps;
-* **hooking** — what LangChain's wrapper around each ``wrap_*`` hook costs (it builds a LangSmith run
-  context per call), timed on the exact wrappers ``create_agent`` builds, × 2 hooks per step.
+The fake model answers instantly, so every µs planguard spends — on the agent's threads or its own, which
+compete for the GIL — shows up in the wall clock; with a real model the background work overlaps the model's
+network wait. ``--account`` adds a breakdown of planguard's time inside its hooks (thread CPU time, measured
+by a timing subclass in separate runs) and LangChain's price per hook.
 
-Run: ``python benchmarks/bench_langchain.py [--steps 40] [--rounds 30] [--async]``. Prints figures; asserts
-nothing.
+On a shared machine wall-clock differences of a few % drown in other processes' noise, so
+``--instructions`` measures the same A/B as *instructions executed* per step, under valgrind's callgrind
+(every run of every variant is one counter segment, all threads included; deterministic to ~0.1 %). It
+needs ``valgrind`` and a C compiler with ``valgrind/callgrind.h`` (a 4-line helper is compiled to switch
+counters from Python) and takes a few minutes.
+
+Run: ``python benchmarks/bench_langchain.py [--steps 40] [--rounds 60] [--async] [--variants ...]
+[--account] [--instructions [--icount-rounds 3]]``. Prints figures (and the load average); asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import ctypes
 import gc
+import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,10 +72,25 @@ from langchain_core.tools import tool
 from planguard_langchain import PlanGuardMiddleware
 from planguard_langchain.testing import ScriptedChatModel, call, turn
 
-from planguard.config import load_config
+from planguard.config import Config, load_config
 from planguard.guard import Guard
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "planguard.yaml"
+VARIANTS = (
+    "bare",
+    "null",
+    "default",
+    "core",
+    "otel-sdk",
+    "console",
+    "core+otel",
+    "core+store",
+    "null-model",
+    "null-tool",
+    "null-agent",
+    "null-untraced",
+)
+DEFAULT_VARIANTS = ("bare", "null", "default", "core", "otel-sdk")
 
 # A realistic mix: searches and reads, a patch, test runs (no submit: the gate would deny it).
 _CYCLE = [
@@ -114,7 +155,8 @@ _thread_ns = time.thread_time_ns
 
 
 class TimedPlanGuardMiddleware(PlanGuardMiddleware):
-    """PlanGuardMiddleware that adds up the time spent in its hooks, minus the wrapped model/tool calls."""
+    """PlanGuardMiddleware that adds up the time spent in its hooks, minus the wrapped model/tool calls
+    (``--account`` only: the probes cost a few µs themselves, so the A/B runs use the plain middleware)."""
 
     def __init__(self, guard: Guard) -> None:
         super().__init__(guard)
@@ -158,27 +200,21 @@ class TimedPlanGuardMiddleware(PlanGuardMiddleware):
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
         return await self._atimed("tool", super().awrap_tool_call, request, handler)
 
-    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return await self._atimed("model", super().awrap_model_call, request, handler)
-
-    async def abefore_agent(self, state: Any, runtime: Any) -> Any:
-        t0 = _thread_ns()
-        out = await super().abefore_agent(state, runtime)
-        self.samples["run"].append(_thread_ns() - t0)
-        return out
-
-    async def aafter_agent(self, state: Any, runtime: Any) -> Any:
-        t0 = _thread_ns()
-        out = await super().aafter_agent(state, runtime)
-        self.samples["run"].append(_thread_ns() - t0)
-        return out
-
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         return self._timed("model", super().wrap_model_call, request, handler)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await self._atimed("model", super().awrap_model_call, request, handler)
 
     def before_agent(self, state: Any, runtime: Any) -> Any:
         t0 = _thread_ns()
         out = super().before_agent(state, runtime)
+        self.samples["run"].append(_thread_ns() - t0)
+        return out
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> Any:
+        t0 = _thread_ns()
+        out = await super().abefore_agent(state, runtime)
         self.samples["run"].append(_thread_ns() - t0)
         return out
 
@@ -188,14 +224,25 @@ class TimedPlanGuardMiddleware(PlanGuardMiddleware):
         self.samples["run"].append(_thread_ns() - t0)
         return out
 
+    async def aafter_agent(self, state: Any, runtime: Any) -> Any:
+        t0 = _thread_ns()
+        out = await super().aafter_agent(state, runtime)
+        self.samples["run"].append(_thread_ns() - t0)
+        return out
 
-def hooking_cost_us(n: int = 20_000) -> float:
-    """µs LangChain's per-call wrapper adds to one ``wrap_*`` hook (as create_agent wraps them)."""
+
+class _PassThrough(PlanGuardMiddleware):
+    """PlanGuardMiddleware's class machinery (precomputed hook signatures) with hooks that do nothing."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+
+def hooking_cost_us(n: int = 20_000) -> tuple[float, float]:
+    """µs LangChain's per-call wrapper adds to one ``wrap_*`` hook, as create_agent wraps them: for a plain
+    middleware method, and for PlanGuardMiddleware's (whose signature is precomputed)."""
     from langchain.agents.factory import _wrap_trace_kwargs
     from langsmith import traceable
-
-    m = NullMiddleware()
-    wrapped = traceable(name="planguard.wrap_tool_call", **_wrap_trace_kwargs(m))(m.wrap_tool_call)
 
     def handler(r: Any) -> Any:
         return r
@@ -208,124 +255,331 @@ def hooking_cost_us(n: int = 20_000) -> float:
             ts.append(_thread_ns() - t)
         return statistics.median(ts) / 1000
 
-    return med(wrapped) - med(m.wrap_tool_call)
+    out = []
+    for m in (NullMiddleware(), _PassThrough(Guard(_config("core")))):
+        wrapped = traceable(name="x.wrap_tool_call", **_wrap_trace_kwargs(m))(m.wrap_tool_call)
+        out.append(med(wrapped) - med(m.wrap_tool_call))
+    return out[0], out[1]
 
 
 def _script(steps: int) -> list[Any]:
     return [turn(call(name, **args)) for name, args in (_CYCLE[i % len(_CYCLE)] for i in range(steps))]
 
 
-def _guard(otel: bool) -> Guard:
-    cfg = load_config(EXAMPLE_CONFIG) if EXAMPLE_CONFIG.is_file() else None
-    data = cfg.model_dump(by_alias=True, exclude_unset=True) if cfg is not None else {}
-    data["store"] = {"enabled": False}
-    data["telemetry"] = {"enabled": otel}
-    from planguard.config import Config
+_STORE_DIR = tempfile.mkdtemp(prefix="planguard-bench-store-")
+atexit.register(shutil.rmtree, _STORE_DIR, True)
 
+
+def _config(variant: str) -> Config:
+    cfg = load_config(EXAMPLE_CONFIG) if EXAMPLE_CONFIG.is_file() else Config()
+    data = cfg.model_dump(by_alias=True, exclude_unset=True)
+    store = dict(data.get("store") or {})
+    store["path"] = _STORE_DIR  # same store as the example's, in a temp directory
+    telemetry = dict(data.get("telemetry") or {})
+    if variant.startswith("core"):  # core+otel / core+store: one sink back on (to split the sinks' cost)
+        store["enabled"] = variant == "core+store"
+        telemetry["enabled"] = variant == "core+otel"
+    data["store"] = store
+    data["telemetry"] = telemetry
+    return Config.model_validate(data)
+
+
+def _guard(variant: str) -> Guard:
     kw: dict[str, Any] = {}
-    if otel:
+    if variant == "otel-sdk":
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.trace import TracerProvider
 
         kw = {"tracer_provider": TracerProvider(), "meter_provider": MeterProvider()}
-    return Guard(Config.model_validate(data), **kw)
+    if variant == "console":
+        from planguard.console import ConsoleSink
+
+        kw = {"sinks": [ConsoleSink(open(os.devnull, "w"), color=False)]}  # noqa: SIM115 (closed at exit)
+    return Guard(_config(variant), **kw)
 
 
-def build(variant: str, steps: int) -> tuple[Any, Guard | None, Any]:
+class _NullModel(AgentMiddleware):
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request)
+
+
+class _NullTool(AgentMiddleware):
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request)
+
+
+class _NullAgent(AgentMiddleware):
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+
+_NULLS: dict[str, type[AgentMiddleware]] = {
+    "null": NullMiddleware,
+    "null-model": _NullModel,
+    "null-tool": _NullTool,
+    "null-agent": _NullAgent,
+}
+
+
+def _untraced_agent(model: Any) -> Any:
+    import langchain.agents.factory as factory
+
+    traceable = getattr(factory, "traceable")  # noqa: B009 (not re-exported: mypy wants getattr)
+    setattr(factory, "traceable", lambda **kw: lambda fn: fn)  # noqa: B010
+    try:
+        return create_agent(model, TOOLS, middleware=[NullMiddleware()])
+    finally:
+        setattr(factory, "traceable", traceable)  # noqa: B010
+
+
+def build(variant: str, steps: int, timed: bool = False) -> tuple[Any, Guard | None, Any]:
     model = ScriptedChatModel(turns=_script(steps), record=False)
     guard = None
     middleware: list[Any] = []
-    if variant == "null":
-        middleware = [NullMiddleware()]
-    elif variant.startswith("planguard"):
-        guard = _guard(otel=variant.endswith("otel"))
-        middleware = [TimedPlanGuardMiddleware(guard)]
+    if variant == "null-untraced":
+        return _untraced_agent(model), None, None
+    if variant in _NULLS:
+        middleware = [_NULLS[variant]()]
+    elif variant != "bare":
+        guard = _guard(variant)
+        middleware = [TimedPlanGuardMiddleware(guard) if timed else PlanGuardMiddleware(guard)]
     return create_agent(model, TOOLS, middleware=middleware), guard, (middleware or [None])[0]
 
 
-def run_once(agent: Any, n: int, use_async: bool, clock: Callable[[], float] = time.perf_counter) -> float:
+def run_once(
+    agent: Any, n: int, use_async: bool, guard: Guard | None = None, *, collect: bool = True
+) -> tuple[float, float]:
+    """(wall s, process CPU s) of one run, including the time the guard's sinks take to write out what the
+    run gave them (so background work is charged to the run that caused it, not to whichever comes next)."""
     inputs = {"messages": [HumanMessage("Fix the bug.")]}
     config = {"configurable": {"thread_id": f"bench-{n}"}, "recursion_limit": 100_000}
-    gc.collect()
-    t0 = clock()
+    if collect:
+        gc.collect()
+    c0, t0 = time.process_time(), time.perf_counter()
     if use_async:
         asyncio.run(agent.ainvoke(inputs, config))
     else:
         agent.invoke(inputs, config)
-    return clock() - t0
+    if guard is not None:
+        _flush(guard)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _flush(guard: Guard) -> None:
+    for sink in guard.pipeline.sinks:
+        flush = getattr(sink, "flush", None) or getattr(sink, "force_flush", None)
+        if flush is not None:
+            flush()
+
+
+def _report(title: str, per_step: dict[str, list[float]], variants: list[str]) -> None:
+    bare = per_step["bare"]
+    base = statistics.median(bare)
+    print(f"\n{title}")
+    print(
+        f"  {'variant':10s} {'median µs/step':>15s} {'p25':>9s} {'p75':>9s} {'added µs':>9s} {'added %':>8s}"
+    )
+    for v in variants:
+        s = per_step[v]
+        q = statistics.quantiles(s, n=4)
+        added = statistics.median(a - b for a, b in zip(s, bare, strict=True)) if v != "bare" else 0.0
+        print(
+            f"  {v:10s} {statistics.median(s):15.1f} {q[0]:9.1f} {q[2]:9.1f} {added:9.1f} "
+            f"{100 * added / base:7.2f}%"
+        )
+
+
+def account(steps: int, runs: int, use_async: bool) -> None:
+    """planguard's own time per step inside its hooks, by variant (timing subclass, separate runs)."""
+    plain, presigned = hooking_cost_us()
+    print(
+        "\nLangChain's wrapper around each wrap_* hook (LangSmith traceable, tracing off), per call, outside "
+        f"a run: {plain:.1f} µs for a plain middleware, {presigned:.1f} µs for PlanGuardMiddleware "
+        "(precomputed signatures); inside a run it also copies the run's callback config, see "
+        "--instructions --variants null,null-model,null-tool,null-agent,null-untraced"
+    )
+    print("planguard's CPU time inside its hooks per step (agent threads only; medians):")
+    for v in ("core", "default", "otel-sdk"):
+        agent, guard, mw = build(v, steps, timed=True)
+        run_once(agent, -1, use_async, guard)
+        for samples in mw.samples.values():
+            samples.clear()
+        for r in range(runs):
+            run_once(agent, r, use_async, guard)
+        tool_us = statistics.median(mw.samples["tool"]) / 1000
+        model_us = statistics.median(mw.samples["model"]) / 1000
+        run_us = sum(mw.samples["run"]) / 1000 / runs / steps
+        own = tool_us + model_us + run_us
+        print(
+            f"  {v:10s} tool {tool_us:6.1f} + model {model_us:5.1f} + run start/end {run_us:4.1f} "
+            f"= {own:6.1f} µs (+ hooking {2 * presigned:.1f})"
+        )
+        assert guard is not None
+        guard.shutdown()
+
+
+_CG_HELPER = r"""
+#include <valgrind/callgrind.h>
+void pg_cg_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void pg_cg_zero(void) { CALLGRIND_ZERO_STATS; }
+void pg_cg_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+
+
+def instructions(steps: int, rounds: int, variants: list[str], use_async: bool) -> None:
+    """The A/B in instructions: this script re-run under callgrind with ``--segments`` (see below)."""
+    valgrind, cc = shutil.which("valgrind"), shutil.which("cc") or shutil.which("gcc")
+    if valgrind is None or cc is None:
+        print("--instructions needs valgrind and a C compiler", file=sys.stderr)
+        return
+    work = Path(tempfile.mkdtemp(prefix="planguard-bench-cg-"))
+    (work / "cg.c").write_text(_CG_HELPER)
+    lib = work / "libcg.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(work / "cg.c")], check=True)
+    cmd = [
+        valgrind,
+        "--tool=callgrind",
+        "--instr-atstart=no",  # imports and warm-up run uninstrumented (fast)
+        f"--callgrind-out-file={work}/cg.%p",
+        sys.executable,
+        __file__,
+        "--segments",
+        str(lib),
+        "--steps",
+        str(steps),
+        "--rounds",
+        str(rounds),
+        "--variants",
+        ",".join(variants),
+        *(["--async"] if use_async else []),
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    counts: dict[str, list[int]] = {v: [] for v in variants}
+    for f in sorted(work.glob("cg.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1])):
+        text = f.read_text(errors="replace")
+        label = re.search(r"^desc: Trigger: Client Request: (\S+)", text, re.M)
+        total = re.search(r"^totals: (\d+)", text, re.M)
+        if label and total and "/" in label.group(1):
+            counts[label.group(1).split("/")[0]].append(int(total.group(1)))
+    shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("BENCH_VERBOSE"):
+        print({v: [f"{c / steps:,.0f}" for c in counts[v]] for v in variants})
+    per_step = {v: [c / steps for c in counts[v]] for v in variants}
+    bare = per_step["bare"]
+    base = statistics.median(bare)
+    print(
+        f"\ninstructions executed per step (callgrind, all threads; {rounds} rounds; "
+        f"{time.perf_counter() - t0:.0f} s under valgrind)"
+    )
+    print(
+        f"  {'variant':10s} {'median instr/step':>18s} {'min':>11s} {'max':>11s} {'added':>10s} "
+        f"{'added %':>8s}"
+    )
+    for v in variants:
+        s = per_step[v]
+        added = statistics.median(a - b for a, b in zip(s, bare, strict=True)) if v != "bare" else 0.0
+        print(
+            f"  {v:10s} {statistics.median(s):18,.0f} {min(s):11,.0f} {max(s):11,.0f} {added:10,.0f} "
+            f"{100 * added / base:7.2f}%"
+        )
+
+
+def segments(lib_path: str, steps: int, rounds: int, variants: list[str], use_async: bool) -> None:
+    """Runs inside callgrind: one counter segment per (variant, round), labelled ``variant/round``."""
+    cg = ctypes.CDLL(lib_path)
+    cg.pg_cg_dump.argtypes = [ctypes.c_char_p]
+    agents = {v: build(v, steps) for v in variants}
+    for v in variants:
+        run_once(agents[v][0], -1, use_async, agents[v][1])
+    cg.pg_cg_start()
+    for v in variants:  # instrumented warm-up: callgrind's own first-translation costs
+        run_once(agents[v][0], -2, use_async, agents[v][1])
+    for r in range(rounds):
+        k = r % len(variants)
+        for v in variants[k:] + variants[:k]:
+            gc.collect()
+            cg.pg_cg_zero()
+            run_once(agents[v][0], r, use_async, agents[v][1], collect=False)
+            cg.pg_cg_dump(f"{v}/{r}".encode())
+    for _, guard, _ in agents.values():
+        if guard is not None:
+            guard.shutdown()
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--steps", type=int, default=40, help="agent steps per run (default 40)")
-    ap.add_argument("--rounds", type=int, default=30, help="interleaved rounds (default 30)")
+    ap.add_argument("--rounds", type=int, default=60, help="interleaved rounds (default 60)")
+    ap.add_argument("--async", dest="use_async", action="store_true", help="measure ainvoke, not invoke")
     ap.add_argument(
-        "--async", dest="use_async", action="store_true", help="measure ainvoke instead of invoke"
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help=f"comma-separated, from {', '.join(VARIANTS)} (bare is always run)",
     )
+    ap.add_argument("--account", action="store_true", help="also break planguard's in-hook time down")
     ap.add_argument(
-        "--clock",
-        choices=("wall", "cpu"),
-        default="wall",
-        help="wall: elapsed time; cpu: CPU time of the whole process (all threads), steadier on a "
-        "busy machine",
+        "--instructions", action="store_true", help="also count instructions per step under callgrind"
     )
+    ap.add_argument("--icount-rounds", type=int, default=3, help="rounds under callgrind (default 3)")
+    ap.add_argument("--segments", metavar="LIB", help=argparse.SUPPRESS)  # internal: run under callgrind
     args = ap.parse_args()
-    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    variants = ["bare", *(v for v in args.variants.split(",") if v and v != "bare")]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        ap.error(f"unknown variants: {', '.join(sorted(unknown))}")
+    if args.segments:
+        segments(args.segments, args.steps, args.rounds, variants, args.use_async)
+        return
+    for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        if os.environ.get(key):
+            print(
+                f"note: {key} is set: planguard exports over OTLP and keeps no local store", file=sys.stderr
+            )
 
-    variants = ["bare", "null", "planguard", "planguard+otel"]
-    agents = {v: build(v, args.steps) for v in variants}
+    if args.rounds > 0:
+        wall_clock(args.steps, args.rounds, variants, args.use_async)
+    if args.account:
+        account(args.steps, max(5, args.rounds // 4), args.use_async)
+    if args.instructions:
+        instructions(args.steps, args.icount_rounds, variants, args.use_async)
+
+
+def wall_clock(steps: int, rounds: int, variants: list[str], use_async: bool) -> None:
+    agents = {v: build(v, steps) for v in variants}
     for v in variants:  # warm-up: imports, caches, first-call costs
-        run_once(agents[v][0], -1, args.use_async)
-        mw = agents[v][2]
-        if isinstance(mw, TimedPlanGuardMiddleware):
-            for samples in mw.samples.values():
-                samples.clear()
-    per_step: dict[str, list[float]] = {v: [] for v in variants}
-    for r in range(args.rounds):
-        order = variants[r % len(variants) :] + variants[: r % len(variants)]
-        for v in order:
-            per_step[v].append(run_once(agents[v][0], r, args.use_async, clock) / args.steps * 1e6)
-    for _, guard, _mw in agents.values():
+        run_once(agents[v][0], -1, use_async, agents[v][1])
+    wall: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
+    load0 = os.getloadavg()
+    for r in range(rounds):
+        k = r % len(variants)
+        for v in variants[k:] + variants[:k]:
+            w, c = run_once(agents[v][0], r, use_async, agents[v][1])
+            wall[v].append(w / steps * 1e6)
+            cpu[v].append(c / steps * 1e6)
+    load1 = os.getloadavg()
+    for v, (_, guard, _) in agents.items():
         if guard is not None:
             if guard.errors.total:
-                print(f"warning: planguard internal errors during the run: {dict(guard.errors.counts)}")
+                print(f"warning: {v}: planguard internal errors during the run: {dict(guard.errors.counts)}")
             guard.shutdown()
+            for sink in guard.pipeline.sinks:
+                drops = getattr(sink, "drops", None)
+                if drops is not None and drops.total:
+                    print(f"warning: {v}: {type(sink).__name__} dropped {drops.counts}")
 
-    mode = "ainvoke" if args.use_async else "invoke"
+    mode = "ainvoke" if use_async else "invoke"
     print(
-        f"create_agent step = 1 model call + 1 tool call · {args.steps} steps/run · {args.rounds} rounds · "
-        f"{mode} · "
-        f"{args.clock} clock"
+        f"create_agent step = 1 model call + 1 tool call (scripted model, trivial tools) · {steps} "
+        f"steps/run · {rounds} rounds · {mode} · {os.cpu_count()} CPUs · load average "
+        f"{load0[0]:.2f} → {load1[0]:.2f}"
     )
-    bare = statistics.median(per_step["bare"])
-    print(f"{'variant':16s} {'median µs/step':>15s} {'p25':>9s} {'p75':>9s} {'added µs':>9s} {'added %':>8s}")
-    for v in variants:
-        s = sorted(per_step[v])
-        med = statistics.median(s)
-        q = statistics.quantiles(s, n=4)
-        print(
-            f"{v:16s} {med:15.1f} {q[0]:9.1f} {q[2]:9.1f} {med - bare:9.1f} {100 * (med - bare) / bare:7.2f}%"
-        )
-    pg = statistics.median(per_step["planguard"])
-    null = statistics.median(per_step["null"])
-    print(f"A/B: planguard - null = {pg - null:.1f} µs/step; null - bare = {null - bare:.1f} µs/step (noisy)")
-
-    hook = hooking_cost_us()
-    print(f"\nadded time accounted directly (per step; bare step median {bare:.1f} µs):")
-    print(f"  LangChain's wrapper per wrap_* hook call: {hook:.1f} µs × 2 hooks = {2 * hook:.1f} µs")
-    for v in ("planguard", "planguard+otel"):
-        mw = agents[v][2]
-        assert isinstance(mw, TimedPlanGuardMiddleware)
-        tool_us = statistics.median(mw.samples["tool"]) / 1000
-        model_us = statistics.median(mw.samples["model"]) / 1000
-        runs = len(mw.samples["run"]) / 2
-        run_us = sum(mw.samples["run"]) / 1000 / max(runs, 1) / args.steps
-        own = tool_us + model_us + run_us
-        total = own + 2 * hook
-        print(
-            f"  {v:15s} in-hook: tool {tool_us:6.1f} + model {model_us:5.1f} + start/end {run_us:4.1f} = "
-            f"{own:6.1f} µs;  with hooking {total:6.1f} µs = {100 * total / bare:.2f}% of a bare step"
-        )
+    _report("wall clock (the acceptance figure: added = paired median of variant − bare)", wall, variants)
+    _report("process CPU time, all threads", cpu, variants)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ live session driven as an agent loop would drive it. Also reported, to show wher
 * the async hooks (event loop, fast path);
 * without policies, and without detectors/actions (classification + metrics only);
 * with a webhook sink subscribed to every finding and decision (endpoint on 127.0.0.1);
-* with OpenTelemetry spans (SDK TracerProvider without exporter) — informational, owned by telemetry.
+* with OpenTelemetry spans (SDK TracerProvider, batch processor, discarding exporter) — informational;
+  the telemetry figures proper are ``bench_telemetry.py``'s.
 
 All variants run interleaved, run by run, so they see the same machine conditions; ``--clock cpu`` times
 with the thread's CPU clock, which a busy machine disturbs less than wall time.
@@ -185,13 +186,21 @@ def variants_for(full: Config, url: str) -> list[tuple[str, Guard, Driver]]:
         ("  + webhook on every finding/decision (127.0.0.1)", Guard(notify), sync_run),
     ]
     try:
-        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+        class _Discard(SpanExporter):
+            def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+                return SpanExportResult.SUCCESS
+
+        tp = TracerProvider()
+        # as in the acceptance benchmark (bench_telemetry.py): batch processor, exporter that discards
+        tp.add_span_processor(BatchSpanProcessor(_Discard(), max_queue_size=1 << 17))
         tel = full.model_copy(update={"telemetry": full.telemetry.model_copy(update={"enabled": True})})
         out.append(
             (
-                "  + OpenTelemetry spans (SDK provider, no exporter)",
-                Guard(tel, tracer_provider=TracerProvider()),
+                "  + OTel sink (SDK spans, batch processor, discard)",
+                Guard(tel, tracer_provider=tp),
                 sync_run,
             )
         )

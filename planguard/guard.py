@@ -237,6 +237,16 @@ class Guard:
         for old, reason in evicted:
             self._end_entry(old, reason)
 
+    def forget(self, session_id: str, session: Session | None = None) -> Session | None:
+        """Take a session out of the registry without ending it (its owner keeps it elsewhere, e.g. the
+        Claude Code hook on disk); only if it is ``session``, when given. Returns what was removed."""
+        with self._lock:
+            entry = self._sessions.get(session_id)
+            if entry is None or (session is not None and entry.session is not session):
+                return None
+            del self._sessions[session_id]
+        return entry.session
+
     def sweep(self) -> int:
         """End and drop idle sessions now (the hooks also do this as they run). Returns how many."""
         before = self.evicted

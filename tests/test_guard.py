@@ -398,6 +398,17 @@ def test_stop_decision_reaches_the_caller():
     assert [t.decision.kind.value for t in turns] == ["allow", "allow", "stop"]
 
 
+def test_forget_takes_a_session_out_without_ending_it():
+    guard, rec = guard_for_tests()
+    drive(guard, "a", [NAV])
+    kept = guard.session("a")
+    assert guard.forget("a", guard.pipeline.session("other")) is None and "a" in guard  # not that one
+    assert guard.forget("a") is kept and "a" not in guard and guard.forget("a") is None
+    assert not kept.ended and "a" not in rec.summaries
+    guard.shutdown()
+    assert "a" not in rec.summaries  # forgotten sessions are the caller's to end
+
+
 def test_adopt_registers_a_restored_session():
     guard, rec = guard_for_tests(sessions={"max_sessions": 2})
     restored = guard.pipeline.session("r")

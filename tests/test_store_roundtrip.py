@@ -249,6 +249,29 @@ def test_unwritable_directory_counts_a_drop(tmp_path: Path) -> None:
     assert sink.errors.total >= 1
 
 
+def test_a_record_that_cannot_be_written_costs_only_itself(tmp_path: Path) -> None:
+    # Records are written in batches; one unserialisable record must not take its batch-mates with it.
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+        __str__ = __repr__
+
+    drops = DropCounter()
+    sink = StoreSink(StoreConfig(path=str(tmp_path)), drops=drops)
+    s = Pipeline(sinks=(sink,)).session("mixed")
+    s.observe(ToolEvent.shell("ls a"))
+    s.observe(ToolEvent(tool="weird", arguments={"x": Unprintable()}))
+    s.observe(ToolEvent.shell("ls b"))
+    s.end()
+    assert sink.flush()
+    stored = read_session(sink.written[0])
+    assert [x.event.action for x in stored.steps] == ["ls a", "ls b"] and stored.end is not None
+    assert drops["store_record_failed"] == 1
+    assert sink.errors.total == 1
+    sink.shutdown()
+
+
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20))
 json_values = st.recursive(
     json_scalars,
@@ -313,3 +336,23 @@ def test_step_record_errors_name_the_key(field: str) -> None:
     bad = {k: v for k, v in good.items() if k != field}
     with pytest.raises(ValueError, match=f"'{field}'"):
         StepRecord.from_json(bad)
+
+
+def test_a_cyclic_argument_is_cut_or_costs_only_its_record(tmp_path: Path) -> None:
+    cyclic: dict[str, Any] = {"name": "loop"}
+    cyclic["self"] = cyclic
+    for redact in (True, False):
+        drops = DropCounter()
+        sink = StoreSink(StoreConfig(path=str(tmp_path / str(redact)), redact=redact), drops=drops)
+        s = Pipeline(sinks=(sink,)).session("cyclic")
+        s.observe(ToolEvent(tool="weird", arguments={"x": cyclic}))
+        s.observe(ToolEvent.shell("ls b"))
+        s.end()
+        assert sink.flush()
+        stored = read_session(sink.written[0])
+        assert stored.end is not None and stored.steps[-1].event.action == "ls b"
+        if redact:  # redaction copies the value, and cuts it at a fixed depth
+            assert len(stored.steps) == 2 and "[REDACTED]" in json.dumps(stored.steps[0].event.arguments)
+        else:
+            assert len(stored.steps) == 1 and drops["store_record_failed"] == 1
+        sink.shutdown()

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -24,6 +26,7 @@ from planguard.events import ToolEvent
 from planguard.findings import Finding
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks import Sink
 from planguard.step import Step
 from planguard.telemetry import attributes as A
 from planguard.telemetry.testing import TelemetryCapture
@@ -394,3 +397,163 @@ def test_user_provider_with_in_memory_exporter_sees_spans_without_capture_helper
     s.observe(fresh(NAVIGATE))
     s.end()
     assert [sp.name for sp in exporter.get_finished_spans()] == ["execute_tool bash", "invoke_agent"]
+
+
+# ------------------------------------------------------------------------------------------- hot-path caches
+
+COMMANDS = [
+    "cat /testbed/src/mod.py",
+    "grep -rn foo /testbed/src",
+    "python /testbed/reproduce_bug.py",
+    "python -m pytest /testbed/tests/test_mod.py",
+    "sed -i 's/a/b/' /testbed/src/mod.py",
+    "echo hi",
+    "ls /testbed",
+    # compound commands: one step, several roles (the Langutory gains more than one run at once)
+    "sed -i 's/a/b/' /testbed/src/mod.py && python /testbed/reproduce_bug.py",
+    "cat /testbed/src/mod.py; python -m pytest /testbed/tests/test_mod.py",
+]
+
+
+class TailProbe(Sink):
+    """Records the Langutory tail as the session computes it, where the OTel sink reads its state."""
+
+    def __init__(self) -> None:
+        self.tails: dict[tuple[str, int], str] = {}
+
+    def on_tool_start(self, session: Session, step: Step) -> None:
+        self.tails[(session.id, step.index)] = session.langutory.tail()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commands=st.lists(st.sampled_from(COMMANDS), min_size=1, max_size=60))
+def test_incremental_tail_matches_langutory_tail(commands: list[str]) -> None:
+    cap = TelemetryCapture()
+    probe = TailProbe()
+    s = Pipeline(sinks=(cap.sink, probe)).session("tail")
+    run_live(s, [ToolEvent.shell(c, call_id=f"c{i}") for i, c in enumerate(commands)])
+    s.end()
+    spans = by_index(cap.spans("execute_tool bash"))
+    assert len(spans) == len(commands)
+    for i, span in spans.items():
+        expected = probe.tails[("tail", i)]
+        assert span.attributes.get(A.LANGUTORY_TAIL, "") == expected
+        scores = span.attributes
+        assert 0.0 <= scores[A.PPC] <= 1.0 and 0.0 <= scores[A.PC] <= 1.0  # type: ignore[operator]
+
+
+def test_counts_from_many_threads_add_up_and_survive_the_threads() -> None:
+    cap = TelemetryCapture()
+    pipe = Pipeline(sinks=(cap.sink,))
+
+    def agent(name: str, n: int) -> None:
+        s = pipe.session(name)
+        for i in range(n):
+            ev = ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=str(i))
+            s.before_tool(ev)
+            s.after_tool(ev)
+        s.end()
+
+    threads = [threading.Thread(target=agent, args=(f"t{i}", 25)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == 100
+    # the ended threads' counts are folded into the sink's totals, once: the counter never goes back
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == 100
+    late = threading.Thread(target=agent, args=("late", 5))
+    late.start()
+    late.join(30)
+    agent("main", 3)  # and the calling thread's own shard
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == 108
+
+
+class ThreadProbe(SpanProcessor):
+    """Records the thread each span starts on."""
+
+    def __init__(self) -> None:
+        self.threads: dict[str, set[str]] = {}
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.threads.setdefault(span.name, set()).add(threading.current_thread().name)
+
+
+def shape(cap: TelemetryCapture) -> list[tuple[Any, ...]]:
+    """Everything about the spans but their ids and clock readings, in a stable order."""
+    names = {s.context.span_id: s.name for s in cap.spans()}  # type: ignore[union-attr]
+    out = []
+    for s in cap.spans():
+        parent = names.get(s.parent.span_id) if s.parent is not None else None
+        events = tuple((e.name, tuple(sorted(e.attributes.items()))) for e in s.events)  # type: ignore[union-attr]
+        out.append((s.name, parent, tuple(sorted(s.attributes.items())), events, s.status.status_code))  # type: ignore[union-attr]
+    return sorted(out, key=repr)
+
+
+def test_deferred_spans_are_the_same_spans_built_off_the_agents_thread() -> None:
+    inline = TelemetryCapture(agent_name="coder")
+    scenario(inline)
+    deferred = TelemetryCapture(agent_name="coder", defer_spans=True)
+    probe = ThreadProbe()
+    deferred.tracer_provider.add_span_processor(probe)
+    s = pipeline(deferred).session("s1")
+    run_live(s, [NAVIGATE, CREATE])
+    assert deferred.spans("execute_tool bash") == []  # recorded, not yet built
+    run_live(s, [RUN_FAIL, ToolEvent.shell("rm -rf /testbed", call_id="rm"), PATCH, VALIDATE], {"c2": 1})
+    s.before_model()
+    s.end()
+    assert deferred.flush()
+    assert shape(deferred) == shape(inline)
+    me = threading.current_thread().name
+    assert me not in probe.threads["execute_tool bash"] | probe.threads["execute_tool str_replace_editor"]
+    assert probe.threads["invoke_agent coder"] == {me}  # the session span is started inline (a parent)
+    for span in deferred.spans():
+        for e in span.events:
+            assert span.start_time <= e.timestamp <= span.end_time  # type: ignore[operator]
+    (agent,) = deferred.spans("invoke_agent coder")
+    assert deferred.spans().index(agent) == len(deferred.spans()) - 1  # children end first
+
+
+def test_deferred_spans_with_a_full_queue_are_built_inline_not_dropped() -> None:
+    cap = TelemetryCapture(defer_spans=True, max_queue_size=1)
+    s = Pipeline(sinks=(cap.sink,)).session("q")
+    run_live(s, [NAVIGATE, PATCH, VALIDATE])
+    s.end()
+    assert cap.flush()
+    assert len(cap.spans("execute_tool bash")) + len(cap.spans("execute_tool str_replace_editor")) == 3
+    assert cap.sink.drops.total == 0
+
+
+def test_deferred_spans_reach_the_exporter_at_exit_without_shutdown(tmp_path: Path) -> None:
+    # An app that never calls shutdown: the SDK's exit hook shuts its provider down, after which a real
+    # exporter refuses spans; planguard's worker must hand its queue over before that.
+    out = tmp_path / "exported.txt"
+    code = textwrap.dedent(f"""
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+        from planguard.events import ToolEvent
+        from planguard.session import Pipeline
+        from planguard.telemetry.otel import OTelSink
+
+        class FileExporter(SpanExporter):
+            stopped = False
+            def export(self, spans):
+                if self.stopped:
+                    return SpanExportResult.FAILURE
+                with open({str(out)!r}, "a") as f:
+                    f.writelines(s.name + "\\n" for s in spans)
+                return SpanExportResult.SUCCESS
+            def shutdown(self):
+                self.stopped = True
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(FileExporter()))
+        sink = OTelSink(tracer_provider=provider, defer_spans=True)
+        s = Pipeline(sinks=(sink,)).session("exit")
+        for i in range(3):
+            s.observe(ToolEvent.shell(f"cat /testbed/f{{i}}.py"))
+        s.end()
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(out.read_text().split("\n")[:-1]) == ["execute_tool bash"] * 3 + ["invoke_agent"]

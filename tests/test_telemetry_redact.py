@@ -8,7 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planguard.telemetry.redact import REDACTED, Redactor, redact, redact_value, render_content
+from planguard.telemetry.redact import (
+    _PATTERNS as _BUILTIN_PATTERNS,
+)
+from planguard.telemetry.redact import (
+    REDACTED,
+    Redactor,
+    may_hold_secret,
+    redact,
+    redact_value,
+    render_content,
+)
 
 PEM = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
@@ -109,3 +119,40 @@ def test_fuzz_secret_never_survives(before: str, secret: str, after: str, limit:
     rendered = render_content(text, limit)
     assert value not in rendered
     assert value not in render_content({"cmd": text, "nested": [text]}, limit)
+
+
+# The pre-check that lets text with no possible secret skip the patterns must never skip a match.
+@pytest.mark.parametrize("index", range(len(_BUILTIN_PATTERNS)))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_builtin_match_passes_the_precheck(index: int, data: st.DataObject) -> None:
+    pattern = _BUILTIN_PATTERNS[index][0]
+    text = data.draw(st.from_regex(pattern))
+    assert pattern.search(text)
+    assert may_hold_secret(text), f"pattern {index} matches {text!r} but the pre-check skips it"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(
+        noise,
+        st.tuples(noise, secrets, noise).map(" ".join),
+        st.tuples(noise, st.sampled_from(["ı", "İ", "ſ", "K", "ß"]), noise).map("".join),
+    )
+)
+def test_precheck_fast_path_equals_running_every_pattern(text: str) -> None:
+    slow = text
+    for pattern, repl in _BUILTIN_PATTERNS:
+        slow = pattern.sub(repl, slow)
+    assert redact(text) == slow
+    extra = Redactor([(r"internal-\d+", "[X]")])  # extra patterns run whether or not the built-ins do
+    tagged = f"{text} internal-42"
+    for pattern, repl in extra.patterns:
+        tagged = pattern.sub(repl, tagged)
+    assert extra(f"{text} internal-42") == tagged
+    assert "internal-42" not in tagged
+
+
+def test_dotless_i_still_reaches_the_key_patterns() -> None:
+    # IGNORECASE lets "ı" stand for "i" in "credentials"; the pre-check must not rule it out.
+    assert "hunter2" not in redact("CREDENTıALS=hunter2")

@@ -83,3 +83,39 @@ def test_flush_without_work_and_lazy_thread() -> None:
     assert w.flush(0.1)
     assert w.shutdown(0.1)
     assert not [t for t in threading.enumerate() if t.name == "planguard-idle"]
+
+
+def test_wake_at_batches_submits_and_the_timer_or_flush_still_drains() -> None:
+    seen: list[list[int]] = []
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "lazy", seen.append, drops=DropCounter(), drop_reason="x", interval_s=0.5, wake_at=5
+    )
+    w.submit(0)  # starts the thread
+    assert w.flush(5)
+    seen.clear()
+    for i in range(1, 4):  # below wake_at: nobody wakes the worker
+        w.submit(i)
+    time.sleep(0.05)
+    assert seen == [] and w.pending == 3
+    deadline = time.monotonic() + 2
+    while w.pending and time.monotonic() < deadline:  # ...its timer drains them
+        time.sleep(0.01)
+    assert [i for b in seen for i in b] == [1, 2, 3]
+    seen.clear()
+    for i in range(4, 9):  # the 5th pending item wakes it at once
+        w.submit(i)
+    deadline = time.monotonic() + 0.25
+    while w.pending and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert [i for b in seen for i in b] == [4, 5, 6, 7, 8]
+    w.submit(9)
+    assert w.flush(5) and seen[-1] == [9]
+    w.shutdown()
+
+
+def test_wake_at_never_waits_for_more_than_a_quarter_of_the_queue() -> None:
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "cap", lambda b: None, drops=DropCounter(), drop_reason="x", max_queue=8, wake_at=1000
+    )
+    assert w._wake_at == 2
+    w.shutdown()

@@ -81,6 +81,7 @@ def build_sinks(
                 drops=drops,
                 errors=errors,
                 owned=owned,
+                defer_spans=telemetry.defer_spans,
             )
         )
     if store.enabled and (endpoint is None or store.always):

@@ -38,6 +38,14 @@ class TelemetryConfig(BaseModel):
     console: bool = Field(False, description="Print a live timeline of each session to stderr.")
     max_content_chars: int = Field(4096, ge=0, description="Captured content is cut to this many characters.")
     max_queue_size: int = Field(2048, ge=1, description="Spans (and content jobs) queued for export at most.")
+    defer_spans: bool = Field(
+        False,
+        description=(
+            "Build spans on a background thread: the agent's thread only records what each span will carry "
+            "(timestamps included) and a tool call costs a few microseconds instead of the SDK's span "
+            "cost; total CPU is a little higher and spans reach the exporter up to 50 ms later."
+        ),
+    )
     export_timeout_s: float | None = Field(
         None, gt=0, description="Per-request OTLP timeout; None reads OTEL_EXPORTER_OTLP_TIMEOUT (10 s)."
     )

@@ -1,6 +1,7 @@
 """planguard's metrics: plain per-sink counts on the hot path, read by observable instruments at collection.
 
-Counting a tool call is a locked dict increment; nothing touches the metrics SDK until a reader collects.
+Counting a tool call is a dict increment in the calling thread's own shard — no lock, so agent threads
+never contend on it; nothing touches the metrics SDK until a reader collects (and copies the shards).
 The SDK hands back the *existing* instrument (and ignores the new callbacks) when one with the same name
 is created twice on a meter provider, so instruments are created once per provider and their callbacks
 sum the counts of every live sink attached to it (two guards in one process both report).
@@ -11,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from opentelemetry.metrics import CallbackOptions, Histogram, MeterProvider, Observation
 
@@ -34,30 +35,73 @@ class Snapshot(NamedTuple):
     drops: dict[str, int]
 
 
-class Counts:
-    """One sink's counters. Thread-safe; ``*_add`` methods are the only hot-path entry points."""
+class _Shard:
+    """One thread's counts. Only that thread writes them, so increments need no lock; a collector copies
+    them (a ``dict`` copy is atomic under the GIL) and folds a shard away once its thread has ended."""
 
-    __slots__ = ("__weakref__", "_decisions", "_errors", "_findings", "_lock", "_tool_calls", "drops")
+    __slots__ = ("decisions", "findings", "thread", "tool_calls")
+
+    def __init__(self, thread: threading.Thread | None) -> None:
+        self.thread = thread
+        self.tool_calls: dict[tuple[str, str], int] = {}
+        self.findings: dict[str, int] = {}
+        self.decisions: dict[str, int] = {}
+
+    def add(self, other: _Shard) -> None:
+        _merge(self.tool_calls, other.tool_calls)
+        _merge(self.findings, other.findings)
+        _merge(self.decisions, other.decisions)
+
+
+K = TypeVar("K")
+
+
+def _merge(into: dict[K, int], counts: dict[K, int]) -> None:
+    for key, n in dict(counts).items():  # the copy first: the owner thread may be adding a key
+        into[key] = into.get(key, 0) + n
+
+
+class Counts:
+    """One sink's counters. Thread-safe; ``tool_call``/``finding``/``decision`` are the hot-path entries."""
+
+    __slots__ = ("__weakref__", "_errors", "_local", "_lock", "_retired", "_shards", "drops")
 
     def __init__(self, drops: DropCounter, errors: ErrorCounter) -> None:
-        self._lock = threading.Lock()
-        self._tool_calls: dict[tuple[str, str], int] = {}
-        self._findings: dict[str, int] = {}
-        self._decisions: dict[str, int] = {}
+        self._lock = threading.Lock()  # guards the shard list and the error counters, not the counts
+        self._local = threading.local()
+        self._shards: list[_Shard] = []
+        self._retired = _Shard(None)  # counts of threads that have ended
         self._errors: dict[int, ErrorCounter] = {id(errors): errors}
         self.drops = drops
 
-    def tool_call(self, key: tuple[str, str]) -> None:
+    def _new_shard(self) -> _Shard:
+        shard = _Shard(threading.current_thread())
+        self._local.shard = shard
         with self._lock:
-            self._tool_calls[key] = self._tool_calls.get(key, 0) + 1
+            self._shards.append(shard)
+        return shard
+
+    def tool_call(self, phase: str, action: str) -> None:
+        try:
+            calls = self._local.shard.tool_calls
+        except AttributeError:  # this thread's first count
+            calls = self._new_shard().tool_calls
+        key = (phase, action)
+        calls[key] = calls.get(key, 0) + 1
 
     def finding(self, detector: str) -> None:
-        with self._lock:
-            self._findings[detector] = self._findings.get(detector, 0) + 1
+        try:
+            findings = self._local.shard.findings
+        except AttributeError:
+            findings = self._new_shard().findings
+        findings[detector] = findings.get(detector, 0) + 1
 
     def decision(self, kind: str) -> None:
-        with self._lock:
-            self._decisions[kind] = self._decisions.get(kind, 0) + 1
+        try:
+            decisions = self._local.shard.decisions
+        except AttributeError:
+            decisions = self._new_shard().decisions
+        decisions[kind] = decisions.get(kind, 0) + 1
 
     def watch_errors(self, errors: ErrorCounter) -> None:
         """Report a pipeline's internal-error counter too (each counted once however many sessions)."""
@@ -66,10 +110,27 @@ class Counts:
                 self._errors.setdefault(id(errors), errors)
 
     def snapshot(self) -> Snapshot:
+        total = _Shard(None)
         with self._lock:
-            calls, findings, decisions = dict(self._tool_calls), dict(self._findings), dict(self._decisions)
+            live: list[_Shard] = []
+            for shard in self._shards:
+                thread = shard.thread
+                if thread is not None and not thread.is_alive():  # it writes no more: fold it once
+                    self._retired.add(shard)
+                else:
+                    live.append(shard)
+            self._shards = live
+            total.add(self._retired)
+            for shard in live:
+                total.add(shard)
             counters = list(self._errors.values())
-        return Snapshot(calls, findings, decisions, sum(c.total for c in counters), self.drops.counts)
+        return Snapshot(
+            total.tool_calls,
+            total.findings,
+            total.decisions,
+            sum(c.total for c in counters),
+            self.drops.counts,
+        )
 
 
 class Instruments:

@@ -8,16 +8,26 @@ request span, say), and every tool span is a child of the session span. Parents 
 as ``context=``; nothing is attached to the thread's context, so sessions served by the same threads
 never see each other's spans.
 
-Hot path: attribute dicts are built once per span from precomputed keys, counts are plain integers read
-by observable instruments at collection time, and nothing is serialised. When content capture is on, a
-span's content (arguments, results, evidence, messages) is rendered, redacted and attached on a worker
-thread, which then ends the span with its original end time.
+Hot path: a tool call's span is recorded, not built, while the call runs — its attributes (from
+precomputed keys and per-session caches) when the call is accepted, its findings and decisions (with their
+timestamps) as they come — and created when the call ends, with its recorded start time, in one
+``start_span`` carrying every attribute, then its events, status and end. That is the least the SDK can be
+asked to do for the span (no ``set_attribute`` calls, no span lock taken again); exporters see exactly
+what a span opened at the call's start would have shown them, since only ended spans are exported. Counts
+are plain integers in per-thread shards, read by observable instruments at collection time; nothing is
+serialised and planguard takes no lock per call (the SDK's span and queue locks remain).
+
+Spans are built on a worker thread instead when content capture is on (content is rendered and redacted
+there) or with ``defer_spans=True``: the agent's thread then pays only for the record (a few µs); the
+worker pays for the span, on the same CPU budget, while the agent waits for its model or tool.
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -37,12 +47,13 @@ from .capture import CaptureMode, capture_mode_from_env
 from .drops import DropCounter
 from .instruments import Counts, instruments_for
 from .redact import Redactor, render_content
-from .worker import BackgroundWorker
+from .worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 
 if TYPE_CHECKING:
     from ..decisions import Decision
     from ..events import ToolEvent
     from ..findings import Finding
+    from ..metrics import Scores
     from ..session import Session, SessionSummary
     from ..step import Step
 
@@ -50,39 +61,59 @@ __all__ = ["OTelSink"]
 
 _INTERNAL = SpanKind.INTERNAL
 _ERROR = StatusCode.ERROR
+_FAILED = Status(_ERROR)
+_BLOCKED = Status(_ERROR, "blocked by planguard")
 #: Sessions the sink tracks at once; past this the least recently started one is closed as evicted.
 MAX_SESSIONS = 10_000
-#: Open tool spans per session (mirrors the session's own bound on pending calls).
+#: Open tool calls per session (mirrors the session's own bound on pending calls).
 MAX_OPEN_TOOLS = 1024
+#: Langutory runs in ``planguard.langutory.tail`` (``Langutory.tail()``'s default).
+TAIL_RUNS = 5
 
-# A deferred event: (name, attributes, timestamp ns, content key or None, content or None)
-_Deferred = tuple[str, dict[str, Any], int, str | None, Any]
+# A recorded span event: (name, attributes, timestamp ns or None (now), content key or None, content or None)
+_Deferred = tuple[str, dict[str, Any], int | None, str | None, Any]
 
 
 def _ns(seconds: float | None) -> int | None:
     return None if seconds is None else int(seconds * 1e9)
 
 
-class _ToolSpan:
-    __slots__ = ("deferred", "live", "span")
+class _ToolCall:
+    """An ``execute_tool`` span in the making: everything it will carry, recorded as the call goes."""
 
-    def __init__(self, span: Span, live: bool) -> None:
-        self.span = span
-        self.deferred: list[_Deferred] = []
-        self.live = live  # started at the call's start (False: replayed after the fact)
+    __slots__ = ("attrs", "events", "live", "name", "start_ns")
+
+    def __init__(self, name: str, attrs: dict[str, Any], start_ns: int | None, live: bool) -> None:
+        self.name = name
+        self.attrs = attrs
+        self.start_ns = start_ns
+        self.events: list[_Deferred] | None = None  # most calls have none: no list until the first
+        self.live = live  # recorded while the call ran (False: replayed after the fact)
+
+    def add(self, event: _Deferred) -> None:
+        if self.events is None:
+            self.events = [event]
+        else:
+            self.events.append(event)
 
 
 class _SessionState:
     __slots__ = (
+        "compliance",
         "ctx",
         "deferred",
         "ended",
         "pre",
         "pre_step",
+        "score_attrs",
+        "scores",
         "session",
         "span",
         "tail",
         "tail_len",
+        "tail_parts",
+        "tail_prefix",
+        "tail_runs",
         "tools",
     )
 
@@ -90,26 +121,45 @@ class _SessionState:
         self.session = session
         self.span = span
         self.ctx = ctx
-        self.tools: dict[int, _ToolSpan] = {}
-        # Decisions made in before_tool, before the call is accepted and its span exists.
+        self.tools: dict[int, _ToolCall] = {}
+        # Decisions made in before_tool, before the call is accepted and its record exists.
         self.pre_step: Step | None = None
         self.pre: list[tuple[Decision, int]] = []
-        self.deferred: list[_Deferred] = []  # session-span events waiting for the content worker
+        self.deferred: list[_Deferred] = []  # session-span events waiting for the worker
+        # What the tool-span attributes are built from, cached between calls (see OTelSink._tool_attrs).
+        self.compliance = session.primary_compliance
+        self.scores: Scores | None = None
+        self.score_attrs: dict[str, float] = {}
         self.tail_len = -1
         self.tail = ""
+        self.tail_runs = -1
+        self.tail_parts: list[str] = []  # texts of the finished runs in the tail
+        self.tail_prefix = ""
         self.ended = False
 
 
 class _Job:
-    """A span to finish on the content worker: attach content, add deferred events, end it."""
+    """Work for the worker: build and end a recorded tool span (``call``), or add the deferred events to
+    the session span (``span``) and end it; captured content is rendered and redacted there."""
 
-    __slots__ = ("arguments", "deferred", "end_ns", "result", "span")
+    __slots__ = ("arguments", "call", "ctx", "deferred", "end_ns", "result", "span", "status")
 
     def __init__(
-        self, span: Span, deferred: list[_Deferred], arguments: Any, result: Any, end_ns: int | None
+        self,
+        call: _ToolCall | None,
+        span: Span | None,
+        ctx: otel_context.Context | None,
+        deferred: list[_Deferred] | None,
+        status: Status | None,
+        arguments: Any,
+        result: Any,
+        end_ns: int | None,
     ) -> None:
+        self.call = call
         self.span = span
+        self.ctx = ctx
         self.deferred = deferred
+        self.status = status
         self.arguments = arguments
         self.result = result
         self.end_ns = end_ns
@@ -136,6 +186,7 @@ class OTelSink(Sink):
         redactor: Redactor | None = None,
         owned: Iterable[Any] = (),
         max_sessions: int = MAX_SESSIONS,
+        defer_spans: bool = False,
     ) -> None:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
@@ -153,23 +204,34 @@ class OTelSink(Sink):
         self._tool_span_names: dict[str, str] = {}
         self._letters: dict[tuple[str, ...], str] = {}
         self._action_names: dict[Any, str] = {}  # enum member → its value (action types, effects)
-        self._step_has_effect: bool | None = None
         self._states: OrderedDict[int, _SessionState] = OrderedDict()
         self._states_lock = threading.Lock()
-        self._content = (
+        self._last: tuple[Session, _SessionState] | None = None
+        # Spans are built on this worker when content is captured (rendering and redaction stay off the
+        # agent's thread) or when asked to (``defer_spans``: the agent's thread only records them).
+        self._max_queue = max_queue_size
+        self._worker = (
             BackgroundWorker(
-                "otel-content",
+                "otel-content" if self._capture_on else "otel-spans",
                 self._finish_jobs,
                 drops=self.drops,
                 drop_reason="content_queue_full",
                 max_queue=max_queue_size,
-                max_batch=64,
+                max_batch=256,
                 interval_s=0.05,
                 errors=self.errors,
+                # Content is waited for by nobody either, but its tests and users expect it promptly;
+                # deferred spans wake the worker once a batch is worth it (waking it is what costs).
+                wake_at=1 if self._capture_on else 256,
             )
-            if self._capture_on
+            if self._capture_on or defer_spans
             else None
         )
+        if self._worker is not None:
+            # The worker builds spans on the provider passed in, which exists already, so its own exit
+            # hook (the SDK's shutdown) was registered before this one and runs after it: spans still
+            # queued here are built and handed over while the provider can take them.
+            atexit.register(_flush_at_exit, weakref.ref(self))
         # Counts, read by the observable instruments at collection time.
         self._counts = Counts(self.drops, self.errors)
         self._metrics = instruments_for(mp)
@@ -181,37 +243,39 @@ class OTelSink(Sink):
         self._state(session)
 
     def on_tool_start(self, session: Session, step: Step) -> None:
-        st = self._state(session)
-        self._open_tool(st, session, step, live=True)
+        last = self._last
+        st = last[1] if last is not None and last[0] is session else self._state(session)
+        self._open_tool(st, session, step, True)
 
     def on_tool_end(self, session: Session, step: Step) -> None:
-        st = self._state(session)
-        rec = st.tools.pop(step.index, None)
-        if rec is None:  # offline observe(): the call is reported once, finished
-            rec = self._open_tool(st, session, step, live=False)
+        last = self._last
+        st = last[1] if last is not None and last[0] is session else self._state(session)
+        call = st.tools.pop(step.index, None)
+        if call is None:  # offline observe(): the call is reported once, finished
+            call = self._open_tool(st, session, step, False)
             st.tools.pop(step.index, None)
         ev = step.event
-        span = rec.span
-        effect = self._effect(step)
+        attrs = call.attrs
+        # the effect tracker's label (SURVIVED, REVERTED, …), when there is one
+        effect = getattr(step, "effect", None)
+        if effect is not None:
+            effect = self._action_names.get(effect) or self._label(effect)
+        status = None
         if ev.failed:
             if ev.is_error:
-                span.set_attributes({A.ERROR_TYPE: A.ERROR_TOOL, A.EFFECT: effect or "FAILED"})
+                attrs[A.ERROR_TYPE] = A.ERROR_TOOL
             else:
-                span.set_attributes(
-                    {
-                        A.ERROR_TYPE: A.ERROR_EXIT_CODE,
-                        A.EXIT_CODE: ev.exit_code or 0,
-                        A.EFFECT: effect or "FAILED",
-                    }
-                )
-            span.set_status(Status(_ERROR))
+                attrs[A.ERROR_TYPE] = A.ERROR_EXIT_CODE
+                attrs[A.EXIT_CODE] = ev.exit_code or 0
+            attrs[A.EFFECT] = effect or "FAILED"
+            status = _FAILED
         else:
-            span.set_attribute(A.EFFECT, effect or "SUCCEEDED")
+            attrs[A.EFFECT] = effect or "SUCCEEDED"
         if step.findings:
-            span.set_attribute(A.FINDINGS_COUNT, len(step.findings))
-        # Live spans end now, after the findings and decisions about the call; replayed ones at the
-        # recorded end, where their events were stamped.
-        self._end(rec.span, rec.deferred, ev, time.time_ns() if rec.live else _ns(ev.end_time))
+            attrs[A.FINDINGS_COUNT] = len(step.findings)
+        # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
+        # end, where their events were stamped.
+        self._emit(st, call, status, ev, time.time_ns() if call.live else _ns(ev.end_time))
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
         st = self._state(session)
@@ -223,19 +287,17 @@ class OTelSink(Sink):
             A.FINDING_AT_END: finding.at_end,
         }
         if step is None:
-            self._event(
-                st.span, st.deferred, A.EVENT_FINDING, attrs, None, A.FINDING_EVIDENCE, finding.evidence
-            )
+            self._session_event(st, A.EVENT_FINDING, attrs, A.FINDING_EVIDENCE, finding.evidence)
             return
-        rec = self._tool_for(st, session, step)
-        self._event(
-            rec.span,
-            rec.deferred,
-            A.EVENT_FINDING,
-            attrs,
-            self._event_time(rec, step),
-            A.FINDING_EVIDENCE,
-            finding.evidence,
+        call = self._tool_for(st, session, step)
+        call.add(
+            (
+                A.EVENT_FINDING,
+                attrs,
+                _stamp(call, step),
+                A.FINDING_EVIDENCE,
+                finding.evidence if self._capture_on else None,
+            )
         )
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
@@ -245,14 +307,8 @@ class OTelSink(Sink):
         if kind not in A.REPORTED_DECISIONS:
             return
         if step is None:
-            self._event(
-                st.span,
-                st.deferred,
-                A.EVENT_DECISION,
-                self._decision_attrs(decision),
-                None,
-                A.DECISION_MESSAGE,
-                decision.message,
+            self._session_event(
+                st, A.EVENT_DECISION, _decision_attrs(decision), A.DECISION_MESSAGE, decision.message
             )
             return
         if step.index >= session.n_steps:  # before_tool: the call is not accepted (yet)
@@ -262,20 +318,21 @@ class OTelSink(Sink):
             if decision.blocks:
                 self._blocked(st, session, step)
             return
-        rec = self._tool_for(st, session, step)
-        self._event(
-            rec.span,
-            rec.deferred,
-            A.EVENT_DECISION,
-            self._decision_attrs(decision),
-            self._event_time(rec, step),
-            A.DECISION_MESSAGE,
-            decision.message,
+        call = self._tool_for(st, session, step)
+        call.add(
+            (
+                A.EVENT_DECISION,
+                _decision_attrs(decision),
+                _stamp(call, step),
+                A.DECISION_MESSAGE,
+                decision.message if self._capture_on else None,
+            )
         )
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
         with self._states_lock:
             st = self._states.pop(id(session), None)
+            self._last = None
         if st is None or st.ended:
             return
         self._close(st, summary, evicted=False)
@@ -284,10 +341,11 @@ class OTelSink(Sink):
         with self._states_lock:
             states = list(self._states.values())
             self._states.clear()
+            self._last = None
         for st in states:  # sessions nobody ended: close their spans so they are not lost
             self._close(st, st.session.summary(), evicted=True)
-        if self._content is not None:
-            self._content.shutdown()
+        if self._worker is not None:
+            self._worker.shutdown()
         from .export import shutdown_provider
 
         for provider in self._owned:
@@ -297,8 +355,8 @@ class OTelSink(Sink):
                 self.errors.record("OTelSink.shutdown", exc)
 
     def force_flush(self, timeout_s: float = 10.0) -> bool:
-        """Hand every finished span to the exporters (content worker first, then owned providers)."""
-        ok = self._content.flush(timeout_s) if self._content is not None else True
+        """Hand every finished span to the exporters (the worker first, then owned providers)."""
+        ok = self._worker.flush(timeout_s) if self._worker is not None else True
         for provider in self._owned:
             flush = getattr(provider, "force_flush", None)
             if flush is not None:
@@ -308,10 +366,16 @@ class OTelSink(Sink):
     # ------------------------------------------------------------------ spans
 
     def _state(self, session: Session) -> _SessionState:
+        # The last session seen, as one tuple (read atomically): an agent loop calls the hooks of one
+        # session several times in a row. Reset whenever a state leaves the registry.
+        last = self._last
+        if last is not None and last[0] is session:
+            return last[1]
         st = self._states.get(id(session))
-        if st is not None and st.session is session:
-            return st
-        return self._start_session(session)
+        if st is None or st.session is not session:
+            st = self._start_session(session)
+        self._last = (session, st)
+        return st
 
     def _start_session(self, session: Session) -> _SessionState:
         # The caller's current span (if any) becomes the parent; nothing is attached here.
@@ -355,6 +419,8 @@ class OTelSink(Sink):
             self._states[id(session)] = st
             while len(self._states) > self._max_sessions:
                 evicted.append(self._states.popitem(last=False)[1])
+            if evicted:
+                self._last = None
         for old in evicted:
             self._close(old, old.session.summary(), evicted=True)
         return st
@@ -375,26 +441,45 @@ class OTelSink(Sink):
         if ev.call_id is not None:
             attrs[A.GEN_AI_TOOL_CALL_ID] = ev.call_id
         action = step.action
-        action_name = ""
         if action is not None:
             kind = getattr(action, "type", None)
-            action_name = self._action_names.get(kind, "")
-            if not action_name and kind is not None:
-                action_name = self._action_names[kind] = str(getattr(kind, "value", kind))
-            if action_name:
-                attrs[A.ACTION_TYPE] = action_name
-        scores = session.scores()
-        if scores is not None:
-            attrs[A.PPC] = scores.PPC
-            attrs[A.POC] = scores.POC
-            attrs[A.PPF] = scores.PPF
-            attrs[A.PC] = scores.PC
+            if kind is not None:
+                attrs[A.ACTION_TYPE] = self._action_names.get(kind) or self._label(kind)
+        comp = st.compliance
+        if comp is not None:
+            scores = comp.scores()  # cached by Compliance until a plan phase first appears
+            if scores is not st.scores:
+                st.scores = scores
+                st.score_attrs = {A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC}
+            attrs.update(st.score_attrs)
         lang = session.langutory
         if lang.length != st.tail_len:
-            st.tail_len, st.tail = lang.length, lang.tail()
+            st.tail_len = lang.length
+            st.tail = self._tail(st, lang.runs)
         if st.tail:
             attrs[A.LANGUTORY_TAIL] = st.tail
         return attrs
+
+    @staticmethod
+    def _tail(st: _SessionState, runs: list[list[str | int]]) -> str:
+        """``Langutory.tail()``, kept incrementally: a run before the last never changes, so each is
+        formatted once, when the run after it starts; a step extending the last run formats just that."""
+        n_runs = len(runs)
+        if not n_runs:
+            return ""
+        if n_runs != st.tail_runs:
+            parts = st.tail_parts
+            if n_runs == st.tail_runs + 1:  # one run started: the one before it is final now
+                role, n = runs[-2]
+                parts.append(f"{LETTER_OF.get(str(role), '?')}{n} ")
+                if len(parts) >= TAIL_RUNS:
+                    del parts[0]
+            else:
+                parts[:] = [f"{LETTER_OF.get(str(r), '?')}{n} " for r, n in runs[-TAIL_RUNS:-1]]
+            st.tail_runs = n_runs
+            st.tail_prefix = "".join(parts)
+        role, n = runs[-1]
+        return f"{st.tail_prefix}{LETTER_OF.get(str(role), '?')}{n}"
 
     def _tool_name(self, tool: str) -> str:
         name = self._tool_span_names.get(tool)
@@ -404,43 +489,45 @@ class OTelSink(Sink):
                 self._tool_span_names[tool] = name
         return name
 
-    def _open_tool(self, st: _SessionState, session: Session, step: Step, *, live: bool) -> _ToolSpan:
+    def _open_tool(self, st: _SessionState, session: Session, step: Step, live: bool) -> _ToolCall:
         ev = step.event
         attrs = self._tool_attrs(st, session, step)
-        key = (attrs[A.PHASE], attrs.get(A.ACTION_TYPE, ""))
-        self._counts.tool_call(key)
-        span = self._tracer.start_span(
-            self._tool_name(ev.tool),
-            context=st.ctx,
-            kind=_INTERNAL,
-            attributes=attrs,
-            start_time=_ns(ev.start_time),
+        self._counts.tool_call(attrs[A.PHASE], attrs.get(A.ACTION_TYPE, ""))
+        start = ev.start_time
+        call = _ToolCall(
+            self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
+            attrs,
+            None if start is None else int(start * 1e9),
+            live,
         )
-        rec = _ToolSpan(span, live)
         tools = st.tools
         if len(tools) >= MAX_OPEN_TOOLS:  # calls that never finished: close the oldest unfinished
             old = tools.pop(next(iter(tools)))
-            self._end(old.span, old.deferred, None, time.time_ns())
-        tools[step.index] = rec
+            self._emit(st, old, None, None, time.time_ns())
+        tools[step.index] = call
         if st.pre and st.pre_step is step:  # decisions made while the call was being gated
-            for decision, ts in st.pre:
-                self._event(
-                    span,
-                    rec.deferred,
+            self._take_pre(st, call)
+        return call
+
+    def _tool_for(self, st: _SessionState, session: Session, step: Step) -> _ToolCall:
+        call = st.tools.get(step.index)
+        if call is None:
+            call = self._open_tool(st, session, step, False)
+        return call
+
+    def _take_pre(self, st: _SessionState, call: _ToolCall) -> None:
+        capture = self._capture_on
+        for decision, ts in st.pre:
+            call.add(
+                (
                     A.EVENT_DECISION,
-                    self._decision_attrs(decision),
+                    _decision_attrs(decision),
                     ts,
                     A.DECISION_MESSAGE,
-                    decision.message,
+                    decision.message if capture else None,
                 )
-            st.pre_step, st.pre = None, []
-        return rec
-
-    def _tool_for(self, st: _SessionState, session: Session, step: Step) -> _ToolSpan:
-        rec = st.tools.get(step.index)
-        if rec is None:
-            rec = self._open_tool(st, session, step, live=False)
-        return rec
+            )
+        st.pre_step, st.pre = None, []
 
     def _blocked(self, st: _SessionState, session: Session, step: Step) -> None:
         """A call a policy denied/stopped: a short span of its own, so the block is visible in the trace."""
@@ -448,33 +535,15 @@ class OTelSink(Sink):
         attrs = self._tool_attrs(st, session, step)
         attrs[A.BLOCKED] = True
         attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
-        span = self._tracer.start_span(
-            self._tool_name(ev.tool),
-            context=st.ctx,
-            kind=_INTERNAL,
-            attributes=attrs,
-            start_time=_ns(ev.start_time),
-        )
-        span.set_status(Status(_ERROR, "blocked by planguard"))
-        deferred: list[_Deferred] = []
-        for decision, ts in st.pre:
-            self._event(
-                span,
-                deferred,
-                A.EVENT_DECISION,
-                self._decision_attrs(decision),
-                ts,
-                A.DECISION_MESSAGE,
-                decision.message,
-            )
-        st.pre_step, st.pre = None, []
-        self._end(span, deferred, ev, time.time_ns())
+        call = _ToolCall(self._tool_name(ev.tool), attrs, _ns(ev.start_time), True)
+        self._take_pre(st, call)
+        self._emit(st, call, _BLOCKED, ev, time.time_ns())
 
     def _close(self, st: _SessionState, summary: SessionSummary, *, evicted: bool) -> None:
         st.ended = True
         now = time.time_ns()
-        for rec in list(st.tools.values()):
-            self._end(rec.span, rec.deferred, None, now)
+        for call in list(st.tools.values()):
+            self._emit(st, call, None, None, now)
         st.tools.clear()
         span = st.span
         attrs: dict[str, Any] = {
@@ -499,88 +568,121 @@ class OTelSink(Sink):
         if evicted:
             attrs[A.SESSION_EVICTED] = True
         span.set_attributes(attrs)
-        self._end(span, st.deferred, None, time.time_ns())
-
-    def _end(
-        self, span: Span, deferred: list[_Deferred], event: ToolEvent | None, end_ns: int | None
-    ) -> None:
-        if self._content is None:
-            span.end(end_ns)
-            return
-        job = _Job(
-            span,
-            deferred,
-            event.arguments if event is not None else None,
-            event.result if event is not None else None,
-            end_ns,
-        )
-        if not self._content.submit(job):  # queue full: the span goes out now, without its content
-            for name, attrs, ts, _key, _content in deferred:
-                span.add_event(name, attrs, ts)
+        end_ns = time.time_ns()
+        if not self._submit(_Job(None, span, None, st.deferred, None, None, None, end_ns)):
+            _add_events(span, st.deferred)  # no worker, or its queue is full: the span goes out now
             span.end(end_ns)
 
-    def _event(
+    def _emit(
         self,
-        span: Span,
-        deferred: list[_Deferred],
-        name: str,
-        attrs: dict[str, Any],
-        ts: int | None,
-        content_key: str,
-        content: Any,
+        st: _SessionState,
+        call: _ToolCall,
+        status: Status | None,
+        event: ToolEvent | None,
+        end_ns: int | None,
     ) -> None:
-        if self._content is not None:
-            deferred.append((name, attrs, ts if ts is not None else time.time_ns(), content_key, content))
-        else:
-            span.add_event(name, attrs, ts)
+        """Create, fill and end a recorded tool span: here, or on the worker (content capture, deferred)."""
+        if self._worker is not None:
+            arguments = result = None
+            if self._capture_on and event is not None:
+                arguments, result = event.arguments, event.result
+            if self._submit(_Job(call, None, st.ctx, call.events, status, arguments, result, end_ns)):
+                return
+            # Queue full: the span goes out now, without its content.
+        span = self._tracer.start_span(
+            call.name, context=st.ctx, kind=_INTERNAL, attributes=call.attrs, start_time=call.start_ns
+        )
+        if call.events:
+            _add_events(span, call.events)
+        if status is not None:
+            span.set_status(status)
+        span.end(end_ns)
 
-    def _effect(self, step: Step) -> str | None:
-        """The effect tracker's label for the step (``SURVIVED``, ``REVERTED``, …), when there is one."""
-        if self._step_has_effect is None:  # whether the Step type carries an ``effect`` (checked once)
-            self._step_has_effect = hasattr(type(step), "effect")
-        if not self._step_has_effect:
-            return None
-        effect = getattr(step, "effect", None)
-        if effect is None:
-            return None
-        name = self._action_names.get(effect)
-        if name is None:
-            name = self._action_names[effect] = str(getattr(effect, "value", effect))
+    def _session_event(
+        self, st: _SessionState, name: str, attrs: dict[str, Any], content_key: str, content: Any
+    ) -> None:
+        if self._worker is not None:
+            st.deferred.append(
+                (name, attrs, time.time_ns(), content_key, content if self._capture_on else None)
+            )
+        else:
+            st.span.add_event(name, attrs)
+
+    def _submit(self, job: _Job) -> bool:
+        worker = self._worker
+        if worker is None:
+            return False
+        # Without content nothing is lost when the queue is full (the span is built here instead), so
+        # that is not counted as a drop; with content, the content is what gets dropped.
+        if not self._capture_on and worker.pending >= self._max_queue:
+            return False
+        return worker.submit(job)
+
+    def _label(self, member: Any) -> str:
+        """An enum member's value as text (action types, effects), cached."""
+        name = self._action_names[member] = str(getattr(member, "value", member))
         return name
 
-    @staticmethod
-    def _event_time(rec: _ToolSpan, step: Step) -> int | None:
-        # Replayed calls: stamp events at the call's own end, inside the span, not at replay time.
-        return None if rec.live else _ns(step.event.end_time)
-
-    @staticmethod
-    def _decision_attrs(decision: Decision) -> dict[str, Any]:
-        attrs: dict[str, Any] = {A.DECISION_KIND: decision.kind.value, A.DECISION_POLICY: decision.policy}
-        if decision.finding is not None:
-            attrs[A.DECISION_FINDING] = decision.finding.detector
-        return attrs
-
-    # ------------------------------------------------------------------ content worker
+    # ------------------------------------------------------------------ worker (content, deferred spans)
 
     def _finish_jobs(self, jobs: list[_Job]) -> None:
-        mode, limit, redactor = self.capture, self._max_content, self._redactor
         for job in jobs:
             try:
-                span = job.span
-                for name, attrs, ts, key, content in job.deferred:
-                    if key is not None and content:
-                        attrs = {**attrs, key: render_content(content, limit, redactor)}
-                    span.add_event(name, attrs, ts)
-                if job.arguments is not None or job.result is not None:
-                    content = {}
-                    if job.arguments is not None:
-                        content[A.GEN_AI_TOOL_CALL_ARGUMENTS] = render_content(job.arguments, limit, redactor)
-                    if job.result is not None:
-                        content[A.GEN_AI_TOOL_CALL_RESULT] = render_content(job.result, limit, redactor)
-                    if mode.on_span:
-                        span.set_attributes(content)
-                    if mode.as_event:
-                        span.add_event(A.EVENT_TOOL_CONTENT, content, job.end_ns)
+                self._finish_job(job)
             except Exception as exc:
-                self.errors.record("OTelSink.content", exc)
-            job.span.end(job.end_ns)
+                self.errors.record("OTelSink.worker", exc)
+
+    def _finish_job(self, job: _Job) -> None:
+        mode, limit, redactor = self.capture, self._max_content, self._redactor
+        content: dict[str, Any] = {}
+        try:
+            if job.arguments is not None:
+                content[A.GEN_AI_TOOL_CALL_ARGUMENTS] = render_content(job.arguments, limit, redactor)
+            if job.result is not None:
+                content[A.GEN_AI_TOOL_CALL_RESULT] = render_content(job.result, limit, redactor)
+        except Exception as exc:  # the span still goes out, without its content
+            self.errors.record("OTelSink.content", exc)
+            content = {}
+        span = job.span
+        call = job.call
+        if call is not None:
+            attrs = {**call.attrs, **content} if content and mode.on_span else call.attrs
+            span = self._tracer.start_span(
+                call.name, context=job.ctx, kind=_INTERNAL, attributes=attrs, start_time=call.start_ns
+            )
+        if span is None:
+            return
+        try:
+            for name, ev_attrs, ts, key, value in job.deferred or ():
+                if key is not None and value:
+                    ev_attrs = {**ev_attrs, key: render_content(value, limit, redactor)}
+                span.add_event(name, ev_attrs, ts)
+            if content and mode.as_event:
+                span.add_event(A.EVENT_TOOL_CONTENT, content, job.end_ns)
+            if job.status is not None:
+                span.set_status(job.status)
+        finally:
+            span.end(job.end_ns)
+
+
+def _flush_at_exit(ref: weakref.ReferenceType[OTelSink]) -> None:
+    sink = ref()
+    if sink is not None and sink._worker is not None:
+        sink._worker.flush(EXIT_FLUSH_TIMEOUT_S)
+
+
+def _stamp(call: _ToolCall, step: Step) -> int | None:
+    # Live calls: now. Replayed calls: the call's own end, inside the span, not replay time.
+    return time.time_ns() if call.live else _ns(step.event.end_time)
+
+
+def _add_events(span: Span, deferred: list[_Deferred]) -> None:
+    for name, attrs, ts, _key, _content in deferred:
+        span.add_event(name, attrs, ts)
+
+
+def _decision_attrs(decision: Decision) -> dict[str, Any]:
+    attrs: dict[str, Any] = {A.DECISION_KIND: decision.kind.value, A.DECISION_POLICY: decision.policy}
+    if decision.finding is not None:
+        attrs[A.DECISION_FINDING] = decision.finding.detector
+    return attrs

@@ -3,6 +3,11 @@
 ``submit`` is a length check and a deque append (plus, at most once per drain, waking the thread); when
 the queue is full the item is dropped and counted, never waited for. Items are handed to ``handle`` in
 batches on the worker thread; an exception there is counted and logged once, and the worker goes on.
+
+Waking a sleeping thread is the expensive part of a submit (a futex wake, on a VM an inter-processor
+interrupt, then a GIL hand-over to the worker and back): ``wake_at=N`` lets N items pile up before the
+producer wakes the worker, which otherwise drains on its ``interval_s`` timer. Sinks whose output nobody
+waits for (the session store) batch this way; the default (1) wakes on every drain-worthy submit.
 """
 
 from __future__ import annotations
@@ -47,9 +52,10 @@ class BackgroundWorker(Generic[T]):
         max_batch: int = 512,
         interval_s: float = 0.1,
         errors: ErrorCounter | None = None,
+        wake_at: int = 1,
     ) -> None:
-        if max_queue < 1 or max_batch < 1:
-            raise ValueError("max_queue and max_batch must be at least 1")
+        if max_queue < 1 or max_batch < 1 or wake_at < 1:
+            raise ValueError("max_queue, max_batch and wake_at must be at least 1")
         self.name = name
         self._handle = handle
         self._drops = drops
@@ -57,6 +63,8 @@ class BackgroundWorker(Generic[T]):
         self._max_queue = max_queue
         self._max_batch = max_batch
         self._interval = interval_s
+        # Never wait for more than a quarter of the queue: the timer alone must not let a burst overflow it.
+        self._wake_at = min(wake_at, max(1, max_queue // 4))
         self._errors = errors if errors is not None else ErrorCounter()
         self._queue: deque[T | _Marker] = deque()
         self._wake = threading.Event()
@@ -75,10 +83,11 @@ class BackgroundWorker(Generic[T]):
         if len(self._queue) >= self._max_queue:
             self._drops.add(self._drop_reason)
             return False
-        self._queue.append(item)
+        queue = self._queue
+        queue.append(item)
         if self._thread is None:
             self._start()
-        if not self._wake.is_set():
+        if len(queue) >= self._wake_at and not self._wake.is_set():
             self._wake.set()
         return True
 

@@ -351,26 +351,12 @@ def _long_lived(config: Config) -> Config:
 
 def release(guard: Guard, session: Session) -> None:
     """Take a session out of the guard's registry without ending it (it lives on in its files)."""
-    forget = getattr(guard, "forget", None)
-    if callable(forget):
-        forget(session.id)
-        return
-    with guard._lock:
-        entry = guard._sessions.get(session.id)
-        if entry is not None and entry.session is session:
-            del guard._sessions[session.id]
+    guard.forget(session.id, session)
 
 
 def adopt(guard: Guard, session: Session) -> None:
     """Register a restored session with the guard, so its hooks use it instead of creating a new one."""
-    hook = getattr(guard, "adopt", None)
-    if callable(hook):
-        hook(session)
-        return
-    from planguard.guard import _Entry
-
-    with guard._lock:
-        guard._sessions[session.id] = _Entry(session, time.monotonic())
+    guard.adopt(session)
 
 
 def pipeline_fingerprint(guard: Guard, config: Config | None = None) -> str:

@@ -168,8 +168,15 @@ class GuardHooks:
             if self._record(event, None, exc):
                 self._guarded("after_tool", self.guard.after_tool, sid, event)
             raise
-        if self._record(event, result, None):
-            self._guarded("after_tool", self.guard.after_tool, sid, event)
+        if event is not None:
+            try:
+                record_result(event, result)
+            except Exception as err:  # fail-open
+                self.errors.record("GuardHooks.record_result", err)
+            try:
+                self.guard.after_tool(sid, event)
+            except Exception as exc:  # fail-open
+                self.errors.record("GuardHooks.after_tool", exc)
         return result
 
     async def awrap_tool_call(
@@ -194,8 +201,15 @@ class GuardHooks:
             if self._record(event, None, exc):
                 await self._aguarded("after_tool", self.guard.aafter_tool, sid, event)
             raise
-        if self._record(event, result, None):
-            await self._aguarded("after_tool", self.guard.aafter_tool, sid, event)
+        if event is not None:
+            try:
+                record_result(event, result)
+            except Exception as err:  # fail-open
+                self.errors.record("GuardHooks.record_result", err)
+            try:
+                await self.guard.aafter_tool(sid, event)
+            except Exception as exc:  # fail-open
+                self.errors.record("GuardHooks.after_tool", exc)
         return result
 
     # Everything planguard does around a call is fail-open: its own errors are counted (``errors``) and the
@@ -203,12 +217,14 @@ class GuardHooks:
 
     def _prepare(self, request: ToolCallRequest) -> tuple[str, ToolEvent | None, bool]:
         try:
-            sid = self.session_for(request.runtime.config if request.runtime else None, request.state)
+            runtime = request.runtime
+            sid = self.session_for(runtime.config if runtime else None, request.state)
             event = tool_event(request.tool_call, self.actions)
         except Exception as exc:  # fail-open
             self.errors.record("GuardHooks.tool_event", exc)
             return DEFAULT_SESSION, None, False
-        return sid, event, self._resume(sid, event)
+        # (a call is only ever resumed after an interrupt suspended it: skip the lookup otherwise)
+        return sid, event, bool(self._suspended) and self._resume(sid, event)
 
     def _record(self, event: ToolEvent | None, result: Any, exc: Exception | None) -> bool:
         if event is None:
@@ -264,17 +280,41 @@ class GuardHooks:
 
     def before_model(self, session_id: str, messages: Sequence[BaseMessage]) -> ModelCall:
         """Ask the guard about the model call about to be made (this counts the call)."""
-        decisions = self._guarded("before_model", self.guard.before_model, session_id) or ()
-        return self._plan_model_call(session_id, messages, decisions)
+        call = self.model_call(session_id, messages)
+        return call if call is not None else ModelCall(_as_list(messages))
 
     async def abefore_model(self, session_id: str, messages: Sequence[BaseMessage]) -> ModelCall:
-        decisions = await self._aguarded("before_model", self.guard.abefore_model, session_id) or ()
-        return self._plan_model_call(session_id, messages, decisions)
+        call = await self.amodel_call(session_id, messages)
+        return call if call is not None else ModelCall(_as_list(messages))
+
+    # The hooks' own entry points: ``None`` means "send the request as it is", which is what nearly every
+    # model call gets — no object is built for it.
+
+    def model_call(self, session_id: str, messages: Sequence[BaseMessage]) -> ModelCall | None:
+        """Like :meth:`before_model`, but ``None`` when the request goes out unchanged."""
+        try:
+            decisions = self.guard.before_model(session_id)
+        except Exception as exc:  # fail-open
+            self.errors.record("GuardHooks.before_model", exc)
+            decisions = None
+        if not decisions and not self._stops:
+            return None
+        return self._plan_model_call(session_id, messages, decisions or ())
+
+    async def amodel_call(self, session_id: str, messages: Sequence[BaseMessage]) -> ModelCall | None:
+        try:
+            decisions = await self.guard.abefore_model(session_id)
+        except Exception as exc:  # fail-open
+            self.errors.record("GuardHooks.before_model", exc)
+            decisions = None
+        if not decisions and not self._stops:
+            return None
+        return self._plan_model_call(session_id, messages, decisions or ())
 
     def _plan_model_call(
         self, session_id: str, messages: Sequence[BaseMessage], decisions: Sequence[Decision]
     ) -> ModelCall:
-        same = messages if isinstance(messages, list) else list(messages)
+        same = _as_list(messages)
         try:
             return self._apply(session_id, same, decisions)
         except Exception as exc:  # fail-open: the request goes out unchanged
@@ -311,6 +351,10 @@ class GuardHooks:
             if self._suspended:
                 for key in [k for k in self._suspended if k[0] == session_id]:
                     del self._suspended[key]
+
+
+def _as_list(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    return messages if isinstance(messages, list) else list(messages)
 
 
 def _state_get(state: Any, key: str) -> Any:

@@ -16,6 +16,8 @@ Hooks, named for when they run (sync and async twins):
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, cast
@@ -127,7 +129,9 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         sid = self.hooks.session_for(_current_config(), request.state)
-        call = self.hooks.before_model(sid, request.messages)
+        call = self.hooks.model_call(sid, request.messages)
+        if call is None:  # nothing to add (most calls)
+            return handler(request)
         if call.final is not None:
             return _stopped(call.final)
         if call.messages is not request.messages:
@@ -140,12 +144,61 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         sid = self.hooks.session_for(_current_config(), request.state)
-        call = await self.hooks.abefore_model(sid, request.messages)
+        call = await self.hooks.amodel_call(sid, request.messages)
+        if call is None:
+            return await handler(request)
         if call.final is not None:
             return _stopped(call.final)
         if call.messages is not request.messages:
             request = request.override(messages=cast("list[AnyMessage]", call.messages))
         return _persisting(await handler(request), call)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _presign(cls)  # a subclass overriding a sync wrap_* hook gets the same treatment
+
+
+# create_agent wraps every wrap_* hook in LangSmith's ``traceable``, whose sync wrapper calls
+# ``inspect.signature(hook)`` at *every call*, tracing on or off. For a bound method that means deriving the
+# signature from the function's annotations and rebuilding it without ``self`` — about a tenth of a bare
+# agent step for the two hooks (measured with callgrind, see benchmarks/bench_langchain.py). So the sync
+# hooks are looked up through a descriptor that hands out a plain function carrying a precomputed
+# ``__signature__``, which ``inspect.signature`` returns as is. Class-level access still gives the function
+# itself (LangChain tells overridden hooks from the base class's by comparing those). The async wrapper
+# computes what it needs once, so the async hooks stay ordinary methods.
+_SYNC_WRAP_HOOKS = ("wrap_tool_call", "wrap_model_call")
+
+
+class _PresignedHook:
+    __slots__ = ("fn", "signature")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        sig = inspect.signature(fn)
+        self.signature = sig.replace(parameters=list(sig.parameters.values())[1:])
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[..., Any]:
+        fn = self.fn
+        if obj is None:
+            return fn
+
+        def hook(request: Any, handler: Any) -> Any:
+            return fn(obj, request, handler)
+
+        hook.__signature__ = self.signature  # type: ignore[attr-defined]
+        hook.__name__, hook.__qualname__, hook.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        return hook
+
+
+def _presign(cls: type) -> None:
+    for name in _SYNC_WRAP_HOOKS:
+        fn = cls.__dict__.get(name)
+        if inspect.isfunction(fn) and not inspect.iscoroutinefunction(fn):
+            with contextlib.suppress(TypeError, ValueError):  # an unusual signature: leave it be
+                setattr(cls, name, _PresignedHook(fn))
+
+
+_presign(PlanGuardMiddleware)
 
 
 def _current_config() -> Any:
