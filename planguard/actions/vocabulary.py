@@ -762,30 +762,22 @@ def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tu
     return _clip(query, 120), scope
 
 
-def _read_search(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    query, scope = _query_scope(c, rule, event)
-    return make_action(
-        SEARCH,
-        f"{query} @ {scope or '.'}",
-        event.tool,
-        scope,
-        "grep",
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-    )
+def _search_reader(intent: str) -> _Reader:
+    """The reader of a structured search tool (``grep``-like content search or ``find``-like name search)."""
 
+    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+        query, scope = _query_scope(c, rule, event)
+        return make_action(
+            SEARCH,
+            f"{query} @ {scope or '.'}",
+            event.tool,
+            scope,
+            intent,
+            structured=rule.structured,
+            scaffold=rule.scaffold,
+        )
 
-def _read_find(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    query, scope = _query_scope(c, rule, event)
-    return make_action(
-        SEARCH,
-        f"{query} @ {scope or '.'}",
-        event.tool,
-        scope,
-        "find",
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-    )
+    return read
 
 
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -957,8 +949,8 @@ _READERS: dict[str, _Reader] = {
     "write": _read_write,
     "edit": _read_edit,
     "multi_edit": _read_multi_edit,
-    "search": _read_search,
-    "find": _read_find,
+    "search": _search_reader("grep"),
+    "find": _search_reader("find"),
     "navigate": _read_navigate,
     "fetch": _read_fetch,
     "plan": _read_plan,
