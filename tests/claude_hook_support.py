@@ -1,5 +1,6 @@
-"""Shared by the Claude Code hook tests: a private runtime directory per test for the hook daemons they
-start, and a teardown that stops those daemons (and checks they are gone)."""
+"""Shared by the Claude Code hook tests: hook payloads of a small scripted run, and a private runtime
+directory per test for the hook daemons they start, with a teardown that stops those daemons (and checks
+they are gone)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,41 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from planguard_claude_code import client
+
+#: A run as (tool, input) pairs: navigate, write a test, run it (reproduce), patch, run it (validate).
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("Read", {"file_path": "/tmp/w/calc.py"}),
+    ("Bash", {"command": "cat > test_calc.py <<'EOF'\nassert 1\nEOF"}),
+    ("Bash", {"command": "python3 test_calc.py"}),
+    ("Edit", {"file_path": "/tmp/w/calc.py", "old_string": "-", "new_string": "+"}),
+    ("Bash", {"command": "python3 test_calc.py"}),
+]
+
+
+def pre_tool_use(tool_use_id: str, tool: str, tool_input: dict[str, Any], sid: str) -> dict[str, Any]:
+    """The stdin payload of a PreToolUse hook call."""
+    return {
+        "session_id": sid,
+        "transcript_path": "/x.jsonl",
+        "cwd": "/tmp/w",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": tool_use_id,
+    }
+
+
+def post_tool_use(tool_use_id: str, tool: str, tool_input: dict[str, Any], sid: str) -> dict[str, Any]:
+    """The stdin payload of the PostToolUse hook call that follows it."""
+    return {
+        **pre_tool_use(tool_use_id, tool, tool_input, sid),
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": "", "stderr": ""},
+        "duration_ms": 3,
+    }
 
 
 def lock_is_held(lock: Path) -> bool:

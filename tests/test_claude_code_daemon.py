@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 
 pytest.importorskip("planguard_claude_code")
-from claude_hook_support import daemon_sandbox, live_daemon_locks, lock_is_held
+from claude_hook_support import (
+    SCRIPT,
+    daemon_sandbox,
+    live_daemon_locks,
+    lock_is_held,
+    post_tool_use,
+    pre_tool_use,
+)
 from planguard_claude_code import client
 from planguard_claude_code.hook import HookRunner, read_summary
 from planguard_claude_code.state import Op, SessionStore, file_name
@@ -39,34 +46,14 @@ policies:
       arguments: {command: 'submit'}
       until: {phase_after: {phase: V, after: P, strict: true}}
 """
-SCRIPT: list[tuple[str, dict[str, Any]]] = [
-    ("Read", {"file_path": "/tmp/w/calc.py"}),
-    ("Bash", {"command": "cat > test_calc.py <<'EOF'\nassert 1\nEOF"}),
-    ("Bash", {"command": "python3 test_calc.py"}),
-    ("Edit", {"file_path": "/tmp/w/calc.py", "old_string": "-", "new_string": "+"}),
-    ("Bash", {"command": "python3 test_calc.py"}),
-]
 
 
 def _pre(n: int, tool: str, tool_input: dict[str, Any], sid: str = SID) -> dict[str, Any]:
-    return {
-        "session_id": sid,
-        "transcript_path": "/x.jsonl",
-        "cwd": "/tmp/w",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": f"toolu_{n:02d}",
-    }
+    return pre_tool_use(f"toolu_{n:02d}", tool, tool_input, sid)
 
 
 def _post(n: int, tool: str, tool_input: dict[str, Any], sid: str = SID) -> dict[str, Any]:
-    return {
-        **_pre(n, tool, tool_input, sid),
-        "hook_event_name": "PostToolUse",
-        "tool_response": {"stdout": "", "stderr": ""},
-        "duration_ms": 3,
-    }
+    return post_tool_use(f"toolu_{n:02d}", tool, tool_input, sid)
 
 
 @pytest.fixture

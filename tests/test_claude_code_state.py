@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("planguard_claude_code")
-from claude_hook_support import daemon_sandbox
+from claude_hook_support import SCRIPT, daemon_sandbox, post_tool_use, pre_tool_use
 from planguard_claude_code import client
 from planguard_claude_code.hook import read_summary, run_hook
 from planguard_claude_code.state import FORMAT, Op, SessionStore, file_name
@@ -33,33 +33,11 @@ policies:
 
 
 def _pre(tid: str, tool: str, tool_input: dict[str, Any], sid: str = SID) -> dict[str, Any]:
-    return {
-        "session_id": sid,
-        "transcript_path": "/x.jsonl",
-        "cwd": "/tmp/w",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": tid,
-    }
+    return pre_tool_use(tid, tool, tool_input, sid)
 
 
 def _post(tid: str, tool: str, tool_input: dict[str, Any], sid: str = SID) -> dict[str, Any]:
-    return {
-        **_pre(tid, tool, tool_input, sid),
-        "hook_event_name": "PostToolUse",
-        "tool_response": {"stdout": "", "stderr": ""},
-        "duration_ms": 3,
-    }
-
-
-SCRIPT = [
-    ("Read", {"file_path": "/tmp/w/calc.py"}),
-    ("Bash", {"command": "cat > test_calc.py <<'EOF'\nassert 1\nEOF"}),
-    ("Bash", {"command": "python3 test_calc.py"}),
-    ("Edit", {"file_path": "/tmp/w/calc.py", "old_string": "-", "new_string": "+"}),
-    ("Bash", {"command": "python3 test_calc.py"}),
-]
+    return post_tool_use(tid, tool, tool_input, sid)
 
 
 @pytest.fixture
