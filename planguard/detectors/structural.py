@@ -150,11 +150,22 @@ class _WindowCounts:
                 self.epoch = {k: v for k, v in epoch.items() if k in live}
         self.active.discard(key)
 
-    def add(self, index: int, key: str) -> int:
+    def catch_up(self, index: int, threshold: int) -> None:
+        """Expire what has left the window by step ``index``. Called lazily, before the next decision,
+        which then sees exactly the state a per-step expiry would have left."""
+        entries = self.entries
+        if entries and entries[0][0] <= index - self.window:
+            self.expire(index, threshold)
+
+    def count(self, index: int, key: str, threshold: int) -> tuple[int, list[int]] | None:
+        """Count ``key`` at step ``index``; ``(count, its steps)`` when the predicate newly holds for it."""
         self.entries.append((index, key, self.clock))
         c = self.counts.get(key, 0) + 1
         self.counts[key] = c
-        return c
+        if c >= threshold and key not in self.active:
+            self.active.add(key)
+            return c, self.steps_of(key)
+        return None
 
     def steps_of(self, key: str) -> list[int]:
         return [i for i, k, e in self.entries if k == key and self._valid(k, e)]
@@ -183,21 +194,16 @@ class RereadChurn(Detector):
             a = action_of(step)
         t = a.type
         target = a.target
-        # Only reads and writes of a file decide anything; the window is expired lazily, before the
-        # next decision, which then sees exactly the state a per-step expiry would have left.
         if target is None or (t is not FILE_READ and t is not FILE_WRITE):
-            return None
-        entries = state.entries
-        if entries and entries[0][0] <= step.index - state.window:
-            state.expire(step.index, self.reads)
+            return None  # only reads and writes of a file decide anything
+        state.catch_up(step.index, self.reads)
         if t is FILE_WRITE:
             if target in state.counts or target in state.active:
                 state.invalidate(target)
             return None
-        c = state.add(step.index, target)
-        if c >= self.reads and target not in state.active:
-            state.active.add(target)
-            steps = state.steps_of(target)
+        hit = state.count(step.index, target, self.reads)
+        if hit is not None:
+            c, steps = hit
             return Finding(
                 self.name,
                 steps[0],
@@ -230,15 +236,12 @@ class RedundantSearch(Detector):
         if a.__class__ is not Action:
             a = action_of(step)
         if a.type is not SEARCH or not a.target:
-            return None  # the window is expired lazily, before the next decision (see RereadChurn)
-        entries = state.entries
-        if entries and entries[0][0] <= step.index - state.window:
-            state.expire(step.index, self.repeats)
+            return None
+        state.catch_up(step.index, self.repeats)
         query = a.target
-        c = state.add(step.index, query)
-        if c >= self.repeats and query not in state.active:
-            state.active.add(query)
-            steps = state.steps_of(query)
+        hit = state.count(step.index, query, self.repeats)
+        if hit is not None:
+            c, steps = hit
             return Finding(
                 self.name,
                 steps[0],
