@@ -7,8 +7,10 @@ takes at most twice as long as ``json.loads`` of its lines.
 
 * **per event**: ``Session.observe`` timed per event, median / mean / p99 µs (per-event minimum over the
   repeats), for phases + metrics and with the diagnostics (canonical actions + all detectors);
-* **whole file**: ``replay()`` of the file, best of ``--repeat``, against ``json.loads`` of its lines and
-  against the loader alone (``iter_trajectories``, which replay includes).
+* **whole file**: ``replay()`` of the file, best of ``--repeat``, against ``json.loads`` of its lines (the
+  acceptance yardstick: every ratio is to it) and against the loader alone (``iter_trajectories``, which
+  replay includes); ``orjson.loads`` of the lines, which the loader uses when orjson is installed, is a
+  second reference line.
 
 **cold** replays start from new stage objects (empty parse memos), as ``planguard replay`` in a new
 process does; **warm** replays reuse one pipeline, so every action after the first repeat is a memo hit.
@@ -34,6 +36,7 @@ from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
 from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
 from planguard.phases import PaperRules  # noqa: E402
+from planguard.phases import rules as phase_rules  # noqa: E402
 from planguard.phases.inline_python import written_files, written_files_lenient  # noqa: E402
 from planguard.replay import replay, resolve_plans  # noqa: E402
 from planguard.session import Pipeline  # noqa: E402
@@ -47,6 +50,7 @@ def fresh_pipeline(diagnostics: bool) -> Pipeline:
     """``replay_pipeline(PLANS, diagnostics=...)`` with new stage objects: empty parse memos."""
     written_files.cache_clear()
     written_files_lenient.cache_clear()
+    phase_rules._COMMANDS.clear()  # interned Command objects live per process
     if diagnostics:
         return Pipeline(
             rules=PaperRules(), plans=PLANS, actions=ActionClassifier(), detectors=default_detectors()
@@ -102,6 +106,12 @@ def main() -> None:
         "json.loads of the lines": lambda: [json.loads(line) for line in lines],
         "load only (iter_trajectories)": lambda: sum(1 for _ in iter_trajectories([path])),
     }
+    try:
+        import orjson
+
+        items["orjson.loads of the lines"] = lambda: [orjson.loads(line) for line in lines]
+    except ImportError:
+        print("(orjson is not installed: the loader parses with json.loads)")
     for diagnostics in (False, True):
         label = "replay, phases + metrics" if not diagnostics else "replay, with diagnostics"
         for mode, make in modes(diagnostics):

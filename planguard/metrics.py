@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .phases import LETTER_OF, ROLE_OF_LETTER
 from .plan import Plan, phase_matches
 
-__all__ = ["Langutory", "Compliance", "Scores", "lis_length", "score_roles"]
+__all__ = ["Langutory", "Compliance", "PlanLayout", "Scores", "lis_length", "score_roles"]
 
 
 class Langutory:
@@ -97,19 +97,41 @@ def lis_length(seq: Sequence[int]) -> int:
     return len(tails)
 
 
+class PlanLayout:
+    """What scoring a run against one plan needs that is the same for every run: the expected order and
+    which expected phases each role matches. A pipeline builds one per plan and its sessions share it, so
+    a new session does not redo the plan's work."""
+
+    __slots__ = ("plan", "expected", "_match")
+
+    def __init__(self, plan: Plan | Sequence[str]) -> None:
+        self.plan = plan if isinstance(plan, Plan) else None
+        self.expected: tuple[str, ...] = plan.expected if isinstance(plan, Plan) else tuple(plan)
+        # role -> indices of the expected phases it matches; roles are a tiny vocabulary, so this stays small.
+        self._match: dict[str, tuple[int, ...]] = {}
+
+    def matches(self, role: str) -> tuple[int, ...]:
+        idx = self._match.get(role)
+        if idx is None:
+            idx = tuple(j for j, e in enumerate(self.expected) if phase_matches(role, e))
+            if len(self._match) < 256:
+                self._match[role] = idx
+        return idx
+
+
 class Compliance:
     """Incremental PPC/POC/PPF/PC of one run against one plan's expected order."""
 
-    __slots__ = ("plan", "expected", "first", "extras", "n", "_match", "_settled", "_cache")
+    __slots__ = ("layout", "plan", "expected", "first", "extras", "n", "_settled", "_cache")
 
-    def __init__(self, plan: Plan | Sequence[str]) -> None:
-        self.expected: tuple[str, ...] = plan.expected if isinstance(plan, Plan) else tuple(plan)
-        self.plan = plan if isinstance(plan, Plan) else None
+    def __init__(self, plan: Plan | Sequence[str] | PlanLayout) -> None:
+        layout = plan if isinstance(plan, PlanLayout) else PlanLayout(plan)
+        self.layout = layout
+        self.plan = layout.plan
+        self.expected = layout.expected
         self.first: list[int | None] = [None] * len(self.expected)
         self.extras: dict[str, None] = {}  # insertion-ordered set of out-of-plan phase types
         self.n = 0
-        # role -> indices of the expected phases it matches; roles are a tiny vocabulary, so this stays small.
-        self._match: dict[str, tuple[int, ...]] = {}
         # Roles seen before: every phase they match has been reached (at their first occurrence), or they
         # are a recorded extra, so another occurrence changes nothing but the count.
         self._settled: set[str] = set()
@@ -123,11 +145,7 @@ class Compliance:
         if role in self._settled:
             self.n += 1
             return
-        idx = self._match.get(role)
-        if idx is None:
-            idx = tuple(j for j, e in enumerate(self.expected) if phase_matches(role, e))
-            if len(self._match) < 256:
-                self._match[role] = idx
+        idx = self.layout.matches(role)
         if idx:
             first = self.first
             for j in idx:

@@ -15,6 +15,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .actions.types import Action, ActionType
@@ -23,7 +24,7 @@ from .detectors.base import Detector
 from .errors import ErrorCounter
 from .events import ToolEvent
 from .findings import Finding
-from .metrics import Compliance, Langutory, Scores
+from .metrics import Compliance, Langutory, PlanLayout, Scores
 from .phases import GENERAL, Classification, Command, PhaseRules, get_rules
 from .plan import PRESETS, Plan
 from .policies.base import Policy
@@ -68,6 +69,17 @@ class Pipeline:
 
     def session(self, session_id: str, /, **metadata: Any) -> Session:
         return Session(session_id, self, metadata=metadata)
+
+    # Per-pipeline work, done once rather than for every session.
+
+    @cached_property
+    def layouts(self) -> tuple[PlanLayout, ...]:
+        """One scoring layout per scored plan, shared by every session."""
+        return tuple(PlanLayout(p) for p in self.plans if p.scored)
+
+    @cached_property
+    def hook_table(self) -> _HookTable:
+        return _HookTable(self)
 
 
 @dataclass(slots=True)
@@ -122,7 +134,9 @@ class Session:
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.phase_state = pipeline.rules.new_state()
         self.langutory = Langutory()
-        self.compliance: dict[str, Compliance] = {p.name: Compliance(p) for p in pipeline.plans if p.scored}
+        self.compliance: dict[str, Compliance] = {
+            layout.plan.name: Compliance(layout) for layout in pipeline.layouts if layout.plan is not None
+        }
         self._compliances = tuple(self.compliance.values())
         self._scored_roles: set[str] = set()
         self.n_steps = 0
@@ -404,8 +418,36 @@ def _overrides(obj: object, base: type, name: str) -> bool:
     return getattr(type(obj), name, None) is not getattr(base, name)
 
 
+class _HookTable:
+    """Which stage hooks a pipeline's stages override, found once per pipeline: only those are called on the
+    hot path. Sink hooks take no session state, so sessions share these lists."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.observe = [d.observe for d in pipeline.detectors]
+        self.types = [d.types for d in pipeline.detectors]
+        self.typed = any(t is not None for t in self.types)
+        self._wanting: dict[ActionType, list[int]] = {}
+        indexed = list(enumerate(pipeline.policies))
+        self.before_tool = [(p.before_tool, i) for i, p in indexed if _overrides(p, Policy, "before_tool")]
+        self.after_tool = [(p.after_tool, i) for i, p in indexed if _overrides(p, Policy, "after_tool")]
+        self.before_model = [(p.before_model, i) for i, p in indexed if _overrides(p, Policy, "before_model")]
+        sinks = pipeline.sinks
+        self.tool_start = [k.on_tool_start for k in sinks if _overrides(k, Sink, "on_tool_start")]
+        self.tool_end = [k.on_tool_end for k in sinks if _overrides(k, Sink, "on_tool_end")]
+        self.finding = [k.on_finding for k in sinks if _overrides(k, Sink, "on_finding")]
+        self.decision = [k.on_decision for k in sinks if _overrides(k, Sink, "on_decision")]
+
+    def wanting(self, action_type: ActionType) -> list[int]:
+        """Indices of the detectors that want steps of this action type."""
+        idx = self._wanting.get(action_type)
+        if idx is None:
+            idx = [i for i, types in enumerate(self.types) if types is None or action_type in types]
+            self._wanting[action_type] = idx  # bounded: one entry per action type
+        return idx
+
+
 class _Hooks:
-    """A session's stage hooks, bound once: only hooks a stage overrides are called on the hot path."""
+    """A session's stage hooks bound to its stage states."""
 
     __slots__ = (
         "observe",
@@ -417,35 +459,27 @@ class _Hooks:
         "tool_end",
         "finding",
         "decision",
-        "_types",
+        "_table",
     )
 
     def __init__(self, pipeline: Pipeline, detector_states: list[Any], policy_states: list[Any]) -> None:
-        self.observe = [(d.observe, s) for d, s in zip(pipeline.detectors, detector_states, strict=True)]
+        table = pipeline.hook_table
+        self._table = table
+        self.observe = list(zip(table.observe, detector_states, strict=True))
         # Per action type, the detectors that want its steps (filled on first sight of each type); None
         # when every detector wants every step.
-        self._types = [d.types for d in pipeline.detectors]
-        self.by_type: dict[ActionType, list[tuple[Any, Any]]] | None = (
-            {} if any(t is not None for t in self._types) else None
-        )
-        policies = list(zip(pipeline.policies, policy_states, strict=True))
-        self.before_tool = [(p.before_tool, s) for p, s in policies if _overrides(p, Policy, "before_tool")]
-        self.after_tool = [(p.after_tool, s) for p, s in policies if _overrides(p, Policy, "after_tool")]
-        self.before_model = [
-            (p.before_model, s) for p, s in policies if _overrides(p, Policy, "before_model")
-        ]
-        sinks = pipeline.sinks
-        self.tool_start = [k.on_tool_start for k in sinks if _overrides(k, Sink, "on_tool_start")]
-        self.tool_end = [k.on_tool_end for k in sinks if _overrides(k, Sink, "on_tool_end")]
-        self.finding = [k.on_finding for k in sinks if _overrides(k, Sink, "on_finding")]
-        self.decision = [k.on_decision for k in sinks if _overrides(k, Sink, "on_decision")]
+        self.by_type: dict[ActionType, list[tuple[Any, Any]]] | None = {} if table.typed else None
+        self.before_tool = [(fn, policy_states[i]) for fn, i in table.before_tool]
+        self.after_tool = [(fn, policy_states[i]) for fn, i in table.after_tool]
+        self.before_model = [(fn, policy_states[i]) for fn, i in table.before_model]
+        self.tool_start = table.tool_start
+        self.tool_end = table.tool_end
+        self.finding = table.finding
+        self.decision = table.decision
 
     def observers_of(self, action_type: ActionType) -> list[tuple[Any, Any]]:
-        observers = [
-            pair
-            for pair, types in zip(self.observe, self._types, strict=True)
-            if types is None or action_type in types
-        ]
+        observe = self.observe
+        observers = [observe[i] for i in self._table.wanting(action_type)]
         if self.by_type is not None:
             self.by_type[action_type] = observers
         return observers

@@ -9,8 +9,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planguard.actions import classify_action
+from planguard.actions.vocabulary import SURFACES
 from planguard.align import align, run_view
-from planguard.detectors import RedundantSearch, RepeatedCall, RereadChurn, ToolOscillation, default_detectors
+from planguard.detectors import (
+    PlanAbsence,
+    RedundantSearch,
+    RepeatedCall,
+    RereadChurn,
+    ShellOverTool,
+    ToolOscillation,
+    default_detectors,
+)
 from planguard.detectors.structural import _bad
 from planguard.events import ToolEvent
 from planguard.findings import Finding
@@ -157,3 +166,74 @@ def test_tool_oscillation_reports_as_soon_as_its_predicate_holds(
         for fc in state.files.values():
             bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]
             assert fc.fired or len(bad) < cycles
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    runs() | OSCILLATION,
+    st.one_of(st.none(), st.sampled_from(["pkg/a.py", "pkg/b.py\npkg/c.py"])),
+    st.one_of(st.none(), st.text(max_size=30)),
+    st.booleans(),
+)
+def test_shared_facts_give_the_findings_of_standalone_detectors(
+    events: list[ToolEvent], anchors: str | None, final_text: str | None, classified: bool
+) -> None:
+    """In ``default_detectors()`` the end-of-run detectors read the effect tracker's facts and observe no
+    step, and ToolOscillation reads the tracker's FAILED label; standalone, each judges for itself. Both
+    report the same findings."""
+    from planguard.detectors import (
+        EffectTracker,
+        NoTailValidation,
+        UnsupportedCompletion,
+        set_anchors,
+    )
+
+    def findings(detectors: tuple[Any, ...]) -> list[Any]:
+        pipe = Pipeline(actions=classify_action if classified else None, detectors=detectors)
+        s = pipe.session("f", final_text=final_text)
+        if anchors is not None:
+            set_anchors(s, anchors)
+        for e in events:
+            s.observe(e)
+        s.end()
+        assert pipe.errors.total == 0, pipe.errors.counts
+        return [(f.detector, f.first_step, f.last_step, f.evidence, f.data, f.at_end) for f in s.findings]
+
+    shared = default_detectors()
+    assert any(getattr(d, "effects", None) is shared[0] for d in shared)
+    names = {"no_tail_validation", "unsupported_completion", "tool_oscillation"}
+    alone = (NoTailValidation(), UnsupportedCompletion(), ToolOscillation())
+    got = [f for f in findings(shared) if f[0] in names]
+    assert sorted(got, key=repr) == sorted(findings(alone), key=repr)
+    # the tracker placed after the detectors that read its labels changes nothing either
+    tracker = EffectTracker()
+    late = (
+        ToolOscillation(),
+        NoTailValidation(effects=tracker),
+        UnsupportedCompletion(effects=tracker),
+        tracker,
+    )
+    assert sorted(findings(late), key=repr) == sorted(findings(alone), key=repr)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.sampled_from(sorted(SURFACES)))
+def test_tool_gated_detectors_skipped_for_a_fixed_surface_report_nothing_anyway(
+    events: list[ToolEvent], scaffold: str
+) -> None:
+    """With a configured scaffold whose surface lacks the tool a predicate needs, the detector asks to see
+    no step (``types`` empty); shown every step, it reports the same: nothing."""
+
+    def findings(every_step: bool) -> list[Any]:
+        dets = (PlanAbsence(2, scaffold=scaffold), ShellOverTool(scaffold=scaffold))
+        if every_step:
+            for d in dets:
+                d.types = None
+        pipe = Pipeline(actions=classify_action, detectors=dets)
+        s = pipe.session("f")
+        for e in events:
+            s.observe(e)
+        s.end()
+        return [(f.detector, f.first_step, f.last_step, f.evidence) for f in s.findings]
+
+    assert findings(False) == findings(True)

@@ -410,6 +410,66 @@ def test_run_without_thread_id_gets_a_session_of_its_own() -> None:
     assert len(guard) == 0  # both ended
 
 
+@pytest.mark.parametrize("thread", ["t-early", None])
+def test_a_run_ended_before_its_first_model_call_still_records_its_session(thread: str | None) -> None:
+    from langchain.agents.middleware import AgentMiddleware, hook_config
+
+    class Refuse(AgentMiddleware):  # e.g. an input guardrail
+        @hook_config(can_jump_to=["end"])
+        def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+            return {"jump_to": "end"}
+
+    guard, rec = _guard()
+    model = ScriptedChatModel(turns=_searches(2))
+    agent = create_agent(model, Workspace().tools, middleware=[PlanGuardMiddleware(guard), Refuse()])
+
+    _run(agent, thread, "sync")
+
+    assert not model.requests  # the model was never called
+    ((sid, summary),) = rec.summaries.items()
+    assert summary.n_steps == summary.n_model_calls == 0 and rec.started == [sid]
+    assert sid == thread or sid.startswith("run-")
+    assert len(guard) == 0
+
+
+def test_sessions_open_at_the_first_model_call_with_the_integrations_metadata() -> None:
+    guard, rec = _guard()
+    seen: list[dict[str, Any]] = []
+    start = rec.on_session_start
+    rec.on_session_start = lambda session: (seen.append(dict(session.metadata)), start(session))  # type: ignore[method-assign]
+    agent = create_agent(
+        ScriptedChatModel(turns=_searches(2)), Workspace().tools, middleware=[PlanGuardMiddleware(guard)]
+    )
+
+    _run(agent, "t-meta", "sync")
+    _run(agent, None, "async")
+
+    assert seen == [{"integration": "langchain"}] * 2
+    assert len(rec.started) == len(rec.summaries) == 2
+
+
+def test_tool_results_reach_the_core_as_plain_str() -> None:
+    # ``ToolMessage.text`` is a str subclass; the core judges outputs only from plain str, as loaders give.
+    guard, rec = _guard()
+
+    @tool
+    def blocks(path: str) -> list[dict[str, str]]:
+        """Returns content blocks."""
+        return [{"type": "text", "text": "ERROR: "}, {"type": "text", "text": f"{path} not found"}]
+
+    ws = Workspace()
+    model = ScriptedChatModel(
+        turns=[turn(call("bash", command="ls /testbed")), turn(call("blocks", path="x"))]
+    )
+    agent = create_agent(model, [*ws.tools, blocks], middleware=[PlanGuardMiddleware(guard)])
+
+    _run(agent, "t-str", "sync")
+
+    results = [s.event.result for s in rec.steps_of("t-str")]
+    assert results == ["ran: ls /testbed", "ERROR: x not found"]
+    assert all(type(r) is str for r in results)
+
+
 def test_one_session_across_turns_of_a_thread_when_asked() -> None:
     guard, rec = _guard()
     ws = Workspace()

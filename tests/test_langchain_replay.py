@@ -140,7 +140,7 @@ def test_live_langgraph_run_equals_planguard_replay_on_all_81_runs(
 ) -> None:
     records, offline = corpus
     guard, rec = _live_guard()
-    compared = 0
+    compared = with_findings = 0
     for record in records:
         run_id = record["id"]
         model, tools = _agent(record)
@@ -164,10 +164,19 @@ def test_live_langgraph_run_equals_planguard_replay_on_all_81_runs(
             roles for roles, step in zip(ref["step_roles"], record["steps"], strict=True) if not _think(step)
         ]
         assert live_roles == ref_roles, run_id
+        if not any(map(_think, record["steps"])):  # (elsewhere the live step numbers skip the think steps)
+            assert _findings(rec.findings_of(session_id=run_id)) == ref["findings"], run_id
+            with_findings += bool(ref["findings"])
         compared += 1
     assert compared == 81
+    assert with_findings > 10
     assert guard.errors.total == 0, guard.errors.counts
     assert len(guard) == 0  # every session was ended by after_agent
+
+
+def _findings(findings: list[Any]) -> list[dict[str, Any]]:
+    keys = ("detector", "first_step", "last_step", "evidence", "at_end")
+    return [{k: getattr(f, k) for k in keys} for f in findings]
 
 
 def _think(step: dict[str, Any]) -> bool:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import shlex
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,13 +18,18 @@ from planguard.phases import (
     PHASE_ROLES,
     RULE_VERSIONS,
     Classification,
+    Command,
     CorrectedRules,
     PaperRules,
     PhaseRules,
     PhaseState,
     get_rules,
 )
+from planguard.phases import inline_python as inline_module
+from planguard.phases import rules as rules_module
+from planguard.phases import shell as shell_module
 from planguard.phases.inline_python import written_files, written_files_lenient
+from planguard.phases.roles import make_classification
 from planguard.phases.rules import _ActionPlan, _pathish, _resolve
 from planguard.phases.scaffolds import THINK, event_commands
 from planguard.phases.shell import Piece, clean_action, parse_action, plain_pieces, scan, split_words
@@ -181,8 +188,13 @@ def test_parser_never_raises(text: str) -> None:
     written_files_lenient(text)
 
 
+# Mostly texts quoted with double quotes only (split_words' fast case), with the odd character that
+# sends it back to the general case.
+DQ_TEXT = st.text(alphabet=st.sampled_from([*'ab  ""-*.|' * 4, "\t", "\n", "é", "'", "\\"]), max_size=40)
+
+
 @FUZZ
-@given(st.text(max_size=200))
+@given(st.text(max_size=200) | DQ_TEXT)
 def test_split_words_agrees_with_shlex(text: str) -> None:
     try:
         expected: list[str] | None = shlex.split(text)
@@ -302,3 +314,67 @@ def _unmemoised(rules: PhaseRules, event: ToolEvent, state: PhaseState) -> Class
 @given(st.text(alphabet="/~.py\n ab", max_size=12))
 def test_pathish_is_the_papers_regex(token: str) -> None:
     assert _pathish(token) == (re.search(r"^[/~.]|/|\.py$", token) is not None)
+
+
+# --------------------------------------------------------------------------- string-method shortcuts
+
+_REDIRECT_REGEX = re.compile(r"[<>]|tee", re.IGNORECASE)
+# Characters around the case-folding corners: the final sigma, dotted I, the Kelvin sign, long s.
+CASE_TEXT = st.text(alphabet=st.sampled_from([*"tTeE<>aΣσςİıKſ \x00./~py\n-_", "\u0301"]), max_size=30)
+
+
+@FUZZ
+@given(CASE_TEXT | st.text(max_size=40))
+def test_may_redirect_is_the_regex(text: str) -> None:
+    assert rules_module._may_redirect(text) == (_REDIRECT_REGEX.search(text) is not None)
+
+
+@FUZZ
+@given(st.lists(CASE_TEXT | st.text(max_size=12), max_size=8))
+def test_token_helpers_match_their_per_token_forms(items: list[str]) -> None:
+    assert rules_module._lower_all(items) == [s.lower() for s in items]
+    assert rules_module._pathish_tokens(items) == [t for t in items if _pathish(t)]
+    lowered = [s.lower() for s in items]
+    assert rules_module._paper_tests(lowered) == tuple(
+        p for p in lowered if rules_module.is_test_path_paper(p)
+    )
+
+
+@FUZZ
+@given(shell_text | st.text(alphabet=st.sampled_from(list("open(write_textbytes) \n\t'\"")), max_size=40))
+def test_write_prefilter_is_the_regex(code: str) -> None:
+    assert inline_module._may_write(code) == (bool(code) and inline_module._HINT.search(code) is not None)
+
+
+@FUZZ
+@given(plain_lists | shell_text)
+def test_fast_pieces_split_like_the_scanner(text: str) -> None:
+    """The regular-expression fast path of scan() is an optimisation only: the full scanner agrees."""
+    s = clean_action(text)
+    fast = shell_module._fast_pieces(s) if s else None
+    if fast is not None:
+        sc = shell_module._Scanner(s)
+        spans = sc.program()
+        assert not sc.top_function
+        expected = [s[a:b].strip() for a, b, _ in spans if s[a:b].strip()]
+        assert [p.text for p in fast] == expected
+        assert not any(p.complex for p in fast)
+
+
+@FUZZ
+@given(
+    st.lists(st.tuples(st.text(max_size=8), st.sampled_from((*PHASE_ROLES, GENERAL))), max_size=4),
+    st.lists(st.text(max_size=8), max_size=3),
+    st.booleans(),
+    st.lists(st.integers(), max_size=3),
+)
+def test_make_classification_is_the_constructor(
+    commands: list[tuple[str, str]], created: list[str], patched: bool, nodes: list[int]
+) -> None:
+    cmds = tuple(Command(label, role) for label, role in commands)
+    fast = make_classification(cmds, tuple(created), patched, tuple(nodes))
+    slow = Classification(cmds, tuple(created), patched, tuple(nodes))
+    assert type(fast) is Classification
+    assert fast == slow and hash(fast) == hash(slow) and fast.roles == slow.roles
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.patched = not patched  # type: ignore[misc]

@@ -75,6 +75,17 @@ def test_replay_jsonl_input_gives_the_same_numbers(corpus: Path, tmp_path: Path)
     assert {r.outcome for r in direct} == {"resolved", "unresolved"}
 
 
+def test_replay_writes_a_lone_surrogate_as_a_json_escape(corpus: Path, tmp_path: Path) -> None:
+    # JSON may carry a lone surrogate ("\\ud800"), which UTF-8 cannot encode: the output stays valid JSON.
+    record = json.loads(corpus.open("rb").readline())
+    record["id"] = "odd\ud800id"
+    src = tmp_path / "odd.jsonl"
+    src.write_text(json.dumps(record), "utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["replay", str(src), "--format", "jsonl", "-o", str(out)]) == 0
+    assert json.loads(out.read_text("utf-8"))["id"] == "odd\ud800id"
+
+
 def test_bad_lines_are_named_and_the_rest_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = {
         "id": "r1",

@@ -356,3 +356,50 @@ def test_a_cyclic_argument_is_cut_or_costs_only_its_record(tmp_path: Path) -> No
         else:
             assert len(stored.steps) == 1 and drops["store_record_failed"] == 1
         sink.shutdown()
+
+
+class GateEverything(Policy):
+    """A note at every gate, a denial of ``rm``, a reminder after every call, for overlapping calls."""
+
+    name = "g"
+
+    def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+        if "rm -rf" in (step.event.action or ""):
+            return Decision(DecisionKind.DENY, f"refused {step.event.call_id}", self.name)
+        return Decision(DecisionKind.LOG, f"gate {step.event.call_id}", self.name)
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> list[Decision]:
+        return [Decision(DecisionKind.REMIND, f"after {step.event.call_id}", self.name)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.permutations(["s0", "s1", "s2", "e0", "e1", "e2", "rm"]))
+def test_overlapping_calls_keep_their_own_decisions_in_order(tmp_path_factory: Any, order: list[str]) -> None:
+    """Calls started before others end (parallel tool calls), in any interleaving, with a denied call among
+    them: each step record holds its gate's note, then its after-call reminder, and nothing else."""
+    path = tmp_path_factory.mktemp("overlap")
+    sink = StoreSink(StoreConfig(path=str(path)))
+    s = Pipeline(policies=(GateEverything(),), sinks=(sink,)).session("overlap")
+    events = {f"c{i}": ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}") for i in range(3)}
+    started: set[str] = set()
+    for op in order:
+        if op == "rm":
+            assert s.before_tool(ToolEvent.shell("rm -rf /testbed", call_id="rm")).blocks
+            continue
+        cid = f"c{op[1]}"
+        if op[0] == "s":
+            s.before_tool(events[cid])
+            started.add(cid)
+        elif cid in started:
+            events[cid].result = "ok"
+            s.after_tool(events[cid])
+    s.end()  # calls that never got a result are finished here
+    assert sink.flush()
+    stored = read_session(sink.written[0])
+    for step in stored.steps:
+        call_id = step.event.call_id
+        want = [("log", f"gate {call_id}")] + ([("remind", f"after {call_id}")] if call_id in started else [])
+        assert [(d.kind, d.message) for d in step.decisions] == want
+    (blocked,) = stored.blocked
+    assert [(d.kind, d.message) for d in blocked.decisions] == [("deny", "refused rm")]
+    sink.shutdown()

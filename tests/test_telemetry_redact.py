@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import re
 import string
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planguard.telemetry.redact import (
-    _PATTERNS as _BUILTIN_PATTERNS,
-)
-from planguard.telemetry.redact import (
+    _KEY_ASSIGN,
+    _KEY_VALUE,
+    _NEEDLES_OF,
     REDACTED,
     Redactor,
+    _fold,
     may_hold_secret,
     redact,
     redact_value,
     render_content,
+)
+from planguard.telemetry.redact import (
+    _PATTERNS as _BUILTIN_PATTERNS,
 )
 
 PEM = (
@@ -130,6 +136,41 @@ def test_every_builtin_match_passes_the_precheck(index: int, data: st.DataObject
     text = data.draw(st.from_regex(pattern))
     assert pattern.search(text)
     assert may_hold_secret(text), f"pattern {index} matches {text!r} but the pre-check skips it"
+    folded = _fold(text)
+    assert any(n in folded for n in _NEEDLES_OF[index]), f"pattern {index}: {text!r} lacks its needles"
+    if index == _KEY_VALUE:
+        assert _KEY_ASSIGN.search(folded), f"{text!r} matches key=value but not its gate"
+
+
+def test_folding_maps_every_character_the_patterns_take_for_ascii() -> None:
+    """What the needles and the key=value gate rely on, over all of Unicode: a character the IGNORECASE
+    patterns match as an ASCII letter (or key-name character, space, quote, ``=``/``:``) folds to exactly
+    one character of the same kind, and a value character folds to text starting with a value character."""
+    key = re.compile(r"(?i)[A-Za-z0-9_.-]")
+    value = re.compile(r"(?i)[^\s\"',;}&]")
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        unchanged = c.casefold() == c and c.lower() == c and c.upper() == c
+        if unchanged and not c.isspace() and not c.isascii():
+            continue  # folds to itself and is no ASCII letter: nothing to check
+        f = _fold(c)
+        if key.fullmatch(c):
+            assert len(f) == 1 and re.fullmatch(r"[a-z0-9_.\-]", f), (hex(cp), f)
+        if c.isspace() and re.fullmatch(r"\s", c):
+            assert len(f) == 1 and re.fullmatch(r"\s", f), (hex(cp), f)
+        if c in "\"'=:":
+            assert f == c
+        if value.fullmatch(c):
+            assert f and re.match(r"[^\s\"',;}&]", f), (hex(cp), f)
+
+
+def test_dotted_capital_i_still_reaches_the_key_patterns() -> None:
+    # casefold turns İ into i + combining dot, which IGNORECASE still takes for "i": no needle may miss it.
+    for text in ("credentİal=hunter2", "CREDENTİALS: hunter2", "cookİe=hunter2", "sessİon_id=hunter2"):
+        assert "hunter2" not in redact(text), text
+    assert "abcdefghijkl" not in redact("Authorization: Basİc abcdefghijkl")
 
 
 @settings(max_examples=300, deadline=None)

@@ -138,7 +138,7 @@ def _is_word(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-# One-entry memo: several stages ask about the same step's outcome right after each other.
+# One-entry memo: stages outside the effect tracker that ask about the same step right after each other.
 _last: tuple[ToolEvent | None, Action | None, str | None, bool] = (None, None, None, False)
 
 
@@ -150,7 +150,7 @@ def outcome_failed(action: Action, event: ToolEvent) -> bool:
     if code is not None:
         return code != 0
     result = event.result
-    if not result or result.__class__ is not str:
+    if not result or not isinstance(result, str):  # str subclasses too (LangChain content)
         return False
     global _last
     last = _last  # one read: the tuple is replaced whole, so concurrent sessions never see a mix
@@ -203,26 +203,31 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
 
 
 class _Write:
-    __slots__ = ("action", "index", "ref", "reverted")
+    __slots__ = ("action", "index", "ref", "reverted", "written")
 
     def __init__(self, index: int, action: Action, ref: Any) -> None:
         self.index = index
         self.action = action
         self.reverted = False
         self.ref = ref  # the Step, when the caller wants it re-labelled in place
+        self.written: str | None = None  # action.new_text stripped, once a later edit asks
 
 
-def _reverses(later: Action, earlier: Action) -> bool:
-    """``later`` (an edit) rewrites what ``earlier`` wrote."""
-    old = later.old_text
-    new = earlier.new_text
-    if not old or not new:
-        return False
-    a = new.strip()
-    b = old.strip()
+def _rewrites(b: str, a: str) -> bool:
+    """An edit whose old text, stripped, is ``b`` rewrites what an earlier write put there (its new text,
+    stripped, is ``a``): the old text contains it, or is most of it."""
     if not a or not b:
         return False
     return a in b or (b in a and 2 * len(b) >= len(a))
+
+
+def _written(w: _Write) -> str:
+    """``w.action.new_text`` stripped (empty when there is none), computed once per write."""
+    a = w.written
+    if a is None:
+        new = w.action.new_text
+        a = w.written = new.strip() if new else ""
+    return a
 
 
 def _anchored(anchors: AnchorSet, action: Action, event: ToolEvent) -> Effect:
@@ -264,7 +269,11 @@ class WriteLedger:
                 # undo_edit takes back the last edit only; git checkout/restore all of them
                 reverted = live[-1:] if action.intent == "undo_edit" else live
             elif kind is WK_EDIT:
-                reverted = [w for w in entries if not w.reverted and _reverses(action, w.action)]
+                # the stripped texts are computed once: the edit's here, each write's on first use
+                old = action.old_text
+                b = old.strip() if old else ""
+                if b:
+                    reverted = [w for w in entries if not w.reverted and _rewrites(b, _written(w))]
             for w in reverted:
                 w.reverted = True
         else:
@@ -281,7 +290,11 @@ class WriteLedger:
     def survives(self, path: str) -> bool:
         """Some recorded write to ``path`` has not been reverted."""
         entries = self.files.get(path)
-        return bool(entries) and any(not w.reverted for w in entries)  # type: ignore[union-attr]
+        if entries:
+            for w in entries:  # a loop, not any(<generator>): this runs for reads of written files
+                if not w.reverted:
+                    return True
+        return False
 
 
 class EffectLabeler:
@@ -326,21 +339,31 @@ class EffectLabeler:
         t = action.type
         if t is REASON:
             return REASONING
-        if outcome_failed(action, event):
+        # outcome_failed, inlined without its memo: the label is the first (and, in the default
+        # pipeline, the only) judgement of the step's outcome; later stages read it from the step.
+        if event.is_error:
             return FAILED
+        code = event.exit_code
+        if code is not None:
+            if code != 0:
+                return FAILED
+        else:
+            result = event.result
+            if result and isinstance(result, str) and _judge(t, action.structured, result):
+                return FAILED
         if t is FILE_WRITE:
             reverted = self.ledger.record(index, action, ref)
             if reverted:
                 for w in reverted:
                     self._revise(w.index, REVERTED, w.ref)
             return SURVIVED
-        if t is FILE_READ or t is SEARCH:
+        if t is FILE_READ:
             if self.anchors is not None:
                 return _anchored(self.anchors, action, event)
             # Without anchors a read is relevant when the run keeps a write to its file, which may only
-            # become known later: the read waits for the end of the run. Searches stay neutral.
+            # become known later: the read waits for the end of the run.
             path = action.target
-            if path is None or t is SEARCH:
+            if path is None:
                 return NEUTRAL
             ledger = self.ledger
             if path in ledger.files and ledger.survives(path):
@@ -355,6 +378,8 @@ class EffectLabeler:
             return NEUTRAL
         if t is COMMAND:
             return JUSTIFIED if action.is_validation else NEUTRAL
+        if t is SEARCH:  # without anchors, searches stay neutral
+            return NEUTRAL if self.anchors is None else _anchored(self.anchors, action, event)
         return RECORDED
 
     def _revise(self, index: int, effect: Effect, ref: Any) -> None:

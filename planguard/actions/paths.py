@@ -28,6 +28,7 @@ DEFAULT_ROOTS: tuple[str, ...] = (
 
 _CACHE_MAX = 4096
 _QUOTES = "'\""
+_ABSOLUTE = ("/", "~", "$")
 
 # Test-ish: the plan-compliance paper's hints (PHASE_RULES §2) plus the scratch-script names agents use
 # for checks (verify_fix.py, check_bug.py); a write to such a file is not a source write.
@@ -48,6 +49,7 @@ _FILE_NAMES = frozenset(
 _TEST_AFTER = re.compile(r"[/_]tests?_|/(?:tests?|testing)/|_tests?\b|/tests?\.py$")
 _TEST_AT_START = re.compile(r"(?:tests?|testing)/|tests?_|tests?\.py$")
 _AT_ROOT_OR_DIR = ("repro", "debug_", "verify_", "check_", "scratch")
+_IN_DIR = tuple("/" + word for word in _AT_ROOT_OR_DIR)
 
 
 def is_test_path(path: str) -> bool:
@@ -63,7 +65,12 @@ def is_test_path(path: str) -> bool:
         i = low.find("test", i + 1)
     if low.endswith(("conftest.py", "conftest.py\n")) or "reproduc" in low:
         return True
-    return any(word in low and (low.startswith(word) or "/" + word in low) for word in _AT_ROOT_OR_DIR)
+    if low.startswith(_AT_ROOT_OR_DIR):
+        return True
+    for word in _IN_DIR:  # noqa: SIM110 - a generator costs more than the five substring tests
+        if word in low:
+            return True
+    return False
 
 
 def is_scratch_path(path: str) -> bool:
@@ -82,12 +89,15 @@ def looks_like_file(path: str) -> bool:
 class PathNormaliser:
     """Repo-relative, lexically clean paths. ``roots`` are regular expressions of work-directory roots."""
 
-    __slots__ = ("_cache", "_root_re")
+    __slots__ = ("_cache", "_lead", "_root_re")
 
     def __init__(self, roots: Sequence[str] = DEFAULT_ROOTS) -> None:
         self._root_re: re.Pattern[str] | None = (
             re.compile("^(?:" + "|".join(f"(?:{r})" for r in roots) + r")(?:/|$)") if roots else None
         )
+        # The first root, when it is a plain directory (``/testbed``), followed by "/": a path starting so
+        # is what the regex's first alternative strips, found with one ``startswith``.
+        self._lead: str | None = roots[0] + "/" if roots and re.escape(roots[0]) == roots[0] else None
         self._cache: dict[str, str] = {}
 
     def __call__(self, raw: str, cwd: str | None = None) -> str:
@@ -95,24 +105,27 @@ class PathNormaliser:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        out = self._normalise(raw, cwd)
-        if len(self._cache) >= _CACHE_MAX:
-            self._cache.clear()
-        self._cache[key] = out
-        return out
-
-    def _normalise(self, raw: str, cwd: str | None) -> str:
+        # Normalised in line (no helper call): a run's first sight of each path comes through here.
         p = raw.strip().strip(_QUOTES)
         if not p:
-            return "."
-        if cwd and not p.startswith(("/", "~", "$")):
-            p = f"{cwd.rstrip('/')}/{p}"
-        if "//" in p or "/." in p or p.startswith("./") or p.endswith("/"):
-            p = posixpath.normpath(p)
-            if p.startswith("//"):
-                p = p[1:]
-        if self._root_re is not None and p.startswith("/"):
-            m = self._root_re.match(p)
-            if m is not None:
-                p = p[m.end() :] or "."
+            p = "."
+        else:
+            if cwd and not p.startswith(_ABSOLUTE):
+                p = f"{cwd.rstrip('/')}/{p}"
+            if "//" in p or "/." in p or p.startswith("./") or p.endswith("/"):
+                p = posixpath.normpath(p)
+                if p.startswith("//"):
+                    p = p[1:]
+            if p.startswith("/") and self._root_re is not None:
+                lead = self._lead
+                if lead is not None and p.startswith(lead):
+                    p = p[len(lead) :] or "."
+                else:
+                    m = self._root_re.match(p)
+                    if m is not None:
+                        p = p[m.end() :] or "."
+        cache = self._cache
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[key] = p
         return p

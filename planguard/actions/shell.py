@@ -90,6 +90,14 @@ _SQ_JOIN = "'\"'\"'"
 
 def _unquote(word: str) -> str:
     if "'" in word or '"' in word or "\\" in word:
+        if (
+            word[0] == '"'
+            and word[-1] == '"'
+            and len(word) >= 2
+            and "\\" not in word
+            and word.count('"') == 2
+        ):
+            return word[1:-1]  # ``"*.py"``: one double-quoted run, nothing escaped in it
         if len(word) >= 2 and word[0] == "'" and word[-1] == "'":
             # ``'a'"'"'b'`` is ``a'b``: split and join in C instead of a Python callback per quoted run
             # (a file body has hundreds). Only when every other single quote is part of a join.
@@ -118,6 +126,8 @@ class _Stage:
 # python reproduce.py``, ``pytest -q``, ``find . -name x | head``) split with str methods alone.
 _PLAIN = re.compile(r"[^'\"\\<>()`$\n#{}]*")
 _PLAIN_SPLIT = re.compile(r"(&&|\|\||;;?|\|&?|&)")
+# One plain simple command (no separators or pipes either): the head of a line before its first ``&&``.
+_PLAIN_HEAD = re.compile(r"[^'\"\\<>()`$\n#{};|&]*")
 # Everything else: one token per match (heredocs, which need positions, take the general path).
 _FAST_TOKEN = re.compile(
     r"""\\\n|\n|&&|\|\||;;?|\|&?|&(?![>\d])|(?:\d|&)?>>?(?:&\d*-?)?|<<<|<"""
@@ -140,6 +150,19 @@ def tokenize(line: str) -> list[list[_Stage]]:
     return _tokenize_fast(line)
 
 
+_new = object.__new__
+
+
+def _made_stage(words: list[str], outputs: list[str], appends: bool) -> _Stage:
+    st: _Stage = _new(_Stage)  # a finished stage: no lists to make and throw away
+    st.words = words
+    st.outputs = outputs
+    st.appends = appends
+    st.heredoc = False
+    st.body = None
+    return st
+
+
 def _tokenize_plain(line: str) -> list[list[_Stage]]:
     segments: list[list[_Stage]] = []
     pipeline: list[_Stage] = []
@@ -153,49 +176,61 @@ def _tokenize_plain(line: str) -> list[list[_Stage]]:
             continue
         words = part.split()
         if words:
-            st = _Stage()
-            st.words = words
-            pipeline.append(st)
+            pipeline.append(_made_stage(words, [], False))
     if pipeline:
         segments.append(pipeline)
     return segments
 
 
+# What a non-word token of the fast tokenizer does: 1 ends a segment, 2 a stage, 3 nothing (line
+# continuation), 4 only cancels a pending redirection (parentheses, unbalanced quotes).
+_FAST_KIND = {
+    **dict.fromkeys(_SEPARATORS, 1),
+    **dict.fromkeys(_PIPES, 2),
+    "\\\n": 3,
+    **dict.fromkeys(_STRAY, 4),
+}
+
+
 def _tokenize_fast(line: str) -> list[list[_Stage]]:
     segments: list[list[_Stage]] = []
     pipeline: list[_Stage] = []
-    stage = _Stage()
+    words: list[str] = []
+    outputs: list[str] = []
+    appends = False
     expect: str | None = None
+    kind_of = _FAST_KIND.get
     for tok in _FAST_TOKEN.findall(line)[:_MAX_TOKENS]:
-        if tok in _SEPARATORS or tok in _PIPES:
-            if stage.words or stage.outputs:
-                pipeline.append(stage)
-            stage = _Stage()
+        kind = kind_of(tok)
+        if kind is None:
+            if tok[0] in _REDIR_START and _REDIR.fullmatch(tok) is not None:
+                # 2>&1, >&2, 3>&- are descriptor plumbing, not files
+                expect = None if tok.endswith(("&", "-")) or tok[-1].isdigit() else tok
+                continue
+            if "'" in tok or '"' in tok or "\\" in tok:
+                tok = _unquote(tok)
+            if expect is None:
+                words.append(tok)
+            else:
+                if expect != "<" and expect != "<<<":
+                    outputs.append(tok)
+                    if expect.endswith(">>"):
+                        appends = True
+                expect = None
+        elif kind <= 2:
+            if words or outputs:
+                pipeline.append(_made_stage(words, outputs, appends))
+                words = []
+                outputs = []
+                appends = False
             expect = None
-            if tok not in _PIPES and pipeline:
+            if kind == 1 and pipeline:
                 segments.append(pipeline)
                 pipeline = []
-            continue
-        if tok == "\\\n":  # line continuation
-            continue
-        if len(tok) == 1 and tok in _STRAY:  # parentheses, unbalanced quotes: no meaning here
+        elif kind == 4:
             expect = None
-            continue
-        if tok[0] in _REDIR_START and _REDIR.fullmatch(tok) is not None:
-            # 2>&1, >&2, 3>&- are descriptor plumbing, not files
-            expect = None if tok.endswith(("&", "-")) or tok[-1].isdigit() else tok
-            continue
-        word = _unquote(tok)
-        if expect is not None:
-            if expect != "<" and expect != "<<<":
-                stage.outputs.append(word)
-                if expect.endswith(">>"):
-                    stage.appends = True
-            expect = None
-        else:
-            stage.words.append(word)
-    if stage.words or stage.outputs:
-        pipeline.append(stage)
+    if words or outputs:
+        pipeline.append(_made_stage(words, outputs, appends))
     if pipeline:
         segments.append(pipeline)
     return segments
@@ -347,6 +382,31 @@ class ShellVerdict:
         self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
 
 
+def _verdict(
+    type: ActionType, target: str | None, path: str | None, intent: str | None, validation: bool, rank: int
+) -> ShellVerdict:
+    """``ShellVerdict(type, target, path=…, intent=…, validation=…, rank=…)`` for the handlers every new
+    line goes through: positional, and the slots stored directly (half the cost of the keyword call)."""
+    v: ShellVerdict = _new(ShellVerdict)
+    v.type = type
+    v.target = target
+    v.path = path
+    v.intent = intent
+    v.is_validation = validation
+    v.is_completion = False
+    v.write = None
+    v.program = None
+    v.structured = False
+    v.old_text = None
+    v.new_text = None
+    v.rank = rank
+    v.is_source_write = False
+    v.runs_code = False
+    v.cwd = None
+    v.scaffold = None
+    return v
+
+
 # How much a segment says about the line (higher wins; ties keep the first).
 R_TRIVIAL, R_NAVIGATE, R_FETCH, R_READ, R_SEARCH, R_COMMAND, R_VALIDATE, R_WRITE, R_COMPLETE = range(9)
 
@@ -494,6 +554,8 @@ _CONTROL = frozenset(
 )
 #: Segments that only open a loop or a case (``for f in *.py``); their body segments are judged.
 _LOOP_HEADS = frozenset({"for", "case", "select", "function"})
+#: Words ``_stage`` skips before the program (assignments aside, which hold a ``=``).
+_PREFIX_WORDS = _CONTROL | _WRAPPERS | {"timeout", "env"}
 _VALUE_FLAGS_GREP = frozenset(
     {
         "-e",
@@ -534,6 +596,11 @@ _VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 # Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
 _INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
+# The same test, led by the literal every alternative contains: the regex engine then skips to each
+# "test" instead of trying five alternatives at every character of the code (30x on inline scripts).
+_INLINE_TEST_FAST = re.compile(
+    r"test(?:(?<=\bpytest)\b|(?<=\bunittest)\b|(?<=\bdoctest)\b|(?<=\.test)\(|(?<=\bruntest)s\b|(?<=\brun_test)s\b)"
+)
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _WS = re.compile(r"\s+")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -572,12 +639,13 @@ def _collapse(text: str, limit: int = 160) -> str:
 
 
 class ShellClassifier:
-    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser and memo).
+    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser and memos:
+    whole lines, and the ``&&`` pieces lines are made of).
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
     """
 
-    __slots__ = ("_memo", "norm", "swe_agent_commands")
+    __slots__ = ("_memo", "_pieces", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
     #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
@@ -587,6 +655,8 @@ class ShellClassifier:
         self.norm = norm
         self.swe_agent_commands = swe_agent_commands
         self._memo: dict[str, ShellVerdict] = {}
+        # (cwd, text) of an ``&&`` piece -> (its verdict, the directory after it); see ``_judge_line``.
+        self._pieces: dict[tuple[str | None, str], tuple[ShellVerdict | None, str | None]] = {}
 
     def classify(self, line: str, cwd: str | None = None) -> ShellVerdict:
         # Repeated lines (the loops users complain about) cost a lookup. Long lines (file bodies, inline
@@ -610,7 +680,8 @@ class ShellClassifier:
         stripped = line.lstrip()
         if not stripped:
             return ShellVerdict(REASON, rank=R_TRIVIAL)
-        if self.swe_agent_commands:
+        # The first word is only split off (a copy of the whole line) when it can be a tool command.
+        if self.swe_agent_commands and stripped.startswith(_SWE_TOOL_PREFIXES):
             first = stripped.split(None, 1)[0]
             if first in _SWE_TOOL_WORDS:
                 verdict = self._swe_agent(first, stripped)
@@ -620,8 +691,16 @@ class ShellClassifier:
                     elif first != "submit":
                         verdict.scaffold = "swe-agent-0.x"
                     return verdict
+        best = self._judge_line(line, cwd) if depth == 0 else self._judge(line, cwd, depth)[0]
+        if best is None:
+            return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
+        return best
+
+    def _judge(self, text: str, cwd: str | None, depth: int) -> tuple[ShellVerdict | None, str | None]:
+        """The segment that says most about ``text`` (None when none says anything), and the directory
+        the segments leave behind."""
         best: ShellVerdict | None = None
-        for pipeline in tokenize(line):
+        for pipeline in tokenize(text):
             v = self._pipeline(pipeline, cwd, depth)
             if v is None:
                 continue
@@ -629,9 +708,42 @@ class ShellClassifier:
                 cwd = v.cwd
             if best is None or v.rank > best.rank:
                 best = v
-        if best is None:
-            return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
-        return best
+        return best, cwd
+
+    def _judge_line(self, line: str, cwd: str | None) -> ShellVerdict | None:
+        """``_judge`` of a top-level line, reusing the verdicts of ``&&`` pieces seen before (``cd
+        /testbed && …`` starts most lines of a run).
+
+        A head before the first ``&&`` that holds no quoting, redirection, substitution, separator or
+        newline (``_PLAIN_HEAD``) tokenizes to the same words alone as in the line, and every tokenizer
+        starts afresh after ``&&`` (lines this short are never cut at ``_MAX_TOKENS``): the line's segments
+        are the head's followed by the rest's. The best of both halves is the best of the line (ties keep
+        the first), and the rest resolves against the directory the head leaves. Verdicts are not changed
+        once made, so a remembered one can stand in any line.
+        """
+        at = line.find("&&")
+        if at <= 0 or len(line) > self.MEMO_LINE_MAX or _PLAIN_HEAD.fullmatch(line, 0, at) is None:
+            return self._judge(line, cwd, 0)[0]
+        head, head_cwd = self._piece(line[:at].strip(" \t"), cwd)
+        rest, _ = self._piece(line[at + 2 :].lstrip(" \t"), head_cwd)
+        return rest if head is None or (rest is not None and rest.rank > head.rank) else head
+
+    def _piece(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
+        key = (cwd, text)
+        hit = self._pieces.get(key)
+        if hit is None:
+            at = text.find("&&")
+            if at > 0 and _PLAIN_HEAD.fullmatch(text, 0, at) is not None:
+                head, head_cwd = self._piece(text[:at].strip(" \t"), cwd)
+                rest, rest_cwd = self._piece(text[at + 2 :].lstrip(" \t"), head_cwd)
+                best = rest if head is None or (rest is not None and rest.rank > head.rank) else head
+                hit = (best, rest_cwd)
+            else:
+                hit = self._judge(text, cwd, 0)
+            if len(self._pieces) >= self._MEMO_MAX:
+                self._pieces.clear()
+            self._pieces[key] = hit
+        return hit
 
     def _pipeline(self, stages: list[_Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)
@@ -664,7 +776,9 @@ class ShellClassifier:
         # Strip assignments, wrappers and control keywords: ``FOO=1 sudo timeout 5 grep …``.
         while i < nw:
             w = words[i]
-            if _ASSIGN.match(w) or w in _CONTROL:
+            if w not in _PREFIX_WORDS and "=" not in w:  # the program itself (nearly always words[0])
+                break
+            if w in _CONTROL or _ASSIGN.match(w):
                 i += 1
             elif w in _WRAPPERS:
                 i += 1
@@ -737,7 +851,7 @@ class ShellClassifier:
         elif prog in _NAVIGATORS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
             target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
-            verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
+            verdict = _verdict(NAVIGATE, target, target, prog, False, R_NAVIGATE)
         elif prog in _FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
             if url is None:
@@ -750,7 +864,7 @@ class ShellClassifier:
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self._path(ops[0], cwd) if ops else None
-            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE)
+            verdict = _verdict(COMMAND, prog, path, prog, True, R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
             sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
@@ -787,7 +901,7 @@ class ShellClassifier:
         else:
             sub = next((w for w in words[args_at : args_at + 1] if not w.startswith("-")), "")
             intent = f"{prog} {sub}" if sub and sub.isidentifier() and len(sub) <= 20 else prog
-            verdict = ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
+            verdict = _verdict(COMMAND, intent, None, intent, False, R_COMMAND)
         if verdict is None:
             return None
         verdict.program = prog
@@ -807,17 +921,11 @@ class ShellClassifier:
         new: str | None,
     ) -> ShellVerdict:
         target = self._path(raw, cwd) if raw else None
-        v = ShellVerdict(
-            FILE_WRITE,
-            target,
-            path=target,
-            intent=prog,
-            write=kind,
-            program=prog,
-            old_text=old,
-            new_text=new,
-            rank=R_WRITE,
-        )
+        v = _verdict(FILE_WRITE, target, target, prog, False, R_WRITE)
+        v.write = kind
+        v.program = prog
+        v.old_text = old
+        v.new_text = new
         v.is_source_write = _is_source(target)
         return v
 
@@ -840,9 +948,9 @@ class ShellClassifier:
         ops = _operands(words, at, _VALUE_FLAGS_HEAD if prog in ("head", "tail") else frozenset())
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
-            return ShellVerdict(FILE_READ, None, intent=prog, rank=R_READ)
+            return _verdict(FILE_READ, None, None, prog, False, R_READ)
         target = self._path(ops[0], cwd)
-        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
+        return _verdict(FILE_READ, target, target, prog, False, R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         pattern: str | None = None
@@ -858,7 +966,7 @@ class ShellClassifier:
             pattern, ops = ops[0], ops[1:]
         scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
         query = f"{_collapse(pattern or '', 120)} @ {scope}"
-        return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
+        return _verdict(SEARCH, query, scope, "grep", False, R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         k = at
@@ -896,13 +1004,7 @@ class ShellClassifier:
                     intent="grep",
                     rank=R_SEARCH,
                 )
-        return ShellVerdict(
-            SEARCH,
-            f"{_collapse(query_text, 120)} @ {scope}",
-            path=scope,
-            intent="find",
-            rank=R_SEARCH,
-        )
+        return _verdict(SEARCH, f"{_collapse(query_text, 120)} @ {scope}", scope, "find", False, R_SEARCH)
 
     def _python(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
         v = self._python_kind(prog, words, at, st, cwd)
@@ -953,7 +1055,7 @@ class ShellClassifier:
                 w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
             ):
                 code = words[k + 1] if k + 1 < len(words) else ""
-                is_test = _INLINE_TEST.search(code) is not None
+                is_test = _INLINE_TEST_FAST.search(code) is not None
                 return ShellVerdict(
                     COMMAND,
                     "python -c",
@@ -982,14 +1084,7 @@ class ShellClassifier:
             or base.startswith("runtests")
             or (base == "manage.py" and bool(args) and args[0] == "test")
         )
-        v = ShellVerdict(
-            COMMAND,
-            intent,
-            path=path,
-            intent=intent,
-            validation=validation,
-            rank=R_VALIDATE if validation else R_COMMAND,
-        )
+        v = _verdict(COMMAND, intent, path, intent, validation, R_VALIDATE if validation else R_COMMAND)
         v.runs_code = True
         return v
 
@@ -1167,6 +1262,7 @@ _SWE_TOOL_WORDS = frozenset(
         "insert",
     }
 )
+_SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
 # ------------------------------------------------------------------------- per-program handlers
@@ -1178,7 +1274,7 @@ def _h_cd(
     ops = _operands(words, at, frozenset())
     raw = ops[0] if ops else "~"
     path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
-    v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
+    v = _verdict(NAVIGATE, path, path, "cd", False, R_NAVIGATE)
     # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
     v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
     return v

@@ -103,44 +103,16 @@ SURFACES: dict[str, ToolSurface] = {
 
 # ------------------------------------------------------------------------------ fast construction
 # A frozen dataclass's generated __init__ sets every field through object.__setattr__ (~2 µs for 15
-# fields); the classifier builds one Action per tool call, so it sets the slots directly instead.
-_SLOT_SETTERS = tuple(
-    Action.__dict__[name].__set__
-    for name in (
-        "type",
-        "target",
-        "tool",
-        "path",
-        "intent",
-        "is_validation",
-        "is_source_write",
-        "is_completion",
-        "write",
-        "shell",
-        "structured",
-        "scaffold",
-        "old_text",
-        "new_text",
-        "text",
-    )
-)
-(
-    _s_type,
-    _s_target,
-    _s_tool,
-    _s_path,
-    _s_intent,
-    _s_val,
-    _s_src,
-    _s_done,
-    _s_write,
-    _s_shell,
-    _s_struct,
-    _s_scaffold,
-    _s_old,
-    _s_new,
-    _s_text,
-) = _SLOT_SETTERS
+# fields); the classifier builds one Action per tool call. It fills a plain twin with the same slots
+# instead (ordinary attribute stores) and then makes the object an Action: the layouts are identical, so
+# CPython allows the class assignment, and the result is an ordinary frozen Action from then on.
+
+
+class _ActionFields:
+    __slots__ = Action.__slots__
+
+
+_s_scaffold = Action.__dict__["scaffold"].__set__  # the vocabulary's scaffold, set on a finished Action
 _new = object.__new__
 
 
@@ -162,23 +134,25 @@ def make_action(
     text: str | None = None,
 ) -> Action:
     """``Action(...)`` at a fraction of the cost (same result, same immutability)."""
-    a: Action = _new(Action)
-    _s_type(a, type)
-    _s_target(a, target)
-    _s_tool(a, tool)
-    _s_path(a, path)
-    _s_intent(a, intent)
-    _s_val(a, is_validation)
-    _s_src(a, is_source_write)
-    _s_done(a, is_completion)
-    _s_write(a, write)
-    _s_shell(a, shell)
-    _s_struct(a, structured)
-    _s_scaffold(a, scaffold)
-    _s_old(a, old_text)
-    _s_new(a, new_text)
-    _s_text(a, text)
-    return a
+    a: Any = _new(_ActionFields)
+    a.type = type
+    a.target = target
+    a.tool = tool
+    a.path = path
+    a.intent = intent
+    a.is_validation = is_validation
+    a.is_source_write = is_source_write
+    a.is_completion = is_completion
+    a.write = write
+    a.shell = shell
+    a.structured = structured
+    a.scaffold = scaffold
+    a.old_text = old_text
+    a.new_text = new_text
+    a.text = text
+    a.__class__ = Action
+    action: Action = a
+    return action
 
 
 # --------------------------------------------------------------------------------------- rules
@@ -351,10 +325,14 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
 )
 
 
+#: (rules, exact tool name -> position of its first rule, the pattern rules with their positions)
+_RuleIndex = tuple[tuple[MappingRule, ...], dict[str, int], tuple[tuple[int, MappingRule], ...]]
+
+
 class ActionVocabulary:
     """Rules (first match wins) + path roots + whether SWE-agent's tool commands are recognised in shells."""
 
-    __slots__ = ("name", "roots", "rules", "scaffold", "swe_agent_commands")
+    __slots__ = ("_index", "name", "roots", "rules", "scaffold", "swe_agent_commands")
 
     def __init__(
         self,
@@ -371,6 +349,7 @@ class ActionVocabulary:
         self.swe_agent_commands = swe_agent_commands
         # The scaffold every call of this vocabulary comes from, when known (overrides per-tool hints).
         self.scaffold = scaffold
+        self._index: _RuleIndex | None = None
 
     def extend(self, rules: Iterable[MappingRule], **changes: Any) -> ActionVocabulary:
         """A vocabulary with ``rules`` tried before these ones."""
@@ -384,14 +363,34 @@ class ActionVocabulary:
         return ActionVocabulary((*rules, *self.rules), **kw)
 
     def rule_for(self, tool: str) -> MappingRule | None:
-        for rule in self.rules:
+        # First match wins. Most rules name one tool exactly (no glob character, no ``re:``): those are
+        # found by name, and only the patterns listed before that rule are tried (the built-in ones all
+        # come after). A new tool name costs a lookup, not a glob match against every rule before it.
+        index = self._index
+        if index is None or index[0] is not self.rules:
+            index = self._index = _rule_index(self.rules)
+        at = index[1].get(tool)
+        for k, rule in index[2]:
+            if at is not None and k > at:
+                break
             if rule.matches(tool):
                 return rule
-        return None
+        return self.rules[at] if at is not None else None
 
     @property
     def surface(self) -> ToolSurface | None:
         return SURFACES.get(self.scaffold) if self.scaffold else None
+
+
+def _rule_index(rules: tuple[MappingRule, ...]) -> _RuleIndex:
+    exact: dict[str, int] = {}
+    patterns: list[tuple[int, MappingRule]] = []
+    for k, rule in enumerate(rules):
+        if rule.tool.startswith("re:") or any(ch in rule.tool for ch in "*?["):
+            patterns.append((k, rule))
+        else:
+            exact.setdefault(rule.tool, k)
+    return rules, exact, tuple(patterns)
 
 
 DEFAULT_VOCABULARY = ActionVocabulary()
@@ -442,8 +441,16 @@ class ActionClassifier:
         self._actions[key] = action
 
     def __call__(self, event: ToolEvent) -> Action:
+        # ``_classify`` inlined: this is the per-call entry point, and a call level costs ~5% of a memo hit.
         try:
-            return self._classify(event)
+            hit = self._by_tool.get(event.tool)
+            if hit is None:
+                hit = self._resolve(event.tool)
+            action = hit[1](self, hit[0], event)
+            scaffold = self.vocabulary.scaffold
+            if scaffold is not None and action.scaffold != scaffold:
+                _s_scaffold(action, scaffold)
+            return action
         except Exception:
             return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
@@ -556,34 +563,49 @@ def _raw_text(event: ToolEvent) -> str | None:
 
 
 def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
-    if cmd is None:
-        cmd = _raw_text(event)
-    if cmd is None:
-        return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     args = event.arguments
-    if _is_map(args) and args.get("is_input") in (True, "true"):
-        return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
-    if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
-        cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
+    # The usual call, ``{"command": "<line>"}`` (a string: not a Codex list, not input to a running
+    # process), is the line itself; anything else takes the general reading.
+    cmd: Any = None
+    if type(args) is dict and not rule.target:
+        cmd = args.get("command")
+        if cmd.__class__ is not str or not cmd or args.get("is_input") in (True, "true"):
+            cmd = None
+    if cmd is None:
+        cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
+        if cmd is None:
+            cmd = _raw_text(event)
+        if cmd is None:
+            return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
+        if _is_map(args) and args.get("is_input") in (True, "true"):
+            return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+        if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
+            cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
+    tool = event.tool
+    # Every entry under (tool, None, line) is the action this classifier makes of that line whichever
+    # reading gave it (it depends on nothing else), so a line seen before is one lookup.
+    cacheable = len(cmd) <= _MEMO_LINE_MAX
+    if cacheable:
+        hit = c._actions.get((tool, None, cmd))
+        if hit is not None:
+            return hit
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
             sub, raw = parts[1], parts[2]
             if "'" in raw or '"' in raw or "\\" in raw:
                 raw = unquote(raw)
+            if sub == "view":
+                action = _editor_view(c, "swe-agent", tool, raw)
+                if cacheable:
+                    c._remember((tool, None, cmd), action)
+                return action
             old = new = None
-            if sub != "view" and len(parts) > 3:
+            if len(parts) > 3:
                 rest = parts[3]
                 old = swe_flag_text(rest, "--old_str")
                 new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
-            return _editor_call(c, "swe-agent", event.tool, sub, raw, old, new)
-    tool = event.tool
-    cacheable = len(cmd) <= ShellClassifier.MEMO_LINE_MAX
-    if cacheable:
-        hit = c._actions.get((tool, None, cmd))
-        if hit is not None:
-            return hit
+            return _editor_write(c, "swe-agent", tool, sub, raw, old, new)
     verdict = c.shell.classify(cmd)
     action = c.from_verdict(verdict, rule, event, True)
     # Decided by the line alone, except the 0.x editing commands that act on the open file.
@@ -594,7 +616,7 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
 
 def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     args = event.arguments
-    if not _is_map(args):
+    if args.__class__ is not dict and not _is_map(args):
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
             return c.from_verdict(c.shell.classify(text), rule, event, False)
@@ -604,10 +626,10 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     if sub.__class__ is not str or raw_path.__class__ is not str:
         return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     if sub == "view":
-        return _editor_call(c, rule.scaffold, event.tool, sub, raw_path, None, None)
+        return _editor_view(c, rule.scaffold, event.tool, raw_path)
     old = args.get("old_str")
     new = args.get("file_text" if sub == "create" else "new_str")
-    return _editor_call(
+    return _editor_write(
         c,
         rule.scaffold,
         event.tool,
@@ -618,7 +640,34 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     )
 
 
-def _editor_call(
+# The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the action
+# string alike; built straight into the record (the most frequent calls of those scaffolds).
+
+
+def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
+    key = (tool, scaffold, raw_path)
+    action = c._actions.get(key)
+    if action is None:
+        path = c.norm(raw_path)  # not path_info: whether a viewed path is source is never needed
+        action = make_action(
+            FILE_READ if looks_like_file(path) else NAVIGATE,
+            path,
+            tool,
+            path,
+            "view",
+            False,
+            False,
+            False,
+            None,
+            None,
+            True,
+            scaffold,
+        )
+        c._remember(key, action)
+    return action
+
+
+def _editor_write(
     c: ActionClassifier,
     scaffold: str | None,
     tool: str,
@@ -627,33 +676,11 @@ def _editor_call(
     old: str | None,
     new: str | None,
 ) -> Action:
-    """The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the
-    action string alike; built straight into the record (the most frequent call of those scaffolds)."""
-    if sub == "view":
-        key = (tool, scaffold, raw_path)
-        action = c._actions.get(key)
-        if action is None:
-            path, is_file, _ = c.path_info(raw_path)
-            action = make_action(
-                FILE_READ if is_file else NAVIGATE,
-                path,
-                tool,
-                path,
-                "view",
-                False,
-                False,
-                False,
-                None,
-                None,
-                True,
-                scaffold,
-            )
-            c._remember(key, action)
-        return action
-    path, is_file, is_source = c.path_info(raw_path)
     kind = _EDITOR_WRITES.get(sub)
     if kind is None:
         return make_action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
+    info = c._paths.get(raw_path)
+    path, _, is_source = info if info is not None else c.path_info(raw_path)
     return make_action(
         FILE_WRITE, path, tool, path, sub, False, is_source, False, kind, None, True, scaffold, old, new
     )
@@ -939,6 +966,7 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
 
 
 _EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
+_MEMO_LINE_MAX = ShellClassifier.MEMO_LINE_MAX
 _EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
 _READERS: dict[str, _Reader] = {

@@ -7,6 +7,7 @@ measured through; keep its keys stable.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from typing import IO, Any
@@ -81,7 +82,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"planguard replay: {exc}", file=sys.stderr)
         return 2
-    out: IO[str] = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    # A recorded string may hold a lone surrogate (JSON allows "\ud800"), which UTF-8 cannot encode; written
+    # as a backslash escape it stays valid JSON that decodes to the same string.
+    if args.output:
+        out: IO[str] = open(args.output, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    else:
+        out = sys.stdout
+        if isinstance(out, io.TextIOWrapper):
+            out.reconfigure(errors="backslashreplace")
     fmt = args.format or ("table" if out.isatty() else "jsonl")
     failed = 0
     rows: list[dict[str, Any]] = []

@@ -72,16 +72,18 @@ def default_detectors(
 ) -> tuple[Detector, ...]:
     """Every built-in detector the config enables (all, with the paper's thresholds, by default).
 
-    The effect tracker comes first. ``scaffold`` (else ``config.actions.scaffold``) fixes the tool surface
-    for the tool-gated detectors; without it they learn it from the run's tool names.
+    The effect tracker comes first; with it, the end-of-run detectors read the run facts it keeps instead
+    of observing every step themselves. ``scaffold`` (else ``config.actions.scaffold``) fixes the tool
+    surface for the tool-gated detectors; without it they learn it from the run's tool names.
     """
     cfg = config or DetectorsConfig()
     if not cfg.enabled:
         return ()
     sc = scaffold if scaffold is not None else cfg.actions.scaffold
     out: list[Detector] = []
-    if cfg.effects.enabled:
-        out.append(EffectTracker())
+    tracker = EffectTracker() if cfg.effects.enabled else None
+    if tracker is not None:
+        out.append(tracker)
     if cfg.search_loop.enabled:
         out.append(SearchLoop(cfg.search_loop.threshold, strict=cfg.search_loop.strict))
     if cfg.reread_churn.enabled:
@@ -97,9 +99,9 @@ def default_detectors(
     if cfg.repeated_call.enabled:
         out.append(RepeatedCall(cfg.repeated_call.repeats, cfg.repeated_call.cycles))
     if cfg.no_tail_validation.enabled:
-        out.append(NoTailValidation(cfg.no_tail_validation.tail))
+        out.append(NoTailValidation(cfg.no_tail_validation.tail, effects=tracker))
     if cfg.unsupported_completion.enabled:
-        out.append(UnsupportedCompletion(cfg.unsupported_completion.pattern))
+        out.append(UnsupportedCompletion(cfg.unsupported_completion.pattern, effects=tracker))
     return tuple(out)
 
 

@@ -21,6 +21,9 @@ def action_of(step: Step) -> Action:
     return classify_action(step.event)
 
 
+_NO_SURFACE = ToolSurface()  # immutable: one shared instance, not one per session
+
+
 class SurfaceTracker:
     """Which structured tools the run's scaffold exposes: configured, or the union of what its tools name.
 
@@ -32,7 +35,7 @@ class SurfaceTracker:
 
     def __init__(self, scaffold: str | None = None) -> None:
         self.fixed = scaffold is not None
-        self.surface: ToolSurface = SURFACES.get(scaffold or "", ToolSurface())
+        self.surface: ToolSurface = SURFACES.get(scaffold or "", _NO_SURFACE)
         self.seen: set[str] = set()
 
     def learn(self, action: Action) -> ToolSurface:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.anchors import AnchorSet
 from ..actions.effects import EffectLabeler
-from ..actions.types import Action, Effect
+from ..actions.types import COMMAND, JUSTIFIED, REASON, Action, Effect
 from ..findings import Finding
 from ..milestones import Milestone, MilestoneTracker
 from ._common import action_of
@@ -29,7 +29,19 @@ __all__ = ["EffectState", "EffectTracker", "effect_state", "set_anchors"]
 
 
 class EffectState:
-    __slots__ = ("labeler", "last", "milestones", "n", "recent")
+    """The tracker's per-session state. Besides labels and milestones it keeps the run facts the
+    end-of-run detectors judge (``last_*``, ``text``, ``n``): they need not observe every step themselves."""
+
+    __slots__ = (
+        "labeler",
+        "last_ok_validation",
+        "last_source_write",
+        "last_validation",
+        "milestones",
+        "n",
+        "recent",
+        "text",
+    )
 
     RECENT = 64
 
@@ -37,8 +49,11 @@ class EffectState:
         self.labeler = EffectLabeler(anchors, max_pending_reads=max_pending_reads)
         self.milestones = MilestoneTracker(anchors)
         self.recent: deque[tuple[int, Effect]] = deque(maxlen=self.RECENT)
-        self.last: Effect | None = None
-        self.n = 0
+        self.n = 0  # steps observed (1 + the highest step index)
+        self.last_source_write = -1  # step of the latest source-file write
+        self.last_validation = -1  # step of the latest validation command
+        self.last_ok_validation = -1  # step of the latest validation command that did not fail
+        self.text: str | None = None  # text of the latest reasoning / completion action
 
     def set_anchors(self, anchors: AnchorSet | None) -> None:
         """Use ``anchors`` from now on (call before the first step to cover the whole run)."""
@@ -57,11 +72,19 @@ class EffectState:
         return None
 
     @property
+    def last(self) -> Effect | None:
+        """Provisional label of the step observed last."""
+        return self.recent[-1][1] if self.recent else None
+
+    @property
     def revisions(self) -> dict[int, Effect]:
         return self.labeler.revisions
 
     def milestone_result(self) -> tuple[Milestone, ...]:
-        return self.milestones.result(self.n)
+        milestones = self.milestones
+        if self.n > milestones.n:  # the tracker counts steps here, not in the milestone tracker
+            milestones.n = self.n
+        return milestones.result(self.n)
 
 
 class EffectTracker(Detector):
@@ -89,17 +112,30 @@ class EffectTracker(Detector):
         index = step.index
         effect = state.labeler.label(index, action, step.event, step)
         state.recent.append((index, effect))
-        state.last = effect
         if index >= state.n:
             state.n = index + 1
+        t = action.type
+        # The run facts (what NoTailValidation and UnsupportedCompletion decide on at the end).
+        if action.is_source_write:
+            state.last_source_write = index
+        elif t is COMMAND:
+            if action.is_validation:
+                state.last_validation = index
+                if effect is JUSTIFIED:  # a validation command's label when it did not fail
+                    state.last_ok_validation = index
+        elif action.text is not None and (t is REASON or action.is_completion):
+            state.text = action.text
+        # Without anchors only M4 (a passing validation: a JUSTIFIED command) and M5 (a JUSTIFIED step)
+        # exist, so only a JUSTIFIED step can reach one; once every milestone that can be reached has been
+        # (M4 and M5 without anchors, all five with), there is nothing left to track. The milestone
+        # tracker's step count is brought up to date when the milestones are read.
         milestones = state.milestones
-        first = milestones.first
-        # Once every milestone that can be reached has been (M4 and M5 without anchors, all five with),
-        # the tracker would only count steps; count them here and skip the call.
-        if len(first) == 5 or (len(first) == 2 and milestones.anchors is None):
-            if index >= milestones.n:
-                milestones.n = index + 1
-        else:
+        if milestones.anchors is None:
+            if effect is JUSTIFIED:
+                k = len(milestones.first)
+                if k != 2 and k != 5:
+                    milestones.observe(index, action, effect)
+        elif len(milestones.first) != 5:
             milestones.observe(index, action, effect)
         settable = self._settable
         if settable is None:  # whether the Step type has an ``effect`` field (checked once)

@@ -112,32 +112,49 @@ class RepeatedCall(Detector):
 
     def observe(self, step: Step, state: _RepeatState) -> Finding | None:
         event = step.event
-        if event.tool == THINK_TOOL:
+        tool = event.tool
+        if tool == THINK_TOOL:
             return None
-        key = call_key(event)
-        i = step.index
+        action = event.action
+        if action.__class__ is str and action:
+            # call_key's first case, inlined: this runs for every tool call.
+            if len(action) > _SHORT or (
+                "  " not in action
+                and "\n" not in action
+                and "\t" not in action
+                and action[-1] != " "
+                and action[0] != " "
+            ):
+                key: tuple[str, Any] = (tool, action)
+            else:
+                key = (tool, " ".join(action.split()))
+        else:
+            key = call_key(event)
         prev = state.prev
         prev2 = state.prev2
         state.prev2 = prev
         state.prev = key
+        i = step.index
         if key == prev:
             state.run += 1
-            state.alt = 0
-            state.alt_fired = False
+            if state.alt:
+                state.alt = 0
+                state.alt_fired = False
             if state.run >= self.repeats and not state.run_fired:
                 state.run_fired = True
                 return Finding(
                     self.name,
                     state.run_start,
                     i,
-                    f"the same {event.tool or 'call'} call {state.run} times in a row "
+                    f"the same {tool or 'call'} call {state.run} times in a row "
                     f"(steps {state.run_start}–{i}): {clip(_show(key), 100)}",
-                    {"pattern": "repeat", "count": state.run, "tool": event.tool},
+                    {"pattern": "repeat", "count": state.run, "tool": tool},
                 )
             return None
         state.run = 1
         state.run_start = i
-        state.run_fired = False
+        if state.run_fired:
+            state.run_fired = False
         if prev is not None and key == prev2:
             if state.alt == 0:
                 state.alt = 3
@@ -152,7 +169,7 @@ class RepeatedCall(Detector):
                     i,
                     f"two calls alternating {state.alt // 2} times (steps {state.alt_start}–{i}): "
                     f"{clip(_show(prev2), 50)} ⇄ {clip(_show(prev), 50)}",
-                    {"pattern": "ping-pong", "count": state.alt // 2, "tool": event.tool},
+                    {"pattern": "ping-pong", "count": state.alt // 2, "tool": tool},
                 )
         elif state.alt:
             state.alt = 0

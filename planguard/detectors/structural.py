@@ -14,10 +14,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, _Write, outcome_failed
-from ..actions.types import COMMAND, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action
+from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
 from .base import Detector
+from .effects import EffectState, EffectTracker
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -196,18 +197,26 @@ class RereadChurn(Detector):
         target = a.target
         if target is None or (t is not FILE_READ and t is not FILE_WRITE):
             return None  # only reads and writes of a file decide anything
-        state.catch_up(step.index, self.reads)
+        index = step.index
+        entries = state.entries
+        if entries and entries[0][0] <= index - state.window:  # state.catch_up, inlined
+            state.expire(index, self.reads)
         if t is FILE_WRITE:
             if target in state.counts or target in state.active:
                 state.invalidate(target)
             return None
-        hit = state.count(step.index, target, self.reads)
-        if hit is not None:
-            c, steps = hit
+        # state.count(index, target, self.reads), inlined: reads are a third of all steps
+        entries.append((index, target, state.clock))
+        counts = state.counts
+        c = counts.get(target, 0) + 1
+        counts[target] = c
+        if c >= self.reads and target not in state.active:
+            state.active.add(target)
+            steps = state.steps_of(target)
             return Finding(
                 self.name,
                 steps[0],
-                step.index,
+                index,
                 f"{target} read {c} times within {self.window} actions (steps {', '.join(map(str, steps))}) "
                 f"with no write to it in between",
                 {"path": target, "count": c, "steps": steps},
@@ -237,9 +246,12 @@ class RedundantSearch(Detector):
             a = action_of(step)
         if a.type is not SEARCH or not a.target:
             return None
-        state.catch_up(step.index, self.repeats)
+        index = step.index
+        entries = state.entries
+        if entries and entries[0][0] <= index - state.window:  # state.catch_up, inlined
+            state.expire(index, self.repeats)
         query = a.target
-        hit = state.count(step.index, query, self.repeats)
+        hit = state.count(index, query, self.repeats)
         if hit is not None:
             c, steps = hit
             return Finding(
@@ -320,15 +332,19 @@ class ToolOscillation(Detector):
         # the predicate is re-evaluated then (it cannot first hold at any other step).
         changed = False
         if t is FILE_WRITE:
-            failed = outcome_failed(a, step.event)
+            # The effect tracker, when it ran first, has judged the outcome: FAILED is exactly that.
+            effect = step.effect
+            failed = effect is FAILED if effect is not None else outcome_failed(a, step.event)
             record = None
             if not failed:
                 changed = bool(state.ledger.record(step.index, a))
                 entries = state.ledger.files.get(path)
                 record = entries[-1] if entries and entries[-1].index == step.index else None
             if fc.last_read >= 0:
-                fc.writes.append((step.index, failed, record))
-                del fc.writes[:-8]
+                writes = fc.writes
+                writes.append((step.index, failed, record))
+                if len(writes) > 8:
+                    del writes[0]
         else:
             if fc.last_read >= 0 and fc.writes:
                 fc.cycles.append((fc.last_read, step.index, fc.writes))
@@ -382,6 +398,8 @@ class PlanAbsence(Detector):
             raise ValueError("writes must be >= 1")
         self.writes = writes
         self.scaffold = scaffold
+        if scaffold is not None and not SurfaceTracker(scaffold).surface.plan_tool:
+            self.types = frozenset()  # a fixed surface without a plan tool: the predicate never holds
 
     def new_state(self) -> _PlanState:
         return _PlanState(self.scaffold)
@@ -392,21 +410,18 @@ class PlanAbsence(Detector):
         a = step.action
         if a.__class__ is not Action:
             a = action_of(step)
-        tracker = state.surface
         scaffold = a.scaffold
-        if scaffold is not None and scaffold not in tracker.seen:
-            tracker.learn(a)
-        surface = tracker.surface
+        if scaffold is not None and scaffold not in state.surface.seen:
+            state.surface.learn(a)
         t = a.type
-        if t is PLAN:
-            state.plan_seen = True
-            return None
         if t is not FILE_WRITE:
+            if t is PLAN:
+                state.plan_seen = True
             return None
         if state.writes == 0:
             state.first_write = step.index
         state.writes += 1
-        if state.writes >= self.writes and surface.plan_tool:
+        if state.writes >= self.writes and state.surface.surface.plan_tool:
             state.fired = True
             return Finding(
                 self.name,
@@ -442,6 +457,10 @@ class ShellOverTool(Detector):
 
     def __init__(self, *, scaffold: str | None = None) -> None:
         self.scaffold = scaffold
+        if scaffold is not None:
+            surface = SurfaceTracker(scaffold).surface
+            if not surface.structured_read and not surface.structured_search:
+                self.types = frozenset()  # a fixed surface without structured tools: it never holds
 
     def new_state(self) -> _ShellState:
         return _ShellState(self.scaffold)
@@ -450,11 +469,9 @@ class ShellOverTool(Detector):
         a = step.action
         if a.__class__ is not Action:
             a = action_of(step)
-        tracker = state.surface
         scaffold = a.scaffold
-        if scaffold is not None and scaffold not in tracker.seen:
-            tracker.learn(a)
-        surface = tracker.surface
+        if scaffold is not None and scaffold not in state.surface.seen:
+            state.surface.learn(a)
         word = a.shell
         if word is None:
             if a.structured and (a.type is FILE_READ or a.type is SEARCH):
@@ -462,6 +479,7 @@ class ShellOverTool(Detector):
             return None
         if state.active:
             return None
+        surface = state.surface.surface
         if (word in SHELL_READERS and surface.structured_read) or (
             word in SHELL_SEARCHERS and surface.structured_search
         ):
@@ -490,22 +508,39 @@ class _TailState:
         self.last_validation = -1  # the latest validation is the only one that can fall in the tail
 
 
+def _facts(session: Session, tracker: EffectTracker, name: str) -> EffectState:
+    """The run facts ``tracker`` kept for ``session``."""
+    for det, st in zip(session.pipeline.detectors, session.detector_states, strict=False):
+        if det is tracker:
+            return st  # type: ignore[no-any-return]
+    raise LookupError(f"{name}: the EffectTracker it reads is not in this session's pipeline")
+
+
 class NoTailValidation(Detector):
     """At the end of the run: no recognised validation command in the overlap of the region after the
     last source write and the final ``tail`` (5) actions. Runs without any source write are not judged
-    (there is nothing to validate)."""
+    (there is nothing to validate).
+
+    With ``effects`` (an :class:`EffectTracker` in the same pipeline, as :func:`default_detectors` sets
+    it up), the facts come from the tracker, which sees every step anyway, and this detector observes none.
+    """
 
     name = "no_tail_validation"
 
-    def __init__(self, tail: int = 5) -> None:
+    def __init__(self, tail: int = 5, *, effects: EffectTracker | None = None) -> None:
         if tail < 1:
             raise ValueError("tail must be >= 1")
         self.tail = tail
+        self.effects = effects
+        if effects is not None:
+            self.types = frozenset()
 
-    def new_state(self) -> _TailState:
-        return _TailState()
+    def new_state(self) -> _TailState | None:
+        return _TailState() if self.effects is None else None
 
-    def observe(self, step: Step, state: _TailState) -> Finding | None:
+    def observe(self, step: Step, state: _TailState | None) -> Finding | None:
+        if state is None:  # the tracker keeps the facts
+            return None
         a = step.action
         if a.__class__ is not Action:
             a = action_of(step)
@@ -518,14 +553,22 @@ class NoTailValidation(Detector):
             state.last_validation = i
         return None
 
-    def finish(self, session: Session, state: _TailState) -> Finding | None:
-        last_sw = state.last_source_write
+    def finish(self, session: Session, state: _TailState | None) -> Finding | None:
+        facts: _TailState | EffectState
+        if state is not None:
+            facts = state
+        elif self.effects is not None:
+            facts = _facts(session, self.effects, self.name)
+        else:
+            return None
+        last_sw = facts.last_source_write
         if last_sw < 0:
             return None
-        start = max(last_sw + 1, state.n - self.tail)
-        if state.last_validation >= start:
+        n = facts.n
+        start = max(last_sw + 1, n - self.tail)
+        if facts.last_validation >= start:
             return None
-        end = state.n - 1
+        end = n - 1
         if start > end:
             evidence = (
                 f"the last source write (step {last_sw}) is the run's final action; nothing validated it"
@@ -557,18 +600,24 @@ class UnsupportedCompletion(Detector):
 
     The final text is ``session.metadata["final_text"]`` when the source records it (the loaders do),
     else the text of the run's last reasoning / completion action (``think``, ``finish``). The check does
-    not judge whether the statement is true, only whether a passing validation supports it.
+    not judge whether the statement is true, only whether a passing validation supports it. ``effects``:
+    as for :class:`NoTailValidation`.
     """
 
     name = "unsupported_completion"
 
-    def __init__(self, pattern: str = _CLAIM) -> None:
+    def __init__(self, pattern: str = _CLAIM, *, effects: EffectTracker | None = None) -> None:
         self.pattern = re.compile(pattern, re.IGNORECASE)
+        self.effects = effects
+        if effects is not None:
+            self.types = frozenset()
 
-    def new_state(self) -> _ClaimState:
-        return _ClaimState()
+    def new_state(self) -> _ClaimState | None:
+        return _ClaimState() if self.effects is None else None
 
-    def observe(self, step: Step, state: _ClaimState) -> Finding | None:
+    def observe(self, step: Step, state: _ClaimState | None) -> Finding | None:
+        if state is None:  # the tracker keeps the facts
+            return None
         a = step.action
         if a.__class__ is not Action:
             a = action_of(step)
@@ -584,28 +633,36 @@ class UnsupportedCompletion(Detector):
             state.text = a.text
         return None
 
-    def finish(self, session: Session, state: _ClaimState) -> Finding | None:
+    def finish(self, session: Session, state: _ClaimState | None) -> Finding | None:
+        facts: _ClaimState | EffectState
+        if state is not None:
+            facts = state
+        elif self.effects is not None:
+            facts = _facts(session, self.effects, self.name)
+        else:
+            return None
         final: Any = session.metadata.get("final_text") if isinstance(session.metadata, dict) else None
-        text = final if isinstance(final, str) and final.strip() else state.text
+        text = final if isinstance(final, str) and final.strip() else facts.text
         if not text:
             return None
         m = self.pattern.search(text[-4000:])
-        if m is None or state.last_ok_validation > state.last_source_write:
+        last_sw = facts.last_source_write
+        if m is None or facts.last_ok_validation > last_sw:
             return None
-        if state.last_source_write >= 0:
-            why = f"no passing validation after the last source write (step {state.last_source_write})"
+        if last_sw >= 0:
+            why = f"no passing validation after the last source write (step {last_sw})"
         else:
             why = "no passing validation in the run"
-        first = max(state.last_source_write, 0)
+        first = max(last_sw, 0)
         return Finding(
             self.name,
             first,
-            max(state.n - 1, first),
+            max(facts.n - 1, first),
             f"final message claims {m.group(0)!r} but {why}",
             {
                 "claim": m.group(0),
-                "last_source_write": state.last_source_write,
-                "last_passing_validation": state.last_ok_validation,
+                "last_source_write": last_sw,
+                "last_passing_validation": facts.last_ok_validation,
             },
             at_end=True,
         )

@@ -26,14 +26,14 @@ Bad input never raises out of :func:`iter_trajectories`: a malformed file or lin
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ._base import STANDARD_META_KEYS, LoadError, Trajectory
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
+from ._json import loads
 from .claude_code import load_claude_code
 from .mini_swe_agent import load_mini_document
 from .openhands import load_event_document, load_output_record
@@ -253,9 +253,8 @@ def _store_trajectories(
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Any] | LoadError]:
     shown = str(path)
-    loads = json.loads
     with path.open("rb") as handle:
-        for line, raw in enumerate(handle, 1):
+        for line, raw in enumerate(_lines(handle), 1):
             if raw.isspace():
                 continue
             try:
@@ -264,3 +263,32 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Any] | LoadError]:
                 yield LoadError(
                     shown, f"invalid JSON ({json_problem(exc)}); expected one JSON object per line", line
                 )
+
+
+#: Bytes read at a time when splitting JSON Lines.
+_CHUNK = 1 << 16
+
+
+def _lines(handle: BinaryIO, chunk_size: int = _CHUNK) -> Iterator[bytes]:
+    """The lines of ``handle`` as iterating it yields them (split at b"\\n", which is kept), faster.
+
+    Iterating a binary file looks for the line end one byte at a time, which for a corpus of long
+    records costs a fifth of what json.loads of the lines does; ``bytes.find`` searches at memory speed.
+    """
+    pending: list[bytes] = []  # the start of a line that continues into the next chunk
+    while chunk := handle.read(chunk_size):
+        start = 0
+        end = chunk.find(b"\n")
+        while end >= 0:
+            piece = chunk[start : end + 1]
+            if pending:
+                pending.append(piece)
+                piece = b"".join(pending)
+                pending.clear()
+            yield piece
+            start = end + 1
+            end = chunk.find(b"\n", start)
+        if start < len(chunk):
+            pending.append(chunk[start:])
+    if pending:
+        yield b"".join(pending)

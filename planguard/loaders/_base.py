@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from planguard.events import ToolEvent
+
+from ._json import loads
 
 __all__ = ["STANDARD_META_KEYS", "LoadError", "Trajectory", "new_meta"]
 
@@ -129,7 +130,7 @@ def coerce_mapping(value: Any) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        parsed = json.loads(text)
+        parsed = loads(text)
     except (ValueError, RecursionError):
         try:
             parsed = ast.literal_eval(text)
@@ -228,7 +229,7 @@ def parse_arguments(raw: Any) -> dict[str, Any] | str:
         return raw
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
+            parsed = loads(raw)
         except (ValueError, RecursionError):
             return raw
         if isinstance(parsed, dict):

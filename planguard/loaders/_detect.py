@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._base import LoadError, type_name
+from ._json import loads
 
 __all__ = [
     "FAMILY",
@@ -153,7 +154,7 @@ def sniff(path: Path) -> Sniff:
             if n_lines > _SNIFF_LINES:
                 break
             try:
-                obj = json.loads(raw)
+                obj = loads(raw)
             except (ValueError, RecursionError):
                 continue
             if n_lines == 1:
@@ -177,7 +178,7 @@ def parse_document(path: Path) -> Any:
     """The whole file as one JSON document, or YAML when it is not JSON-shaped (SWE-agent demos)."""
     data = path.read_bytes()
     try:
-        return json.loads(data)
+        return loads(data)
     except (ValueError, RecursionError) as exc:
         if data.lstrip()[:1] in (b"{", b"["):
             line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None

@@ -8,7 +8,6 @@ step's byte-exact action string is kept in ``ToolEvent.action`` either way.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from planguard.events import SHELL_TOOL, THINK_TOOL, ToolEvent
@@ -28,6 +27,7 @@ from ._base import (
     text_of,
     type_name,
 )
+from ._json import loads
 
 __all__ = ["load_demo_document", "load_jsonl_record", "load_traj_document", "resolved_from_status"]
 
@@ -69,15 +69,17 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
 
     events: list[ToolEvent] = []
     append = events.append
-    loads = json.loads
     index = 0
+    # ToolEvent is built positionally: keyword matching costs as much again as the rest of a step.
+    # Fields: tool, arguments, call_id, action, result, is_error, exit_code, start_time, end_time,
+    # metadata (tests/test_loaders.py pins this order).
     try:
         for index, step in enumerate(steps):
             action = step["action"]
             if action.__class__ is not str:
                 raise TypeError
-            observation = step.get("observation_head")
-            if observation is not None and observation.__class__ is not str:
+            result = step.get("observation_head")
+            if result is not None and result.__class__ is not str:
                 raise TypeError
             metadata = {
                 "step": index,
@@ -85,11 +87,12 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
                 "thought_chars": step.get("thought_chars"),
             }
             calls = step.get("tool_calls")
+            call_id = None
             if calls:
                 call = calls[0]
                 function = call["function"]
-                name = function["name"]
-                if name.__class__ is not str:
+                tool = function["name"]
+                if tool.__class__ is not str:
                     raise TypeError
                 raw_arguments = function["arguments"]
                 if raw_arguments.__class__ is str:
@@ -103,32 +106,14 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
                     arguments = raw_arguments
                 else:
                     raise TypeError
+                call_id = call.get("id")
                 if len(calls) > 1:
                     metadata["extra_tool_calls"] = calls[1:]
-                append(
-                    ToolEvent(
-                        tool=name,
-                        arguments=arguments,
-                        call_id=call.get("id"),
-                        action=action,
-                        result=observation,
-                        metadata=metadata,
-                    )
-                )
             elif action:
-                append(
-                    ToolEvent(
-                        tool=SHELL_TOOL,
-                        arguments={"command": action},
-                        action=action,
-                        result=observation,
-                        metadata=metadata,
-                    )
-                )
+                tool, arguments = SHELL_TOOL, {"command": action}
             else:
-                append(
-                    ToolEvent(tool=THINK_TOOL, arguments={}, action="", result=observation, metadata=metadata)
-                )
+                tool, arguments = THINK_TOOL, {}
+            append(ToolEvent(tool, arguments, call_id, action, result, False, None, None, None, metadata))
     except (KeyError, TypeError, AttributeError, IndexError):
         raise LoadError(path, _diagnose_steps(steps, index), line) from None
 

@@ -17,6 +17,7 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
+    "build_classification",
     "make_classification",
 ]
 
@@ -95,23 +96,52 @@ def _roles_of(commands: tuple[Command, ...]) -> tuple[str, ...]:
     return tuple([c.role for c in commands if c.role != GENERAL])
 
 
-# The classifier builds a Classification for most tool calls it sees for the first time; the frozen
-# dataclass __init__ (one object.__setattr__ per field, then __post_init__) costs about as much as the
-# rest of a cached classification, so the rules set the slots directly (same result, same immutability).
-_set_commands, _set_created, _set_patched, _set_nodes, _set_roles = (
-    Classification.__dict__[name].__set__ for name in ("commands", "created", "patched", "nodes", "roles")
-)
-_new = object.__new__
+class _Unfrozen:
+    """``Classification``'s slot layout without its frozen ``__setattr__``.
+
+    The classifier builds a Classification for most tool calls it sees for the first time; the frozen
+    dataclass ``__init__`` (one ``object.__setattr__`` per field, then ``__post_init__``) costs about as
+    much as the rest of a cached classification. Plain attribute stores on this twin, then a switch of
+    ``__class__`` (allowed between classes of identical slots), build the same immutable object at a
+    fifth of the cost.
+    """
+
+    __slots__ = ("commands", "created", "patched", "nodes", "roles")
+    commands: tuple[Command, ...]
+    created: tuple[str, ...]
+    patched: bool
+    nodes: tuple[int, ...]
+    roles: tuple[str, ...]
+
+
+assert Classification.__slots__ == _Unfrozen.__slots__
 
 
 def make_classification(
     commands: tuple[Command, ...], created: tuple[str, ...], patched: bool, nodes: tuple[int, ...]
 ) -> Classification:
     """``Classification(commands, created, patched, nodes)`` at a fraction of the cost."""
-    c: Classification = _new(Classification)
-    _set_commands(c, commands)
-    _set_created(c, created)
-    _set_patched(c, patched)
-    _set_nodes(c, nodes)
-    _set_roles(c, _roles_of(commands))
-    return c
+    if len(commands) == 1:
+        role = commands[0].role
+        roles: tuple[str, ...] = () if role == GENERAL else (role,)
+    else:
+        roles = tuple([cmd.role for cmd in commands if cmd.role != GENERAL])
+    return build_classification(commands, created, patched, nodes, roles)
+
+
+def build_classification(
+    commands: tuple[Command, ...],
+    created: tuple[str, ...],
+    patched: bool,
+    nodes: tuple[int, ...],
+    roles: tuple[str, ...],
+) -> Classification:
+    """:func:`make_classification` for a caller that knows ``roles`` (the non-general roles)."""
+    c = _Unfrozen()
+    c.commands = commands
+    c.created = created
+    c.patched = patched
+    c.nodes = nodes
+    c.roles = roles
+    c.__class__ = Classification  # type: ignore[assignment]
+    return c  # type: ignore[return-value]

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -32,6 +32,7 @@ from planguard.phases.roles import (
     VALIDATE_REGRESSION,
     Classification,
     Command,
+    build_classification,
     make_classification,
 )
 from planguard.phases.scaffolds import event_commands
@@ -42,14 +43,14 @@ from planguard.phases.shell import (
     ParsedCommand,
     Piece,
     ToolArgValue,
-    action_pieces,
-    clean_action,
     complex_command,
     editor_call,
     is_simple_heredoc,
     parse_action,
+    parse_bash,
     piece_commands,
     plain_pieces,
+    scan,
 )
 from planguard.phases.state import PhaseState, basename
 
@@ -98,24 +99,61 @@ class _Plan(NamedTuple):
     post: _Outcome
 
 
+# ``_Plan(...)`` runs a Python-level ``__new__``; a plan is built for every new sub-command.
+_new_plan: Callable[[tuple[str, int | None, tuple[str, ...], _Outcome, _Outcome]], _Plan] = partial(
+    tuple.__new__, _Plan
+)
+
+
 def _make_plan(label: str, node: int | None, record: Iterable[str], pre: _Outcome, post: _Outcome) -> _Plan:
-    return _Plan(label, node, tuple(dict.fromkeys(record)) if record else (), pre, post)
+    return _new_plan((label, node, tuple(dict.fromkeys(record)) if record else (), pre, post))
 
 
 class _ActionPlan:
     """The plans of one action's sub-commands, and the classifications they have resolved to.
 
     Given the sub-commands' order and roles, the classification is fixed, so it is built once per action
-    and role combination (a repeated action then costs the role lookups only).
+    and role combination (a repeated action then costs the role lookups only). ``fixed`` is the
+    classification of a one-command action whose role cannot depend on the state (a view, an edit of a
+    non-test file, ``cd``, ``grep``: most actions), built with the plan.
     """
 
-    __slots__ = ("cache", "plans")
+    __slots__ = ("cache", "distinct", "fixed", "nodes", "plans")
 
     MAX_CACHED = 32
 
     def __init__(self, plans: tuple[_Plan, ...]) -> None:
         self.plans = plans
         self.cache: dict[str | tuple[str, ...], Classification] = {}
+        self.fixed: Classification | None = None
+        if len(plans) != 1:
+            #: The plans' nodes (``None`` skipped), and whether every plan has its own node.
+            self.nodes = tuple([p.node for p in plans if p.node is not None])
+            self.distinct = len(set(self.nodes)) == len(plans)
+            return
+        p = plans[0]
+        node = p.node
+        self.nodes = (node,) if node is not None else ()
+        self.distinct = node is not None
+        pre, post = p.pre, p.post
+        if (
+            pre.kind != _TEST
+            and not pre.created_alt
+            and (pre is post or (post.kind == pre.kind and not post.created_alt))
+        ):
+            role = _FIXED_ROLE[pre.kind]
+            self.fixed = make_classification((_command(p.label, role),), p.record, role == PATCH, self.nodes)
+
+    @classmethod
+    def of_fixed(cls, plan: _Plan, fixed: Classification) -> _ActionPlan:
+        """``_ActionPlan((plan,))`` for a plan whose state-independent classification is known."""
+        self = cls.__new__(cls)
+        self.plans = (plan,)
+        self.cache = {}
+        self.fixed = fixed
+        self.nodes = fixed.nodes
+        self.distinct = True
+        return self
 
 
 _THINK_PLAN = _make_plan("think", None, (), _O_GENERAL, _O_GENERAL)
@@ -142,7 +180,29 @@ _REDIR_EMBEDDED = (" <<", "<<", " >>", ">>", " 1>", " 2>", " >", " >|", "<>", ">
 _TARGET_OPS = frozenset({">", ">>", "1>", "2>", ">|"})
 # Commands with a rule of their own; any other command is general unless it shows redirection.
 _SHAPED = _READONLY | _PY | frozenset({"sed", "perl", "touch"})
-_MAY_REDIRECT = re.compile(r"[<>]|tee", re.IGNORECASE)
+_PATH_START = ("~", ".")
+#: The flags of a command without any (read only).
+_NO_FLAGS: Mapping[str, FlagValue] = {}
+_PY_END = (".py", ".py\n")
+
+
+def _may_redirect(text: str) -> bool:
+    """``re.search(r"[<>]|tee", text, re.IGNORECASE)``: no character but ``t``/``T``/``e``/``E`` lower-cases
+    to (or case-insensitively matches) ``t`` or ``e``, and lower-casing never drops a character."""
+    return "<" in text or ">" in text or "tee" in text.lower()
+
+
+def _paper_tests(paths: list[str]) -> tuple[str, ...]:
+    """The paths that pass :func:`is_test_path_paper`. Each of its hints contains ``test``, ``reproduc``
+    or ``debug``, so one scan of all the paths usually settles it."""
+    if len(paths) == 1:  # ``python reproduce.py``: one path, no join or comprehension
+        return (paths[0],) if is_test_path_paper(paths[0]) else ()
+    if not paths:
+        return ()
+    joined = "\x00".join(paths)
+    if "test" not in joined and "reproduc" not in joined and "debug" not in joined:
+        return ()
+    return tuple([p for p in paths if is_test_path_paper(p)])
 
 
 def is_test_path_paper(path: str) -> bool:
@@ -158,12 +218,33 @@ def is_test_path_paper(path: str) -> bool:
     )
 
 
+def _lower_all(items: Sequence[str]) -> list[str]:
+    """``[s.lower() for s in items]``, in three C calls for longer lists: lower-casing maps NUL to itself
+    and nothing else to NUL, and a NUL ends the context of a final sigma as the end of a string does."""
+    if len(items) < 4:
+        return [items[0].lower()] if len(items) == 1 else [s.lower() for s in items]
+    out = "\x00".join(items).lower().split("\x00")
+    return out if len(out) == len(items) else [s.lower() for s in items]  # an item held a NUL
+
+
 def _flatten_flags(flags: Iterable[tuple[str, FlagValue]]) -> list[str]:
     out: list[str] = []
     for key, value in flags:
         out.append(key.lower())
         out.append(str(value).lower())
     return out
+
+
+def _pathish_tokens(tokens: list[str]) -> list[str]:
+    """``[t for t in tokens if _pathish(t)]``. Every path-like token contains ``/``, ``~`` or ``.``; most
+    commands' flags and many of their words have none, which one scan of all of them shows."""
+    if len(tokens) == 1:
+        t = tokens[0]
+        return [t] if "/" in t or t.startswith(_PATH_START) or t.endswith(_PY_END) else []
+    joined = "\x00".join(tokens)
+    if "/" not in joined and "." not in joined and "~" not in joined:
+        return []
+    return [t for t in tokens if "/" in t or t.startswith(_PATH_START) or t.endswith(_PY_END)]
 
 
 def _contains_redirection(tokens: Sequence[str]) -> bool:
@@ -209,7 +290,7 @@ def _inline_key(cmd: str, tokens: Sequence[str], paths: Sequence[str]) -> bool:
     return any(t in ("-c", "-m", "c", "m") or t.startswith(("-c", "-m")) for t in tokens)
 
 
-def _inline_code(cmd: ParsedCommand, flags: dict[str, FlagValue]) -> str | None:
+def _inline_code(cmd: ParsedCommand, flags: Mapping[str, FlagValue]) -> str | None:
     if cmd.heredoc:
         for item in cmd.args:
             looks_like_code = (
@@ -265,7 +346,7 @@ class PhaseRules(ABC):
 
     def __init__(self, cache_size: int = 4096) -> None:
         self._action_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile)
-        self._piece_plans: Callable[[str], tuple[_Plan, ...] | None] = lru_cache(maxsize=cache_size)(
+        self._piece_plans: Callable[[str, bool], tuple[_Plan, ...] | None] = lru_cache(maxsize=cache_size)(
             self._plan_piece
         )
         self._editor_plans: Callable[[str, ToolArgValue | None], _EditorPlan] = lru_cache(maxsize=cache_size)(
@@ -283,56 +364,87 @@ class PhaseRules(ABC):
                 plan = self._action_plans(action)
             else:
                 plan = _ActionPlan(self._plan_commands(event_commands(event), ""))
-            return _resolve(plan, state)
+            fixed = plan.fixed
+            return fixed if fixed is not None else _resolve(plan, state)
         except Exception:
             label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
             return Classification(commands=(Command(label, GENERAL),))
 
     def _compile(self, action: str) -> _ActionPlan:
+        s = action.strip()
+        if s.startswith(SRE_TOOL) and "\x00" not in s:
+            # _ActionPlan(self._plan_action(action)) for an editor call (over half of all actions), built
+            # directly: its one plan comes from the memo per subcommand and path.
+            editor = editor_call(s)
+            if editor is not None:
+                sub, path = editor
+                label = _EDITOR_LABELS[sub]
+                record, out = self._editor_plans(sub, path)
+                node = hash((label, s))
+                plan = _new_plan((label, node, record, out, out))
+                if out.kind == _TEST or out.created_alt:
+                    return _ActionPlan((plan,))
+                commands, roles = _EDITOR_FIXED[label, out.kind]
+                fixed = build_classification(commands, record, out.kind == _PATCH, (node,), roles)
+                return _ActionPlan.of_fixed(plan, fixed)
         return _ActionPlan(self._plan_action(action))
 
     def _plan_action(self, action: str) -> tuple[_Plan, ...]:
         """The plans of an action text: :func:`~planguard.phases.shell.parse_action`, then :meth:`_plan`."""
-        if not action.strip():
-            return (_THINK_PLAN,)
-        s = clean_action(action)
+        # clean_action(action), stripping first: the NUL test then runs on the stripped text only.
+        s = action.strip()
         if not s:
-            return ()
-        editor = editor_call(s)
-        if editor is not None:
-            sub, path = editor
-            label = _EDITOR_LABELS[sub]
-            record, out = self._editor_plans(sub, path)
-            return (_Plan(label, hash((label, s)), record, out, out),)
+            return (_THINK_PLAN,)
+        if "\x00" in s:
+            s = s.replace("\x00", "").strip()
+            if not s:
+                return ()
+        if s.startswith(SRE_TOOL):
+            editor = editor_call(s)
+            if editor is not None:
+                sub, path = editor
+                label = _EDITOR_LABELS[sub]
+                record, out = self._editor_plans(sub, path)
+                return (_new_plan((label, hash((label, s)), record, out, out)),)
         plain = plain_pieces(s)
-        pieces: Sequence[tuple[str, bool]]
         if plain is not None:
             if len(plain) == 1:
-                return self._plans_of_piece(s, False, action)
-            pieces = [(text, False) for text in plain]
-        else:
-            if is_simple_heredoc(s):
-                return self._plan_commands(parse_action(s), action)
-            scanned = action_pieces(s)
-            if scanned is None:
-                return self._plan_commands((complex_command(s),), action)
-            pieces = scanned
-        plans: list[_Plan] = []
+                return self._plans_of_piece(s, False, action, True)
+            plans: list[_Plan] = []
+            for text in plain:
+                plans.extend(self._plans_of_piece(text, False, action, True))
+            return tuple(plans)
+        if is_simple_heredoc(s):
+            return self._plan_commands(parse_action(s), action)
+        scanned = scan(s)  # what action_pieces(s) does once plain_pieces(s) is None
+        if scanned is None:
+            return self._plan_commands((complex_command(s),), action)
+        pieces: Sequence[tuple[str, bool]] = scanned or (Piece(s, False),)
+        plans = []
         for text, compound in pieces:
             plans.extend(self._plans_of_piece(text, compound, action))
         return tuple(plans)
 
-    def _plans_of_piece(self, text: str, compound: bool, action: str) -> tuple[_Plan, ...]:
-        plans = None if compound else self._piece_plans(text)
+    def _plans_of_piece(
+        self, text: str, compound: bool, action: str, plain: bool = False
+    ) -> tuple[_Plan, ...]:
+        plans = None if compound else self._piece_plans(text, plain)
         if plans is None:
             plans = self._plan_commands(piece_commands(Piece(text, compound)), action)
         return plans
 
-    def _plan_piece(self, text: str) -> tuple[_Plan, ...] | None:
+    def _plan_piece(self, text: str, plain: bool) -> tuple[_Plan, ...] | None:
         """The plans of one top-level piece, or ``None`` when they depend on the rest of the action.
 
         A command whose first word is empty (``"" x``) is labelled with the whole action text.
+        ``plain``: the piece is plain words separated by spaces (:func:`plain_pieces`).
         """
+        if plain and "=" not in text and not text.startswith(SRE_TOOL):
+            # piece_commands without its detours: no assignment, no editor call, and shlex splits plain
+            # words at their spaces. The command word is not empty, so the action text is not needed.
+            words = text.split()
+            if words[0] != "submit":
+                return (self._plan_bash(parse_bash(words, text)),)
         commands = piece_commands(Piece(text, False))
         for cmd in commands:
             if cmd.kind == "bash" and not cmd.command.strip():
@@ -348,6 +460,15 @@ class PhaseRules(ABC):
     def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
         """The state-independent part of the rules for one sub-command."""
 
+    def _plan_bash(self, cmd: ParsedCommand) -> _Plan:
+        """``_plan(cmd, "")`` for a ``bash`` command whose command word is not blank."""
+        label = cmd.command.strip()
+        return self._plan_shell(cmd, label, hash((label, cmd.args, _by_key(cmd.flags))))
+
+    @abstractmethod
+    def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
+        """The rules for a ``bash`` sub-command."""
+
     @abstractmethod
     def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
         """``(paths recorded as created tests, outcome)`` of an editor call with this subcommand and path."""
@@ -358,6 +479,8 @@ class PhaseRules(ABC):
 
 
 _EDITOR_LABELS = {sub: f"{SRE_TOOL}: {sub}" for sub in SRE_SUBCOMMANDS}
+#: (editor label, outcome kind that needs no state) -> the commands and roles of its classification.
+_EDITOR_FIXED: dict[tuple[str, int], tuple[tuple[Command, ...], tuple[str, ...]]] = {}
 
 _COMMANDS: dict[tuple[str, str], Command] = {}
 
@@ -374,6 +497,12 @@ def _command(label: str, role: str) -> Command:
 
 #: The role of an outcome that does not depend on the session state (no test, no ``created_alt``).
 _FIXED_ROLE = {_GENERAL: GENERAL, _NAV: NAVIGATE, _PATCH: PATCH}
+for _label_text in _EDITOR_LABELS.values():
+    for _kind, _role_name in _FIXED_ROLE.items():
+        _EDITOR_FIXED[_label_text, _kind] = (
+            (_command(_label_text, _role_name),),
+            () if _role_name == GENERAL else (_role_name,),
+        )
 
 
 def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: Sequence[str]) -> str:
@@ -396,6 +525,8 @@ def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: Sequence
 
 
 def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
+    if action.fixed is not None:
+        return action.fixed
     plans = action.plans
     cache = action.cache
     if len(plans) == 1:
@@ -418,24 +549,39 @@ def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
         # The paper lists a step's sub-commands in the order their graph nodes were created: those seen
         # in earlier steps first (by first sighting), then the new ones in source order.
         seen = state.nodes
-        ranks: list[int] = []
-        fresh: dict[int, int] = {}
-        base = state.node_count
-        last = -1
-        for p in plans:
-            node = p.node
-            rank = seen.get(node) if node is not None else None
-            if rank is None:
-                key = node if node is not None else -len(fresh) - 1
-                rank = fresh.get(key)
+        if action.distinct:
+            # Distinct nodes: new ones rank after every seen one, in source order, so the source order
+            # holds exactly when the seen ones come first, in the order they were seen.
+            last = -1
+            for n in action.nodes:
+                rank = seen.get(n)
                 if rank is None:
-                    rank = fresh[key] = base + len(fresh)
-            if rank < last:
-                ordered = False
-            last = rank
-            ranks.append(rank)
-        if not ordered:
-            order = [plans[k] for k in sorted(range(len(plans)), key=ranks.__getitem__)]
+                    last = state.node_count
+                elif rank < last:
+                    ordered = False
+                    break
+                else:
+                    last = rank
+        if not action.distinct or not ordered:
+            ordered = True
+            ranks: list[int] = []
+            fresh: dict[int, int] = {}
+            base = state.node_count
+            last = -1
+            for p in plans:
+                node = p.node
+                rank = seen.get(node) if node is not None else None
+                if rank is None:
+                    key = node if node is not None else -len(fresh) - 1
+                    rank = fresh.get(key)
+                    if rank is None:
+                        rank = fresh[key] = base + len(fresh)
+                if rank < last:
+                    ordered = False
+                last = rank
+                ranks.append(rank)
+            if not ordered:
+                order = [plans[k] for k in sorted(range(len(plans)), key=ranks.__getitem__)]
     has_patch = state.has_patch
     local: list[str] = []
     roles: list[str] = []
@@ -454,7 +600,7 @@ def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
         roles.append(role)
     # For a given order, the roles decide the rest (labels, created tests, patched, nodes).
     key_roles = tuple(roles)
-    if ordered:
+    if ordered and cache:
         c = cache.get(key_roles)
         if c is not None:
             return c
@@ -462,7 +608,7 @@ def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
         tuple([_command(p.label, r) for p, r in zip(order, roles, strict=True)]),
         tuple(local),
         PATCH in key_roles,
-        tuple([p.node for p in plans if p.node is not None]),
+        action.nodes,
     )
     if ordered and len(cache) < _ActionPlan.MAX_CACHED:
         cache[key_roles] = c
@@ -470,8 +616,9 @@ def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
 
 
 def _any_created(paths: tuple[str, ...], state: PhaseState, local: Sequence[str]) -> bool:
+    created, names = state.created, state.created_basenames
     for t in paths:
-        if state.is_created(t):
+        if t in created or t.rsplit("/", 1)[-1] in names:  # state.is_created(t), inlined
             return True
         if local:
             name = basename(t)
@@ -481,8 +628,13 @@ def _any_created(paths: tuple[str, ...], state: PhaseState, local: Sequence[str]
     return False
 
 
+_new_outcome: Callable[[tuple[int, tuple[str, ...], bool, tuple[str, ...]]], _Outcome] = partial(
+    tuple.__new__, _Outcome
+)
+
+
 def _test_outcome(targets: Sequence[str], inline: bool = False) -> _Outcome:
-    return _Outcome(_TEST, tuple(targets), inline)
+    return _new_outcome((_TEST, tuple(targets), inline, ()))
 
 
 class PaperRules(PhaseRules):
@@ -508,12 +660,15 @@ class PaperRules(PhaseRules):
 
     def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
         sub = sub.lower()
-        paths = (raw_path.lower(),) if isinstance(raw_path, str) else ()
-        test = any(is_test_path_paper(p) for p in paths)
+        paths: tuple[str, ...] = ()
+        test = False
+        if isinstance(raw_path, str):
+            paths = (raw_path.lower(),)
+            test = is_test_path_paper(paths[0])
         record: tuple[str, ...] = ()
         if sub in _SRE_EDITS:
-            if sub == "create":
-                record = tuple(p for p in paths if is_test_path_paper(p))
+            if sub == "create" and test:
+                record = paths
             out = _test_outcome(paths) if test else _O_PATCH
         elif sub == "view":
             out = _test_outcome(paths) if test else _O_NAV
@@ -523,35 +678,42 @@ class PaperRules(PhaseRules):
 
     def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
         name = cmd.command.lower().strip()
-        if name not in _SHAPED and not _MAY_REDIRECT.search(cmd.text):
+        if name not in _SHAPED and not _may_redirect(cmd.text):
             # Only the redirection rule could apply, and nothing in the text can look like one.
-            return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
-        arg_tokens = [a.lower() for a in cmd.args]
-        flag_tokens = _flatten_flags(cmd.flags)
-        tokens = arg_tokens + flag_tokens
-        paths = [t for t in arg_tokens if _pathish(t)]
-        if _pathish(name):
+            return _new_plan((label, node, (), _O_GENERAL, _O_GENERAL))
+        arg_tokens = _lower_all(cmd.args)
+        paths = _pathish_tokens(arg_tokens)
+        if "/" in name or name.startswith(_PATH_START) or name.endswith(_PY_END):  # _pathish(name)
             paths.append(name)
-        if flag_tokens:
-            paths.extend([t for t in flag_tokens if _pathish(t)])
-        flags = dict(cmd.flags)
-        test_paths = tuple([p for p in paths if is_test_path_paper(p)])
+        if cmd.flags:
+            flag_tokens = _flatten_flags(cmd.flags)
+            tokens = arg_tokens + flag_tokens
+            paths.extend(_pathish_tokens(flag_tokens))
+            flags: Mapping[str, FlagValue] = dict(cmd.flags)
+        else:
+            tokens = arg_tokens
+            flags = _NO_FLAGS
+        test_paths = _paper_tests(paths) if paths else ()
 
+        # Helpers are inlined below where their first test settles them: a Python-level call costs
+        # about as much as the work each does, and this runs for every new shaped command.
         if name in _PY:
             heredoc = bool(flags.get("__heredoc__", False))
             if _contains_redirection(tokens) and not (heredoc and self._new):
                 return _redirect_plan(label, node, tokens, None)
-            code = _inline_code(cmd, flags)
+            # _inline_code(cmd, flags) is None without a heredoc or a -c flag.
+            code = _inline_code(cmd, flags) if cmd.heredoc or "c" in flags else None
             edited = written_files(code) if code else ()
             if edited:
                 tests = [f for f in edited if is_test_path_paper(f)]
                 out = _test_outcome(tests) if tests else _O_PATCH
-                return _make_plan(label, node, (), out, out)
-            inline = _inline_key(name, tokens, paths) or heredoc
-            post = _test_outcome(test_paths, inline)
+                return _new_plan((label, node, (), out, out))
+            # _inline_key is False when a token looks like a path.
+            inline = (not paths and _inline_key(name, tokens, paths)) or heredoc
+            post = _new_outcome((_TEST, test_paths, inline, ()))  # _test_outcome(test_paths, inline)
             if heredoc or test_paths or name == "pytest" or inline:
-                return _make_plan(label, node, (), post, post)
-            return _make_plan(label, node, (), _O_GENERAL, post)
+                return _new_plan((label, node, (), post, post))
+            return _new_plan((label, node, (), _O_GENERAL, post))
 
         sed_read = self._new and name == "sed" and "i" not in flags and "n" in flags
         perl_read = (
@@ -563,24 +725,24 @@ class PaperRules(PhaseRules):
         )
         if name in _READONLY or sed_read or perl_read:
             redirect = _contains_redirection(tokens)
-            piped = name in _READONLY and any("|" in t for t in tokens) and not redirect
+            piped = name in _READONLY and "|" in "".join(tokens) and not redirect
             if redirect and not piped:
                 return _redirect_plan(label, node, tokens, _O_PATCH)
             out = _test_outcome(test_paths) if test_paths else _O_NAV
-            return _make_plan(label, node, (), out, out)
+            return _new_plan((label, node, (), out, out))
         if self._new and name == "perl" and "i" not in flags and test_paths:
             out = _test_outcome(test_paths)
-            return _make_plan(label, node, (), out, out)
+            return _new_plan((label, node, (), out, out))
         if self._new:
             edit = name == "touch" or (name in ("sed", "perl") and "i" in flags)
         else:
             edit = name in ("sed", "touch")
         if edit:
             out = _test_outcome(test_paths) if test_paths else _O_PATCH
-            return _make_plan(label, node, (), out, out)
+            return _new_plan((label, node, (), out, out))
         if _contains_redirection(tokens):
             return _redirect_plan(label, node, tokens, _O_PATCH)
-        return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
+        return _new_plan((label, node, (), _O_GENERAL, _O_GENERAL))
 
 
 def _redirect_plan(label: str, node: int, tokens: Sequence[str], fallback: _Outcome | None) -> _Plan:
@@ -732,12 +894,15 @@ class CorrectedRules(PhaseRules):
 
     def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
         sub = sub.lower()
-        paths = (raw_path.lower(),) if isinstance(raw_path, str) else ()
-        test = any(is_test_path_corrected(p) for p in paths)
+        paths: tuple[str, ...] = ()
+        test = False
+        if isinstance(raw_path, str):
+            paths = (raw_path.lower(),)
+            test = is_test_path_corrected(paths[0])
         record: tuple[str, ...] = ()
         if sub in _SRE_EDITS:
-            if sub == "create":
-                record = tuple(p for p in paths if _created_test(p))
+            if sub == "create" and paths and _created_test(paths[0]):
+                record = paths
             out = _test_outcome(paths) if test or record else _Outcome(_PATCH, created_alt=paths)
         elif sub == "view":
             out = _test_outcome(paths) if test else _Outcome(_NAV, created_alt=paths)

@@ -39,6 +39,7 @@ __all__ = [
     "editor_command",
     "is_simple_heredoc",
     "parse_action",
+    "parse_bash",
     "piece_commands",
     "plain_pieces",
     "scan",
@@ -594,18 +595,21 @@ _SIMPLE_LIST = re.compile(
 _SEPARATORS = re.compile(
     r"(?:'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S]|[^'\";&|\\]++)*+(?:(&&|\|\||;|&)|\|)"
 )
-_FIRST_WORD = re.compile(r"[^ \t]+")
 _FAST_UNSAFE_FIRST = (
     _REJECTED_WORDS | _CLOSERS | frozenset({"if", "while", "until", "for", "{", "function", "!"})
 )
+
+
+def _first_word(text: str) -> str:
+    """The first word of ``text`` (``re.match(r"[ \\t]*([^ \\t]*)", text)``), ``""`` when there is none."""
+    return text.lstrip(" \t").partition(" ")[0].partition("\t")[0]
 
 
 def _fast_pieces(text: str) -> tuple[Piece, ...] | None:
     if _SIMPLE_LIST.fullmatch(text) is None:
         return None
     if ";" not in text and "&" not in text and "|" not in text:
-        first = _FIRST_WORD.match(text)
-        if first is not None and first.group() in _FAST_UNSAFE_FIRST:
+        if _first_word(text) in _FAST_UNSAFE_FIRST:
             return None
         return (Piece(text, False),)
     pieces: list[Piece] = []
@@ -618,19 +622,17 @@ def _fast_pieces(text: str) -> tuple[Piece, ...] | None:
             break
         pos = m.end()
         sep = m.group(1)
-        op_start = m.start(1) if sep is not None else m.end() - 1
+        op_start = m.start(1) if sep is not None else pos - 1
         # Every pipeline element starts a command: no reserved word may open it.
-        first = _FIRST_WORD.match(text[elem_start:op_start].lstrip(" \t"))
-        if first is not None and first.group() in _FAST_UNSAFE_FIRST:
+        if _first_word(text[elem_start:op_start]) in _FAST_UNSAFE_FIRST:
             return None
-        elem_start = m.end()
+        elem_start = pos
         if sep is not None:
             piece = text[piece_start:op_start].strip()
             if piece:
                 pieces.append(Piece(piece, False))
-            piece_start = m.end()
-    first = _FIRST_WORD.match(text[elem_start:].lstrip(" \t"))
-    if first is not None and first.group() in _FAST_UNSAFE_FIRST:
+            piece_start = pos
+    if _first_word(text[elem_start:]) in _FAST_UNSAFE_FIRST:
         return None
     piece = text[piece_start:].strip()
     if piece:
@@ -678,6 +680,7 @@ def scan(text: str) -> tuple[Piece, ...] | None:
 _SH_WORD = re.compile(
     r"(?:[^ \t\r\n'\"\\]++|'[^']*+'(?:\"'\"'[^']*+')*+|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])++"
 )
+_SH_WORD_SPLIT = re.compile(f"({_SH_WORD.pattern})")
 _SH_SEGMENT = re.compile(r"'([^']*+)'|\"((?:[^\"\\]++|\\[\s\S])*+)\"|\\([\s\S])|([^'\"\\]++)")
 _DQ_ESCAPE = re.compile(r"\\([\"\\])")
 _SH_SPACE = " \t\r\n"
@@ -685,11 +688,20 @@ _SH_SPACE = " \t\r\n"
 
 def split_words(text: str) -> list[str] | None:
     """``shlex.split(text)`` (POSIX mode, no comments), or ``None`` where shlex raises."""
-    words: list[str] = _SH_WORD.findall(text)
-    # What no word consumed must be blanks; anything else is a quote or backslash that no word could
-    # consume (unbalanced). Both passes run in C, instead of a Python step per word.
-    if _SH_WORD.sub("", text).strip(_SH_SPACE):
+    # Nothing to dequote and nothing to leave unbalanced: printable ASCII has no blank but the space, the
+    # only one both str.split and shlex split at.
+    if "'" not in text and '"' not in text and "\\" not in text and text.isascii() and text.isprintable():
+        return text.split()
+    if "\\" not in text and "'" not in text:
+        fast = _split_double_quoted(text)
+        if fast is not None:
+            return fast
+    # One pass: words at odd positions, what lies between them at even ones. What no word consumed must
+    # be blanks; anything else is a quote or backslash that no word could consume (unbalanced).
+    parts = _SH_WORD_SPLIT.split(text)
+    if "".join(parts[0::2]).strip(_SH_SPACE):
         return None
+    words: list[str] = parts[1::2]
     if "'" in text or '"' in text or "\\" in text:
         words = [_dequote(w) if ("'" in w or '"' in w or "\\" in w) else w for w in words]
     return words
@@ -698,7 +710,51 @@ def split_words(text: str) -> list[str] | None:
 _SQ_JOIN = "'\"'\"'"
 
 
+def _split_double_quoted(text: str) -> list[str] | None:
+    """``split_words(text)`` for a text quoted with balanced double quotes only (no backslash, no single
+    quote: ``grep -n "def f" x.py``, ``find . -name "*.py"``), or ``None`` for any other text.
+
+    Without a backslash, a double-quoted run is literal, so the text alternates between unquoted and
+    quoted parts at every ``"``. Outside the quotes, printable ASCII has no blank but the space. The
+    regex pass of the general case costs several times this loop over a handful of parts.
+    """
+    parts = text.split('"')
+    if not len(parts) & 1:
+        return None  # an unclosed quote: left to the general case
+    outside = "".join(parts[0::2])
+    if not (outside.isascii() and outside.isprintable()):
+        return None
+    words: list[str] = []
+    word: str | None = None  # the word being built; "" once an empty quoted run has started one
+    quoted = False
+    for part in parts:
+        if quoted:
+            word = part if word is None else word + part
+        elif part:
+            pieces = part.split(" ")
+            if len(pieces) == 1:
+                word = part if word is None else word + part
+            else:
+                head = pieces[0]
+                if word is not None:
+                    words.append(word + head)
+                elif head:
+                    words.append(head)
+                if len(pieces) > 2:
+                    words.extend(filter(None, pieces[1:-1]))
+                word = pieces[-1] or None
+        quoted = not quoted
+    if word is not None:
+        words.append(word)
+    return words
+
+
 def _dequote(w: str) -> str:
+    q = w[0]
+    if (q == "'" or (q == '"' and "\\" not in w)) and w[-1] == q and len(w) >= 2 and w.count(q) == 2:
+        # One quoted run, the most frequent quoted word (``"*.py"``, ``'pattern'``): nothing inside it is
+        # special to shlex (no backslash in the double-quoted case).
+        return w[1:-1]
     if len(w) >= 2 and w[0] == "'" and w[-1] == "'":
         # shlex.quote's ``'a'"'"'b'`` is ``a'b``: split and join in C when every other single quote is
         # part of such a join (file bodies have hundreds of them).
@@ -883,6 +939,9 @@ def _parse_bash(words: list[str], text: str) -> ParsedCommand:
     )
 
 
+parse_bash = _parse_bash
+
+
 _SRE_STRING_ARGS = frozenset({"command", "path", "file_text", "old_str", "new_str"})
 _SRE_HEAD = re.compile(
     r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
@@ -1017,7 +1076,7 @@ def editor_call(s: str) -> tuple[str, str] | None:
     if s.startswith(SRE_TOOL) and "<<" not in s and "--path" not in s:
         m = _EDITOR_CALL.fullmatch(s)
         if m is not None:
-            return m.group(1), m.group(2)
+            return m.groups()  # type: ignore[return-value]  # its only groups: subcommand, path
     return None
 
 

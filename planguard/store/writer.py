@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..decisions import Decision
     from ..events import ToolEvent
     from ..findings import Finding
-    from ..metrics import Scores
+    from ..metrics import Compliance, Scores
     from ..session import Session, SessionSummary
     from ..step import Step
 
@@ -72,6 +72,9 @@ def session_file_name(session_id: str, started_at: float) -> str:
 class _State:
     key: int
     session: Session
+    compliance: Compliance | None  # the session's primary compliance: its scores go with each step
+    # Decisions made while a call was being gated (before it was accepted); they join the call's own once
+    # it is (see StoreSink._settle).
     pre_step: Step | None = None
     pre: list[Decision] = field(default_factory=list)
     decisions: dict[int, list[Decision]] = field(default_factory=dict)
@@ -95,6 +98,7 @@ class StoreSink(Sink):
         self._redactor = redactor
         self._states: OrderedDict[int, _State] = OrderedDict()
         self._lock = threading.Lock()
+        self._last: tuple[Session, _State] | None = None  # the last session seen (see _state)
         self._seq = 0
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "store",
@@ -117,20 +121,29 @@ class StoreSink(Sink):
 
     # ------------------------------------------------------------------ hooks (agent's thread)
 
+    # No on_tool_start: a call's gate decisions are moved to it lazily (_settle), which saves every call a
+    # hook on the agent's thread.
+
     def on_session_start(self, session: Session) -> None:
         self._state(session)
 
-    def on_tool_start(self, session: Session, step: Step) -> None:
-        st = self._state(session)
-        if st.pre and st.pre_step is step:  # gate decisions of a call that was then accepted
-            st.decisions[step.index] = st.pre
-            st.pre_step, st.pre = None, []
-
     def on_tool_end(self, session: Session, step: Step) -> None:
-        st = self._state(session)
+        last = self._last
+        st = last[1] if last is not None and last[0] is session else self._state(session)
+        if st.pre_step is step:
+            self._settle(st)
         decisions = st.decisions.pop(step.index, None)
+        comp = st.compliance
         self._worker.submit(
-            ("step", st.key, session.id, step, decisions, session.scores(), session.n_model_calls)
+            (
+                "step",
+                st.key,
+                session.id,
+                step,
+                decisions,
+                comp.scores() if comp is not None else None,
+                session.n_model_calls,
+            )
         )
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
@@ -144,17 +157,33 @@ class StoreSink(Sink):
             self._worker.submit(("decision", st.key, session.id, decision))
         elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
             if st.pre_step is not step:
-                st.pre_step, st.pre = step, []
+                self._settle(st)
+                st.pre_step = step
             st.pre.append(decision)
             if decision.blocks:
                 self._worker.submit(("blocked", st.key, session.id, step.event, st.pre, step.index))
                 st.pre_step, st.pre = None, []
         else:
+            if st.pre_step is step:
+                self._settle(st)
             st.decisions.setdefault(step.index, []).append(decision)
+
+    @staticmethod
+    def _settle(st: _State) -> None:
+        """Hand the gate decisions of the last gated call to it. A gated call that was not blocked was
+        accepted (a gate that does not block lets the call through), so by the time anything else happens
+        — its own later decisions, its end, another call's gate — it is a step with its final index; its
+        gate decisions come first among its decisions."""
+        step = st.pre_step
+        if step is not None and st.pre:
+            st.decisions[step.index] = st.pre
+            st.pre = []
+        st.pre_step = None
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
         with self._lock:
             st = self._states.pop(id(session), None)
+            self._last = None
         if st is not None and st.session is session:
             self._worker.submit(("end", st.key, session.id, summary))
 
@@ -170,15 +199,23 @@ class StoreSink(Sink):
         self._files.clear()
 
     def _state(self, session: Session) -> _State:
+        # The last session seen, as one tuple (read atomically): an agent loop calls the hooks of one
+        # session several times in a row. Reset whenever a state leaves the registry.
+        last = self._last
+        if last is not None and last[0] is session:
+            return last[1]
         st = self._states.get(id(session))
         if st is not None and st.session is session:
+            self._remember(session, st)
             return st
         with self._lock:
             self._seq += 1
-            st = _State(self._seq, session)
+            st = _State(self._seq, session, session.primary_compliance)
             self._states[id(session)] = st
             while len(self._states) > MAX_SESSIONS:
                 self._states.popitem(last=False)
+                self._last = None
+        self._remember(session, st)
         rules = session.pipeline.rules
         rules_version = getattr(rules, "name", None)
         header = SessionHeader(
@@ -192,6 +229,11 @@ class StoreSink(Sink):
         )
         self._worker.submit(("start", st.key, session.id, header))
         return st
+
+    def _remember(self, session: Session, st: _State) -> None:
+        self._last = (session, st)
+        if self._states.get(id(session)) is not st:  # it left the registry meanwhile (another thread)
+            self._last = None
 
     # ------------------------------------------------------------------ writer thread
 

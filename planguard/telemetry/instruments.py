@@ -1,7 +1,8 @@
-"""planguard's metrics: plain per-sink counts on the hot path, read by observable instruments at collection.
+"""planguard's metrics: plain per-session counts on the hot path, read by observable instruments later.
 
-Counting a tool call is a dict increment in the calling thread's own shard — no lock, so agent threads
-never contend on it; nothing touches the metrics SDK until a reader collects (and copies the shards).
+Counting a tool call is a dict increment in its session's own tally — no lock, no thread lookup: a
+session's hooks never run concurrently (callers serialise access to a session), so each tally has one
+writer at a time. Nothing touches the metrics SDK until a reader collects (and copies the tallies).
 The SDK hands back the *existing* instrument (and ignores the new callbacks) when one with the same name
 is created twice on a meter provider, so instruments are created once per provider and their callbacks
 sum the counts of every live sink attached to it (two guards in one process both report).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 from collections.abc import Iterable
 from typing import Any, NamedTuple, TypeVar
 
@@ -21,7 +23,7 @@ from ..errors import ErrorCounter
 from . import attributes as A
 from .drops import DropCounter
 
-__all__ = ["Counts", "Instruments", "Snapshot", "instruments_for"]
+__all__ = ["Counts", "Instruments", "Snapshot", "Tally", "instruments_for"]
 
 _REMINDERS = ("remind", "nudge")
 _BLOCKS = ("deny", "stop")
@@ -35,19 +37,18 @@ class Snapshot(NamedTuple):
     drops: dict[str, int]
 
 
-class _Shard:
-    """One thread's counts. Only that thread writes them, so increments need no lock; a collector copies
-    them (a ``dict`` copy is atomic under the GIL) and folds a shard away once its thread has ended."""
+class Tally:
+    """One session's counts, written by that session's hooks only (``d[k] = d.get(k, 0) + 1``, no lock);
+    a collector copies the dicts (a ``dict`` copy is atomic under the GIL)."""
 
-    __slots__ = ("decisions", "findings", "thread", "tool_calls")
+    __slots__ = ("decisions", "findings", "tool_calls")
 
-    def __init__(self, thread: threading.Thread | None) -> None:
-        self.thread = thread
-        self.tool_calls: dict[tuple[str, str], int] = {}
+    def __init__(self) -> None:
+        self.tool_calls: dict[tuple[str, str], int] = {}  # (phase letters, action type) -> calls
         self.findings: dict[str, int] = {}
         self.decisions: dict[str, int] = {}
 
-    def add(self, other: _Shard) -> None:
+    def add(self, other: Tally) -> None:
         _merge(self.tool_calls, other.tool_calls)
         _merge(self.findings, other.findings)
         _merge(self.decisions, other.decisions)
@@ -57,51 +58,35 @@ K = TypeVar("K")
 
 
 def _merge(into: dict[K, int], counts: dict[K, int]) -> None:
-    for key, n in dict(counts).items():  # the copy first: the owner thread may be adding a key
+    for key, n in dict(counts).items():  # the copy first: the owner may be adding a key
         into[key] = into.get(key, 0) + n
 
 
 class Counts:
-    """One sink's counters. Thread-safe; ``tool_call``/``finding``/``decision`` are the hot-path entries."""
+    """One sink's counters: a :class:`Tally` per session, plus the folded tallies of sessions gone.
 
-    __slots__ = ("__weakref__", "_errors", "_local", "_lock", "_retired", "_shards", "drops")
+    A tally is live while its owner (the sink's per-session state) exists; when the owner is freed — and
+    so no hook can still be writing to it — the tally is queued for folding, and the next snapshot moves
+    it into the totals (the finaliser only appends to a deque: it may run on any thread, at any point).
+    """
+
+    __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops")
 
     def __init__(self, drops: DropCounter, errors: ErrorCounter) -> None:
-        self._lock = threading.Lock()  # guards the shard list and the error counters, not the counts
-        self._local = threading.local()
-        self._shards: list[_Shard] = []
-        self._retired = _Shard(None)  # counts of threads that have ended
+        self._lock = threading.Lock()  # guards the tally registry and the error counters, not the counts
+        self._live: dict[int, Tally] = {}
+        self._retiring: deque[Tally] = deque()
+        self._retired = Tally()  # counts of sessions gone
         self._errors: dict[int, ErrorCounter] = {id(errors): errors}
         self.drops = drops
 
-    def _new_shard(self) -> _Shard:
-        shard = _Shard(threading.current_thread())
-        self._local.shard = shard
+    def tally(self, owner: object) -> Tally:
+        """A new tally, counted until ``owner`` is freed (then folded into the totals)."""
+        tally = Tally()
         with self._lock:
-            self._shards.append(shard)
-        return shard
-
-    def tool_call(self, phase: str, action: str) -> None:
-        try:
-            calls = self._local.shard.tool_calls
-        except AttributeError:  # this thread's first count
-            calls = self._new_shard().tool_calls
-        key = (phase, action)
-        calls[key] = calls.get(key, 0) + 1
-
-    def finding(self, detector: str) -> None:
-        try:
-            findings = self._local.shard.findings
-        except AttributeError:
-            findings = self._new_shard().findings
-        findings[detector] = findings.get(detector, 0) + 1
-
-    def decision(self, kind: str) -> None:
-        try:
-            decisions = self._local.shard.decisions
-        except AttributeError:
-            decisions = self._new_shard().decisions
-        decisions[kind] = decisions.get(kind, 0) + 1
+            self._live[id(tally)] = tally
+        weakref.finalize(owner, self._retiring.append, tally).atexit = False
+        return tally
 
     def watch_errors(self, errors: ErrorCounter) -> None:
         """Report a pipeline's internal-error counter too (each counted once however many sessions)."""
@@ -110,19 +95,16 @@ class Counts:
                 self._errors.setdefault(id(errors), errors)
 
     def snapshot(self) -> Snapshot:
-        total = _Shard(None)
+        total = Tally()
         with self._lock:
-            live: list[_Shard] = []
-            for shard in self._shards:
-                thread = shard.thread
-                if thread is not None and not thread.is_alive():  # it writes no more: fold it once
-                    self._retired.add(shard)
-                else:
-                    live.append(shard)
-            self._shards = live
+            retiring = self._retiring
+            while retiring:  # a tally is live until folded here: counted once, either way
+                tally = retiring.popleft()
+                self._retired.add(tally)
+                del self._live[id(tally)]
             total.add(self._retired)
-            for shard in live:
-                total.add(shard)
+            for tally in list(self._live.values()):
+                total.add(tally)
             counters = list(self._errors.values())
         return Snapshot(
             total.tool_calls,

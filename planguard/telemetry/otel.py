@@ -13,9 +13,10 @@ precomputed keys and per-session caches) when the call is accepted, its findings
 timestamps) as they come — and created when the call ends, with its recorded start time, in one
 ``start_span`` carrying every attribute, then its events, status and end. That is the least the SDK can be
 asked to do for the span (no ``set_attribute`` calls, no span lock taken again); exporters see exactly
-what a span opened at the call's start would have shown them, since only ended spans are exported. Counts
-are plain integers in per-thread shards, read by observable instruments at collection time; nothing is
-serialised and planguard takes no lock per call (the SDK's span and queue locks remain).
+what a span opened at the call's start would have shown them, since only ended spans are exported (span
+kind: the API's default, INTERNAL). Counts are plain integers in each session's tally, read by observable
+instruments at collection time; nothing is serialised and planguard takes no lock per call (the SDK's
+span and queue locks remain).
 
 Spans are built on a worker thread instead when content capture is on (content is rendered and redacted
 there) or with ``defer_spans=True``: the agent's thread then pays only for the record (a few µs); the
@@ -36,7 +37,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from .. import __version__
 from ..errors import ErrorCounter
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OTelSink"]
 
-_INTERNAL = SpanKind.INTERNAL
 _ERROR = StatusCode.ERROR
 _FAILED = Status(_ERROR)
 _BLOCKED = Status(_ERROR, "blocked by planguard")
@@ -78,31 +78,21 @@ def _ns(seconds: float | None) -> int | None:
     return None if seconds is None else int(seconds * 1e9)
 
 
-class _ToolCall:
-    """An ``execute_tool`` span in the making: everything it will carry, recorded as the call goes."""
-
-    __slots__ = ("attrs", "events", "live", "name", "start_ns")
-
-    def __init__(self, name: str, attrs: dict[str, Any], start_ns: int | None, live: bool) -> None:
-        self.name = name
-        self.attrs = attrs
-        self.start_ns = start_ns
-        self.events: list[_Deferred] | None = None  # most calls have none: no list until the first
-        self.live = live  # recorded while the call ran (False: replayed after the fact)
-
-    def add(self, event: _Deferred) -> None:
-        if self.events is None:
-            self.events = [event]
-        else:
-            self.events.append(event)
+#: An ``execute_tool`` span in the making, recorded when the call is accepted: (span name, attributes, start
+#: ns or None, live). ``live``: recorded while the call ran (False: replayed after the fact). A plain tuple,
+#: built per call (an object with an ``__init__`` costs as much as the rest of the record); the few calls
+#: that get span events keep them apart, in ``_SessionState.events``.
+_ToolCall = tuple[str, dict[str, Any], int | None, bool]
 
 
 class _SessionState:
     __slots__ = (
+        "__weakref__",
         "compliance",
         "ctx",
         "deferred",
         "ended",
+        "events",
         "pre",
         "pre_step",
         "score_attrs",
@@ -110,23 +100,27 @@ class _SessionState:
         "session",
         "span",
         "tail",
+        "tail_letter",
+        "tail_head",
         "tail_len",
         "tail_parts",
-        "tail_prefix",
         "tail_runs",
+        "tally",
         "tools",
     )
 
-    def __init__(self, session: Session, span: Span, ctx: otel_context.Context) -> None:
+    def __init__(self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts) -> None:
         self.session = session
+        self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
         self.tools: dict[int, _ToolCall] = {}
+        self.events: dict[int, list[_Deferred]] = {}  # span events of open calls, for those that have any
         # Decisions made in before_tool, before the call is accepted and its record exists.
         self.pre_step: Step | None = None
         self.pre: list[tuple[Decision, int]] = []
         self.deferred: list[_Deferred] = []  # session-span events waiting for the worker
-        # What the tool-span attributes are built from, cached between calls (see OTelSink._tool_attrs).
+        # What the tool-span attributes are built from, cached between calls (see OTelSink.on_tool_start).
         self.compliance = session.primary_compliance
         self.scores: Scores | None = None
         self.score_attrs: dict[str, float] = {}
@@ -134,7 +128,8 @@ class _SessionState:
         self.tail = ""
         self.tail_runs = -1
         self.tail_parts: list[str] = []  # texts of the finished runs in the tail
-        self.tail_prefix = ""
+        self.tail_head = ""  # the tail up to the last run's count: finished runs, then the last run's letter
+        self.tail_letter = ""  # the last run's letter
         self.ended = False
 
 
@@ -242,26 +237,90 @@ class OTelSink(Sink):
     def on_session_start(self, session: Session) -> None:
         self._state(session)
 
-    def on_tool_start(self, session: Session, step: Step) -> None:
+    def on_tool_start(self, session: Session, step: Step, live: bool = True, blocked: bool = False) -> None:
+        """Record the call's span in ``st.tools``: its name and start, and its attributes as they are now —
+        later calls change the session's compliance and Langutory tail. Also how the sink records calls
+        reported only once finished (``live=False``: offline ``observe()``) and calls a gate refused
+        (``blocked``), so that every call takes the same path."""
         last = self._last
         st = last[1] if last is not None and last[0] is session else self._state(session)
-        self._open_tool(st, session, step, True)
+        ev = step.event
+        index = step.index
+        roles = step.classification.roles
+        letters = self._letters.get(roles)
+        if letters is None:
+            letters = self._letters[roles] = "".join(LETTER_OF.get(r, "?") for r in roles)
+        attrs: dict[str, Any] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
+            A.GEN_AI_TOOL_NAME: ev.tool,
+            A.GEN_AI_CONVERSATION_ID: session.id,
+            A.STEP_INDEX: index,
+            A.PHASE: letters,
+        }
+        if ev.call_id is not None:
+            attrs[A.GEN_AI_TOOL_CALL_ID] = ev.call_id
+        action_type = ""
+        action = step.action
+        if action is not None:
+            kind = getattr(action, "type", None)
+            if kind is not None:
+                action_type = attrs[A.ACTION_TYPE] = self._action_names.get(kind) or self._label(kind)
+        comp = st.compliance
+        if comp is not None:
+            scores = comp.scores()  # cached by Compliance until a plan phase first appears
+            if scores is not st.scores:
+                st.scores = scores
+                st.score_attrs = {A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC}
+            attrs.update(st.score_attrs)
+        lang = session.langutory
+        if lang.length != st.tail_len:
+            # ``Langutory.tail()``, kept incrementally: a step extends the last run (only its count
+            # changes) or starts a new one (see _tail_head).
+            st.tail_len = lang.length
+            runs = lang.runs
+            if len(runs) != st.tail_runs:
+                self._tail_head(st, runs)
+            st.tail = f"{st.tail_head}{runs[-1][1]}" if runs else ""
+        if st.tail:
+            attrs[A.LANGUTORY_TAIL] = st.tail
+        if blocked:
+            attrs[A.BLOCKED] = True
+            attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
+        else:
+            calls = st.tally.tool_calls
+            key = (letters, action_type)
+            calls[key] = calls.get(key, 0) + 1
+        start = ev.start_time
+        call = (
+            self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
+            attrs,
+            None if start is None else int(start * 1e9),
+            live,
+        )
+        tools = st.tools
+        if len(tools) >= MAX_OPEN_TOOLS and not blocked:  # calls that never finished: close the oldest
+            oldest = next(iter(tools))
+            self._emit_open(st, oldest, tools.pop(oldest))
+        tools[index] = call
+        if st.pre and st.pre_step is step:  # decisions made while the call was being gated
+            self._take_pre(st, index)
 
     def on_tool_end(self, session: Session, step: Step) -> None:
         last = self._last
         st = last[1] if last is not None and last[0] is session else self._state(session)
-        call = st.tools.pop(step.index, None)
+        index = step.index
+        call = st.tools.pop(index, None)
         if call is None:  # offline observe(): the call is reported once, finished
-            call = self._open_tool(st, session, step, False)
-            st.tools.pop(step.index, None)
+            self.on_tool_start(session, step, False)
+            call = st.tools.pop(index)
+        name, attrs, start_ns, live = call
         ev = step.event
-        attrs = call.attrs
         # the effect tracker's label (SURVIVED, REVERTED, …), when there is one
         effect = getattr(step, "effect", None)
         if effect is not None:
             effect = self._action_names.get(effect) or self._label(effect)
         status = None
-        if ev.failed:
+        if ev.is_error or (ev.exit_code is not None and ev.exit_code != 0):  # ToolEvent.failed, inline
             if ev.is_error:
                 attrs[A.ERROR_TYPE] = A.ERROR_TOOL
             else:
@@ -273,13 +332,25 @@ class OTelSink(Sink):
             attrs[A.EFFECT] = effect or "SUCCEEDED"
         if step.findings:
             attrs[A.FINDINGS_COUNT] = len(step.findings)
-        # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
-        # end, where their events were stamped.
-        self._emit(st, call, status, ev, time.time_ns() if call.live else _ns(ev.end_time))
+        # Live calls end now (None: the SDK reads the clock), after the findings and decisions about them;
+        # replayed ones at the recorded end, where their events were stamped.
+        end_ns = None if live else _ns(ev.end_time)
+        events = st.events.pop(index, None) if st.events else None
+        if self._worker is not None:
+            self._emit(st, name, attrs, start_ns, events, status, ev, end_ns)
+            return
+        # _emit's inline branch, spelled out on the path every call takes
+        span = self._tracer.start_span(name, context=st.ctx, attributes=attrs, start_time=start_ns)
+        if events:
+            _add_events(span, events)
+        if status is not None:
+            span.set_status(status)
+        span.end(end_ns)
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
         st = self._state(session)
-        self._counts.finding(finding.detector)
+        findings = st.tally.findings
+        findings[finding.detector] = findings.get(finding.detector, 0) + 1
         attrs = {
             A.FINDING_DETECTOR: finding.detector,
             A.FINDING_FIRST_STEP: finding.first_step,
@@ -289,21 +360,24 @@ class OTelSink(Sink):
         if step is None:
             self._session_event(st, A.EVENT_FINDING, attrs, A.FINDING_EVIDENCE, finding.evidence)
             return
-        call = self._tool_for(st, session, step)
-        call.add(
+        live = self._tool_for(st, session, step)[3]
+        _add_event(
+            st,
+            step.index,
             (
                 A.EVENT_FINDING,
                 attrs,
-                _stamp(call, step),
+                _stamp(live, step),
                 A.FINDING_EVIDENCE,
                 finding.evidence if self._capture_on else None,
-            )
+            ),
         )
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
         st = self._state(session)
         kind = decision.kind.value
-        self._counts.decision(kind)
+        decisions = st.tally.decisions
+        decisions[kind] = decisions.get(kind, 0) + 1
         if kind not in A.REPORTED_DECISIONS:
             return
         if step is None:
@@ -318,15 +392,17 @@ class OTelSink(Sink):
             if decision.blocks:
                 self._blocked(st, session, step)
             return
-        call = self._tool_for(st, session, step)
-        call.add(
+        live = self._tool_for(st, session, step)[3]
+        _add_event(
+            st,
+            step.index,
             (
                 A.EVENT_DECISION,
                 _decision_attrs(decision),
-                _stamp(call, step),
+                _stamp(live, step),
                 A.DECISION_MESSAGE,
                 decision.message if self._capture_on else None,
-            )
+            ),
         )
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
@@ -375,6 +451,8 @@ class OTelSink(Sink):
         if st is None or st.session is not session:
             st = self._start_session(session)
         self._last = (session, st)
+        if self._states.get(id(session)) is not st:  # it left the registry meanwhile (another thread)
+            self._last = None
         return st
 
     def _start_session(self, session: Session) -> _SessionState:
@@ -404,11 +482,10 @@ class OTelSink(Sink):
         span = self._tracer.start_span(
             self._session_span_name,
             context=parent,
-            kind=_INTERNAL,
             attributes=attrs,
             start_time=_ns(session.started_at),
         )
-        st = _SessionState(session, span, trace.set_span_in_context(span, parent))
+        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts)
         errors = session.pipeline.errors
         evicted: list[_SessionState] = []
         self._counts.watch_errors(errors)
@@ -425,61 +502,21 @@ class OTelSink(Sink):
             self._close(old, old.session.summary(), evicted=True)
         return st
 
-    def _tool_attrs(self, st: _SessionState, session: Session, step: Step) -> dict[str, Any]:
-        ev = step.event
-        roles = step.classification.roles
-        letters = self._letters.get(roles)
-        if letters is None:
-            letters = self._letters[roles] = "".join(LETTER_OF.get(r, "?") for r in roles)
-        attrs: dict[str, Any] = {
-            A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
-            A.GEN_AI_TOOL_NAME: ev.tool,
-            A.GEN_AI_CONVERSATION_ID: session.id,
-            A.STEP_INDEX: step.index,
-            A.PHASE: letters,
-        }
-        if ev.call_id is not None:
-            attrs[A.GEN_AI_TOOL_CALL_ID] = ev.call_id
-        action = step.action
-        if action is not None:
-            kind = getattr(action, "type", None)
-            if kind is not None:
-                attrs[A.ACTION_TYPE] = self._action_names.get(kind) or self._label(kind)
-        comp = st.compliance
-        if comp is not None:
-            scores = comp.scores()  # cached by Compliance until a plan phase first appears
-            if scores is not st.scores:
-                st.scores = scores
-                st.score_attrs = {A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC}
-            attrs.update(st.score_attrs)
-        lang = session.langutory
-        if lang.length != st.tail_len:
-            st.tail_len = lang.length
-            st.tail = self._tail(st, lang.runs)
-        if st.tail:
-            attrs[A.LANGUTORY_TAIL] = st.tail
-        return attrs
-
     @staticmethod
-    def _tail(st: _SessionState, runs: list[list[str | int]]) -> str:
-        """``Langutory.tail()``, kept incrementally: a run before the last never changes, so each is
-        formatted once, when the run after it starts; a step extending the last run formats just that."""
+    def _tail_head(st: _SessionState, runs: list[list[str | int]]) -> None:
+        """The tail up to the last run's count. A run before the last never changes, so each is formatted
+        once, when the run after it starts (with the letter remembered from when it was the last)."""
         n_runs = len(runs)
-        if not n_runs:
-            return ""
-        if n_runs != st.tail_runs:
-            parts = st.tail_parts
-            if n_runs == st.tail_runs + 1:  # one run started: the one before it is final now
-                role, n = runs[-2]
-                parts.append(f"{LETTER_OF.get(str(role), '?')}{n} ")
-                if len(parts) >= TAIL_RUNS:
-                    del parts[0]
-            else:
-                parts[:] = [f"{LETTER_OF.get(str(r), '?')}{n} " for r, n in runs[-TAIL_RUNS:-1]]
-            st.tail_runs = n_runs
-            st.tail_prefix = "".join(parts)
-        role, n = runs[-1]
-        return f"{st.tail_prefix}{LETTER_OF.get(str(role), '?')}{n}"
+        parts = st.tail_parts
+        if n_runs == st.tail_runs + 1 and n_runs > 1:  # one run started: the one before it is final now
+            parts.append(f"{st.tail_letter}{runs[-2][1]} ")
+            if len(parts) >= TAIL_RUNS:
+                del parts[0]
+        else:
+            parts[:] = [f"{LETTER_OF.get(str(r), '?')}{n} " for r, n in runs[-TAIL_RUNS:-1]]
+        st.tail_runs = n_runs
+        st.tail_letter = LETTER_OF.get(str(runs[-1][0]), "?") if runs else ""
+        st.tail_head = "".join(parts) + st.tail_letter
 
     def _tool_name(self, tool: str) -> str:
         name = self._tool_span_names.get(tool)
@@ -489,62 +526,48 @@ class OTelSink(Sink):
                 self._tool_span_names[tool] = name
         return name
 
-    def _open_tool(self, st: _SessionState, session: Session, step: Step, live: bool) -> _ToolCall:
-        ev = step.event
-        attrs = self._tool_attrs(st, session, step)
-        self._counts.tool_call(attrs[A.PHASE], attrs.get(A.ACTION_TYPE, ""))
-        start = ev.start_time
-        call = _ToolCall(
-            self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
-            attrs,
-            None if start is None else int(start * 1e9),
-            live,
-        )
-        tools = st.tools
-        if len(tools) >= MAX_OPEN_TOOLS:  # calls that never finished: close the oldest unfinished
-            old = tools.pop(next(iter(tools)))
-            self._emit(st, old, None, None, time.time_ns())
-        tools[step.index] = call
-        if st.pre and st.pre_step is step:  # decisions made while the call was being gated
-            self._take_pre(st, call)
-        return call
-
     def _tool_for(self, st: _SessionState, session: Session, step: Step) -> _ToolCall:
         call = st.tools.get(step.index)
-        if call is None:
-            call = self._open_tool(st, session, step, False)
+        if call is None:  # offline: findings and decisions come before the call's end
+            self.on_tool_start(session, step, False)
+            call = st.tools[step.index]
         return call
 
-    def _take_pre(self, st: _SessionState, call: _ToolCall) -> None:
+    def _take_pre(self, st: _SessionState, index: int) -> None:
         capture = self._capture_on
         for decision, ts in st.pre:
-            call.add(
+            _add_event(
+                st,
+                index,
                 (
                     A.EVENT_DECISION,
                     _decision_attrs(decision),
                     ts,
                     A.DECISION_MESSAGE,
                     decision.message if capture else None,
-                )
+                ),
             )
         st.pre_step, st.pre = None, []
 
     def _blocked(self, st: _SessionState, session: Session, step: Step) -> None:
         """A call a policy denied/stopped: a short span of its own, so the block is visible in the trace."""
-        ev = step.event
-        attrs = self._tool_attrs(st, session, step)
-        attrs[A.BLOCKED] = True
-        attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
-        call = _ToolCall(self._tool_name(ev.tool), attrs, _ns(ev.start_time), True)
-        self._take_pre(st, call)
-        self._emit(st, call, _BLOCKED, ev, time.time_ns())
+        index = step.index
+        self.on_tool_start(session, step, True, blocked=True)
+        name, attrs, start_ns, _live = st.tools.pop(index)
+        self._emit(st, name, attrs, start_ns, st.events.pop(index, None), _BLOCKED, step.event, None)
+
+    def _emit_open(self, st: _SessionState, index: int, call: _ToolCall) -> None:
+        """End a call that never finished (too many open, or its session closed) as it stands."""
+        name, attrs, start_ns, _live = call
+        self._emit(st, name, attrs, start_ns, st.events.pop(index, None), None, None, time.time_ns())
 
     def _close(self, st: _SessionState, summary: SessionSummary, *, evicted: bool) -> None:
         st.ended = True
         now = time.time_ns()
-        for call in list(st.tools.values()):
-            self._emit(st, call, None, None, now)
+        for index, (name, tool_attrs, start_ns, _live) in list(st.tools.items()):
+            self._emit(st, name, tool_attrs, start_ns, st.events.pop(index, None), None, None, now)
         st.tools.clear()
+        st.events.clear()
         span = st.span
         attrs: dict[str, Any] = {
             A.SESSION_STEPS: summary.n_steps,
@@ -576,24 +599,36 @@ class OTelSink(Sink):
     def _emit(
         self,
         st: _SessionState,
-        call: _ToolCall,
+        name: str,
+        attrs: dict[str, Any],
+        start_ns: int | None,
+        events: list[_Deferred] | None,
         status: Status | None,
         event: ToolEvent | None,
         end_ns: int | None,
     ) -> None:
-        """Create, fill and end a recorded tool span: here, or on the worker (content capture, deferred)."""
+        """Create, fill and end a recorded tool span (``end_ns`` None: now): here, or on the worker
+        (content capture, deferred)."""
         if self._worker is not None:
             arguments = result = None
             if self._capture_on and event is not None:
                 arguments, result = event.arguments, event.result
-            if self._submit(_Job(call, None, st.ctx, call.events, status, arguments, result, end_ns)):
+            job = _Job(
+                (name, attrs, start_ns, True),
+                None,
+                st.ctx,
+                events,
+                status,
+                arguments,
+                result,
+                time.time_ns() if end_ns is None else end_ns,
+            )
+            if self._submit(job):
                 return
-            # Queue full: the span goes out now, without its content.
-        span = self._tracer.start_span(
-            call.name, context=st.ctx, kind=_INTERNAL, attributes=call.attrs, start_time=call.start_ns
-        )
-        if call.events:
-            _add_events(span, call.events)
+            end_ns = job.end_ns  # queue full: the span goes out now, without its content
+        span = self._tracer.start_span(name, context=st.ctx, attributes=attrs, start_time=start_ns)
+        if events:
+            _add_events(span, events)
         if status is not None:
             span.set_status(status)
         span.end(end_ns)
@@ -646,10 +681,10 @@ class OTelSink(Sink):
         span = job.span
         call = job.call
         if call is not None:
-            attrs = {**call.attrs, **content} if content and mode.on_span else call.attrs
-            span = self._tracer.start_span(
-                call.name, context=job.ctx, kind=_INTERNAL, attributes=attrs, start_time=call.start_ns
-            )
+            name, attrs, start_ns, _live = call
+            if content and mode.on_span:
+                attrs = {**attrs, **content}
+            span = self._tracer.start_span(name, context=job.ctx, attributes=attrs, start_time=start_ns)
         if span is None:
             return
         try:
@@ -671,9 +706,17 @@ def _flush_at_exit(ref: weakref.ReferenceType[OTelSink]) -> None:
         sink._worker.flush(EXIT_FLUSH_TIMEOUT_S)
 
 
-def _stamp(call: _ToolCall, step: Step) -> int | None:
+def _stamp(live: bool, step: Step) -> int | None:
     # Live calls: now. Replayed calls: the call's own end, inside the span, not replay time.
-    return time.time_ns() if call.live else _ns(step.event.end_time)
+    return time.time_ns() if live else _ns(step.event.end_time)
+
+
+def _add_event(st: _SessionState, index: int, event: _Deferred) -> None:
+    events = st.events.get(index)
+    if events is None:
+        st.events[index] = [event]
+    else:
+        events.append(event)
 
 
 def _add_events(span: Span, deferred: list[_Deferred]) -> None:

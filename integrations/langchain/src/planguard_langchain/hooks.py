@@ -95,6 +95,11 @@ class GuardHooks:
         self.errors: ErrorCounter = errors if isinstance(errors, ErrorCounter) else ErrorCounter()
         self.actions: dict[str, ActionRenderer] = dict(actions or {})
         self._session_key: SessionKey = session_key or thread_id_of
+        self._default_key = session_key is None
+        # Whether a session is live, when the guard can tell (planguard's ``Guard`` can): ``open_session``
+        # then touches the guard only for a session that is not open yet.
+        contains = getattr(guard, "__contains__", None)
+        self._is_live: Callable[[str], bool] | None = contains if callable(contains) else None
         self._lock = threading.Lock()
         # Stop decisions made on a tool call, applied at the session's next model call.
         self._stops: dict[str, Decision] = {}
@@ -116,6 +121,11 @@ class GuardHooks:
         if not config:
             return None
         try:
+            if self._default_key:  # thread_id_of's common case, inline: this runs on every hook call
+                configurable = config.get("configurable")
+                if type(configurable) is dict:
+                    tid = configurable.get("thread_id")
+                    return None if tid is None else str(tid)
             sid = self._session_key(config)
         except Exception as exc:  # a failing session_key falls back like a missing one
             self.errors.record("GuardHooks.session_key", exc)
@@ -134,6 +144,26 @@ class GuardHooks:
             else:
                 sid, generated = f"run-{uuid.uuid4().hex}", True
         self._guarded("session", self.guard.session, sid, **metadata)
+        return sid, generated
+
+    def open_session(
+        self, config: RunnableConfig | None, state: Any = None, **metadata: Any
+    ) -> tuple[str, bool]:
+        """Like :meth:`start`, for a hook that runs many times per run: the guard is asked to open the
+        session (with ``metadata``) only if it is not live yet, so a run's session opens at its first model
+        call and every later call costs one lookup. (Sinks read a session's metadata when it opens, so
+        re-applying it to a live session would change nothing they record.)"""
+        sid = self._key(config)
+        generated = False
+        if not sid:
+            held = _state_get(state, SESSION_STATE_KEY)
+            if held:
+                sid = str(held)
+            else:
+                sid, generated = f"run-{uuid.uuid4().hex}", True
+        is_live = self._is_live
+        if generated or is_live is None or not is_live(sid):
+            self._guarded("session", self.guard.session, sid, **metadata)
         return sid, generated
 
     def end(self, session_id: str) -> Any:
@@ -157,7 +187,7 @@ class GuardHooks:
             except Exception as exc:  # fail-open
                 self.errors.record("GuardHooks.before_tool", exc)
                 decision = ALLOW
-            if decision.blocks:
+            if decision is not ALLOW and decision.blocks:
                 return self._blocked(sid, request, decision)
         try:
             result = handler(request)
@@ -190,7 +220,7 @@ class GuardHooks:
             except Exception as exc:  # fail-open
                 self.errors.record("GuardHooks.before_tool", exc)
                 decision = ALLOW
-            if decision.blocks:
+            if decision is not ALLOW and decision.blocks:
                 return self._blocked(sid, request, decision)
         try:
             result = await handler(request)

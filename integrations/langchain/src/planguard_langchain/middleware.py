@@ -5,18 +5,22 @@
 
 Hooks, named for when they run (sync and async twins):
 
-* ``before_agent`` / ``after_agent`` — open and close the run's session (the ``thread_id``'s).
+* ``after_agent`` — close the run's session (the ``thread_id``'s), which its first model call opened. There
+  is no ``before_agent``: a node hook is a graph node, and LangGraph pays for each node at every step of a
+  run, not only when it runs (~0.7 % of a bare step, see benchmarks/bench_langchain.py).
 * ``wrap_tool_call`` — classify the call, let gates deny it (the model gets ``ToolMessage(status="error")``
   and the tool does not run), record its result.
-* ``wrap_model_call`` — count the model call and add due reminders and nudges to *this request only*
-  (``request.override(messages=...)``) unless a policy asked for them to persist; after a stop decision,
-  answer with the policy's final message instead of calling the model and jump to the end. Work done so far
-  stays in the agent's state: nothing is raised, no recursion limit is hit.
+* ``wrap_model_call`` — open the session at the run's first model call, count the model call and add due
+  reminders and nudges to *this request only* (``request.override(messages=...)``) unless a policy asked for
+  them to persist; after a stop decision, answer with the policy's final message instead of calling the
+  model and jump to the end. Work done so far stays in the agent's state: nothing is raised, no recursion
+  limit is hit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -31,7 +35,7 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
 )
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-from langgraph.config import get_config
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -43,7 +47,8 @@ __all__ = ["PlanGuardMiddleware", "PlanGuardState"]
 
 
 class PlanGuardState(AgentState[Any]):
-    # Session id of a run invoked without a thread_id (one session per invocation then).
+    # Session id of a run invoked without a thread_id (one session per invocation then), set by the run's
+    # first model call.
     planguard_session: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
@@ -59,6 +64,10 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
             session per invocation (its id is kept in the agent state under ``planguard_session``).
         end_on_finish: close the session when the agent finishes (``after_agent``); set False to keep one
             session across several invocations of a thread (it then ends on ``guard.end`` or idle eviction).
+
+    A run's session opens at its first model call (with ``integration="langchain"`` in its metadata); a run
+    that finishes before any model call (another middleware jumped to the end) gets its empty session opened
+    and closed in ``after_agent``.
     """
 
     state_schema = PlanGuardState
@@ -86,23 +95,18 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
     def name(self) -> str:
         return "planguard"
 
-    # ------------------------------------------------------------------ run start / end
-
-    def before_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        sid, generated = self.hooks.start(_current_config(), state, integration="langchain")
-        return {SESSION_STATE_KEY: sid} if generated else None
-
-    async def abefore_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self.before_agent(state, runtime)
+    # ------------------------------------------------------------------ run end
 
     def after_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        sid, _ = self.hooks.open_session(_current_config(), state, **_METADATA)
         if self.end_on_finish:
-            self.hooks.end(self.hooks.session_for(_current_config(), state))
+            self.hooks.end(sid)
         return None
 
     async def aafter_agent(self, state: PlanGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        sid, _ = self.hooks.open_session(_current_config(), state, **_METADATA)
         if self.end_on_finish:
-            await self.hooks.aend(self.hooks.session_for(_current_config(), state))
+            await self.hooks.aend(sid)
         return None
 
     # ------------------------------------------------------------------ tools
@@ -128,30 +132,36 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        sid = self.hooks.session_for(_current_config(), request.state)
+        sid, generated = self.hooks.open_session(_current_config(), request.state, **_METADATA)
         call = self.hooks.model_call(sid, request.messages)
-        if call is None:  # nothing to add (most calls)
+        if call is None and not generated:  # nothing to add (most calls)
             return handler(request)
+        update = _keep_session_id(request, sid) if generated else None
+        if call is None:
+            return _updating(handler(request), update)
         if call.final is not None:
-            return _stopped(call.final)
+            return _stopped(call.final, update)
         if call.messages is not request.messages:
             request = request.override(messages=cast("list[AnyMessage]", call.messages))
-        return _persisting(handler(request), call)
+        return _updating(_persisting(handler(request), call), update)
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        sid = self.hooks.session_for(_current_config(), request.state)
+        sid, generated = self.hooks.open_session(_current_config(), request.state, **_METADATA)
         call = await self.hooks.amodel_call(sid, request.messages)
-        if call is None:
+        if call is None and not generated:
             return await handler(request)
+        update = _keep_session_id(request, sid) if generated else None
+        if call is None:
+            return _updating(await handler(request), update)
         if call.final is not None:
-            return _stopped(call.final)
+            return _stopped(call.final, update)
         if call.messages is not request.messages:
             request = request.override(messages=cast("list[AnyMessage]", call.messages))
-        return _persisting(await handler(request), call)
+        return _updating(_persisting(await handler(request), call), update)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -160,12 +170,13 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
 
 # create_agent wraps every wrap_* hook in LangSmith's ``traceable``, whose sync wrapper calls
 # ``inspect.signature(hook)`` at *every call*, tracing on or off. For a bound method that means deriving the
-# signature from the function's annotations and rebuilding it without ``self`` — about a tenth of a bare
-# agent step for the two hooks (measured with callgrind, see benchmarks/bench_langchain.py). So the sync
-# hooks are looked up through a descriptor that hands out a plain function carrying a precomputed
-# ``__signature__``, which ``inspect.signature`` returns as is. Class-level access still gives the function
-# itself (LangChain tells overridden hooks from the base class's by comparing those). The async wrapper
-# computes what it needs once, so the async hooks stay ordinary methods.
+# signature from the function's annotations and rebuilding it without ``self`` — about 3 % of a bare agent
+# step for the two hooks (measured with callgrind, see benchmarks/bench_langchain.py). So the sync hooks are
+# looked up through a descriptor that hands out the function bound with ``functools.partial`` (which adds
+# no Python frame per call, unlike a closure) carrying a precomputed ``__signature__``, which
+# ``inspect.signature`` returns as is. Class-level access still gives the function itself (LangChain tells
+# overridden hooks from the base class's by comparing those). The async wrapper computes what it needs
+# once, so the async hooks stay ordinary methods.
 _SYNC_WRAP_HOOKS = ("wrap_tool_call", "wrap_model_call")
 
 
@@ -182,11 +193,10 @@ class _PresignedHook:
         if obj is None:
             return fn
 
-        def hook(request: Any, handler: Any) -> Any:
-            return fn(obj, request, handler)
-
+        hook = functools.partial(fn, obj)
         hook.__signature__ = self.signature  # type: ignore[attr-defined]
-        hook.__name__, hook.__qualname__, hook.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        for attr in ("__name__", "__qualname__", "__doc__"):
+            setattr(hook, attr, getattr(fn, attr))
         return hook
 
 
@@ -201,17 +211,37 @@ def _presign(cls: type) -> None:
 _presign(PlanGuardMiddleware)
 
 
+#: Session metadata the middleware opens sessions with.
+_METADATA: dict[str, Any] = {"integration": "langchain"}
+
+
 def _current_config() -> Any:
-    try:
-        return get_config()
-    except RuntimeError:  # called outside a graph run (a unit test driving the hook directly)
-        return None
+    # What ``langgraph.config.get_config()`` returns, without its exception when called outside a graph run
+    # (a unit test driving a hook directly): None then.
+    return var_child_runnable_config.get()
 
 
-def _stopped(final: AIMessage) -> ExtendedModelResponse[Any]:
+def _keep_session_id(request: ModelRequest[Any], sid: str) -> dict[str, Any]:
+    """The state update that keeps a session id made up for a run without a thread_id, for the run's later
+    hooks. It is also written into this request's state, which another middleware retrying the call hands
+    back to this hook, so that the retry does not make up a second id."""
+    state: Any = request.state
+    if isinstance(state, dict):
+        state[SESSION_STATE_KEY] = sid
+    return {SESSION_STATE_KEY: sid}
+
+
+def _updating(
+    response: ModelResponse[Any], update: dict[str, Any] | None
+) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+    return response if update is None else ExtendedModelResponse(response, Command(update=update))
+
+
+def _stopped(final: AIMessage, update: dict[str, Any] | None = None) -> ExtendedModelResponse[Any]:
     # The answer has no tool call, so the loop would end anyway; jump_to makes it explicit for other
     # middleware's after_model hooks.
-    return ExtendedModelResponse(ModelResponse(result=[final]), Command(update={"jump_to": "end"}))
+    jump: dict[str, Any] = {"jump_to": "end"}
+    return ExtendedModelResponse(ModelResponse(result=[final]), Command(update={**jump, **(update or {})}))
 
 
 def _persisting(response: ModelResponse[Any], call: ModelCall) -> ModelResponse[Any]:

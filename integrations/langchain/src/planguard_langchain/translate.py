@@ -56,7 +56,9 @@ def tool_event(
     tool has a renderer)."""
     name = str(call.get("name") or "")
     args = call.get("args")
-    arguments: Mapping[str, Any] | str = args if isinstance(args, Mapping | str) else {}
+    arguments: Mapping[str, Any] | str = (
+        args if type(args) is dict or isinstance(args, Mapping | str) else {}  # (dict: no ABC check)
+    )
     action = None
     if actions:
         render = actions.get(name)
@@ -68,13 +70,16 @@ def tool_event(
 def record_result(event: ToolEvent, result: ToolMessage | Command[Any] | Any) -> None:
     """Copy what the tool returned onto ``event``: text, error status and, when the tool reports one in its
     artifact (``{"exit_code": n}``), the exit code."""
-    message = _tool_message_of(result, event.call_id)
+    message = result if isinstance(result, ToolMessage) else _tool_message_of(result, event.call_id)
     if message is None:
         return
-    event.result = message.text
+    # A plain ``str``, as a loader gives offline (``message.text`` is a ``str`` subclass, which the core does
+    # not judge outputs from); for str content that is the content itself.
+    content = message.content
+    event.result = content if type(content) is str else str(message.text)
     event.is_error = message.status == "error"
     artifact = message.artifact
-    if isinstance(artifact, Mapping):
+    if artifact is not None and isinstance(artifact, Mapping):
         code = artifact.get("exit_code")
         if isinstance(code, int) and not isinstance(code, bool):
             event.exit_code = code
@@ -137,7 +142,7 @@ def thread_id_of(config: RunnableConfig | Mapping[str, Any] | None) -> str | Non
     if not config:
         return None
     configurable = config.get("configurable")
-    if not isinstance(configurable, Mapping):
+    if type(configurable) is not dict and not isinstance(configurable, Mapping):
         return None
     tid = configurable.get("thread_id")
     return None if tid is None else str(tid)
