@@ -115,21 +115,7 @@ class RepeatedCall(Detector):
         tool = event.tool
         if tool == THINK_TOOL:
             return None
-        action = event.action
-        if action.__class__ is str and action:
-            # call_key's first case, inlined: this runs for every tool call.
-            if len(action) > _SHORT or (
-                "  " not in action
-                and "\n" not in action
-                and "\t" not in action
-                and action[-1] != " "
-                and action[0] != " "
-            ):
-                key: tuple[str, Any] = (tool, action)
-            else:
-                key = (tool, " ".join(action.split()))
-        else:
-            key = call_key(event)
+        key = call_key(event)
         prev = state.prev
         prev2 = state.prev2
         state.prev2 = prev

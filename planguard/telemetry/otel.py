@@ -336,16 +336,7 @@ class OTelSink(Sink):
         # replayed ones at the recorded end, where their events were stamped.
         end_ns = None if live else _ns(ev.end_time)
         events = st.events.pop(index, None) if st.events else None
-        if self._worker is not None:
-            self._emit(st, name, attrs, start_ns, events, status, ev, end_ns)
-            return
-        # _emit's inline branch, spelled out on the path every call takes
-        span = self._tracer.start_span(name, context=st.ctx, attributes=attrs, start_time=start_ns)
-        if events:
-            _add_events(span, events)
-        if status is not None:
-            span.set_status(status)
-        span.end(end_ns)
+        self._emit(st, name, attrs, start_ns, events, status, ev, end_ns)
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
         st = self._state(session)

@@ -132,27 +132,16 @@ class GuardHooks:
             return None
         return None if sid is None else str(sid)
 
-    def start(self, config: RunnableConfig | None, state: Any = None, **metadata: Any) -> tuple[str, bool]:
-        """Open (or resume) the run's session. Returns ``(session_id, generated)``: ``generated`` is true when
-        the run had no id and one was made up for it, to be kept in the agent state."""
-        sid = self._key(config)
-        generated = False
-        if not sid:
-            held = _state_get(state, SESSION_STATE_KEY)
-            if held:
-                sid = str(held)
-            else:
-                sid, generated = f"run-{uuid.uuid4().hex}", True
-        self._guarded("session", self.guard.session, sid, **metadata)
-        return sid, generated
-
     def open_session(
         self, config: RunnableConfig | None, state: Any = None, **metadata: Any
     ) -> tuple[str, bool]:
-        """Like :meth:`start`, for a hook that runs many times per run: the guard is asked to open the
-        session (with ``metadata``) only if it is not live yet, so a run's session opens at its first model
-        call and every later call costs one lookup. (Sinks read a session's metadata when it opens, so
-        re-applying it to a live session would change nothing they record.)"""
+        """Open (or resume) the run's session. Returns ``(session_id, generated)``: ``generated`` is true when
+        the run had no id and one was made up for it, to be kept in the agent state.
+
+        Called by hooks that run many times per run: the guard is asked to open the session (with
+        ``metadata``) only if it is not live yet, so a run's session opens at its first model call and every
+        later call costs one lookup. (Sinks read a session's metadata when it opens, so re-applying it to a
+        live session would change nothing they record.)"""
         sid = self._key(config)
         generated = False
         if not sid:
