@@ -188,10 +188,7 @@ class GuardHooks:
                 self._guarded("after_tool", self.guard.after_tool, sid, event)
             raise
         if event is not None:
-            try:
-                record_result(event, result)
-            except Exception as err:  # fail-open
-                self.errors.record("GuardHooks.record_result", err)
+            self._take_result(event, result)
             try:
                 self.guard.after_tool(sid, event)
             except Exception as exc:  # fail-open
@@ -221,15 +218,18 @@ class GuardHooks:
                 await self._aguarded("after_tool", self.guard.aafter_tool, sid, event)
             raise
         if event is not None:
-            try:
-                record_result(event, result)
-            except Exception as err:  # fail-open
-                self.errors.record("GuardHooks.record_result", err)
+            self._take_result(event, result)
             try:
                 await self.guard.aafter_tool(sid, event)
             except Exception as exc:  # fail-open
                 self.errors.record("GuardHooks.after_tool", exc)
         return result
+
+    def _take_result(self, event: ToolEvent, result: ToolResult) -> None:
+        try:
+            record_result(event, result)
+        except Exception as err:  # fail-open
+            self.errors.record("GuardHooks.record_result", err)
 
     # Everything planguard does around a call is fail-open: its own errors are counted (``errors``) and the
     # call runs as if planguard were absent. Only the tool's own exception propagates.
