@@ -25,23 +25,43 @@ if TYPE_CHECKING:
     from ..session import Session
     from ..step import Step
 
-__all__ = ["EffectState", "EffectTracker", "effect_state", "set_anchors"]
+__all__ = ["EffectState", "EffectTracker", "RunFacts", "effect_state", "set_anchors"]
+
+
+class RunFacts:
+    """What the end-of-run predicates (NoTailValidation, UnsupportedCompletion) decide on, kept per step."""
+
+    __slots__ = ("last_ok_validation", "last_source_write", "last_validation", "n", "text")
+
+    def __init__(self) -> None:
+        self.n = 0  # steps observed (1 + the highest step index)
+        self.last_source_write = -1  # step of the latest source-file write
+        self.last_validation = -1  # step of the latest validation command
+        self.last_ok_validation = -1  # step of the latest validation command that did not fail (caller sets)
+        self.text: str | None = None  # text of the latest reasoning / completion action
+
+    def note(self, index: int, action: Action) -> bool:
+        """Record step ``index``; True when it is a validation command, whose outcome the caller judges
+        (and, when it did not fail, records as ``last_ok_validation``)."""
+        if index >= self.n:
+            self.n = index + 1
+        t = action.type
+        if action.is_source_write:
+            self.last_source_write = index
+        elif t is COMMAND:
+            if action.is_validation:
+                self.last_validation = index
+                return True
+        elif action.text is not None and (t is REASON or action.is_completion):
+            self.text = action.text
+        return False
 
 
 class EffectState:
-    """The tracker's per-session state. Besides labels and milestones it keeps the run facts the
-    end-of-run detectors judge (``last_*``, ``text``, ``n``): they need not observe every step themselves."""
+    """The tracker's per-session state: labels, milestones, and the run facts the end-of-run detectors
+    judge (``facts``), so those need not observe every step themselves."""
 
-    __slots__ = (
-        "labeler",
-        "last_ok_validation",
-        "last_source_write",
-        "last_validation",
-        "milestones",
-        "n",
-        "recent",
-        "text",
-    )
+    __slots__ = ("facts", "labeler", "milestones", "recent")
 
     RECENT = 64
 
@@ -49,11 +69,7 @@ class EffectState:
         self.labeler = EffectLabeler(anchors, max_pending_reads=max_pending_reads)
         self.milestones = MilestoneTracker(anchors)
         self.recent: deque[tuple[int, Effect]] = deque(maxlen=self.RECENT)
-        self.n = 0  # steps observed (1 + the highest step index)
-        self.last_source_write = -1  # step of the latest source-file write
-        self.last_validation = -1  # step of the latest validation command
-        self.last_ok_validation = -1  # step of the latest validation command that did not fail
-        self.text: str | None = None  # text of the latest reasoning / completion action
+        self.facts = RunFacts()
 
     def set_anchors(self, anchors: AnchorSet | None) -> None:
         """Use ``anchors`` from now on (call before the first step to cover the whole run)."""
@@ -70,6 +86,11 @@ class EffectState:
             if i == index:
                 return eff
         return None
+
+    @property
+    def n(self) -> int:
+        """Steps observed (1 + the highest step index)."""
+        return self.facts.n
 
     @property
     def last(self) -> Effect | None:
@@ -112,19 +133,9 @@ class EffectTracker(Detector):
         index = step.index
         effect = state.labeler.label(index, action, step.event, step)
         state.recent.append((index, effect))
-        if index >= state.n:
-            state.n = index + 1
-        t = action.type
-        # The run facts (what NoTailValidation and UnsupportedCompletion decide on at the end).
-        if action.is_source_write:
-            state.last_source_write = index
-        elif t is COMMAND:
-            if action.is_validation:
-                state.last_validation = index
-                if effect is JUSTIFIED:  # a validation command's label when it did not fail
-                    state.last_ok_validation = index
-        elif action.text is not None and (t is REASON or action.is_completion):
-            state.text = action.text
+        # A validation command is labelled JUSTIFIED exactly when it did not fail.
+        if state.facts.note(index, action) and effect is JUSTIFIED:
+            state.facts.last_ok_validation = index
         # Without anchors only M4 (a passing validation: a JUSTIFIED command) and M5 (a JUSTIFIED step)
         # exist, so only a JUSTIFIED step can reach one; once every milestone that can be reached has been
         # (M4 and M5 without anchors, all five with), there is nothing left to track. The milestone

@@ -18,7 +18,7 @@ from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
 from .base import Detector
-from .effects import EffectState, EffectTracker
+from .effects import EffectTracker, RunFacts
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -198,21 +198,14 @@ class RereadChurn(Detector):
         if target is None or (t is not FILE_READ and t is not FILE_WRITE):
             return None  # only reads and writes of a file decide anything
         index = step.index
-        entries = state.entries
-        if entries and entries[0][0] <= index - state.window:  # state.catch_up, inlined
-            state.expire(index, self.reads)
+        state.catch_up(index, self.reads)
         if t is FILE_WRITE:
             if target in state.counts or target in state.active:
                 state.invalidate(target)
             return None
-        # state.count(index, target, self.reads), inlined: reads are a third of all steps
-        entries.append((index, target, state.clock))
-        counts = state.counts
-        c = counts.get(target, 0) + 1
-        counts[target] = c
-        if c >= self.reads and target not in state.active:
-            state.active.add(target)
-            steps = state.steps_of(target)
+        hit = state.count(index, target, self.reads)
+        if hit is not None:
+            c, steps = hit
             return Finding(
                 self.name,
                 steps[0],
@@ -247,9 +240,7 @@ class RedundantSearch(Detector):
         if a.type is not SEARCH or not a.target:
             return None
         index = step.index
-        entries = state.entries
-        if entries and entries[0][0] <= index - state.window:  # state.catch_up, inlined
-            state.expire(index, self.repeats)
+        state.catch_up(index, self.repeats)
         query = a.target
         hit = state.count(index, query, self.repeats)
         if hit is not None:
@@ -499,30 +490,46 @@ class ShellOverTool(Detector):
 # --------------------------------------------------------------------------------- end-of-run predicates
 
 
-class _TailState:
-    __slots__ = ("last_source_write", "last_validation", "n")
+class _EndOfRun(Detector):
+    """A predicate judged at the end of the run over :class:`RunFacts`: its own, noted at every step, or,
+    with ``effects`` (an :class:`EffectTracker` in the same pipeline, as :func:`default_detectors` sets it
+    up), the tracker's, which sees every step anyway; the detector then observes none."""
 
-    def __init__(self) -> None:
-        self.n = 0
-        self.last_source_write = -1
-        self.last_validation = -1  # the latest validation is the only one that can fall in the tail
+    effects: EffectTracker | None = None
+
+    def _read_facts_of(self, effects: EffectTracker | None) -> None:
+        self.effects = effects
+        if effects is not None:
+            self.types = frozenset()
+
+    def new_state(self) -> RunFacts | None:
+        return RunFacts() if self.effects is None else None
+
+    def observe(self, step: Step, state: RunFacts | None) -> Finding | None:
+        if state is None:  # the tracker keeps the facts
+            return None
+        a = step.action
+        if a.__class__ is not Action:
+            a = action_of(step)
+        if state.note(step.index, a) and not outcome_failed(a, step.event):
+            state.last_ok_validation = step.index
+        return None
+
+    def facts(self, session: Session, state: RunFacts | None) -> RunFacts | None:
+        if state is not None:
+            return state
+        if self.effects is None:
+            return None
+        for det, st in zip(session.pipeline.detectors, session.detector_states, strict=False):
+            if det is self.effects:
+                return st.facts  # type: ignore[no-any-return]
+        raise LookupError(f"{self.name}: the EffectTracker it reads is not in this session's pipeline")
 
 
-def _facts(session: Session, tracker: EffectTracker, name: str) -> EffectState:
-    """The run facts ``tracker`` kept for ``session``."""
-    for det, st in zip(session.pipeline.detectors, session.detector_states, strict=False):
-        if det is tracker:
-            return st  # type: ignore[no-any-return]
-    raise LookupError(f"{name}: the EffectTracker it reads is not in this session's pipeline")
-
-
-class NoTailValidation(Detector):
+class NoTailValidation(_EndOfRun):
     """At the end of the run: no recognised validation command in the overlap of the region after the
     last source write and the final ``tail`` (5) actions. Runs without any source write are not judged
-    (there is nothing to validate).
-
-    With ``effects`` (an :class:`EffectTracker` in the same pipeline, as :func:`default_detectors` sets
-    it up), the facts come from the tracker, which sees every step anyway, and this detector observes none.
+    (there is nothing to validate). ``effects``: see :class:`_EndOfRun`.
     """
 
     name = "no_tail_validation"
@@ -531,35 +538,11 @@ class NoTailValidation(Detector):
         if tail < 1:
             raise ValueError("tail must be >= 1")
         self.tail = tail
-        self.effects = effects
-        if effects is not None:
-            self.types = frozenset()
+        self._read_facts_of(effects)
 
-    def new_state(self) -> _TailState | None:
-        return _TailState() if self.effects is None else None
-
-    def observe(self, step: Step, state: _TailState | None) -> Finding | None:
-        if state is None:  # the tracker keeps the facts
-            return None
-        a = step.action
-        if a.__class__ is not Action:
-            a = action_of(step)
-        i = step.index
-        if i >= state.n:
-            state.n = i + 1
-        if a.is_source_write:
-            state.last_source_write = i
-        elif a.is_validation and a.type is COMMAND:
-            state.last_validation = i
-        return None
-
-    def finish(self, session: Session, state: _TailState | None) -> Finding | None:
-        facts: _TailState | EffectState
-        if state is not None:
-            facts = state
-        elif self.effects is not None:
-            facts = _facts(session, self.effects, self.name)
-        else:
+    def finish(self, session: Session, state: RunFacts | None) -> Finding | None:
+        facts = self.facts(session, state)
+        if facts is None:
             return None
         last_sw = facts.last_source_write
         if last_sw < 0:
@@ -584,62 +567,25 @@ class NoTailValidation(Detector):
 _CLAIM = r"\b(?:fixed|done|resolved)\b"
 
 
-class _ClaimState:
-    __slots__ = ("last_ok_validation", "last_source_write", "n", "text")
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.last_source_write = -1
-        self.last_ok_validation = -1
-        self.text: str | None = None
-
-
-class UnsupportedCompletion(Detector):
+class UnsupportedCompletion(_EndOfRun):
     """At the end of the run: the final text matches a word-boundary fixed/done/resolved pattern and no
     successful validation command follows the last source write.
 
     The final text is ``session.metadata["final_text"]`` when the source records it (the loaders do),
     else the text of the run's last reasoning / completion action (``think``, ``finish``). The check does
     not judge whether the statement is true, only whether a passing validation supports it. ``effects``:
-    as for :class:`NoTailValidation`.
+    see :class:`_EndOfRun`.
     """
 
     name = "unsupported_completion"
 
     def __init__(self, pattern: str = _CLAIM, *, effects: EffectTracker | None = None) -> None:
         self.pattern = re.compile(pattern, re.IGNORECASE)
-        self.effects = effects
-        if effects is not None:
-            self.types = frozenset()
+        self._read_facts_of(effects)
 
-    def new_state(self) -> _ClaimState | None:
-        return _ClaimState() if self.effects is None else None
-
-    def observe(self, step: Step, state: _ClaimState | None) -> Finding | None:
-        if state is None:  # the tracker keeps the facts
-            return None
-        a = step.action
-        if a.__class__ is not Action:
-            a = action_of(step)
-        i = step.index
-        if i >= state.n:
-            state.n = i + 1
-        if a.is_source_write:
-            state.last_source_write = i
-        elif a.type is COMMAND:
-            if a.is_validation and not outcome_failed(a, step.event):
-                state.last_ok_validation = i
-        elif a.text is not None and (a.type is REASON or a.is_completion):
-            state.text = a.text
-        return None
-
-    def finish(self, session: Session, state: _ClaimState | None) -> Finding | None:
-        facts: _ClaimState | EffectState
-        if state is not None:
-            facts = state
-        elif self.effects is not None:
-            facts = _facts(session, self.effects, self.name)
-        else:
+    def finish(self, session: Session, state: RunFacts | None) -> Finding | None:
+        facts = self.facts(session, state)
+        if facts is None:
             return None
         final: Any = session.metadata.get("final_text") if isinstance(session.metadata, dict) else None
         text = final if isinstance(final, str) and final.strip() else facts.text
