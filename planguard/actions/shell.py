@@ -712,34 +712,34 @@ class ShellClassifier:
 
     def _judge_line(self, line: str, cwd: str | None) -> ShellVerdict | None:
         """``_judge`` of a top-level line, reusing the verdicts of ``&&`` pieces seen before (``cd
-        /testbed && …`` starts most lines of a run).
-
-        A head before the first ``&&`` that holds no quoting, redirection, substitution, separator or
-        newline (``_PLAIN_HEAD``) tokenizes to the same words alone as in the line, and every tokenizer
-        starts afresh after ``&&`` (lines this short are never cut at ``_MAX_TOKENS``): the line's segments
-        are the head's followed by the rest's. The best of both halves is the best of the line (ties keep
-        the first), and the rest resolves against the directory the head leaves. Verdicts are not changed
-        once made, so a remembered one can stand in any line.
-        """
-        at = line.find("&&")
-        if at <= 0 or len(line) > self.MEMO_LINE_MAX or _PLAIN_HEAD.fullmatch(line, 0, at) is None:
+        /testbed && …`` starts most lines of a run)."""
+        if len(line) > self.MEMO_LINE_MAX:
             return self._judge(line, cwd, 0)[0]
-        head, head_cwd = self._piece(line[:at].strip(" \t"), cwd)
-        rest, _ = self._piece(line[at + 2 :].lstrip(" \t"), head_cwd)
-        return rest if head is None or (rest is not None and rest.rank > head.rank) else head
+        return self._judge_pieces(line, cwd)[0]
+
+    def _judge_pieces(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
+        """``_judge(text, cwd, 0)``, split at the first ``&&`` when the head before it is plain.
+
+        A head that holds no quoting, redirection, substitution, separator or newline (``_PLAIN_HEAD``)
+        tokenizes to the same words alone as in the text, and every tokenizer starts afresh after ``&&``
+        (texts this short are never cut at ``_MAX_TOKENS``): the segments are the head's followed by the
+        rest's. The best of both halves is the best of the text (ties keep the first), and the rest
+        resolves against the directory the head leaves. Verdicts are not changed once made, so a
+        remembered one can stand in any line.
+        """
+        at = text.find("&&")
+        if at <= 0 or _PLAIN_HEAD.fullmatch(text, 0, at) is None:
+            return self._judge(text, cwd, 0)
+        head, head_cwd = self._piece(text[:at].strip(" \t"), cwd)
+        rest, rest_cwd = self._piece(text[at + 2 :].lstrip(" \t"), head_cwd)
+        return (rest if head is None or (rest is not None and rest.rank > head.rank) else head), rest_cwd
 
     def _piece(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
+        """:meth:`_judge_pieces`, remembered per (cwd, piece)."""
         key = (cwd, text)
         hit = self._pieces.get(key)
         if hit is None:
-            at = text.find("&&")
-            if at > 0 and _PLAIN_HEAD.fullmatch(text, 0, at) is not None:
-                head, head_cwd = self._piece(text[:at].strip(" \t"), cwd)
-                rest, rest_cwd = self._piece(text[at + 2 :].lstrip(" \t"), head_cwd)
-                best = rest if head is None or (rest is not None and rest.rank > head.rank) else head
-                hit = (best, rest_cwd)
-            else:
-                hit = self._judge(text, cwd, 0)
+            hit = self._judge_pieces(text, cwd)
             if len(self._pieces) >= self._MEMO_MAX:
                 self._pieces.clear()
             self._pieces[key] = hit

@@ -441,16 +441,8 @@ class ActionClassifier:
         self._actions[key] = action
 
     def __call__(self, event: ToolEvent) -> Action:
-        # ``_classify`` inlined: this is the per-call entry point, and a call level costs ~5% of a memo hit.
         try:
-            hit = self._by_tool.get(event.tool)
-            if hit is None:
-                hit = self._resolve(event.tool)
-            action = hit[1](self, hit[0], event)
-            scaffold = self.vocabulary.scaffold
-            if scaffold is not None and action.scaffold != scaffold:
-                _s_scaffold(action, scaffold)
-            return action
+            return self._classify(event)
         except Exception:
             return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
