@@ -17,7 +17,6 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
-    "build_classification",
     "make_classification",
 ]
 
@@ -121,27 +120,11 @@ def make_classification(
     commands: tuple[Command, ...], created: tuple[str, ...], patched: bool, nodes: tuple[int, ...]
 ) -> Classification:
     """``Classification(commands, created, patched, nodes)`` at a fraction of the cost."""
-    if len(commands) == 1:
-        role = commands[0].role
-        roles: tuple[str, ...] = () if role == GENERAL else (role,)
-    else:
-        roles = tuple([cmd.role for cmd in commands if cmd.role != GENERAL])
-    return build_classification(commands, created, patched, nodes, roles)
-
-
-def build_classification(
-    commands: tuple[Command, ...],
-    created: tuple[str, ...],
-    patched: bool,
-    nodes: tuple[int, ...],
-    roles: tuple[str, ...],
-) -> Classification:
-    """:func:`make_classification` for a caller that knows ``roles`` (the non-general roles)."""
     c = _Unfrozen()
     c.commands = commands
     c.created = created
     c.patched = patched
     c.nodes = nodes
-    c.roles = roles
+    c.roles = _roles_of(commands)
     c.__class__ = Classification  # type: ignore[assignment]
     return c  # type: ignore[return-value]

@@ -32,7 +32,6 @@ from planguard.phases.roles import (
     VALIDATE_REGRESSION,
     Classification,
     Command,
-    build_classification,
     make_classification,
 )
 from planguard.phases.scaffolds import event_commands
@@ -143,17 +142,6 @@ class _ActionPlan:
         ):
             role = _FIXED_ROLE[pre.kind]
             self.fixed = make_classification((_command(p.label, role),), p.record, role == PATCH, self.nodes)
-
-    @classmethod
-    def of_fixed(cls, plan: _Plan, fixed: Classification) -> _ActionPlan:
-        """``_ActionPlan((plan,))`` for a plan whose state-independent classification is known."""
-        self = cls.__new__(cls)
-        self.plans = (plan,)
-        self.cache = {}
-        self.fixed = fixed
-        self.nodes = fixed.nodes
-        self.distinct = True
-        return self
 
 
 _THINK_PLAN = _make_plan("think", None, (), _O_GENERAL, _O_GENERAL)
@@ -371,22 +359,6 @@ class PhaseRules(ABC):
             return Classification(commands=(Command(label, GENERAL),))
 
     def _compile(self, action: str) -> _ActionPlan:
-        s = action.strip()
-        if s.startswith(SRE_TOOL) and "\x00" not in s:
-            # _ActionPlan(self._plan_action(action)) for an editor call (over half of all actions), built
-            # directly: its one plan comes from the memo per subcommand and path.
-            editor = editor_call(s)
-            if editor is not None:
-                sub, path = editor
-                label = _EDITOR_LABELS[sub]
-                record, out = self._editor_plans(sub, path)
-                node = hash((label, s))
-                plan = _new_plan((label, node, record, out, out))
-                if out.kind == _TEST or out.created_alt:
-                    return _ActionPlan((plan,))
-                commands, roles = _EDITOR_FIXED[label, out.kind]
-                fixed = build_classification(commands, record, out.kind == _PATCH, (node,), roles)
-                return _ActionPlan.of_fixed(plan, fixed)
         return _ActionPlan(self._plan_action(action))
 
     def _plan_action(self, action: str) -> tuple[_Plan, ...]:
@@ -479,8 +451,6 @@ class PhaseRules(ABC):
 
 
 _EDITOR_LABELS = {sub: f"{SRE_TOOL}: {sub}" for sub in SRE_SUBCOMMANDS}
-#: (editor label, outcome kind that needs no state) -> the commands and roles of its classification.
-_EDITOR_FIXED: dict[tuple[str, int], tuple[tuple[Command, ...], tuple[str, ...]]] = {}
 
 _COMMANDS: dict[tuple[str, str], Command] = {}
 
@@ -497,12 +467,6 @@ def _command(label: str, role: str) -> Command:
 
 #: The role of an outcome that does not depend on the session state (no test, no ``created_alt``).
 _FIXED_ROLE = {_GENERAL: GENERAL, _NAV: NAVIGATE, _PATCH: PATCH}
-for _label_text in _EDITOR_LABELS.values():
-    for _kind, _role_name in _FIXED_ROLE.items():
-        _EDITOR_FIXED[_label_text, _kind] = (
-            (_command(_label_text, _role_name),),
-            () if _role_name == GENERAL else (_role_name,),
-        )
 
 
 def _role(outcome: _Outcome, has_patch: bool, state: PhaseState, local: Sequence[str]) -> str:
