@@ -109,8 +109,8 @@ class GuardHooks:
 
     def session_for(self, config: RunnableConfig | None, state: Any = None) -> str:
         """The session id of a run: ``session_key(config)`` (the ``thread_id``), else the id the agent state
-        carries under ``planguard_session`` (set at agent start when the run has no ``thread_id``), else
-        :data:`DEFAULT_SESSION`."""
+        carries under ``planguard_session`` (set at the run's first model call when it has no ``thread_id``),
+        else :data:`DEFAULT_SESSION`."""
         sid = self._key(config)
         if sid:
             return sid
