@@ -24,8 +24,6 @@ sys.path.insert(0, str(ROOT))
 
 from planguard.events import ToolEvent  # noqa: E402
 from planguard.phases import PaperRules, PhaseRules, get_rules  # noqa: E402
-from planguard.phases import rules as phase_rules  # noqa: E402
-from planguard.phases.inline_python import written_files, written_files_lenient  # noqa: E402
 from planguard.phases.rules import CorrectedRules  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
@@ -105,9 +103,6 @@ def main() -> None:
 
     cold = []
     for _ in range(opts.repeat):
-        written_files.cache_clear()
-        written_files_lenient.cache_clear()
-        phase_rules._COMMANDS.clear()  # interned Command objects live per process
         cold.append(time_pass(fresh_rules(opts.rules), runs))
     warm_rules = fresh_rules(opts.rules)
     time_pass(warm_rules, runs)

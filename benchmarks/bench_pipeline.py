@@ -49,8 +49,6 @@ from planguard.detectors import default_detectors  # noqa: E402
 from planguard.events import ToolEvent  # noqa: E402
 from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
 from planguard.phases import PaperRules  # noqa: E402
-from planguard.phases import rules as phase_rules  # noqa: E402
-from planguard.phases.inline_python import written_files, written_files_lenient  # noqa: E402
 from planguard.plan import PRESETS  # noqa: E402
 from planguard.policies import build_policies  # noqa: E402
 from planguard.replay import resolve_plans  # noqa: E402
@@ -82,9 +80,6 @@ FULL = STAGES[-1][1]
 
 def make_pipeline(stages: frozenset[str], **overrides: Any) -> Pipeline:
     """A pipeline with brand-new stage objects: empty parse memos (cold)."""
-    written_files.cache_clear()
-    written_files_lenient.cache_clear()
-    phase_rules._COMMANDS.clear()  # interned Command objects live per process
     kwargs: dict[str, Any] = {
         "rules": PaperRules("v351278e"),
         "plans": resolve_plans("paper-settings") if "plans7" in stages else (PRESETS["plan"],),

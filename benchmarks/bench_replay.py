@@ -36,8 +36,6 @@ from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
 from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
 from planguard.phases import PaperRules  # noqa: E402
-from planguard.phases import rules as phase_rules  # noqa: E402
-from planguard.phases.inline_python import written_files, written_files_lenient  # noqa: E402
 from planguard.replay import replay, resolve_plans  # noqa: E402
 from planguard.session import Pipeline  # noqa: E402
 
@@ -48,9 +46,6 @@ clock = time.perf_counter_ns
 
 def fresh_pipeline(diagnostics: bool) -> Pipeline:
     """``replay_pipeline(PLANS, diagnostics=...)`` with new stage objects: empty parse memos."""
-    written_files.cache_clear()
-    written_files_lenient.cache_clear()
-    phase_rules._COMMANDS.clear()  # interned Command objects live per process
     if diagnostics:
         return Pipeline(
             rules=PaperRules(), plans=PLANS, actions=ActionClassifier(), detectors=default_detectors()

@@ -682,6 +682,79 @@ def test_spans_nest_under_the_callers_span(mode: str) -> None:
     cap.shutdown()
 
 
+class _LangSmithCapture:
+    """A local stand-in for the LangSmith API on 127.0.0.1 that keeps every run the client sends."""
+
+    def __init__(self) -> None:
+        import gzip
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.runs: dict[str, dict[str, Any]] = {}
+        lock = threading.Lock()
+        runs = self.runs
+
+        class Handler(BaseHTTPRequestHandler):
+            def _record(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.headers.get("content-encoding") == "gzip":
+                    body = gzip.decompress(body)
+                data = json.loads(body) if body else {}
+                # POST /runs creates a run, PATCH /runs/<id> finishes it.
+                run_id = self.path.rsplit("/", 1)[-1] if self.command == "PATCH" else data.get("id")
+                if isinstance(data, dict) and run_id:
+                    with lock:
+                        runs.setdefault(str(run_id), {}).update(data)
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_POST = do_PATCH = _record
+
+            def do_GET(self) -> None:
+                self._record()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def named(self, prefix: str) -> list[dict[str, Any]]:
+        return [r for r in self.runs.values() if str(r.get("name", "")).startswith(prefix)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_langsmith_hook_spans_keep_no_payload(mode: str) -> None:
+    """With LangSmith tracing on, LangChain records a run per middleware hook call. planguard's carry no
+    inputs or outputs (the messages and tool calls are in the model's and tool's own runs)."""
+    from langsmith import Client, tracing_context
+
+    capture = _LangSmithCapture()
+    client = Client(api_url=capture.url, api_key="test-key", auto_batch_tracing=False)
+    guard, _ = _guard()
+    ws = Workspace()
+    model = ScriptedChatModel(turns=[turn(call("bash", command="cat /testbed/secret-path.py"))])
+    agent = create_agent(model, ws.tools, middleware=[PlanGuardMiddleware(guard)])
+    try:
+        with tracing_context(enabled=True, client=client, project_name="planguard-test"):
+            _run(agent, "t-langsmith", mode, text="user-text-7f3a")
+        client.flush()
+    finally:
+        capture.server.shutdown()
+
+    hooks = capture.named("planguard.")
+    a = "a" if mode == "async" else ""
+    assert {r["name"] for r in hooks} >= {f"planguard.{a}wrap_model_call", f"planguard.{a}wrap_tool_call"}
+    for run in hooks:
+        assert not run.get("inputs") and not run.get("outputs"), run["name"]
+    # The capture does see payloads: the model's own run has the user's text, the tool's its command.
+    assert "user-text-7f3a" in str([r.get("inputs") for r in capture.named("ScriptedChatModel")])
+    assert "secret-path" in str([r.get("inputs") for r in capture.named("bash")])
+
+
 # ---------------------------------------------------------------------------------------------- translation
 
 

@@ -30,7 +30,7 @@ from planguard.phases import rules as rules_module
 from planguard.phases import shell as shell_module
 from planguard.phases.inline_python import written_files, written_files_lenient
 from planguard.phases.roles import make_classification
-from planguard.phases.rules import _ActionPlan, _pathish, _resolve
+from planguard.phases.rules import _ActionPlan, _Commands, _pathish, _resolve
 from planguard.phases.scaffolds import THINK, event_commands
 from planguard.phases.shell import Piece, clean_action, parse_action, plain_pieces, scan, split_words
 
@@ -288,8 +288,9 @@ SHARING = st.sampled_from(
     st.sampled_from(RULE_VERSIONS),
 )
 def test_memoised_plans_classify_like_fresh_rules(seq: list[ToolEvent], version: str) -> None:
-    """Plans memoised per action, per sub-command and per editor path, shared across actions and
-    sessions, classify exactly as the parser and the rules do without any memo."""
+    """Plans memoised per action, per sub-command, per editor path and per structured call (shell command
+    text or parsed sub-commands), shared across actions and sessions, classify exactly as the parser and the
+    rules do without any memo."""
     rules = get_rules(version)
     state, ref_state = rules.new_state(), rules.new_state()
     for event in seq + seq:  # the second half hits the memos filled by the first
@@ -307,7 +308,7 @@ def _unmemoised(rules: PhaseRules, event: ToolEvent, state: PhaseState) -> Class
         plans = rules._plan_commands(commands, event.action)
     else:
         plans = rules._plan_commands(event_commands(event), "")
-    return _resolve(_ActionPlan(plans), state)
+    return _resolve(_ActionPlan(plans, _Commands()), state)
 
 
 @FUZZ

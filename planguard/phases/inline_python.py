@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import lru_cache
 
 __all__ = ["written_files", "written_files_lenient"]
 
@@ -115,7 +114,6 @@ def _preorder(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
-@lru_cache(maxsize=1024)
 def written_files(code: str) -> tuple[str, ...]:
     """Files the code opens for writing, as the paper finds them (nothing when it does not parse)."""
     if not _may_write(code):
@@ -127,7 +125,6 @@ def written_files(code: str) -> tuple[str, ...]:
         return ()
 
 
-@lru_cache(maxsize=1024)
 def written_files_lenient(code: str) -> tuple[str, ...]:
     """Like :func:`written_files`, with a regular-expression fallback for code that does not parse."""
     if not _may_write(code):

@@ -34,7 +34,7 @@ from planguard.phases.roles import (
     Command,
     make_classification,
 )
-from planguard.phases.scaffolds import event_commands
+from planguard.phases.scaffolds import shell_command, structured_commands
 from planguard.phases.shell import (
     SRE_SUBCOMMANDS,
     SRE_TOOL,
@@ -108,6 +108,19 @@ def _make_plan(label: str, node: int | None, record: Iterable[str], pre: _Outcom
     return _new_plan((label, node, tuple(dict.fromkeys(record)) if record else (), pre, post))
 
 
+class _Commands(dict[tuple[str, str], Command]):
+    """One rule set's ``Command`` per (label, role), built on first use: a ``Command`` costs a Python-level
+    ``__new__``, and actions share their sub-commands' labels (``cd /testbed``, ``python reproduce.py``)."""
+
+    MAX = 65536
+
+    def __missing__(self, key: tuple[str, str]) -> Command:
+        cmd = Command(*key)
+        if len(self) < self.MAX:
+            self[key] = cmd
+        return cmd
+
+
 class _ActionPlan:
     """The plans of one action's sub-commands, and the classifications they have resolved to.
 
@@ -117,12 +130,13 @@ class _ActionPlan:
     non-test file, ``cd``, ``grep``: most actions), built with the plan.
     """
 
-    __slots__ = ("cache", "distinct", "fixed", "nodes", "plans")
+    __slots__ = ("cache", "commands", "distinct", "fixed", "nodes", "plans")
 
     MAX_CACHED = 32
 
-    def __init__(self, plans: tuple[_Plan, ...]) -> None:
+    def __init__(self, plans: tuple[_Plan, ...], commands: _Commands) -> None:
         self.plans = plans
+        self.commands = commands
         self.cache: dict[str | tuple[str, ...], Classification] = {}
         self.fixed: Classification | None = None
         if len(plans) != 1:
@@ -141,7 +155,7 @@ class _ActionPlan:
             and (pre is post or (post.kind == pre.kind and not post.created_alt))
         ):
             role = _FIXED_ROLE[pre.kind]
-            self.fixed = make_classification((_command(p.label, role),), p.record, role == PATCH, self.nodes)
+            self.fixed = make_classification((commands[p.label, role],), p.record, role == PATCH, self.nodes)
 
 
 _THINK_PLAN = _make_plan("think", None, (), _O_GENERAL, _O_GENERAL)
@@ -333,6 +347,7 @@ class PhaseRules(ABC):
     name: str
 
     def __init__(self, cache_size: int = 4096) -> None:
+        self._commands = _Commands()
         self._action_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile)
         self._piece_plans: Callable[[str, bool], tuple[_Plan, ...] | None] = lru_cache(maxsize=cache_size)(
             self._plan_piece
@@ -340,6 +355,13 @@ class PhaseRules(ABC):
         self._editor_plans: Callable[[str, ToolArgValue | None], _EditorPlan] = lru_cache(maxsize=cache_size)(
             self._editor_outcome
         )
+        # Calls without action text (function calling: LangChain, Claude Code, OpenHands, the proxy): a shell
+        # call by its command text, any other by its parsed sub-commands (hashable), so that a live agent's
+        # repeated calls are classified once, as repeated action texts are.
+        self._shell_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile_shell)
+        self._command_plans: Callable[[tuple[ParsedCommand, ...]], _ActionPlan] = lru_cache(
+            maxsize=cache_size
+        )(self._compile_commands)
 
     def new_state(self) -> PhaseState:
         return PhaseState()
@@ -348,10 +370,7 @@ class PhaseRules(ABC):
         """Classify one tool call. Never mutates ``state`` and never raises."""
         try:
             action = event.action
-            if isinstance(action, str):
-                plan = self._action_plans(action)
-            else:
-                plan = _ActionPlan(self._plan_commands(event_commands(event), ""))
+            plan = self._action_plans(action) if isinstance(action, str) else self._structured_plan(event)
             fixed = plan.fixed
             return fixed if fixed is not None else _resolve(plan, state)
         except Exception:
@@ -359,7 +378,23 @@ class PhaseRules(ABC):
             return Classification(commands=(Command(label, GENERAL),))
 
     def _compile(self, action: str) -> _ActionPlan:
-        return _ActionPlan(self._plan_action(action))
+        return _ActionPlan(self._plan_action(action), self._commands)
+
+    def _structured_plan(self, event: ToolEvent) -> _ActionPlan:
+        command = shell_command(event.tool, event.arguments)
+        if command is not None:
+            return self._shell_plans(command)
+        commands = structured_commands(event.tool, event.arguments)
+        try:
+            return self._command_plans(commands)
+        except TypeError:  # an unhashable argument value: classify without the memo
+            return self._compile_commands(commands)
+
+    def _compile_shell(self, command: str) -> _ActionPlan:
+        return _ActionPlan(self._plan_commands(parse_action(command), ""), self._commands)
+
+    def _compile_commands(self, commands: tuple[ParsedCommand, ...]) -> _ActionPlan:
+        return _ActionPlan(self._plan_commands(commands, ""), self._commands)
 
     def _plan_action(self, action: str) -> tuple[_Plan, ...]:
         """The plans of an action text: :func:`~planguard.phases.shell.parse_action`, then :meth:`_plan`."""
@@ -452,18 +487,6 @@ class PhaseRules(ABC):
 
 _EDITOR_LABELS = {sub: f"{SRE_TOOL}: {sub}" for sub in SRE_SUBCOMMANDS}
 
-_COMMANDS: dict[tuple[str, str], Command] = {}
-
-
-def _command(label: str, role: str) -> Command:
-    key = (label, role)
-    cmd = _COMMANDS.get(key)
-    if cmd is None:
-        cmd = Command(label, role)
-        if len(_COMMANDS) < 65536:
-            _COMMANDS[key] = cmd
-    return cmd
-
 
 #: The role of an outcome that does not depend on the session state (no test, no ``created_alt``).
 _FIXED_ROLE = {_GENERAL: GENERAL, _NAV: NAVIGATE, _PATCH: PATCH}
@@ -504,7 +527,7 @@ def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
         c = cache.get(role)
         if c is None:
             single: tuple[int, ...] = (p.node,) if p.node is not None else ()
-            c = make_classification((_command(p.label, role),), p.record, role == PATCH, single)
+            c = make_classification((action.commands[p.label, role],), p.record, role == PATCH, single)
             cache[role] = c
         return c
     order: Sequence[_Plan] = plans
@@ -569,7 +592,7 @@ def _resolve(action: _ActionPlan, state: PhaseState) -> Classification:
         if c is not None:
             return c
     c = make_classification(
-        tuple([_command(p.label, r) for p, r in zip(order, roles, strict=True)]),
+        tuple([action.commands[p.label, r] for p, r in zip(order, roles, strict=True)]),
         tuple(local),
         PATCH in key_roles,
         action.nodes,

@@ -25,7 +25,7 @@ from typing import Any
 from planguard.events import ToolEvent
 from planguard.phases.shell import SRE_TOOL, ParsedCommand, parse_action
 
-__all__ = ["THINK", "event_commands", "structured_commands"]
+__all__ = ["THINK", "event_commands", "shell_command", "structured_commands"]
 
 #: Marker for a step that called no tool.
 THINK: tuple[ParsedCommand, ...] = (ParsedCommand(kind="think"),)
@@ -95,7 +95,7 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
         return (ParsedCommand(kind="bash", command=_CLAUDE_SEARCH[name], args=tuple(words), label=name),)
     lowered = name.lower()
     if name == "Bash" or lowered in _SHELL_TOOLS:
-        command = _str(args, "command", "cmd") if isinstance(args, Mapping) else args
+        command = _shell_text(args)
         if command is None:
             return _general(name)
         return parse_action(command)
@@ -107,6 +107,18 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
     if lowered == "submit":
         return (ParsedCommand(kind="tool", tool="submit"),)
     return _general(name)
+
+
+def _shell_text(args: Mapping[str, Any] | str) -> str | None:
+    return _str(args, "command", "cmd") if isinstance(args, Mapping) else args
+
+
+def shell_command(tool: str, raw_arguments: Mapping[str, Any] | str | Any) -> str | None:
+    """The command text of a shell-tool call (``bash``, ``Bash``, ``execute_bash``, ...): its sub-commands
+    are ``parse_action`` of it (see :func:`structured_commands`). ``None`` for any other call."""
+    if not isinstance(tool, str) or (tool != "Bash" and tool.lower() not in _SHELL_TOOLS):
+        return None
+    return _shell_text(_arguments(raw_arguments))
 
 
 def event_commands(event: ToolEvent) -> tuple[ParsedCommand, ...]:

@@ -33,6 +33,8 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
+    TracePolicy,
+    omit_payload,
 )
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables.config import var_child_runnable_config
@@ -71,6 +73,11 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
     """
 
     state_schema = PlanGuardState
+    # With LangSmith tracing on, LangChain records a span per hook call with the hook's input and output:
+    # the whole model request (every message) and the tool call and its result, serialised again for each
+    # hook. The model and tool spans inside record those already, and planguard keeps tool content out of
+    # telemetry unless asked: its own hook spans keep their timing and drop the payload.
+    trace_policy = TracePolicy(process_inputs=omit_payload, process_outputs=omit_payload)
 
     def __init__(
         self,
