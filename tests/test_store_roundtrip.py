@@ -133,7 +133,9 @@ def test_records_read_back_equal_the_records_written(tmp_path: Path) -> None:
         if r.step is not None and r.item.kind.value not in ("deny",):  # type: ignore[union-attr]
             decisions_by_step.setdefault(r.step, []).append(r.item)  # type: ignore[arg-type]
     for step, got in zip(live_steps, stored.steps, strict=True):
-        want = sink.step_record(step, decisions_by_step.get(step.index, []), None, got.n_model_calls)
+        want = StepRecord.from_json(
+            sink.step_json(step, decisions_by_step.get(step.index, []), None, got.n_model_calls)
+        )
         want.scores = got.scores
         assert got == want
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import orjson
+
 from .. import __version__
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
@@ -27,13 +29,10 @@ from ..telemetry.redact import Redactor, redact_value, truncate
 from ..telemetry.worker import BackgroundWorker
 from .config import StoreConfig
 from .records import (
-    BlockedRecord,
     DecisionRecord,
-    EventRecord,
     FindingRecord,
     SessionEnd,
     SessionHeader,
-    StepRecord,
 )
 
 if TYPE_CHECKING:
@@ -55,10 +54,59 @@ _ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", 
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
 
 
-# One encoder for every line. Records are built here from trees of fresh dicts and lists; a cycle could
-# only come from a tool's arguments, and then fails that one record (RecursionError, counted) — so the
-# per-container cycle bookkeeping (~15 % of encoding) is skipped.
+# The encoder that defines every line. Records are built here from trees of fresh dicts and lists; a cycle
+# could only come from a tool's arguments, and then fails that one record (RecursionError, counted) — so
+# the per-container cycle bookkeeping (~15 % of encoding) is skipped.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _encode(record: dict[str, Any], unchecked: Any) -> bytes:
+    """``_ENCODER``'s line for ``record``, UTF-8 encoded, with a newline.
+
+    orjson writes the same bytes in an eighth of the instructions for the values it shares with the
+    standard library (see _plain), and raises for the rest of what it would write differently: non-string
+    keys, integers beyond 64 bits, lone surrogates, nesting deeper than 255. Records holding those, or
+    another kind of value, go to ``_ENCODER``; a lone surrogate then fails the record (UnicodeEncodeError;
+    before, it failed the write and with it the rest of the batch). ``unchecked`` holds the parts of the
+    record that may hold such values: the caller leaves out what it built itself from literals and str().
+    tests/test_store_encode.py checks the equivalence on generated values and events.
+    """
+    try:
+        plain = _plain(unchecked)
+    except RecursionError:
+        plain = False
+    if plain:
+        try:
+            return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError:
+            pass
+    return (_ENCODER.encode(record) + "\n").encode()
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only exact dicts, lists, tuples, strings, ints, bools, None and floats that
+    orjson prints as ``repr`` does (zero, and magnitudes in [1e-4, 1e16): no exponent, no NaN/infinity).
+    Subclasses, enums (orjson writes their value, ``_ENCODER`` their ``str``) and other objects are not."""
+    t = type(value)
+    if t is dict:
+        items: Any = value.values()
+    elif t is list or t is tuple:
+        items = value
+    else:
+        return t in _SCALARS or (
+            t is float and (1e-4 <= value < 1e16 or -1e16 < value <= -1e-4 or value == 0)
+        )
+    for v in items:
+        t = type(v)
+        if t in _SCALARS:
+            continue
+        if t is float:
+            if not (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4 or v == 0):
+                return False
+        elif not _plain(v):
+            return False
+    return True
 
 
 def session_file_name(session_id: str, started_at: float) -> str:
@@ -115,7 +163,7 @@ class StoreSink(Sink):
             wake_at=256,
         )
         # Writer-thread state.
-        self._files: OrderedDict[int, IO[str]] = OrderedDict()
+        self._files: OrderedDict[int, IO[bytes]] = OrderedDict()
         self._paths: OrderedDict[int, Path] = OrderedDict()
         self.written: list[Path] = []  # files created, in order (bounded to the last MAX_SESSIONS)
 
@@ -249,7 +297,7 @@ class StoreSink(Sink):
                 continue
             try:
                 handle = self._handle(key, session_id, item[3] if kind == "start" else None)
-                handle.write(line + "\n")
+                handle.write(line)
                 touched.add(key)
                 if kind == "end":
                     handle.close()
@@ -264,7 +312,7 @@ class StoreSink(Sink):
             if open_handle is not None:
                 open_handle.flush()
 
-    def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[str]:
+    def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[bytes]:
         handle = self._files.get(key)
         if handle is not None:
             self._files.move_to_end(key)
@@ -279,7 +327,7 @@ class StoreSink(Sink):
                 self._paths.popitem(last=False)
             self.written.append(path)
             del self.written[:-MAX_SESSIONS]
-            handle = path.open("a", encoding="utf-8")
+            handle = path.open("ab")
             if header is None:
                 made_up = SessionHeader(
                     session_id=session_id,
@@ -288,17 +336,32 @@ class StoreSink(Sink):
                     partial=True,
                     planguard_version=__version__,
                 )
-                handle.write(json.dumps(made_up.to_json(), ensure_ascii=False) + "\n")
+                handle.write((json.dumps(made_up.to_json(), ensure_ascii=False) + "\n").encode())
         else:
-            handle = path.open("a", encoding="utf-8")
+            handle = path.open("ab")
         self._files[key] = handle
         while len(self._files) > MAX_OPEN_FILES:
             _, old = self._files.popitem(last=False)
             old.close()
         return handle
 
-    def _line(self, item: tuple[Any, ...]) -> str:
-        return _ENCODER.encode(self._record(item))
+    def _line(self, item: tuple[Any, ...]) -> bytes:
+        if item[0] == "step":
+            _, _, _, step, decisions, scores, n_model_calls = item
+            record = self.step_json(step, decisions, scores, n_model_calls)
+            # Its type, letters, commands and action are built from literals, str() and True.
+            unchecked = (
+                record["index"],
+                record["event"],
+                record["roles"],
+                record.get("findings"),
+                record.get("decisions"),
+                record.get("scores"),
+                n_model_calls,
+            )
+            return _encode(record, unchecked)
+        record = self._record(item)
+        return _encode(record, record)
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
         kind = item[0]
@@ -306,14 +369,14 @@ class StoreSink(Sink):
             header: SessionHeader = item[3]
             header.metadata = self._clean(header.metadata)
             return header.to_json()
-        if kind == "step":
-            _, _, _, step, decisions, scores, n_model_calls = item
-            return self.step_record(step, decisions or (), scores, n_model_calls).to_json()
         if kind == "blocked":
             _, _, _, event, decisions, at_step = item
-            return BlockedRecord(
-                self.event_record(event), [_decision(d) for d in decisions], at_step
-            ).to_json()
+            return {
+                "type": "blocked",
+                "at_step": at_step,
+                "event": self.event_json(event),
+                "decisions": [_decision(d).to_json() for d in decisions],
+            }
         if kind == "finding":
             return {"type": "finding", **_finding(item[3]).to_json()}
         if kind == "decision":
@@ -337,45 +400,62 @@ class StoreSink(Sink):
     def _clean(self, value: Any) -> Any:
         return redact_value(value, self._redactor) if self.config.redact else value
 
-    def event_record(self, ev: ToolEvent) -> EventRecord:
-        limit = self.config.max_result_chars
+    # Step and event objects are built as JSON directly, as StepRecord(...).to_json() and
+    # EventRecord(...).to_json() would (tests/test_store_encode.py checks they agree): a step record is
+    # written for every tool call, and the two intermediate records cost as much as the rest of it.
+
+    def step_json(
+        self, step: Step, decisions: Any, scores: Scores | None, n_model_calls: int
+    ) -> dict[str, Any]:
+        cls = step.classification
+        roles = list(cls.roles)
+        d: dict[str, Any] = {
+            "type": "step",
+            "index": step.index,
+            "event": self.event_json(step.event),
+            "roles": roles,
+            "letters": "".join([LETTER_OF.get(r, "?") for r in roles]),
+            "commands": [[str(c.label), str(c.role)] for c in getattr(cls, "commands", ())],
+        }
+        action = _action(step.action)
+        if action is not None:
+            d["action"] = action
+        if step.findings:
+            d["findings"] = [_finding(f).to_json() for f in step.findings]
+        if decisions:
+            d["decisions"] = [_decision(x).to_json() for x in decisions]
+        if scores is not None:
+            d["scores"] = scores.as_dict()
+        d["n_model_calls"] = n_model_calls
+        return d
+
+    def event_json(self, ev: ToolEvent) -> dict[str, Any]:
+        redact = self.config.redact
+        args = ev.arguments
+        args = dict(args) if not isinstance(args, str) else args
+        d: dict[str, Any] = {
+            "tool": ev.tool,
+            "arguments": redact_value(args, self._redactor) if redact else args,
+        }
+        if ev.call_id is not None:
+            d["call_id"] = ev.call_id
+        if ev.action is not None:
+            d["action"] = redact_value(ev.action, self._redactor) if redact else ev.action
         result = ev.result
         if result is not None:
-            result = truncate(result, limit)
-            if self.config.redact:
-                result = self._clean(result)
-        args = ev.arguments
-        return EventRecord(
-            tool=ev.tool,
-            arguments=self._clean(dict(args) if not isinstance(args, str) else args),
-            call_id=ev.call_id,
-            action=self._clean(ev.action) if ev.action is not None else None,
-            result=result,
-            is_error=ev.is_error,
-            exit_code=ev.exit_code,
-            start_time=ev.start_time,
-            end_time=ev.end_time,
-            metadata=self._clean(dict(ev.metadata)) if ev.metadata else {},
-        )
-
-    def step_record(
-        self, step: Step, decisions: Any, scores: Scores | None, n_model_calls: int
-    ) -> StepRecord:
-        cls = step.classification
-        commands = [(str(c.label), str(c.role)) for c in getattr(cls, "commands", ())]
-        roles = list(cls.roles)
-        return StepRecord(
-            index=step.index,
-            event=self.event_record(step.event),
-            roles=roles,
-            letters="".join(LETTER_OF.get(r, "?") for r in roles),
-            commands=commands,
-            action=_action(step.action),
-            findings=[_finding(f) for f in step.findings],
-            decisions=[_decision(d) for d in decisions],
-            scores=scores.as_dict() if scores is not None else None,
-            n_model_calls=n_model_calls,
-        )
+            result = truncate(result, self.config.max_result_chars)
+            d["result"] = redact_value(result, self._redactor) if redact else result
+        if ev.exit_code is not None:
+            d["exit_code"] = ev.exit_code
+        if ev.start_time is not None:
+            d["start_time"] = ev.start_time
+        if ev.end_time is not None:
+            d["end_time"] = ev.end_time
+        if ev.is_error:
+            d["is_error"] = True
+        if ev.metadata:
+            d["metadata"] = self._clean(dict(ev.metadata))
+        return d
 
 
 def _finding(f: Finding) -> FindingRecord:

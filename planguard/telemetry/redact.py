@@ -76,6 +76,7 @@ _NEEDLES_OF: tuple[tuple[str, ...], ...] = (
     _KEY_NEEDLES,  # CLI flags
 )
 _NEEDLES = tuple(dict.fromkeys(n for needles in _NEEDLES_OF for n in needles))
+_SHORTEST_NEEDLE = min(map(len, _NEEDLES))
 _KEY_VALUE = len(_NEEDLES_OF) - 2  # index of the key=value pattern
 # The key=value pattern is the costly one (its leading ``[A-Za-z0-9_.-]*`` is retried at every word) and
 # its key names are common words in code ("key", "token", "session"). It matches only where such a name is
@@ -101,7 +102,10 @@ def _fold(text: str) -> str:
 
 def may_hold_secret(text: str) -> bool:
     """False when no built-in pattern can match ``text`` (a cheap substring pre-check)."""
-    folded = _fold(text)
+    return _has_needle(_fold(text))
+
+
+def _has_needle(folded: str) -> bool:
     for needle in _NEEDLES:  # noqa: SIM110 (a plain loop: any() over a generator costs a third more)
         if needle in folded:
             return True
@@ -120,14 +124,17 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         # The built-ins run first, in order, each only when the original text holds one of its needles
-        # (see _NEEDLES_OF); the extra patterns always run.
+        # (see _NEEDLES_OF); the extra patterns always run. Most text holds no needle at all (text shorter
+        # than every needle cannot): one flat pass over them settles that at a third of the cost of
+        # asking pattern by pattern.
         folded = _fold(text)
-        for i, (pattern, repl) in enumerate(_PATTERNS):
-            for needle in _NEEDLES_OF[i]:
-                if needle in folded:
-                    if i != _KEY_VALUE or _KEY_ASSIGN.search(folded) is not None:
-                        text = pattern.sub(repl, text)
-                    break
+        if len(folded) >= _SHORTEST_NEEDLE and _has_needle(folded):
+            for i, (pattern, repl) in enumerate(_PATTERNS):
+                for needle in _NEEDLES_OF[i]:
+                    if needle in folded:
+                        if i != _KEY_VALUE or _KEY_ASSIGN.search(folded) is not None:
+                            text = pattern.sub(repl, text)
+                        break
         for pattern, repl in self._extra:
             text = pattern.sub(repl, text)
         return text
@@ -179,6 +186,8 @@ def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 
             key = str(k)
             if _is_secret_key(key) and isinstance(v, (str, int, float)) and v != "":
                 out[key] = REDACTED
+            elif isinstance(v, str):  # most values: what the call below would do, without the call
+                out[key] = r(v)
             else:
                 out[key] = redact_value(v, r, _depth=_depth + 1)
         return out

@@ -1,0 +1,291 @@
+"""The store writer's fast paths write exactly what the general ones did: orjson lines equal the standard
+encoder's, and step records built directly equal ``StepRecord(...).to_json()``."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planguard.decisions import Decision, DecisionKind
+from planguard.events import ToolEvent
+from planguard.metrics import Scores
+from planguard.phases import LETTER_OF
+from planguard.policies.base import Policy
+from planguard.session import Pipeline, Session
+from planguard.step import Step
+from planguard.store import writer as writer_module
+from planguard.store.config import StoreConfig
+from planguard.store.records import EventRecord, StepRecord
+from planguard.store.writer import _ENCODER, StoreSink, _encode
+from planguard.telemetry.redact import REDACTED, Redactor, redact_value, truncate
+from planguard.testing import ScriptedDetector
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Color(enum.Enum):
+    RED = "red"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Kind(str, enum.Enum):  # noqa: UP042 (the mixin on purpose: its str() is "_Kind.READ")
+    READ = "read"
+
+
+def _reference(value: Any) -> bytes:
+    """The line as the writer wrote it before (text-mode file, UTF-8)."""
+    return (_ENCODER.encode(value) + "\n").encode("utf-8")
+
+
+def _outcome(fn: Any, value: Any) -> Any:
+    try:
+        return fn(value)
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        return type(exc).__name__
+
+
+_text = st.text(max_size=12)  # all of Unicode, lone surrogates included
+_floats = st.one_of(
+    st.floats(),
+    st.sampled_from([0.0, -0.0, 1e-4, 9.999e-5, 1e16, 9999999999999998.0, 1e-7, 1e22, math.nan, math.inf]),
+)
+_ints = st.one_of(
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64, 10**30]),
+)
+_odd = st.sampled_from(
+    [
+        _Str("sub"),
+        _Int(7),
+        _Float(0.5),
+        _Color.RED,
+        _Level.HIGH,
+        _Kind.READ,
+        uuid.UUID(int=12345),
+        b"raw",
+        {1, 2},
+        object(),
+    ]
+)
+_leaves = st.one_of(st.none(), st.booleans(), _ints, _floats, _text, _odd)
+_keys = st.one_of(
+    _text, st.integers(-5, 5), st.sampled_from([None, True, 1.5, _Str("k"), _Kind.READ, _Level.HIGH])
+)
+_values = st.recursive(
+    _leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(_keys, inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=_values)
+def test_orjson_lines_equal_the_standard_encoder(value: Any) -> None:
+    record = {"type": "step", "value": value}
+    assert _outcome(lambda r: _encode(r, r), record) == _outcome(_reference, record)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(x=st.floats(allow_nan=False, allow_infinity=False))
+def test_floats_in_the_plain_range_print_as_repr(x: float) -> None:
+    """What _plain relies on: orjson prints these floats exactly as ``repr`` (which json uses)."""
+    if x == 0 or 1e-4 <= abs(x) < 1e16:
+        assert orjson.dumps(x) == repr(x).encode()
+
+
+def test_nesting_beyond_orjson_and_the_interpreter() -> None:
+    deep: Any = "x"
+    for _ in range(300):  # beyond orjson's 255 levels: the standard encoder writes it
+        deep = [deep]
+    assert _encode({"v": deep}, {"v": deep}) == _reference({"v": deep})
+    for _ in range(100_000):
+        deep = [deep]
+    assert _outcome(lambda r: _encode(r, r), {"v": deep}) == "RecursionError"
+
+
+# --------------------------------------------------------------------------- step records built directly
+
+
+class _Policies(Policy):
+    name = "p"
+
+    def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+        if step.index % 3 == 1:
+            return Decision(DecisionKind.LOG, "gate looked", self.name)
+        return None
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> list[Decision]:
+        return [Decision(DecisionKind.NUDGE, "reproduce first", self.name, f) for f in step.findings]
+
+
+_events = st.builds(
+    ToolEvent,
+    tool=st.one_of(st.sampled_from(["bash", "str_replace_editor", "Read", "x"]), _odd),
+    arguments=st.one_of(st.dictionaries(_keys, _values, max_size=4), _text),
+    call_id=st.one_of(  # (hashable: the session keys pending calls by it)
+        st.none(),
+        _text,
+        st.sampled_from([_Str("c"), _Color.RED, _Kind.READ, uuid.UUID(int=1), 1e-5, 1e20, 3]),
+    ),
+    action=st.one_of(st.none(), st.sampled_from(["cat a.py", "python -m pytest", "export TOKEN=abc"])),
+    result=st.one_of(st.none(), _text, st.sampled_from(["password=hunter2", "x" * 50 + " sk-" + "a" * 20])),
+    is_error=st.booleans(),
+    exit_code=st.one_of(st.none(), _ints),
+    start_time=st.one_of(st.none(), _floats),
+    end_time=st.one_of(st.none(), _floats),
+    metadata=st.dictionaries(_keys, _values, max_size=3),
+)
+
+
+def _step_record_before(
+    sink: StoreSink, step: Step, decisions: Any, scores: Scores | None, n_model_calls: int
+) -> StepRecord:
+    """The step record as the writer built it before it wrote JSON directly: through the record classes."""
+    ev = step.event
+    result = ev.result
+    if result is not None:
+        result = truncate(result, sink.config.max_result_chars)
+        if sink.config.redact:
+            result = sink._clean(result)
+    args = ev.arguments
+    event = EventRecord(
+        tool=ev.tool,
+        arguments=sink._clean(dict(args) if not isinstance(args, str) else args),
+        call_id=ev.call_id,
+        action=sink._clean(ev.action) if ev.action is not None else None,
+        result=result,
+        is_error=ev.is_error,
+        exit_code=ev.exit_code,
+        start_time=ev.start_time,
+        end_time=ev.end_time,
+        metadata=sink._clean(dict(ev.metadata)) if ev.metadata else {},
+    )
+    cls = step.classification
+    roles = list(cls.roles)
+    return StepRecord(
+        index=step.index,
+        event=event,
+        roles=roles,
+        letters="".join(LETTER_OF.get(r, "?") for r in roles),
+        commands=[(str(c.label), str(c.role)) for c in getattr(cls, "commands", ())],
+        action=writer_module._action(step.action),
+        findings=[writer_module._finding(f) for f in step.findings],
+        decisions=[writer_module._decision(d) for d in decisions or ()],
+        scores=scores.as_dict() if scores is not None else None,
+        n_model_calls=n_model_calls,
+    )
+
+
+@pytest.mark.parametrize("store", [{}, {"redact": False}, {"max_result_chars": 10}])
+@settings(max_examples=60, deadline=None)
+@given(events=st.lists(_events, min_size=1, max_size=6))
+def test_step_lines_equal_the_step_records(store: dict[str, Any], events: list[ToolEvent]) -> None:
+    sink = StoreSink(StoreConfig(path="never-written", **store))  # (records are taken off its queue)
+    items: list[tuple[Any, ...]] = []
+
+    def submit(item: tuple[Any, ...]) -> bool:
+        items.append(item)
+        return True
+
+    sink._worker.submit = submit  # type: ignore[method-assign]
+    pipe = Pipeline(
+        detectors=(ScriptedDetector("flaky", lambda s: s.index % 2 == 0),),
+        policies=(_Policies(),),
+        sinks=(sink,),
+    )
+    s = pipe.session("fuzz")
+    for ev in events:
+        s.before_model()
+        s.before_tool(ev)
+        s.after_tool(ev)
+    steps = [item for item in items if item[0] == "step"]
+    assert len(steps) == len(events)
+    for item in steps:
+        _, _, _, step, decisions, scores, n_model_calls = item
+        want_line = _outcome(
+            lambda a: _reference(_step_record_before(sink, *a).to_json()),
+            (step, decisions, scores, n_model_calls),
+        )
+        assert _outcome(sink._line, item) == want_line
+        want = _outcome(
+            lambda a: _step_record_before(sink, *a).to_json(),
+            (step, decisions, scores, n_model_calls),
+        )
+        got = _outcome(lambda a: sink.step_json(*a), (step, decisions, scores, n_model_calls))
+        assert got == want or (got != got and json.dumps(got) == json.dumps(want))  # NaN != NaN
+
+
+# --------------------------------------------------------------------------- redaction fast paths
+
+
+def _redact_value_before(value: Any, r: Redactor, depth: int = 0) -> Any:
+    """redact_value as it was, without the inlined string case."""
+    if isinstance(value, str):
+        return r(value)
+    if depth > 32:
+        return REDACTED
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if redact_value({key: 1}, r) == {key: REDACTED} and isinstance(v, (str, int, float)) and v != "":
+                out[key] = REDACTED
+            else:
+                out[key] = _redact_value_before(v, r, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_redact_value_before(v, r, depth + 1) for v in value]
+    return value
+
+
+def _every_pattern(r: Redactor, text: str) -> str:
+    for pattern, repl in r.patterns:
+        text = pattern.sub(repl, text)
+    return text
+
+
+_short = st.one_of(
+    st.text(max_size=4).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)),
+    st.sampled_from(["ß", "ſk-", "ık", "İ", "key", "KEY", "hf_", "://", "ok"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_short)
+def test_short_text_fast_path_equals_running_every_pattern(text: str) -> None:
+    plain, extra = Redactor(), Redactor([(r"^o", "0")])
+    assert plain(text) == _every_pattern(plain, text)
+    assert extra(text) == _every_pattern(extra, text)  # extra patterns still run on short text
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.dictionaries(_keys, _values, max_size=5))
+def test_redact_value_equals_the_general_path(value: dict[Any, Any]) -> None:
+    r = Redactor([(r"internal-\d+", "[X]")])
+    want = _outcome(lambda v: _redact_value_before(v, r), value)
+    assert _outcome(lambda v: redact_value(v, r), value) == want
