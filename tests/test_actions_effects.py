@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from planguard.actions import (
     AnchorSet,
     Effect,
@@ -13,6 +16,8 @@ from planguard.actions import (
     label_effects,
     outcome_failed,
 )
+from planguard.actions.effects import _TAIL_FAILURE, _judge
+from planguard.actions.types import COMMAND
 from planguard.detectors import EffectTracker, effect_state, set_anchors
 from planguard.events import ToolEvent
 from planguard.loaders import iter_trajectories
@@ -219,3 +224,44 @@ def test_revisions_update_step_objects_in_place() -> None:
     assert [r.effect for r in refs] == [Effect.NEUTRAL, Effect.REVERTED, Effect.SURVIVED]
     labeler.finish()
     assert [r.effect for r in refs] == [Effect.JUSTIFIED, Effect.REVERTED, Effect.SURVIVED]
+
+
+_GATE = ("Error", "ERROR", "ailed", "FAILED", "Exception", "Killed", "timed out", "Segmentation", "Traceback")
+_OUTPUT_BITS = [
+    *_GATE,
+    *"EFKST",
+    "ailed",
+    "3 failed",
+    " error in ",
+    "2 errors in ",
+    "= FAILURES =",
+    "\n",
+    " ",
+    "Killed",
+    "\nKilled",
+    "ValueError: x",
+    "FAILED (",
+    "Segmentation fault",
+    "ERROR collecting",
+    "x",
+    "_",
+    "Traceback (most recent call last)",
+    "No such file or directory",
+    "command not found",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_OUTPUT_BITS), min_size=1, max_size=16).map("".join) | st.text(min_size=1))
+def test_command_output_judgement_is_the_gated_regex(result: str) -> None:
+    """A command's output fails: a head message, or one of nine keywords in the tail and the tail
+    regex (the one-letter pre-tests in ``_judge`` only skip keyword searches that cannot succeed)."""
+    head = result[:160]
+    tail = result[-400:]
+    expected = (
+        "No such file or directory" in head
+        or "command not found" in head
+        or "Traceback (most" in head
+        or (any(k in tail for k in _GATE) and _TAIL_FAILURE.search(tail) is not None)
+    )
+    assert _judge(COMMAND, False, result) == expected

@@ -180,16 +180,17 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
         if "No such file or directory" in head or "command not found" in head or "Traceback (most" in head:
             return True
         tail = result[-400:]
+        # One of nine keywords gates the full check. A one-character test (memchr) costs a fraction of a
+        # multi-character one, and an uppercase letter is absent from many outputs: each keyword with one
+        # is only searched for when its letter occurs.
         if (
-            "Error" in tail
-            or "ERROR" in tail
-            or "ailed" in tail
-            or "FAILED" in tail
-            or "Exception" in tail
-            or "Killed" in tail
+            "ailed" in tail
             or "timed out" in tail
-            or "Segmentation" in tail
-            or "Traceback" in tail
+            or ("E" in tail and ("Error" in tail or "ERROR" in tail or "Exception" in tail))
+            or ("F" in tail and "FAILED" in tail)
+            or ("K" in tail and "Killed" in tail)
+            or ("S" in tail and "Segmentation" in tail)
+            or ("T" in tail and "Traceback" in tail)
         ):
             return _tail_failed(tail)
         return False

@@ -265,7 +265,9 @@ class _FileCycles:
     def __init__(self) -> None:
         self.last_read = -1  # step of the latest read of the file (-1: none yet)
         self.writes: list[tuple[int, bool, _Write | None]] = []  # writes since the last read
-        self.cycles: deque[tuple[int, int, list[tuple[int, bool, _Write | None]]]] = deque(maxlen=8)
+        # the latest 8 cycles (a list trimmed on append: most files never complete one, and a list costs a
+        # fraction of a bounded deque to make)
+        self.cycles: list[tuple[int, int, list[tuple[int, bool, _Write | None]]]] = []
         self.fired = False
 
 
@@ -338,7 +340,10 @@ class ToolOscillation(Detector):
                     del writes[0]
         else:
             if fc.last_read >= 0 and fc.writes:
-                fc.cycles.append((fc.last_read, step.index, fc.writes))
+                cycles = fc.cycles
+                cycles.append((fc.last_read, step.index, fc.writes))
+                if len(cycles) > 8:
+                    del cycles[0]
                 changed = True
             fc.last_read = step.index
             if fc.writes:
