@@ -15,10 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.sdk.trace.sampling import Decision as Decision_
+from opentelemetry.sdk.trace.sampling import Sampler, SamplingResult
+from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.detectors.base import Detector
@@ -356,7 +360,9 @@ def test_unfinished_sessions_are_closed_on_shutdown_and_by_eviction() -> None:
 def test_global_provider_is_a_noop_until_configured_then_used() -> None:
     # Global providers can be set once per process: run this in a fresh interpreter.
     code = textwrap.dedent("""
-        from opentelemetry import trace
+        from opentelemetry import metrics, trace
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -369,16 +375,35 @@ def test_global_provider_is_a_noop_until_configured_then_used() -> None:
         s = pipe.session("before")
         s.observe(ToolEvent.shell("ls"))
         s.end()
+        straddling = pipe.session("straddling")  # starts before the app configures OTel
+        straddling.before_tool(ToolEvent.shell("ls", call_id="1"))
         assert pipe.errors.total == 0, pipe.errors.counts
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         trace.set_tracer_provider(provider)     # the app configures OTel later
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        straddling.after_tool(ToolEvent.shell("ls", call_id="1"))
+        straddling.observe(ToolEvent.shell("ls"))
+        straddling.end()
         s = pipe.session("after")
         s.observe(ToolEvent.shell("ls"))
         s.end()
-        names = sorted(sp.name for sp in exporter.get_finished_spans())
-        assert names == ["execute_tool bash", "invoke_agent"], names
+        assert pipe.errors.total == 0, pipe.errors.counts
+        finished = exporter.get_finished_spans()
+        spans = sorted((sp.name, sp.attributes["gen_ai.conversation.id"]) for sp in finished)
+        # a session started before the SDK existed has no span to hang its calls on: it stays untraced
+        assert spans == [("execute_tool bash", "after"), ("invoke_agent", "after")], spans
+        (calls,) = [
+            m
+            for rm in reader.get_metrics_data().resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == "planguard.tool.calls"
+        ]
+        # but every call is counted, whenever its session started
+        assert sum(dp.value for dp in calls.data.data_points) == 4, calls
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
@@ -557,3 +582,93 @@ def test_deferred_spans_reach_the_exporter_at_exit_without_shutdown(tmp_path: Pa
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert sorted(out.read_text().split("\n")[:-1]) == ["execute_tool bash"] * 3 + ["invoke_agent"]
+
+
+# ------------------------------------------------------------------------------- untraced sessions
+
+
+def metric_points(reader: InMemoryMetricReader) -> dict[str, list[tuple[tuple[Any, ...], Any]]]:
+    """Metric name → its data points (attributes, value or histogram counts), ids and clocks left out."""
+    out: dict[str, list[tuple[tuple[Any, ...], Any]]] = {}
+    data = reader.get_metrics_data()
+    assert data is not None
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                points = [
+                    (
+                        tuple(sorted((dp.attributes or {}).items())),
+                        dp.value if hasattr(dp, "value") else (dp.count, dp.sum, tuple(dp.bucket_counts)),
+                    )
+                    for dp in m.data.data_points
+                ]
+                out[m.name] = sorted(points, key=repr)
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    calls=st.lists(
+        st.tuples(st.sampled_from([*COMMANDS, "rm -rf /testbed", "python /testbed/fails.py"]), st.booleans()),
+        min_size=1,
+        max_size=30,
+    ),
+    end=st.booleans(),
+)
+def test_untraced_sessions_count_what_traced_ones_count(calls: list[tuple[str, bool]], end: bool) -> None:
+    # A tracer that records nothing (the global API before the app configures OpenTelemetry) makes the
+    # sink skip its spans: the metrics must not notice. Live and offline calls, blocked calls, findings,
+    # decisions, and sessions ended or left open.
+    from planguard.telemetry.otel import OTelSink
+
+    reader = InMemoryMetricReader()
+    untraced = OTelSink(
+        tracer_provider=NoOpTracerProvider(), meter_provider=MeterProvider(metric_readers=[reader])
+    )
+    traced = TelemetryCapture()
+    for cap_sink in (traced.sink, untraced):
+        s = Pipeline(
+            sinks=(cap_sink,),
+            detectors=(ScriptedDetector("failed_run", lambda s: s.event.failed),),
+            policies=(RemindAfterFirst(), DenyRm(), NudgeOnFinding(), ModelNudge(), StopAtEnd()),
+        ).session("u")
+        for i, (command, live) in enumerate(calls):
+            ev = ToolEvent.shell(command, call_id=f"c{i}")
+            if live:
+                run_live(s, [ev], exit_codes={f"c{i}": 1 if "fails" in command else 0})
+            else:
+                ev.exit_code = 1 if "fails" in command else 0
+                s.observe(ev)
+        if end:
+            s.end()
+        assert s.pipeline.errors.total == 0, s.pipeline.errors.counts
+    traced.flush()
+    assert traced.spans()  # the traced sink did make spans
+    assert metric_points(reader) == metric_points(traced.reader)
+
+
+class DropSessionSpans(Sampler):
+    """Samples tool spans, never session spans: not parent-based, so a tool span's fate is its own."""
+
+    def should_sample(
+        self, parent_context: Any, trace_id: int, name: str, *args: Any, **kw: Any
+    ) -> SamplingResult:
+        return SamplingResult(
+            Decision_.DROP if name.startswith("invoke_agent") else Decision_.RECORD_AND_SAMPLE
+        )
+
+    def get_description(self) -> str:
+        return "DropSessionSpans"
+
+
+def test_a_sampled_out_session_span_does_not_make_the_session_untraced() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=DropSessionSpans())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from planguard.telemetry.otel import OTelSink
+
+    s = Pipeline(sinks=(OTelSink(tracer_provider=provider),)).session("sampled")
+    run_live(s, [NAVIGATE, PATCH])
+    s.end()
+    names = [sp.name for sp in exporter.get_finished_spans()]
+    assert names == ["execute_tool bash", "execute_tool str_replace_editor"]

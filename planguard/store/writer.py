@@ -8,9 +8,9 @@ full a record is dropped and counted (``store_queue_full``) — the agent never 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
-import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -23,7 +23,7 @@ import orjson
 from .. import __version__
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
-from ..sinks import Sink
+from ..sinks import SessionRegistry, Sink
 from ..telemetry.drops import DropCounter
 from ..telemetry.redact import Redactor, redact_value, truncate
 from ..telemetry.worker import BackgroundWorker
@@ -119,7 +119,6 @@ def session_file_name(session_id: str, started_at: float) -> str:
 @dataclass(slots=True)
 class _State:
     key: int
-    session: Session
     compliance: Compliance | None  # the session's primary compliance: its scores go with each step
     # Decisions made while a call was being gated (before it was accepted); they join the call's own once
     # it is (see StoreSink._settle).
@@ -144,10 +143,8 @@ class StoreSink(Sink):
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
         self._redactor = redactor
-        self._states: OrderedDict[int, _State] = OrderedDict()
-        self._lock = threading.Lock()
-        self._last: tuple[Session, _State] | None = None  # the last session seen (see _state)
-        self._seq = 0
+        self._sessions: SessionRegistry[_State] = SessionRegistry(MAX_SESSIONS)
+        self._seq = itertools.count(1)  # file keys; next() is atomic
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "store",
             self._write,
@@ -176,7 +173,7 @@ class StoreSink(Sink):
         self._state(session)
 
     def on_tool_end(self, session: Session, step: Step) -> None:
-        last = self._last
+        last = self._sessions.last
         st = last[1] if last is not None and last[0] is session else self._state(session)
         if st.pre_step is step:
             self._settle(st)
@@ -229,10 +226,8 @@ class StoreSink(Sink):
         st.pre_step = None
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        with self._lock:
-            st = self._states.pop(id(session), None)
-            self._last = None
-        if st is not None and st.session is session:
+        st = self._sessions.pop(session)
+        if st is not None:
             self._worker.submit(("end", st.key, session.id, summary))
 
     def flush(self, timeout_s: float = 5.0) -> bool:
@@ -247,23 +242,11 @@ class StoreSink(Sink):
         self._files.clear()
 
     def _state(self, session: Session) -> _State:
-        # The last session seen, as one tuple (read atomically): an agent loop calls the hooks of one
-        # session several times in a row. Reset whenever a state leaves the registry.
-        last = self._last
-        if last is not None and last[0] is session:
-            return last[1]
-        st = self._states.get(id(session))
-        if st is not None and st.session is session:
-            self._remember(session, st)
+        st = self._sessions.get(session)
+        if st is not None:
             return st
-        with self._lock:
-            self._seq += 1
-            st = _State(self._seq, session, session.primary_compliance)
-            self._states[id(session)] = st
-            while len(self._states) > MAX_SESSIONS:
-                self._states.popitem(last=False)
-                self._last = None
-        self._remember(session, st)
+        st = _State(next(self._seq), session.primary_compliance)
+        self._sessions.add(session, st)  # the states it pushes out (past MAX_SESSIONS) are dropped
         rules = session.pipeline.rules
         rules_version = getattr(rules, "name", None)
         header = SessionHeader(
@@ -277,11 +260,6 @@ class StoreSink(Sink):
         )
         self._worker.submit(("start", st.key, session.id, header))
         return st
-
-    def _remember(self, session: Session, st: _State) -> None:
-        self._last = (session, st)
-        if self._states.get(id(session)) is not st:  # it left the registry meanwhile (another thread)
-            self._last = None
 
     # ------------------------------------------------------------------ writer thread
 

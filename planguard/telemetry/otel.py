@@ -18,6 +18,12 @@ kind: the API's default, INTERNAL). Counts are plain integers in each session's 
 instruments at collection time; nothing is serialised and planguard takes no lock per call (the SDK's
 span and queue locks remain).
 
+Untraced sessions: until the application configures OpenTelemetry, the global API's tracer records nothing.
+A session that starts then is untraced (its span is the API's no-op one): its hooks only keep the counts —
+metrics read them whenever a meter provider appears — and build no attributes, events or spans. Sessions that
+start after the app has configured the SDK are traced; a session that started before stays untraced (its
+tool spans would have no session span to belong to).
+
 Spans are built on a worker thread instead when content capture is on (content is rendered and redacted
 there) or with ``defer_spans=True``: the agent's thread then pays only for the record (a few µs); the
 worker pays for the span, on the same CPU budget, while the agent waits for its model or tool.
@@ -26,10 +32,8 @@ worker pays for the span, on the same CPU budget, while the agent waits for its 
 from __future__ import annotations
 
 import atexit
-import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +46,7 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 from .. import __version__
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
-from ..sinks import Sink
+from ..sinks import SessionRegistry, Sink
 from . import attributes as A
 from .capture import CaptureMode, capture_mode_from_env
 from .drops import DropCounter
@@ -83,6 +87,8 @@ def _ns(seconds: float | None) -> int | None:
 #: built per call (an object with an ``__init__`` costs as much as the rest of the record); the few calls
 #: that get span events keep them apart, in ``_SessionState.events``.
 _ToolCall = tuple[str, dict[str, Any], int | None, bool]
+#: The record of an open call in a session whose spans go nowhere (``_SessionState.untraced``).
+_UNTRACED: _ToolCall = ("", {}, None, False)
 
 
 class _SessionState:
@@ -107,13 +113,19 @@ class _SessionState:
         "tail_runs",
         "tally",
         "tools",
+        "untraced",
     )
 
-    def __init__(self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts) -> None:
+    def __init__(
+        self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts, untraced: bool
+    ) -> None:
         self.session = session
         self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
+        # The tracer started no span for the session: it is a no-op (OpenTelemetry not configured), and so
+        # are the session's tool spans. Only the counts are kept (metrics are read from them later).
+        self.untraced = untraced
         self.tools: dict[int, _ToolCall] = {}
         self.events: dict[int, list[_Deferred]] = {}  # span events of open calls, for those that have any
         # Decisions made in before_tool, before the call is accepted and its record exists.
@@ -133,38 +145,27 @@ class _SessionState:
         self.ended = False
 
 
-class _Job:
-    """Work for the worker: build and end a recorded tool span (``call``), or add the deferred events to
-    the session span (``span``) and end it; captured content is rendered and redacted there."""
-
-    __slots__ = ("arguments", "call", "ctx", "deferred", "end_ns", "result", "span", "status")
-
-    def __init__(
-        self,
-        call: _ToolCall | None,
-        span: Span | None,
-        ctx: otel_context.Context | None,
-        deferred: list[_Deferred] | None,
-        status: Status | None,
-        arguments: Any,
-        result: Any,
-        end_ns: int | None,
-    ) -> None:
-        self.call = call
-        self.span = span
-        self.ctx = ctx
-        self.deferred = deferred
-        self.status = status
-        self.arguments = arguments
-        self.result = result
-        self.end_ns = end_ns
+#: Work for the worker: build and end a recorded tool span (``call``), or add the deferred events to the
+#: session span (``span``) and end it; captured content is rendered and redacted there. (call, session span,
+#: parent context, deferred events, status, arguments, result, end ns): a plain tuple, like ``_ToolCall``.
+_Job = tuple[
+    _ToolCall | None,
+    Span | None,
+    otel_context.Context | None,
+    list[_Deferred] | None,
+    Status | None,
+    Any,
+    Any,
+    int,
+]
 
 
 class OTelSink(Sink):
     """Spans, span events and metrics for every session of a pipeline.
 
     ``tracer_provider``/``meter_provider`` default to the global ones, which are no-ops until the
-    application configures OpenTelemetry; planguard never installs global providers itself.
+    application configures OpenTelemetry (sessions started before that are untraced, see the module
+    docstring); planguard never installs global providers itself.
     """
 
     def __init__(
@@ -194,14 +195,11 @@ class OTelSink(Sink):
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
         self._owned = list(owned)  # providers built for this sink: flushed and shut down with it
-        self._max_sessions = max_sessions
         self._session_span_name = f"{A.SPAN_INVOKE_AGENT} {agent_name}" if agent_name else A.SPAN_INVOKE_AGENT
         self._tool_span_names: dict[str, str] = {}
         self._letters: dict[tuple[str, ...], str] = {}
         self._action_names: dict[Any, str] = {}  # enum member → its value (action types, effects)
-        self._states: OrderedDict[int, _SessionState] = OrderedDict()
-        self._states_lock = threading.Lock()
-        self._last: tuple[Session, _SessionState] | None = None
+        self._sessions: SessionRegistry[_SessionState] = SessionRegistry(max_sessions)
         # Spans are built on this worker when content is captured (rendering and redaction stay off the
         # agent's thread) or when asked to (``defer_spans``: the agent's thread only records them).
         self._max_queue = max_queue_size
@@ -242,7 +240,7 @@ class OTelSink(Sink):
         later calls change the session's compliance and Langutory tail. Also how the sink records calls
         reported only once finished (``live=False``: offline ``observe()``) and calls a gate refused
         (``blocked``), so that every call takes the same path."""
-        last = self._last
+        last = self._sessions.last
         st = last[1] if last is not None and last[0] is session else self._state(session)
         ev = step.event
         index = step.index
@@ -250,6 +248,20 @@ class OTelSink(Sink):
         letters = self._letters.get(roles)
         if letters is None:
             letters = self._letters[roles] = "".join(LETTER_OF.get(r, "?") for r in roles)
+        action = step.action
+        kind = None if action is None else getattr(action, "type", None)
+        action_type = "" if kind is None else self._action_names.get(kind) or self._label(kind)
+        if not blocked:
+            calls = st.tally.tool_calls
+            key = (letters, action_type)
+            calls[key] = calls.get(key, 0) + 1
+        tools = st.tools
+        if len(tools) >= MAX_OPEN_TOOLS and not blocked:  # calls that never finished: close the oldest
+            oldest = next(iter(tools))
+            self._emit_open(st, oldest, tools.pop(oldest))
+        if st.untraced:  # no span of this session goes anywhere: the call is only counted
+            tools[index] = _UNTRACED
+            return
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
             A.GEN_AI_TOOL_NAME: ev.tool,
@@ -259,12 +271,8 @@ class OTelSink(Sink):
         }
         if ev.call_id is not None:
             attrs[A.GEN_AI_TOOL_CALL_ID] = ev.call_id
-        action_type = ""
-        action = step.action
-        if action is not None:
-            kind = getattr(action, "type", None)
-            if kind is not None:
-                action_type = attrs[A.ACTION_TYPE] = self._action_names.get(kind) or self._label(kind)
+        if kind is not None:
+            attrs[A.ACTION_TYPE] = action_type
         comp = st.compliance
         if comp is not None:
             scores = comp.scores()  # cached by Compliance until a plan phase first appears
@@ -286,33 +294,26 @@ class OTelSink(Sink):
         if blocked:
             attrs[A.BLOCKED] = True
             attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
-        else:
-            calls = st.tally.tool_calls
-            key = (letters, action_type)
-            calls[key] = calls.get(key, 0) + 1
         start = ev.start_time
-        call = (
+        tools[index] = (
             self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
             attrs,
             None if start is None else int(start * 1e9),
             live,
         )
-        tools = st.tools
-        if len(tools) >= MAX_OPEN_TOOLS and not blocked:  # calls that never finished: close the oldest
-            oldest = next(iter(tools))
-            self._emit_open(st, oldest, tools.pop(oldest))
-        tools[index] = call
         if st.pre and st.pre_step is step:  # decisions made while the call was being gated
             self._take_pre(st, index)
 
     def on_tool_end(self, session: Session, step: Step) -> None:
-        last = self._last
+        last = self._sessions.last
         st = last[1] if last is not None and last[0] is session else self._state(session)
         index = step.index
         call = st.tools.pop(index, None)
         if call is None:  # offline observe(): the call is reported once, finished
             self.on_tool_start(session, step, False)
             call = st.tools.pop(index)
+        if call is _UNTRACED:
+            return
         name, attrs, start_ns, live = call
         ev = step.event
         # the effect tracker's label (SURVIVED, REVERTED, …), when there is one
@@ -339,9 +340,12 @@ class OTelSink(Sink):
         self._emit(st, name, attrs, start_ns, events, status, ev, end_ns)
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
-        st = self._state(session)
+        last = self._sessions.last
+        st = last[1] if last is not None and last[0] is session else self._state(session)
         findings = st.tally.findings
         findings[finding.detector] = findings.get(finding.detector, 0) + 1
+        if st.untraced:
+            return
         attrs = {
             A.FINDING_DETECTOR: finding.detector,
             A.FINDING_FIRST_STEP: finding.first_step,
@@ -365,11 +369,12 @@ class OTelSink(Sink):
         )
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
-        st = self._state(session)
+        last = self._sessions.last
+        st = last[1] if last is not None and last[0] is session else self._state(session)
         kind = decision.kind.value
         decisions = st.tally.decisions
         decisions[kind] = decisions.get(kind, 0) + 1
-        if kind not in A.REPORTED_DECISIONS:
+        if st.untraced or kind not in A.REPORTED_DECISIONS:
             return
         if step is None:
             self._session_event(
@@ -397,19 +402,13 @@ class OTelSink(Sink):
         )
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        with self._states_lock:
-            st = self._states.pop(id(session), None)
-            self._last = None
+        st = self._sessions.pop(session)
         if st is None or st.ended:
             return
         self._close(st, summary, evicted=False)
 
     def shutdown(self) -> None:
-        with self._states_lock:
-            states = list(self._states.values())
-            self._states.clear()
-            self._last = None
-        for st in states:  # sessions nobody ended: close their spans so they are not lost
+        for st in self._sessions.clear():  # sessions nobody ended: close their spans so they are not lost
             self._close(st, st.session.summary(), evicted=True)
         if self._worker is not None:
             self._worker.shutdown()
@@ -433,18 +432,8 @@ class OTelSink(Sink):
     # ------------------------------------------------------------------ spans
 
     def _state(self, session: Session) -> _SessionState:
-        # The last session seen, as one tuple (read atomically): an agent loop calls the hooks of one
-        # session several times in a row. Reset whenever a state leaves the registry.
-        last = self._last
-        if last is not None and last[0] is session:
-            return last[1]
-        st = self._states.get(id(session))
-        if st is None or st.session is not session:
-            st = self._start_session(session)
-        self._last = (session, st)
-        if self._states.get(id(session)) is not st:  # it left the registry meanwhile (another thread)
-            self._last = None
-        return st
+        st = self._sessions.get(session)
+        return st if st is not None else self._start_session(session)
 
     def _start_session(self, session: Session) -> _SessionState:
         # The caller's current span (if any) becomes the parent; nothing is attached here.
@@ -476,20 +465,16 @@ class OTelSink(Sink):
             attributes=attrs,
             start_time=_ns(session.started_at),
         )
-        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts)
-        errors = session.pipeline.errors
-        evicted: list[_SessionState] = []
-        self._counts.watch_errors(errors)
-        with self._states_lock:
-            old = self._states.pop(id(session), None)
-            if old is not None:
-                evicted.append(old)  # an ended session whose id() was reused
-            self._states[id(session)] = st
-            while len(self._states) > self._max_sessions:
-                evicted.append(self._states.popitem(last=False)[1])
-            if evicted:
-                self._last = None
-        for old in evicted:
+        # A tracer that records nothing hands back a span with its parent's context (the API's no-op
+        # tracer: what the global API gives until the app configures OpenTelemetry); a real one always
+        # starts a new span (context), sampled or not.
+        untraced = (
+            not span.is_recording()
+            and span.get_span_context() == trace.get_current_span(parent).get_span_context()
+        )
+        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
+        self._counts.watch_errors(session.pipeline.errors)
+        for old in self._sessions.add(session, st):  # past max_sessions, or an ended session's id() reused
             self._close(old, old.session.summary(), evicted=True)
         return st
 
@@ -549,11 +534,19 @@ class OTelSink(Sink):
 
     def _emit_open(self, st: _SessionState, index: int, call: _ToolCall) -> None:
         """End a call that never finished (too many open, or its session closed) as it stands."""
+        if call is _UNTRACED:
+            return
         name, attrs, start_ns, _live = call
         self._emit(st, name, attrs, start_ns, st.events.pop(index, None), None, None, time.time_ns())
 
     def _close(self, st: _SessionState, summary: SessionSummary, *, evicted: bool) -> None:
         st.ended = True
+        plan = st.session.pipeline.plan.name
+        primary = summary.scores.get(plan)
+        if primary is not None:
+            self._metrics.record_pc(primary.PC, plan)
+        if st.untraced:
+            return
         now = time.time_ns()
         for index, (name, tool_attrs, start_ns, _live) in list(st.tools.items()):
             self._emit(st, name, tool_attrs, start_ns, st.events.pop(index, None), None, None, now)
@@ -569,7 +562,6 @@ class OTelSink(Sink):
             attrs[A.SESSION_FINDINGS] = sorted(summary.finding_counts)
         if summary.decision_counts:
             attrs[A.SESSION_DECISIONS] = sorted(summary.decision_counts)
-        primary = summary.scores.get(st.session.pipeline.plan.name)
         if primary is not None:
             attrs[A.PPC] = primary.PPC
             attrs[A.POC] = primary.POC
@@ -578,12 +570,11 @@ class OTelSink(Sink):
             comp = st.session.primary_compliance
             if comp is not None:
                 attrs[A.SESSION_MISSING] = list(comp.missing())
-            self._metrics.record_pc(primary.PC, st.session.pipeline.plan.name)
         if evicted:
             attrs[A.SESSION_EVICTED] = True
         span.set_attributes(attrs)
         end_ns = time.time_ns()
-        if not self._submit(_Job(None, span, None, st.deferred, None, None, None, end_ns)):
+        if not self._submit((None, span, None, st.deferred, None, None, None, end_ns)):
             _add_events(span, st.deferred)  # no worker, or its queue is full: the span goes out now
             span.end(end_ns)
 
@@ -604,19 +595,13 @@ class OTelSink(Sink):
             arguments = result = None
             if self._capture_on and event is not None:
                 arguments, result = event.arguments, event.result
-            job = _Job(
-                (name, attrs, start_ns, True),
-                None,
-                st.ctx,
-                events,
-                status,
-                arguments,
-                result,
-                time.time_ns() if end_ns is None else end_ns,
-            )
-            if self._submit(job):
+            if end_ns is None:
+                end_ns = time.time_ns()
+            if self._submit(
+                ((name, attrs, start_ns, True), None, st.ctx, events, status, arguments, result, end_ns)
+            ):
                 return
-            end_ns = job.end_ns  # queue full: the span goes out now, without its content
+            # queue full: the span goes out now, without its content
         span = self._tracer.start_span(name, context=st.ctx, attributes=attrs, start_time=start_ns)
         if events:
             _add_events(span, events)
@@ -659,36 +644,35 @@ class OTelSink(Sink):
                 self.errors.record("OTelSink.worker", exc)
 
     def _finish_job(self, job: _Job) -> None:
+        call, span, ctx, deferred, status, arguments, result, end_ns = job
         mode, limit, redactor = self.capture, self._max_content, self._redactor
         content: dict[str, Any] = {}
         try:
-            if job.arguments is not None:
-                content[A.GEN_AI_TOOL_CALL_ARGUMENTS] = render_content(job.arguments, limit, redactor)
-            if job.result is not None:
-                content[A.GEN_AI_TOOL_CALL_RESULT] = render_content(job.result, limit, redactor)
+            if arguments is not None:
+                content[A.GEN_AI_TOOL_CALL_ARGUMENTS] = render_content(arguments, limit, redactor)
+            if result is not None:
+                content[A.GEN_AI_TOOL_CALL_RESULT] = render_content(result, limit, redactor)
         except Exception as exc:  # the span still goes out, without its content
             self.errors.record("OTelSink.content", exc)
             content = {}
-        span = job.span
-        call = job.call
         if call is not None:
             name, attrs, start_ns, _live = call
             if content and mode.on_span:
                 attrs = {**attrs, **content}
-            span = self._tracer.start_span(name, context=job.ctx, attributes=attrs, start_time=start_ns)
+            span = self._tracer.start_span(name, context=ctx, attributes=attrs, start_time=start_ns)
         if span is None:
             return
         try:
-            for name, ev_attrs, ts, key, value in job.deferred or ():
+            for name, ev_attrs, ts, key, value in deferred or ():
                 if key is not None and value:
                     ev_attrs = {**ev_attrs, key: render_content(value, limit, redactor)}
                 span.add_event(name, ev_attrs, ts)
             if content and mode.as_event:
-                span.add_event(A.EVENT_TOOL_CONTENT, content, job.end_ns)
-            if job.status is not None:
-                span.set_status(job.status)
+                span.add_event(A.EVENT_TOOL_CONTENT, content, end_ns)
+            if status is not None:
+                span.set_status(status)
         finally:
-            span.end(job.end_ns)
+            span.end(end_ns)
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[OTelSink]) -> None:
