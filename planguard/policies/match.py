@@ -133,24 +133,31 @@ class ToolMatcher:
 
     def __init__(self, patterns: Sequence[ToolPattern]):
         self._patterns = tuple(_Compiled(p) for p in patterns)
-        # tool name -> indices of the patterns whose name part matches it
-        self._by_name: dict[str, tuple[int, ...]] = {}
+        # tool name -> the argument predicates of the patterns whose name part matches it, in order: most
+        # tools match no pattern, so most calls cost this one lookup
+        self._by_name: dict[str, tuple[tuple[_Pred, ...], ...]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
 
-    def name_matches(self, tool: str) -> tuple[int, ...]:
-        hit = self._by_name.get(tool)
-        if hit is None:
-            hit = tuple(i for i, p in enumerate(self._patterns) if p.name.fullmatch(tool))
-            if len(self._by_name) < _NAME_CACHE_MAX:
-                self._by_name[tool] = hit
+    def _for_name(self, tool: str) -> tuple[tuple[_Pred, ...], ...]:
+        preds: list[tuple[_Pred, ...]] = []
+        for p in self._patterns:
+            if p.name.fullmatch(tool):
+                preds.append(p.arguments)
+                if not p.arguments:  # matches every call of the tool: later patterns are never asked
+                    break
+        hit = tuple(preds)
+        if len(self._by_name) < _NAME_CACHE_MAX:
+            self._by_name[tool] = hit
         return hit
 
     def matches(self, event: ToolEvent) -> bool:
-        for i in self.name_matches(event.tool):
-            preds = self._patterns[i].arguments
-            if not preds or _arguments_match(event.arguments, preds):
+        preds = self._by_name.get(event.tool)
+        if preds is None:
+            preds = self._for_name(event.tool)
+        for p in preds:  # noqa: SIM110 (a plain loop: any() over a generator costs more than the check)
+            if not p or _arguments_match(event.arguments, p):
                 return True
         return False
 
