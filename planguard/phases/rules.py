@@ -391,7 +391,7 @@ class PhaseRules(ABC):
             return self._compile_commands(commands)
 
     def _compile_shell(self, command: str) -> _ActionPlan:
-        return _ActionPlan(self._plan_commands(parse_action(command), ""), self._commands)
+        return self._compile_commands(parse_action(command))
 
     def _compile_commands(self, commands: tuple[ParsedCommand, ...]) -> _ActionPlan:
         return _ActionPlan(self._plan_commands(commands, ""), self._commands)

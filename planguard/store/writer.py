@@ -94,19 +94,18 @@ def _plain(value: Any) -> bool:
     elif t is list or t is tuple:
         items = value
     else:
-        return t in _SCALARS or (
-            t is float and (1e-4 <= value < 1e16 or -1e16 < value <= -1e-4 or value == 0)
-        )
-    for v in items:
+        return t in _SCALARS or (t is float and _plain_float(value))
+    for v in items:  # the leaves inline: a record has many scalars and few containers
         t = type(v)
         if t in _SCALARS:
             continue
-        if t is float:
-            if not (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4 or v == 0):
-                return False
-        elif not _plain(v):
+        if not (_plain_float(v) if t is float else _plain(v)):
             return False
     return True
+
+
+def _plain_float(v: float) -> bool:
+    return 1e-4 <= v < 1e16 or -1e16 < v <= -1e-4 or v == 0
 
 
 def session_file_name(session_id: str, started_at: float) -> str:
