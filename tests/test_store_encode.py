@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planguard.actions import Action, ActionType, WriteKind
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.metrics import Scores
@@ -289,3 +290,28 @@ def test_redact_value_equals_the_general_path(value: dict[Any, Any]) -> None:
     r = Redactor([(r"internal-\d+", "[X]")])
     want = _outcome(lambda v: _redact_value_before(v, r), value)
     assert _outcome(lambda v: redact_value(v, r), value) == want
+
+
+_maybe_text = st.one_of(st.none(), st.text(max_size=8))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    action=st.builds(
+        Action,
+        type=st.sampled_from(ActionType),
+        target=_maybe_text,
+        tool=st.text(max_size=8),
+        path=_maybe_text,
+        intent=_maybe_text,
+        is_validation=st.booleans(),
+        is_source_write=st.booleans(),
+        is_completion=st.booleans(),
+        write=st.one_of(st.none(), st.sampled_from(WriteKind)),
+        shell=_maybe_text,
+        structured=st.booleans(),
+        scaffold=_maybe_text,
+    )
+)
+def test_action_fast_path_equals_the_field_loop(action: Action) -> None:
+    assert writer_module._action(action) == writer_module._action_fields(action)

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from planguard.telemetry.redact import (
     _KEY_ASSIGN,
     _KEY_VALUE,
+    _MEMO_MAX_CHARS,
+    _MEMO_SIZE,
     _NEEDLES_OF,
     REDACTED,
     Redactor,
@@ -197,3 +199,20 @@ def test_precheck_fast_path_equals_running_every_pattern(text: str) -> None:
 def test_dotless_i_still_reaches_the_key_patterns() -> None:
     # IGNORECASE lets "ı" stand for "i" in "credentials"; the pre-check must not rule it out.
     assert "hunter2" not in redact("CREDENTıALS=hunter2")
+
+
+def test_memo_answers_repeats_as_the_first_time_per_redactor_and_stays_bounded() -> None:
+    plain, tagging = Redactor(), Redactor([(r"internal-\d+", "[X]")])
+    for text in ("export DB_PASSWORD=hunter2", "ls internal-7", "view", "ok"):
+        first = plain(text)
+        assert plain(text) == first == plain._redact(text)
+        # Another redactor's patterns are its own: a text the first one memoised is judged afresh.
+        assert tagging(text) == tagging._redact(text)
+    assert tagging("ls internal-7") == "ls [X]" and plain("ls internal-7") == "ls internal-7"
+    long_text = "x" * (_MEMO_MAX_CHARS + 1) + " password=hunter2"
+    assert "hunter2" not in plain(long_text)
+    assert long_text not in plain._memo  # long texts (tool output) are not kept
+    for i in range(_MEMO_SIZE + 10):
+        plain(f"cat file_{i}.py")
+    assert len(plain._memo) <= _MEMO_SIZE
+    assert plain("export DB_PASSWORD=hunter2") == f"export DB_PASSWORD={REDACTED}"

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from .. import __version__
+from ..actions.types import Action
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
 from ..sinks import SessionRegistry, Sink
@@ -409,11 +410,11 @@ class StoreSink(Sink):
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         redact = self.config.redact
         args = ev.arguments
-        args = dict(args) if not isinstance(args, str) else args
-        d: dict[str, Any] = {
-            "tool": ev.tool,
-            "arguments": redact_value(args, self._redactor) if redact else args,
-        }
+        if redact:
+            args = redact_value(args, self._redactor)  # (a copy: the event's dict stays the agent's)
+        elif not isinstance(args, str):
+            args = dict(args)
+        d: dict[str, Any] = {"tool": ev.tool, "arguments": args}
         if ev.call_id is not None:
             d["call_id"] = ev.call_id
         if ev.action is not None:
@@ -448,6 +449,36 @@ def _decision(d: Decision) -> DecisionRecord:
 def _action(action: Any) -> dict[str, Any] | None:
     if action is None:
         return None
+    if type(action) is Action:  # the classifier's (every step): _action_fields, spelled out
+        out: dict[str, Any] = {"type": str(action.type)}  # (a StrEnum's str() is its value)
+        if action.target:
+            out["target"] = action.target
+        if action.tool:
+            out["tool"] = action.tool
+        if action.path:
+            out["path"] = action.path
+        if action.intent:
+            out["intent"] = action.intent
+        if action.write is not None:
+            out["write"] = str(action.write)
+        if action.shell:
+            out["shell"] = action.shell
+        if action.scaffold:
+            out["scaffold"] = action.scaffold
+        if action.is_validation:
+            out["is_validation"] = True
+        if action.is_source_write:
+            out["is_source_write"] = True
+        if action.is_completion:
+            out["is_completion"] = True
+        if action.structured:
+            out["structured"] = True
+        return out
+    return _action_fields(action)
+
+
+def _action_fields(action: Any) -> dict[str, Any]:
+    """Any action-like object's fields, as ``_action`` writes an ``Action``'s."""
     out: dict[str, Any] = {}
     for name in _ACTION_FIELDS:
         value = getattr(action, name, None)

@@ -112,17 +112,39 @@ def _has_needle(folded: str) -> bool:
     return False
 
 
+#: Short texts whose redaction a ``Redactor`` remembers (argument values, paths, commands, short results:
+#: an agent repeats them — the same file viewed again, the same test command — and the needle checks cost
+#: ~6k instructions per text), and how many at most (the table is cleared when full).
+_MEMO_MAX_CHARS = 256
+_MEMO_SIZE = 4096
+
+
 class Redactor:
     """Applies the built-in patterns plus any extra ``(regex, replacement)`` pairs."""
 
-    __slots__ = ("_extra", "patterns")
+    __slots__ = ("_extra", "_memo", "patterns")
 
     def __init__(self, extra: Iterable[tuple[str | re.Pattern[str], str]] = ()) -> None:
         compiled = [(re.compile(p) if isinstance(p, str) else p, r) for p, r in extra]
         self.patterns: tuple[tuple[re.Pattern[str], str], ...] = (*_PATTERNS, *compiled)
         self._extra: tuple[tuple[re.Pattern[str], str], ...] = tuple(compiled)
+        # Shared by the worker threads that redact: single dict operations are atomic, and a clear racing a
+        # store only forgets answers.
+        self._memo: dict[str, str] = {}
 
     def __call__(self, text: str) -> str:
+        memo = self._memo
+        known = memo.get(text)
+        if known is not None:
+            return known
+        redacted = self._redact(text)
+        if len(text) <= _MEMO_MAX_CHARS and type(text) is str:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[text] = redacted
+        return redacted
+
+    def _redact(self, text: str) -> str:
         # The built-ins run first, in order, each only when the original text holds one of its needles
         # (see _NEEDLES_OF); the extra patterns always run. Most text holds no needle at all (text shorter
         # than every needle cannot): one flat pass over them settles that at a third of the cost of
