@@ -55,8 +55,13 @@ class _Kind(str, enum.Enum):  # noqa: UP042 (the mixin on purpose: its str() is 
 
 
 def _reference(value: Any) -> bytes:
-    """The line as the writer wrote it before (text-mode file, UTF-8)."""
-    return (_ENCODER.encode(value) + "\n").encode("utf-8")
+    """The line as the standard library writes it: UTF-8, or all non-ASCII escaped when the text holds a lone
+    surrogate (which UTF-8 cannot carry)."""
+    text = _ENCODER.encode(value) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, default=str, separators=(",", ":")).encode() + b"\n"
 
 
 def _outcome(fn: Any, value: Any) -> Any:

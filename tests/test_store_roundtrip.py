@@ -405,3 +405,24 @@ def test_overlapping_calls_keep_their_own_decisions_in_order(tmp_path_factory: A
     (blocked,) = stored.blocked
     assert [(d.kind, d.message) for d in blocked.decisions] == [("deny", "refused rm")]
     sink.shutdown()
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_a_lone_surrogate_is_kept_escaped_not_dropped(tmp_path: Path, redact: bool) -> None:
+    # A model's JSON may escape a lone surrogate ("\ud800"), which UTF-8 cannot carry: the record is written
+    # with its non-ASCII characters escaped, and reads back as it was.
+    drops = DropCounter()
+    sink = StoreSink(StoreConfig(path=str(tmp_path), redact=redact), drops=drops)
+    s = Pipeline(sinks=(sink,)).session("odd-\udc80-id")
+    text = "naïve \ud800 lone"
+    s.observe(ToolEvent(tool="write", arguments={"content": text}, result="ok \udfff"))
+    s.observe(ToolEvent.shell("ls ü"))
+    s.end()
+    assert sink.flush()
+    stored = read_session(sink.written[0])
+    assert not stored.errors and stored.complete and drops.total == 0
+    assert stored.id == "odd-\udc80-id"
+    assert stored.steps[0].event.arguments == {"content": text}
+    assert stored.steps[0].event.result == "ok \udfff"
+    assert stored.steps[1].event.action == "ls ü"
+    sink.shutdown()

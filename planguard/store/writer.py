@@ -59,6 +59,7 @@ _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structure
 # could only come from a tool's arguments, and then fails that one record (RecursionError, counted) — so
 # the per-container cycle bookkeeping (~15 % of encoding) is skipped.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"), check_circular=False)
 _SCALARS = frozenset({str, int, bool, type(None)})
 
 
@@ -68,8 +69,9 @@ def _encode(record: dict[str, Any], unchecked: Any) -> bytes:
     orjson writes the same bytes in an eighth of the instructions for the values it shares with the
     standard library (see _plain), and raises for the rest of what it would write differently: non-string
     keys, integers beyond 64 bits, lone surrogates, nesting deeper than 255. Records holding those, or
-    another kind of value, go to ``_ENCODER``; a lone surrogate then fails the record (UnicodeEncodeError;
-    before, it failed the write and with it the rest of the batch). ``unchecked`` holds the parts of the
+    another kind of value, go to ``_ENCODER``. A lone surrogate (which a model's JSON may carry as an escape)
+    cannot be written as UTF-8: such a line is written with every non-ASCII character escaped, as the JSON
+    it came from had it, and reads back equal. ``unchecked`` holds the parts of the
     record that may hold such values: the caller leaves out what it built itself from literals and str().
     tests/test_store_encode.py checks the equivalence on generated values and events.
     """
@@ -82,7 +84,11 @@ def _encode(record: dict[str, Any], unchecked: Any) -> bytes:
             return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
         except orjson.JSONEncodeError:
             pass
-    return (_ENCODER.encode(record) + "\n").encode()
+    text = _ENCODER.encode(record) + "\n"
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return (_ASCII_ENCODER.encode(record) + "\n").encode()
 
 
 def _plain(value: Any) -> bool:
@@ -314,7 +320,8 @@ class StoreSink(Sink):
                     partial=True,
                     planguard_version=__version__,
                 )
-                handle.write((json.dumps(made_up.to_json(), ensure_ascii=False) + "\n").encode())
+                made_up_json = made_up.to_json()
+                handle.write(_encode(made_up_json, made_up_json))
         else:
             handle = path.open("ab")
         self._files[key] = handle
