@@ -410,7 +410,7 @@ class Session:
             self._guarded(hook, self, step, finding)
 
     def _record_decision(self, step: Step | None, decision: Decision) -> None:
-        self.decision_counts[decision.kind.value] += 1
+        self.decision_counts[str(decision.kind)] += 1  # the StrEnum's value (``.value`` runs Python code)
         for hook in self._hooks.decision:
             self._guarded(hook, self, step, decision)
 

@@ -127,3 +127,24 @@ def test_sessions_count_independently():
     a.append(bool(guard.before_model("a")))
     assert a == [False, False, True]
     assert b == [False, False, True]
+
+
+def test_progress_fields_follow_each_session_although_shared_by_the_guard():
+    # The progress texts are remembered per (current role, missing phases) by the policy, which every
+    # session shares: interleaved sessions in different places must each see their own.
+    guard, _ = reminder_guard(
+        every_model_calls=1, min_gap_model_calls=0, max_per_session=None, template="{status} | {done}"
+    )
+    drive(guard, "a", [ToolEvent.shell(NAV)])
+    (a1,) = guard.before_model("a")
+    (b1,) = guard.before_model("b")
+    drive(guard, "b", [ToolEvent.shell(NAV)])
+    (b2,) = guard.before_model("b")
+    (a2,) = guard.before_model("a")
+    prefix = "PLAN REMINDER: Current phase: "
+    assert (
+        b1.message
+        == prefix + "not started. Not done yet: Navigation, Reproduction, Patch, Validation. | none"
+    )
+    navigating = prefix + "Navigation. Not done yet: Reproduction, Patch, Validation. | Navigation"
+    assert a1.message == a2.message == b2.message == navigating

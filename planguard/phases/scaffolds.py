@@ -46,8 +46,12 @@ _CLAUDE_EDIT = {
 _CLAUDE_SEARCH = {"Grep": "grep", "Glob": "find", "LS": "ls"}
 
 
+# ``x.__class__ is dict or isinstance(x, Mapping)`` below: a dict (the usual arguments) skips the ABC
+# check, which runs Python code (ABCMeta.__instancecheck__) on every call.
+
+
 def _arguments(raw: Mapping[str, Any] | str | Any) -> Mapping[str, Any] | str:
-    if isinstance(raw, Mapping):
+    if raw.__class__ is dict or isinstance(raw, Mapping):
         return raw
     if isinstance(raw, str):
         text = raw.strip()
@@ -63,7 +67,7 @@ def _arguments(raw: Mapping[str, Any] | str | Any) -> Mapping[str, Any] | str:
 
 
 def _str(args: Mapping[str, Any] | str, *keys: str) -> str | None:
-    if not isinstance(args, Mapping):
+    if args.__class__ is not dict and not isinstance(args, Mapping):
         return None
     for key in keys:
         value = args.get(key)
@@ -110,7 +114,7 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
 
 
 def _shell_text(args: Mapping[str, Any] | str) -> str | None:
-    return _str(args, "command", "cmd") if isinstance(args, Mapping) else args
+    return _str(args, "command", "cmd") if args.__class__ is dict or isinstance(args, Mapping) else args
 
 
 def shell_command(tool: str, raw_arguments: Mapping[str, Any] | str | Any) -> str | None:

@@ -1,13 +1,13 @@
 """What reminders say about a plan and where the agent is in it.
 
 A :class:`PlanView` precomputes everything about the plan once (rendered text, names, role → phase index),
-and :meth:`PlanView.fields` hands templates a mapping that computes each field only if the template asks
-for it, so rendering a reminder costs microseconds.
+and :meth:`PlanView.fields` hands templates every field, the progress texts remembered per (current role,
+missing phases), so rendering a reminder costs microseconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..plan import Plan, PlanPhase
@@ -36,6 +36,8 @@ _ROLE_NAMES = {
 
 #: Distinct roles a view remembers (classifier roles are a handful; the bound guards odd classifiers).
 _MAX_ROLES = 256
+#: Distinct (current role, missing phases) pairs a view remembers the rendered fields of.
+_MAX_PROGRESS = 1024
 
 
 def role_name(role: str, plan: Plan | None = None) -> str:
@@ -63,6 +65,8 @@ class PlanView:
         # plan.expected (the compliance order) as indices into plan.phases
         self.expected_idx = [i for i, p in enumerate(plan.phases) if p.scored]
         self._index: dict[str, int] = {}
+        # (current role, missing phases) -> the fields that depend on them: a run passes through a handful
+        self._progress: dict[tuple[str | None, tuple[int, ...]], dict[str, str]] = {}
 
     def index(self, role: str) -> int:
         """Position of the plan phase accepting ``role``; -1 when the role is out of plan."""
@@ -82,57 +86,39 @@ class PlanView:
         return [self.expected_idx[j] for j, first in enumerate(comp.first) if first is None]
 
     def current(self, session: Session) -> str:
-        role = session.langutory.current
+        return self._phase(session.langutory.current)
+
+    def _phase(self, role: str | None) -> str:
         if role is None:
             return "not started"
         i = self.index(role)
         return self.phases[i].name if i >= 0 else f"{role_name(role)} (not in the plan)"
 
-    def fields(self, session: Session, **given: Any) -> _Fields:
-        return _Fields(self, session, given)
+    def fields(self, session: Session, **given: Any) -> dict[str, Any]:
+        """Every template field (``REMINDER_FIELDS`` but ``count``) for ``session`` now; ``given`` on top."""
+        key = (session.langutory.current, tuple(self.missing(session)))
+        progress = self._progress.get(key)
+        if progress is None:
+            progress = self._describe(*key)
+            if len(self._progress) < _MAX_PROGRESS:
+                self._progress[key] = progress
+        return {**progress, "model_calls": session.n_model_calls, "steps": session.n_steps, **given}
+
+    def _describe(self, role: str | None, missing: tuple[int, ...]) -> dict[str, str]:
+        """The fields that depend only on where the agent is: its current role and the phases missing."""
+        phase = self._phase(role)
+        not_done = _names(self, missing)
+        return {
+            "plan": self.text,
+            "plan_name": self.plan.name,
+            "order": self.order,
+            "phase": phase,
+            "missing": not_done,
+            "next": described(self.phases[missing[0]]) if missing else "none",
+            "done": _names(self, [i for i in self.expected_idx if i not in missing]),
+            "status": f"Current phase: {phase}." + (f" Not done yet: {not_done}." if missing else ""),
+        }
 
 
-def _names(view: PlanView, idx: list[int]) -> str:
+def _names(view: PlanView, idx: Sequence[int]) -> str:
     return ", ".join(view.phases[i].name for i in idx) or "none"
-
-
-_COMPUTED: dict[str, Callable[[_Fields], Any]] = {
-    "plan": lambda f: f.view.text,
-    "plan_name": lambda f: f.view.plan.name,
-    "order": lambda f: f.view.order,
-    "phase": lambda f: f.view.current(f.session),
-    "missing": lambda f: _names(f.view, f.missing_idx),
-    "next": lambda f: described(f.view.phases[f.missing_idx[0]]) if f.missing_idx else "none",
-    "done": lambda f: _names(f.view, [i for i in f.view.expected_idx if i not in f.missing_idx]),
-    "status": lambda f: (
-        f"Current phase: {f['phase']}." + (f" Not done yet: {f['missing']}." if f.missing_idx else "")
-    ),
-    "model_calls": lambda f: f.session.n_model_calls,
-    "steps": lambda f: f.session.n_steps,
-}
-
-
-class _Fields(dict[str, Any]):
-    """Template fields computed on first use (``str.format_map`` looks each one up once)."""
-
-    view: PlanView
-    session: Session
-
-    def __init__(self, view: PlanView, session: Session, given: dict[str, Any]):
-        super().__init__(given)
-        self.view = view
-        self.session = session
-        self._missing: list[int] | None = None
-
-    @property
-    def missing_idx(self) -> list[int]:
-        if self._missing is None:
-            self._missing = self.view.missing(self.session)
-        return self._missing
-
-    def __missing__(self, key: str) -> Any:
-        compute = _COMPUTED.get(key)
-        if compute is None:
-            raise KeyError(key)
-        value = self[key] = compute(self)
-        return value

@@ -181,14 +181,14 @@ class Gate(Policy):
         roles = step.classification.roles
         if not roles:
             return ()
-        ok = not step.event.failed
+        counts = not self._need_success or not step.event.failed  # a phase role here counts as done
         for r in roles:
             state.pos += 1
             info = self._roles.get(r)
             if info is None:
                 info = self._role_info(r)
             is_phase, is_after, seen_bits = info
-            if is_phase and (ok or not self._need_success):
+            if is_phase and counts:
                 state.last_phase = state.pos
             if is_after:
                 state.last_after = state.pos
