@@ -9,7 +9,9 @@ A session file is::
     {"type": "end", "summary": {...}}
 
 The writer builds these records from live objects and the reader parses them back into the same
-records (``from_json(to_json(r)) == r``), so replay and reports see exactly what was written.
+records (``from_json(to_json(r)) == r``), so replay and reports see exactly what was written. Lines are
+strict JSON: a NaN or infinity in a tool's arguments or metadata, which JSON cannot express, is written as
+null, and an Enum as its value (see planguard/store/writer.py).
 """
 
 from __future__ import annotations

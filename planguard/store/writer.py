@@ -55,64 +55,45 @@ _ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", 
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
 
 
-# The encoder that defines every line. Records are built here from trees of fresh dicts and lists; a cycle
-# could only come from a tool's arguments, and then fails that one record (RecursionError, counted) — so
-# the per-container cycle bookkeeping (~15 % of encoding) is skipped.
+# Lines are orjson's JSON. Values JSON has no form for follow the standard library's conventions (see
+# _default: ``str()`` for other objects, tuples as arrays), except two orjson decides itself: NaN and
+# infinities are written as null (strict JSON: json's ``NaN`` token is not JSON, and other readers reject it)
+# and an Enum as its value. What orjson refuses — non-string keys, integers beyond 64 bits, lone surrogates,
+# nesting deeper than 255 — goes to the standard library's encoder. Records are trees of fresh dicts and
+# lists; a cycle could only come from a tool's arguments, and then fails that one record (RecursionError,
+# counted), so the fallback skips the per-container cycle bookkeeping.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
 _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"), check_circular=False)
-_SCALARS = frozenset({str, int, bool, type(None)})
+_ORJSON_OPTIONS = (
+    orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+)
 
 
-def _encode(record: dict[str, Any], unchecked: Any) -> bytes:
-    """``_ENCODER``'s line for ``record``, UTF-8 encoded, with a newline.
+def _default(value: Any) -> Any:
+    """What orjson cannot write itself, as ``_ENCODER`` writes it."""
+    if isinstance(value, tuple):  # a namedtuple or other tuple subclass: an array
+        return list(value)
+    if isinstance(value, float):  # a float subclass: the number
+        return float(value)
+    return str(value)
 
-    orjson writes the same bytes in an eighth of the instructions for the values it shares with the
-    standard library (see _plain), and raises for the rest of what it would write differently: non-string
-    keys, integers beyond 64 bits, lone surrogates, nesting deeper than 255. Records holding those, or
-    another kind of value, go to ``_ENCODER``. A lone surrogate (which a model's JSON may carry as an escape)
-    cannot be written as UTF-8: such a line is written with every non-ASCII character escaped, as the JSON
-    it came from had it, and reads back equal. ``unchecked`` holds the parts of the
-    record that may hold such values: the caller leaves out what it built itself from literals and str().
-    tests/test_store_encode.py checks the equivalence on generated values and events.
+
+def _encode(record: dict[str, Any]) -> bytes:
+    """The line for ``record``, UTF-8 encoded, with a newline (see above).
+
+    A lone surrogate (which a model's JSON may carry as an escape) cannot be written as UTF-8: such a line is
+    written with every non-ASCII character escaped, as the JSON it came from had it, and reads back equal.
+    tests/test_store_encode.py checks every line reads back as the standard library's would.
     """
     try:
-        plain = _plain(unchecked)
-    except RecursionError:
-        plain = False
-    if plain:
-        try:
-            return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        except orjson.JSONEncodeError:
-            pass
+        return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        pass
     text = _ENCODER.encode(record) + "\n"
     try:
         return text.encode()
     except UnicodeEncodeError:
         return (_ASCII_ENCODER.encode(record) + "\n").encode()
-
-
-def _plain(value: Any) -> bool:
-    """Whether ``value`` holds only exact dicts, lists, tuples, strings, ints, bools, None and floats that
-    orjson prints as ``repr`` does (zero, and magnitudes in [1e-4, 1e16): no exponent, no NaN/infinity).
-    Subclasses, enums (orjson writes their value, ``_ENCODER`` their ``str``) and other objects are not."""
-    t = type(value)
-    if t is dict:
-        items: Any = value.values()
-    elif t is list or t is tuple:
-        items = value
-    else:
-        return t in _SCALARS or (t is float and _plain_float(value))
-    for v in items:  # the leaves inline: a record has many scalars and few containers
-        t = type(v)
-        if t in _SCALARS:
-            continue
-        if not (_plain_float(v) if t is float else _plain(v)):
-            return False
-    return True
-
-
-def _plain_float(v: float) -> bool:
-    return 1e-4 <= v < 1e16 or -1e16 < v <= -1e-4 or v == 0
 
 
 def session_file_name(session_id: str, started_at: float) -> str:
@@ -320,8 +301,7 @@ class StoreSink(Sink):
                     partial=True,
                     planguard_version=__version__,
                 )
-                made_up_json = made_up.to_json()
-                handle.write(_encode(made_up_json, made_up_json))
+                handle.write(_encode(made_up.to_json()))
         else:
             handle = path.open("ab")
         self._files[key] = handle
@@ -333,20 +313,8 @@ class StoreSink(Sink):
     def _line(self, item: tuple[Any, ...]) -> bytes:
         if item[0] == "step":
             _, _, _, step, decisions, scores, n_model_calls = item
-            record = self.step_json(step, decisions, scores, n_model_calls)
-            # Its type, letters, commands and action are built from literals, str() and True.
-            unchecked = (
-                record["index"],
-                record["event"],
-                record["roles"],
-                record.get("findings"),
-                record.get("decisions"),
-                record.get("scores"),
-                n_model_calls,
-            )
-            return _encode(record, unchecked)
-        record = self._record(item)
-        return _encode(record, record)
+            return _encode(self.step_json(step, decisions, scores, n_model_calls))
+        return _encode(self._record(item))
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
         kind = item[0]
