@@ -417,7 +417,7 @@ def _finding(f: Finding) -> FindingRecord:
 
 def _decision(d: Decision) -> DecisionRecord:
     return DecisionRecord(
-        d.kind.value, d.message, d.policy, d.finding.detector if d.finding is not None else None, d.ephemeral
+        str(d.kind), d.message, d.policy, d.finding.detector if d.finding is not None else None, d.ephemeral
     )
 
 

@@ -371,7 +371,7 @@ class OTelSink(Sink):
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
         last = self._sessions.last
         st = last[1] if last is not None and last[0] is session else self._state(session)
-        kind = decision.kind.value
+        kind = str(decision.kind)  # the StrEnum's value (``.value`` runs Python code)
         decisions = st.tally.decisions
         decisions[kind] = decisions.get(kind, 0) + 1
         if st.untraced or kind not in A.REPORTED_DECISIONS:
@@ -700,7 +700,7 @@ def _add_events(span: Span, deferred: list[_Deferred]) -> None:
 
 
 def _decision_attrs(decision: Decision) -> dict[str, Any]:
-    attrs: dict[str, Any] = {A.DECISION_KIND: decision.kind.value, A.DECISION_POLICY: decision.policy}
+    attrs: dict[str, Any] = {A.DECISION_KIND: str(decision.kind), A.DECISION_POLICY: decision.policy}
     if decision.finding is not None:
         attrs[A.DECISION_FINDING] = decision.finding.detector
     return attrs

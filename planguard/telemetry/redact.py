@@ -202,14 +202,21 @@ def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 
         return r(value)
     if _depth > 32:
         return REDACTED  # deeper than any real tool argument; refuse rather than recurse forever
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # (a dict: no ABC check)
         out: dict[str, Any] = {}
+        # Tool arguments are redacted on every call: the lookups of _is_secret_key and Redactor.__call__
+        # are inlined for their common answers (a known key name, a remembered text).
+        verdicts, memo = _KEY_VERDICTS, r._memo
         for k, v in value.items():
-            key = str(k)
-            if _is_secret_key(key) and isinstance(v, (str, int, float)) and v != "":
+            key = k if type(k) is str else str(k)
+            secret = verdicts.get(key)
+            if secret is None:
+                secret = _is_secret_key(key)
+            if secret and isinstance(v, (str, int, float)) and v != "":
                 out[key] = REDACTED
             elif isinstance(v, str):  # most values: what the call below would do, without the call
-                out[key] = r(v)
+                known = memo.get(v)
+                out[key] = known if known is not None else r(v)
             else:
                 out[key] = redact_value(v, r, _depth=_depth + 1)
         return out
