@@ -405,7 +405,7 @@ def _report(title: str, per_step: dict[str, list[float]], variants: list[str]) -
     )
     for v in variants:
         s = per_step[v]
-        q = statistics.quantiles(s, n=4)
+        q = statistics.quantiles(s, n=4) if len(s) > 1 else [s[0], s[0], s[0]]  # (one round: no spread)
         added = statistics.median(a - b for a, b in zip(s, bare, strict=True)) if v != "bare" else 0.0
         print(
             f"  {v:10s} {statistics.median(s):15.1f} {q[0]:9.1f} {q[2]:9.1f} {added:9.1f} "
