@@ -184,7 +184,8 @@ class StoreSink(Sink):
             self._worker.submit(("finding", st.key, session.id, finding))
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
-        st = self._state(session)
+        last = self._sessions.last
+        st = last[1] if last is not None and last[0] is session else self._state(session)
         if step is None:
             self._worker.submit(("decision", st.key, session.id, decision))
         elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)

@@ -11,7 +11,7 @@ No classification, metric or policy logic lives here: every judgement is made by
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -64,7 +64,7 @@ def tool_event(
         render = actions.get(name)
         if render is not None and isinstance(arguments, Mapping):
             action = render(arguments)
-    return ToolEvent(tool=name, arguments=arguments, call_id=call.get("id"), action=action)
+    return ToolEvent(name, arguments, call.get("id"), action)  # (positional: keywords cost as much again)
 
 
 def record_result(event: ToolEvent, result: ToolMessage | Command[Any] | Any) -> None:
@@ -98,7 +98,7 @@ def denial_message(call: ToolCall | Mapping[str, Any], decision: Decision) -> To
         tool_call_id=str(call.get("id") or ""),
         name=str(call.get("name") or ""),
         status="error",
-        id=f"{MESSAGE_ID_PREFIX}{decision.kind.value}-{uuid.uuid4().hex[:12]}",
+        id=_message_id(str(decision.kind)),
     )
 
 
@@ -107,7 +107,7 @@ def decision_messages(decisions: Sequence[Decision]) -> list[HumanMessage]:
     re-inserts the plan as a user turn starting ``PLAN REMINDER:``; a system message mid-conversation is
     rejected by some providers, and consecutive user messages are accepted or merged by all)."""
     return [
-        HumanMessage(content=d.message, id=f"{MESSAGE_ID_PREFIX}{d.kind.value}-{uuid.uuid4().hex[:12]}")
+        HumanMessage(content=d.message, id=_message_id(str(d.kind)))
         for d in decisions
         if d.injects and d.message
     ]
@@ -116,7 +116,7 @@ def decision_messages(decisions: Sequence[Decision]) -> list[HumanMessage]:
 def stop_message(decision: Decision) -> AIMessage:
     """The final answer of a run a policy stopped: it carries no tool call, so every agent loop ends on it."""
     text = decision.message or f"Run stopped by planguard ({decision.policy or 'policy'})."
-    return AIMessage(content=text, id=f"{MESSAGE_ID_PREFIX}stop-{uuid.uuid4().hex[:12]}")
+    return AIMessage(content=text, id=_message_id("stop"))
 
 
 def safe_insert_index(messages: Sequence[BaseMessage]) -> int:
@@ -146,6 +146,11 @@ def thread_id_of(config: RunnableConfig | Mapping[str, Any] | None) -> str | Non
         return None
     tid = configurable.get("thread_id")
     return None if tid is None else str(tid)
+
+
+def _message_id(kind: str) -> str:
+    """``planguard-<kind>-<12 random hex digits>``: the 48 random bits ``uuid4().hex[:12]`` gave, for less."""
+    return f"{MESSAGE_ID_PREFIX}{kind}-{os.urandom(6).hex()}"
 
 
 def is_planguard_message(message: BaseMessage) -> bool:
