@@ -58,10 +58,26 @@ class _Kind(str, enum.Enum):  # noqa: UP042 (the mixin on purpose: its str() is 
     READ = "read"
 
 
+def _keys_as_text(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            writable = k is None or type(k) in (str, int, float, bool) or isinstance(k, str | int | float)
+            out[k if writable else str(k)] = _keys_as_text(v)
+        return out
+    if isinstance(value, list | tuple):
+        return [_keys_as_text(v) for v in value]
+    return value
+
+
 def _reference(value: Any) -> bytes:
     """The line as the standard library writes it: UTF-8, or all non-ASCII escaped when the text holds a lone
     surrogate (which UTF-8 cannot carry)."""
-    text = _ENCODER.encode(value) + "\n"
+    try:
+        text = _ENCODER.encode(value) + "\n"
+    except TypeError:  # a key json refuses (a tuple, a plain Enum): the record with such keys as str()
+        value = _keys_as_text(value)
+        text = _ENCODER.encode(value) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:

@@ -426,3 +426,18 @@ def test_a_lone_surrogate_is_kept_escaped_not_dropped(tmp_path: Path, redact: bo
     assert stored.steps[0].event.result == "ok \udfff"
     assert stored.steps[1].event.action == "ls ü"
     sink.shutdown()
+
+
+def test_a_key_json_cannot_write_is_kept_as_text(tmp_path: Path) -> None:
+    # Only a Python-made event can carry one (tool arguments from a model are JSON); with redaction off
+    # nothing else turns keys into text, and the record used to be dropped.
+    drops = DropCounter()
+    sink = StoreSink(StoreConfig(path=str(tmp_path), redact=False), drops=drops)
+    s = Pipeline(sinks=(sink,)).session("keys")
+    s.observe(ToolEvent(tool="python_tool", arguments={(1, 2): "pair", "n": {3: "three"}}))
+    s.end()
+    assert sink.flush()
+    stored = read_session(sink.written[0])
+    assert drops.total == 0 and not stored.errors
+    assert stored.steps[0].event.arguments == {"(1, 2)": "pair", "n": {"3": "three"}}
+    sink.shutdown()

@@ -59,9 +59,10 @@ _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structure
 # _default: ``str()`` for other objects, tuples as arrays), except two orjson decides itself: NaN and
 # infinities are written as null (strict JSON: json's ``NaN`` token is not JSON, and other readers reject it)
 # and an Enum as its value. What orjson refuses — non-string keys, integers beyond 64 bits, lone surrogates,
-# nesting deeper than 255 — goes to the standard library's encoder. Records are trees of fresh dicts and
-# lists; a cycle could only come from a tool's arguments, and then fails that one record (RecursionError,
-# counted), so the fallback skips the per-container cycle bookkeeping.
+# nesting deeper than 255 — goes to the standard library's encoder (a key json cannot write either is written
+# as its str()). Records are trees of fresh dicts and lists; a cycle could only come from a tool's arguments,
+# and then fails that one record (RecursionError, counted), so the fallback skips the per-container cycle
+# bookkeeping.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
 _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"), check_circular=False)
 _ORJSON_OPTIONS = (
@@ -78,6 +79,16 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+def _str_keys(value: Any) -> Any:
+    """``value`` with every dict key that json cannot write turned into its ``str()``."""
+    if isinstance(value, dict):
+        writable = (str, int, float)
+        return {k if k is None or isinstance(k, writable) else str(k): _str_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_str_keys(v) for v in value]
+    return value
+
+
 def _encode(record: dict[str, Any]) -> bytes:
     """The line for ``record``, UTF-8 encoded, with a newline (see above).
 
@@ -89,7 +100,11 @@ def _encode(record: dict[str, Any]) -> bytes:
         return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         pass
-    text = _ENCODER.encode(record) + "\n"
+    try:
+        text = _ENCODER.encode(record) + "\n"
+    except TypeError:  # a key json cannot write (a tuple, an object): kept as its str(), not dropped
+        record = _str_keys(record)
+        text = _ENCODER.encode(record) + "\n"
     try:
         return text.encode()
     except UnicodeEncodeError:
