@@ -62,7 +62,7 @@ def _keys_as_text(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            writable = k is None or type(k) in (str, int, float, bool) or isinstance(k, str | int | float)
+            writable = k is None or isinstance(k, str | int | float)  # (bool is an int)
             out[k if writable else str(k)] = _keys_as_text(v)
         return out
     if isinstance(value, list | tuple):
