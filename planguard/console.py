@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from collections import OrderedDict
 from typing import IO, TYPE_CHECKING, Any
 
 from .phases import LETTER_OF
-from .sinks import Sink
+from .sinks import SessionRegistry, Sink
 from .telemetry.drops import DropCounter
 from .telemetry.worker import BackgroundWorker
 
@@ -90,8 +88,10 @@ class ConsoleSink(Sink):
         self.drops = drops if drops is not None else DropCounter()
         self._max_msg = max_message_chars
         self._console: Any = None  # rich Console, created on the worker thread when colour is on
-        self._states: OrderedDict[int, tuple[Session, dict[int, list[Decision]], list[Any]]] = OrderedDict()
-        self._lock = threading.Lock()
+        # Per session: decisions waiting for their step's line, and a gate's decisions in progress.
+        self._states: SessionRegistry[tuple[dict[int, list[Decision]], list[Any]]] = SessionRegistry(
+            MAX_SESSIONS
+        )
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "console",
             self._print,
@@ -111,13 +111,13 @@ class ConsoleSink(Sink):
         self._state(session)
 
     def on_tool_start(self, session: Session, step: Step) -> None:
-        _, decisions, pre = self._state(session)
+        decisions, pre = self._state(session)
         if pre and pre[0] is step:
             decisions[step.index] = pre[1:]
             pre.clear()
 
     def on_tool_end(self, session: Session, step: Step) -> None:
-        _, decisions, _ = self._state(session)
+        decisions, _ = self._state(session)
         ev = step.event
         action = step.action
         kind = getattr(action, "type", None) if action is not None else None
@@ -144,7 +144,7 @@ class ConsoleSink(Sink):
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
         if decision.kind.value == "allow":
             return
-        _, decisions, pre = self._state(session)
+        decisions, pre = self._state(session)
         if step is None:
             self._worker.submit(("decision", session.id, decision.kind.value, decision.message))
         elif step.index >= session.n_steps:  # gating the call
@@ -166,8 +166,7 @@ class ConsoleSink(Sink):
             decisions.setdefault(step.index, []).append(decision)
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        with self._lock:
-            self._states.pop(id(session), None)
+        self._states.pop(session)
         self._worker.submit(("end", session.id, summary, session.pipeline.plan.name))
 
     def flush(self, timeout_s: float = 5.0) -> bool:
@@ -176,16 +175,12 @@ class ConsoleSink(Sink):
     def shutdown(self) -> None:
         self._worker.shutdown(2.0)
 
-    def _state(self, session: Session) -> tuple[Session, dict[int, list[Decision]], list[Any]]:
-        st = self._states.get(id(session))
-        if st is not None and st[0] is session:
-            return st
-        st = (session, {}, [])
-        with self._lock:
-            self._states[id(session)] = st
-            while len(self._states) > MAX_SESSIONS:
-                self._states.popitem(last=False)
-        self._worker.submit(("start", session.id, session.pipeline.plan.name))
+    def _state(self, session: Session) -> tuple[dict[int, list[Decision]], list[Any]]:
+        st = self._states.get(session)
+        if st is None:
+            st = ({}, [])
+            self._states.add(session, st)
+            self._worker.submit(("start", session.id, session.pipeline.plan.name))
         return st
 
     # ------------------------------------------------------------------ worker thread

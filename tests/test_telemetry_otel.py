@@ -672,3 +672,36 @@ def test_a_sampled_out_session_span_does_not_make_the_session_untraced() -> None
     s.end()
     names = [sp.name for sp in exporter.get_finished_spans()]
     assert names == ["execute_tool bash", "execute_tool str_replace_editor"]
+
+
+def test_text_memos_stay_bounded_and_names_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tool names, role tuples and action types are the user's and the agent's to vary without end: the sink's
+    memos of their texts stop growing at ``MAX_MEMO``, and the texts past it are still right."""
+    from types import SimpleNamespace
+
+    from planguard.telemetry import otel
+
+    monkeypatch.setattr(otel, "MAX_MEMO", 3)
+    cap = TelemetryCapture()
+    s = Pipeline(sinks=(cap.sink,), actions=lambda ev: SimpleNamespace(type=f"kind-{ev.call_id}")).session(
+        "m"
+    )
+    n = 8
+    # k navigations in one call: a role tuple of length k, new for every k.
+    run_live(
+        s,
+        [ToolEvent(tool=f"tool{k}", action=" && ".join(["ls"] * k), call_id=f"{k}") for k in range(1, n + 1)],
+    )
+    s.end()
+    cap.flush()
+    sink = cap.sink
+    assert len(sink._letters) <= 3 and len(sink._tool_span_names) <= 3 and len(sink._action_names) <= 3
+    spans = {
+        int(sp.attributes[A.STEP_INDEX]): sp for sp in cap.spans() if A.STEP_INDEX in (sp.attributes or {})
+    }  # type: ignore[arg-type]
+    assert len(spans) == n
+    for i, span in spans.items():
+        k = i + 1
+        assert span.name == f"execute_tool tool{k}"
+        assert span.attributes[A.PHASE] == "N" * k  # type: ignore[index]
+        assert span.attributes[A.ACTION_TYPE] == f"kind-{k}"  # type: ignore[index]

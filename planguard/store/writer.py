@@ -8,8 +8,10 @@ full a record is dropped and counted (``store_queue_full``) — the agent never 
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import json
+import math
 import re
 import time
 import uuid
@@ -59,9 +61,10 @@ _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structure
 # _default: ``str()`` for other objects, tuples as arrays), except two orjson decides itself: NaN and
 # infinities are written as null (strict JSON: json's ``NaN`` token is not JSON, and other readers reject it)
 # and an Enum as its value. What orjson refuses — non-string keys, integers beyond 64 bits, lone surrogates,
-# nesting deeper than 255 — goes to the standard library's encoder (a key json cannot write either is written
-# as its str()). Records are trees of fresh dicts and lists; a cycle could only come from a tool's arguments,
-# and then fails that one record (RecursionError, counted), so the fallback skips the per-container cycle
+# nesting deeper than 255 — goes to the standard library's encoder after _json_safe has made the same two
+# choices (and turned a key json cannot write into its str()), so every line is strict JSON whichever encoder
+# wrote it. Records are trees of fresh dicts and lists; a cycle could only come from a tool's arguments, and
+# then fails that one record (RecursionError, counted), so the fallback skips the per-container cycle
 # bookkeeping.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
 _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"), check_circular=False)
@@ -79,13 +82,20 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def _str_keys(value: Any) -> Any:
-    """``value`` with every dict key that json cannot write turned into its ``str()``."""
+def _json_safe(value: Any) -> Any:
+    """``value`` for the standard library's encoder, written as orjson would write it: NaN and infinities as
+    None, an Enum as its value, and a dict key json cannot write as its ``str()``."""
     if isinstance(value, dict):
         writable = (str, int, float)
-        return {k if k is None or isinstance(k, writable) else str(k): _str_keys(v) for k, v in value.items()}
+        return {
+            k if k is None or isinstance(k, writable) else str(k): _json_safe(v) for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [_str_keys(v) for v in value]
+        return [_json_safe(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return _json_safe(value.value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
@@ -100,11 +110,8 @@ def _encode(record: dict[str, Any]) -> bytes:
         return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         pass
-    try:
-        text = _ENCODER.encode(record) + "\n"
-    except TypeError:  # a key json cannot write (a tuple, an object): kept as its str(), not dropped
-        record = _str_keys(record)
-        text = _ENCODER.encode(record) + "\n"
+    record = _json_safe(record)  # rare: only what orjson refused comes here
+    text = _ENCODER.encode(record) + "\n"
     try:
         return text.encode()
     except UnicodeEncodeError:

@@ -71,6 +71,8 @@ _BLOCKED = Status(_ERROR, "blocked by planguard")
 MAX_SESSIONS = 10_000
 #: Open tool calls per session (mirrors the session's own bound on pending calls).
 MAX_OPEN_TOOLS = 1024
+#: Entries at most in each of the sink's text memos (span names, letters, enum values); past it, text is built.
+MAX_MEMO = 4096
 #: Langutory runs in ``planguard.langutory.tail`` (``Langutory.tail()``'s default).
 TAIL_RUNS = 5
 
@@ -247,7 +249,9 @@ class OTelSink(Sink):
         roles = step.classification.roles
         letters = self._letters.get(roles)
         if letters is None:
-            letters = self._letters[roles] = "".join(LETTER_OF.get(r, "?") for r in roles)
+            letters = "".join(LETTER_OF.get(r, "?") for r in roles)
+            if len(self._letters) < MAX_MEMO:  # distinct role tuples are few, but not bounded by the rules
+                self._letters[roles] = letters
         action = step.action
         kind = None if action is None else getattr(action, "type", None)
         action_type = "" if kind is None else self._action_names.get(kind) or self._label(kind)
@@ -498,7 +502,7 @@ class OTelSink(Sink):
         name = self._tool_span_names.get(tool)
         if name is None:
             name = f"{A.SPAN_EXECUTE_TOOL} {tool}" if tool else A.SPAN_EXECUTE_TOOL
-            if len(self._tool_span_names) < 4096:
+            if len(self._tool_span_names) < MAX_MEMO:
                 self._tool_span_names[tool] = name
         return name
 
@@ -631,7 +635,9 @@ class OTelSink(Sink):
 
     def _label(self, member: Any) -> str:
         """An enum member's value as text (action types, effects), cached."""
-        name = self._action_names[member] = str(getattr(member, "value", member))
+        name = str(getattr(member, "value", member))
+        if len(self._action_names) < MAX_MEMO:  # a custom classifier's types need not be an enum
+            self._action_names[member] = name
         return name
 
     # ------------------------------------------------------------------ worker (content, deferred spans)
