@@ -55,13 +55,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
-import ctypes
 import gc
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -69,6 +66,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _callgrind
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage
@@ -442,51 +440,20 @@ def account(steps: int, runs: int, use_async: bool) -> None:
         guard.shutdown()
 
 
-_CG_HELPER = r"""
-#include <valgrind/callgrind.h>
-void pg_cg_start(void) { CALLGRIND_START_INSTRUMENTATION; }
-void pg_cg_zero(void) { CALLGRIND_ZERO_STATS; }
-void pg_cg_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
-"""
-
-
 def instructions(steps: int, rounds: int, variants: list[str], use_async: bool) -> None:
     """The A/B in instructions: this script re-run under callgrind with ``--segments`` (see below)."""
-    valgrind, cc = shutil.which("valgrind"), shutil.which("cc") or shutil.which("gcc")
-    if valgrind is None or cc is None:
-        print("--instructions needs valgrind and a C compiler", file=sys.stderr)
+    reason = _callgrind.missing()
+    if reason is not None:
+        print(f"--instructions needs valgrind and a C compiler: {reason}", file=sys.stderr)
         return
-    work = Path(tempfile.mkdtemp(prefix="planguard-bench-cg-"))
-    (work / "cg.c").write_text(_CG_HELPER)
-    lib = work / "libcg.so"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(work / "cg.c")], check=True)
-    cmd = [
-        valgrind,
-        "--tool=callgrind",
-        "--instr-atstart=no",  # imports and warm-up run uninstrumented (fast)
-        f"--callgrind-out-file={work}/cg.%p",
-        sys.executable,
-        __file__,
-        "--segments",
-        str(lib),
-        "--steps",
-        str(steps),
-        "--rounds",
-        str(rounds),
-        "--variants",
-        ",".join(variants),
-        *(["--async"] if use_async else []),
-    ]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["--steps", str(steps), "--rounds", str(rounds), "--variants", ",".join(variants)]
+    segments_ = _callgrind.run(__file__, [*args, *(["--async"] if use_async else [])])
     counts: dict[str, list[int]] = {v: [] for v in variants}
-    for f in sorted(work.glob("cg.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1])):
-        text = f.read_text(errors="replace")
-        label = re.search(r"^desc: Trigger: Client Request: (\S+)", text, re.M)
-        total = re.search(r"^totals: (\d+)", text, re.M)
-        if label and total and label.group(1).split("/")[0] in counts:
-            counts[label.group(1).split("/")[0]].append(int(total.group(1)))
-    shutil.rmtree(work, ignore_errors=True)
+    for label, total in segments_:
+        variant = label.split("/")[0]
+        if variant in counts:
+            counts[variant].append(total)
     if os.environ.get("BENCH_VERBOSE"):
         print({v: [f"{c / steps:,.0f}" for c in counts[v]] for v in variants})
     per_step = {v: [c / steps for c in counts[v]] for v in variants}
@@ -511,26 +478,25 @@ def instructions(steps: int, rounds: int, variants: list[str], use_async: bool) 
 
 def segments(lib_path: str, steps: int, rounds: int, variants: list[str], use_async: bool) -> None:
     """Runs inside callgrind: one counter segment per (variant, round), labelled ``variant/round``."""
-    cg = ctypes.CDLL(lib_path)
-    cg.pg_cg_dump.argtypes = [ctypes.c_char_p]
+    cg = _callgrind.Segments(lib_path)
     agents = {v: build(v, steps) for v in variants}
     for v in variants:
         run_once(agents[v][0], -1, use_async, agents[v][1])
-    cg.pg_cg_start()
+    cg.start()
     for v in variants:  # instrumented warm-up: callgrind's own first-translation costs
         run_once(agents[v][0], -2, use_async, agents[v][1])
     # The first counter segment of a process comes out ~7 % high whatever it runs: a discarded one.
     gc.collect()
-    cg.pg_cg_zero()
+    cg.zero()
     run_once(agents[variants[0]][0], -3, use_async, agents[variants[0]][1], collect=False)
-    cg.pg_cg_dump(b"discarded/0")
+    cg.dump("discarded/0")
     for r in range(rounds):
         k = r % len(variants)
         for v in variants[k:] + variants[:k]:
             gc.collect()
-            cg.pg_cg_zero()
+            cg.zero()
             run_once(agents[v][0], r, use_async, agents[v][1], collect=False)
-            cg.pg_cg_dump(f"{v}/{r}".encode())
+            cg.dump(f"{v}/{r}")
     for _, guard, _ in agents.values():
         if guard is not None:
             guard.shutdown()

@@ -1,6 +1,7 @@
 """Per-event cost of the per-tool-call pipeline, stage by stage, and its memory over a long session.
 
     python benchmarks/bench_pipeline.py [--corpus PATH] [--passes 9] [--events 100000] [--skip-memory]
+                                        [--instructions]
 
 The budget line is ``+ default policies``: canonical actions + phase classification + Langutory and
 compliance + every default detector + the default policies, per ``Session.observe``, ≤ 10 µs median on
@@ -21,7 +22,11 @@ the 81 real SWE-agent runs.
 2. **Stage breakdown** inside the full cold pipeline: timers around the action classifier and the phase
    rules (each adds ~0.1 µs of its own); the rest is the session, metrics, detectors and policies.
 3. **Detectors alone**, on the steps of the corpus: all of them, then one at a time.
-4. **Memory** of one 100k-event session (tracemalloc): the corpus replayed back to back into one session,
+4. **Instructions** (``--instructions``, needs valgrind): the cold per-event figures of the first and the
+   budget line as instructions executed per ``Session.observe``, counted by callgrind — deterministic where
+   the wall clock of a shared machine is not, and comparable across machines (µs ≈ instructions / the
+   machine's instructions per µs). Takes ~4 minutes.
+5. **Memory** of one 100k-event session (tracemalloc): the corpus replayed back to back into one session,
    once as is and once with every path made unique (so every bounded table fills to its cap). Memory is
    split into the Langutory (planguard/metrics.py — the only structure allowed to grow with run length,
    one entry per phase run) and everything else, which must stay flat.
@@ -42,6 +47,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import _callgrind  # noqa: E402
 
 from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.config import Config  # noqa: E402
@@ -220,6 +227,60 @@ def detectors_alone(runs: list[Trajectory], passes: int) -> None:
         print(line(f"  {d.name}", per_event_min(run({d.name}) for _ in range(passes))))
 
 
+# ------------------------------------------------------------------------------------------- instructions
+
+#: The lines counted under callgrind: the phases + metrics figure of issue 2 and the budget line.
+COUNTED = (STAGES[0], STAGES[-1])
+
+
+def instructions(corpus: Path) -> None:
+    t0 = time.perf_counter()
+    segments = _callgrind.run(__file__, ["--corpus", str(corpus)])
+    per_label: dict[str, list[int]] = {}
+    for label, n in segments:
+        per_label.setdefault(label, []).append(n)
+    # What a segment costs with nothing in it (the switches' own calls and the loop): taken off every event.
+    empty = statistics.median(per_label.pop("empty"))
+    print(
+        f"[instructions per event, cold, callgrind; {time.perf_counter() - t0:.0f} s under valgrind; "
+        f"an empty segment's {empty:,.0f} taken off]"
+    )
+    for k, (label, _) in enumerate(COUNTED):
+        xs = sorted(n - empty for n in per_label[str(k)])
+        print(
+            f"  {label:<40} median {statistics.median(xs):8,.0f}   mean {statistics.fmean(xs):8,.0f}   "
+            f"p90 {xs[int(0.9 * len(xs))]:8,.0f}"
+        )
+
+
+def count_segments(lib: str, runs: list[Trajectory]) -> None:
+    """Runs inside callgrind: one counter segment per event of one cold pass of each counted line."""
+    cg = _callgrind.Segments(lib)
+    for _, stages in COUNTED:  # uninstrumented warm-up of the interpreter (not of planguard: see below)
+        time_pass(runs, make_pipeline(stages))
+    cg.start()
+    for _, stages in COUNTED:  # instrumented warm-up: callgrind's own first-translation costs
+        time_pass(runs, make_pipeline(stages))
+    gc.collect()
+    gc.disable()  # a collection would land on whichever event allocates past the threshold
+    zero, dump = cg.zero, cg.dump
+    for _ in range(500):
+        zero()
+        dump(b"empty")
+    for k, (_, stages) in enumerate(COUNTED):
+        label = str(k).encode()
+        pipe = make_pipeline(stages)  # new stage objects: cold
+        for t in runs:
+            s = pipe.session(t.id)
+            observe = s.observe
+            for e in t.events:
+                zero()
+                observe(e)
+                dump(label)
+            s.end()
+    gc.enable()
+
+
 # ------------------------------------------------------------------------------------------- memory
 
 
@@ -281,8 +342,13 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=9)
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--instructions", action="store_true", help="also count instructions per event")
+    ap.add_argument("--segments", metavar="LIB", help=argparse.SUPPRESS)  # internal: run under callgrind
     args = ap.parse_args()
     runs = load(args.corpus)
+    if args.segments:
+        count_segments(args.segments, runs)
+        return
     n = sum(len(t.events) for t in runs)
     print(
         f"python {sys.version.split()[0]}; corpus: {len(runs)} runs, {n} events; {args.passes} passes; "
@@ -295,6 +361,12 @@ def main() -> None:
     latency(runs, args.passes)
     breakdown(runs, args.passes)
     detectors_alone(runs, args.passes)
+    if args.instructions:
+        reason = _callgrind.missing()
+        if reason is None:
+            instructions(args.corpus)
+        else:
+            print(f"--instructions needs valgrind and a C compiler: {reason}", file=sys.stderr)
     if not args.skip_memory:
         memory(runs, args.events, unique=False)
         memory(runs, args.events, unique=True)

@@ -1,6 +1,6 @@
 """Offline replay of the 81 real SWE-agent runs against bare ``json.loads`` of the same file.
 
-    python benchmarks/bench_replay.py [PATH] [--repeat 7]
+    python benchmarks/bench_replay.py [PATH] [--repeat 7] [--instructions]
 
 Acceptance: replaying the JSONL file (load + phase classification + metrics, all 7 paper plans scored)
 takes at most twice as long as ``json.loads`` of its lines.
@@ -11,6 +11,9 @@ takes at most twice as long as ``json.loads`` of its lines.
   acceptance yardstick: every ratio is to it) and against the loader alone (``iter_trajectories``, which
   replay includes); ``orjson.loads`` of the lines, which the loader uses when orjson is installed, is a
   second reference line.
+
+``--instructions`` (needs valgrind) adds the whole-file ratios as instructions executed, counted by callgrind:
+deterministic where the wall clock of a shared machine is not (~2 minutes).
 
 **cold** replays start from new stage objects (empty parse memos), as ``planguard replay`` in a new
 process does; **warm** replays reuse one pipeline, so every action after the first repeat is a memo hit.
@@ -31,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import _callgrind  # noqa: E402
 
 from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
@@ -81,22 +86,7 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("path", nargs="?", type=Path, default=DEFAULT)
-    ap.add_argument("--repeat", type=int, default=9)
-    args = ap.parse_args()
-    path: Path = args.path
-    lines = path.read_bytes().splitlines()
-    n_events = sum(len(t.events) for t in iter_trajectories([path]) if isinstance(t, Trajectory))
-    print(
-        f"{path.name}: {n_events} events, {sum(map(len, lines)) / 1e6:.1f} MB; "
-        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
-    )
-
-    # Whole-file figures first, with nothing else alive: the collector's full passes traverse every live
-    # object, so a process holding the decoded corpus slows json.loads and replay alike. The items are
-    # timed round-robin, so a slow spell of a shared machine hits all of them, not one.
+def whole_file_items(path: Path, lines: list[bytes]) -> dict[str, Callable[[], object]]:
     items: dict[str, Callable[[], object]] = {
         "json.loads of the lines": lambda: [json.loads(line) for line in lines],
         "load only (iter_trajectories)": lambda: sum(1 for _ in iter_trajectories([path])),
@@ -111,6 +101,61 @@ def main() -> None:
         label = "replay, phases + metrics" if not diagnostics else "replay, with diagnostics"
         for mode, make in modes(diagnostics):
             items[f"{label} {mode}"] = partial(replay_file, path, make)
+    return items
+
+
+def instructions(path: Path, repeat: int) -> None:
+    t0 = time.perf_counter()
+    counts: dict[str, list[int]] = {}
+    for label, n in _callgrind.run(__file__, [str(path), "--repeat", str(repeat)]):
+        counts.setdefault(label, []).append(n)
+    best = {name: min(ns) for name, ns in counts.items()}
+    base = best["json.loads of the lines"]
+    took = time.perf_counter() - t0
+    print(f"[whole file, instructions executed (callgrind), least of {repeat}; {took:.0f} s under valgrind]")
+    for name, n in best.items():
+        print(f"  {name:<33} {n / 1e6:8.1f} M   {n / base:.2f}×")
+
+
+def count_segments(lib: str, path: Path, repeat: int) -> None:
+    """Runs inside callgrind: one counter segment per whole-file item and repeat, round-robin."""
+    cg = _callgrind.Segments(lib)
+    items = whole_file_items(path, path.read_bytes().splitlines())
+    for fn in items.values():  # uninstrumented warm-up of the interpreter
+        fn()
+    cg.start()
+    for fn in items.values():  # instrumented warm-up: callgrind's own first-translation costs
+        fn()
+    for _ in range(repeat):
+        for name, fn in items.items():
+            gc.collect()
+            cg.zero()
+            fn()
+            cg.dump(name)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("path", nargs="?", type=Path, default=DEFAULT)
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--instructions", action="store_true", help="also count instructions (callgrind)")
+    ap.add_argument("--segments", metavar="LIB", help=argparse.SUPPRESS)  # internal: run under callgrind
+    args = ap.parse_args()
+    path: Path = args.path
+    if args.segments:
+        count_segments(args.segments, path, args.repeat)
+        return
+    lines = path.read_bytes().splitlines()
+    n_events = sum(len(t.events) for t in iter_trajectories([path]) if isinstance(t, Trajectory))
+    print(
+        f"{path.name}: {n_events} events, {sum(map(len, lines)) / 1e6:.1f} MB; "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
+
+    # Whole-file figures first, with nothing else alive: the collector's full passes traverse every live
+    # object, so a process holding the decoded corpus slows json.loads and replay alike. The items are
+    # timed round-robin, so a slow spell of a shared machine hits all of them, not one.
+    items = whole_file_items(path, lines)
     best = dict.fromkeys(items, float("inf"))
     for _ in range(args.repeat):
         for name, fn in items.items():
@@ -147,6 +192,12 @@ def main() -> None:
             f"  {name:<33} median {statistics.median(us):6.2f}   mean {statistics.fmean(us):6.2f}"
             f"   p99 {us[int(0.99 * len(us))]:7.2f}"
         )
+    if args.instructions:
+        reason = _callgrind.missing()
+        if reason is None:
+            instructions(path, min(args.repeat, 3))
+        else:
+            print(f"--instructions needs valgrind and a C compiler: {reason}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ _BLOCKED = Status(_ERROR, "blocked by planguard")
 MAX_SESSIONS = 10_000
 #: Open tool calls per session (mirrors the session's own bound on pending calls).
 MAX_OPEN_TOOLS = 1024
-#: Entries at most in each of the sink's text memos (span names, letters, enum values); past it, text is built.
+#: Entries at most in each of the sink's text memos (span names, letters, enum values); then text is built.
 MAX_MEMO = 4096
 #: Langutory runs in ``planguard.langutory.tail`` (``Langutory.tail()``'s default).
 TAIL_RUNS = 5
