@@ -20,7 +20,7 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from .phases import LETTER_OF
-from .sinks import SessionRegistry, Sink
+from .sinks import SessionRegistry, Sink, forget_oldest_call
 from .telemetry.drops import DropCounter
 from .telemetry.worker import BackgroundWorker
 
@@ -114,6 +114,7 @@ class ConsoleSink(Sink):
         decisions, pre = self._state(session)
         if pre and pre[0] is step:
             decisions[step.index] = pre[1:]
+            forget_oldest_call(decisions)
             pre.clear()
 
     def on_tool_end(self, session: Session, step: Step) -> None:
@@ -163,7 +164,11 @@ class ConsoleSink(Sink):
                 )
                 pre.clear()
         else:
-            decisions.setdefault(step.index, []).append(decision)
+            waiting = decisions.get(step.index)
+            if waiting is None:
+                waiting = decisions[step.index] = []
+                forget_oldest_call(decisions)
+            waiting.append(decision)
 
     def on_session_end(self, session: Session, summary: SessionSummary) -> None:
         self._states.pop(session)

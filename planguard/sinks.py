@@ -16,7 +16,19 @@ if TYPE_CHECKING:
     from .session import Session, SessionSummary
     from .step import Step
 
-__all__ = ["SessionRegistry", "Sink"]
+__all__ = ["MAX_OPEN_CALLS", "SessionRegistry", "Sink", "forget_oldest_call"]
+
+#: Calls per session whose decisions a sink holds until the call ends: as many as the session itself keeps
+#: pending (``session.MAX_PENDING``), since a call the session forgot unfinished never ends.
+MAX_OPEN_CALLS = 1024
+
+
+def forget_oldest_call(waiting: dict[int, list[Decision]]) -> None:
+    """Past ``MAX_OPEN_CALLS`` calls in ``waiting`` (call index → decisions held for it, in insertion order),
+    drop the decisions of the call that has waited longest."""
+    if len(waiting) > MAX_OPEN_CALLS:
+        del waiting[next(iter(waiting))]
+
 
 S = TypeVar("S")
 

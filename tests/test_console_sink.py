@@ -94,3 +94,32 @@ def test_colour_follows_the_terminal_and_env(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("FORCE_COLOR", "1")
     assert _want_color(io.StringIO()) is True
+
+
+def test_decisions_of_calls_that_never_end_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gated calls whose results never come: the sink keeps the decisions of at most ``MAX_OPEN_CALLS`` of
+    them (the session itself forgets the oldest past ``MAX_PENDING``); those it still holds get their line,
+    decisions included, at the session's end."""
+    from planguard import session as session_module
+    from planguard import sinks
+
+    class Note(Policy):
+        name = "note"
+
+        def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+            return Decision(DecisionKind.LOG, f"looked at {step.event.call_id}", self.name)
+
+    monkeypatch.setattr(session_module, "MAX_PENDING", 3)
+    monkeypatch.setattr(sinks, "MAX_OPEN_CALLS", 3)
+    sink = ConsoleSink(io.StringIO(), color=False)
+    s = Pipeline(policies=(Note(),), sinks=(sink,)).session("orphans")
+    n = 8
+    for i in range(n):
+        assert not s.before_tool(ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}")).blocks
+        st = sink._states.get(s)
+        assert st is not None and len(st[0]) <= 3
+    s.end()
+    assert sink.flush()
+    steps = [line for line in sink.stream.getvalue().splitlines() if line.startswith("  orphans #")]  # type: ignore[union-attr]
+    assert [re.match(r"  orphans #(\d+)", line).group(1) for line in steps] == ["5", "6", "7"]  # type: ignore[union-attr]
+    assert all(line.endswith("→ log") for line in steps), steps

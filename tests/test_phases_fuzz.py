@@ -286,12 +286,18 @@ SHARING = st.sampled_from(
 @given(
     st.lists(events | shell_text.map(ToolEvent.shell) | SHARING, min_size=1, max_size=10),
     st.sampled_from(RULE_VERSIONS),
+    st.sampled_from([None, 0, 12]),
 )
-def test_memoised_plans_classify_like_fresh_rules(seq: list[ToolEvent], version: str) -> None:
+def test_memoised_plans_classify_like_fresh_rules(
+    seq: list[ToolEvent], version: str, memo_max: int | None
+) -> None:
     """Plans memoised per action, per sub-command, per editor path and per structured call (shell command
     text or parsed sub-commands), shared across actions and sessions, classify exactly as the parser and the
-    rules do without any memo."""
+    rules do without any memo; so do texts too long to be memoised (``memo_max``: a lowered limit)."""
     rules = get_rules(version)
+    if memo_max is not None:
+        rules = CorrectedRules() if version == "corrected" else PaperRules(version)
+        rules.MEMO_TEXT_MAX = memo_max
     state, ref_state = rules.new_state(), rules.new_state()
     for event in seq + seq:  # the second half hits the memos filled by the first
         c = rules.classify(event, state)
@@ -379,3 +385,22 @@ def test_make_classification_is_the_constructor(
     assert fast == slow and hash(fast) == hash(slow) and fast.roles == slow.roles
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.patched = not patched  # type: ignore[misc]
+
+
+def test_long_texts_are_classified_but_not_kept() -> None:
+    """Memo entries are bounded in number; texts past ``MEMO_TEXT_MAX`` (file bodies, inline scripts) are not
+    kept at all, so the memos' size is bounded too — and they classify as memoised texts do."""
+    rules = PaperRules()
+    code = "print(1); " * (rules.MEMO_TEXT_MAX // 10 + 1)
+    script = ToolEvent.shell(f"cd /testbed && python -c '{code}'")  # pieces: a short one and a long one
+    heredoc = ToolEvent(tool="bash", arguments={"command": f"cat <<'EOF' > /testbed/test_x.py\n{code}\nEOF"})
+    state = rules.new_state()
+    got = [rules.classify(e, state) for e in (script, heredoc)]
+    assert rules._action_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
+    assert rules._piece_plans.cache_info().currsize == 1  # type: ignore[attr-defined]  # ``cd /testbed`` only
+    assert rules._shell_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
+    roomy = PaperRules()
+    roomy.MEMO_TEXT_MAX = 10**9
+    assert got == [roomy.classify(e, state) for e in (script, heredoc)]
+    assert roomy._action_plans.cache_info().currsize == 1  # type: ignore[attr-defined]
+    assert roomy._shell_plans.cache_info().currsize == 1  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from planguard_proxy import MemoryStore, Monitor, ProxyConfig
 from planguard_proxy.wire import WIRES, ToolCall
 from proxy_fakes import RecordingSink, quiet_config
@@ -182,3 +183,37 @@ def test_remote_store_write_overlaps_the_upstream_call_and_keeps_the_log_in_orde
         assert conv.session.n_model_calls == 4 and conv.session.n_steps == 4
 
     asyncio.run(go())
+
+
+def test_memory_store_keeps_a_bounded_log_and_a_rebuild_starts_after_what_it_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The memory store's logs live in the proxy's process: each keeps its last ``MAX_LOG_ENTRIES`` entries.
+    Positions stay those of the whole log, so a session the guard evicted is rebuilt from the entries kept
+    (marked as partial) and goes on without an entry applied twice or a race counted."""
+    from planguard_proxy import store as store_module
+
+    monkeypatch.setattr(store_module, "MAX_LOG_ENTRIES", 4)
+
+    async def go() -> tuple[int, int, Any, int, int]:
+        store = MemoryStore()
+        mon = _monitor(store, sessions={"max_sessions": 1, "idle_timeout_s": None})
+        m1, m2 = _start("one"), _start("two")
+        for i in range(5):  # 14 entries: model and call, then result, model and call per turn
+            await _turn(mon, m1, "one", i)
+            assert len(store._logs["one"][0]) <= 4
+        await _turn(mon, m2, "two", 0)  # evicts "one" from the guard
+        await _turn(mon, m1, "one", 0)  # rebuilt from call c3, result c3, model, call c4
+        conv = mon.conversations["one"]
+        assert conv.session is not None
+        log, _, base = store._logs["one"]
+        assert conv.applied == base + len(log) == 14 + 3
+        return (
+            conv.session.n_steps,
+            conv.session.n_model_calls,
+            conv.session.metadata.get("planguard.rebuilt"),
+            mon.counters["store_races"],
+            len(conv.open),
+        )
+
+    assert asyncio.run(go()) == (3, 2, "partial-log", 0, 1)

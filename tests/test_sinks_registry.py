@@ -50,3 +50,9 @@ def test_states_added_from_many_threads_are_all_found() -> None:
     for t in threads:
         t.join(30)
     assert all(reg.get(s) == s.id for mine in sessions for s in mine)
+
+
+def test_sinks_hold_decisions_for_as_many_calls_as_a_session_keeps_pending() -> None:
+    from planguard import session, sinks
+
+    assert sinks.MAX_OPEN_CALLS == session.MAX_PENDING

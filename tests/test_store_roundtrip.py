@@ -441,3 +441,31 @@ def test_a_key_json_cannot_write_is_kept_as_text(tmp_path: Path) -> None:
     assert drops.total == 0 and not stored.errors
     assert stored.steps[0].event.arguments == {"(1, 2)": "pair", "n": {"3": "three"}}
     sink.shutdown()
+
+
+def test_decisions_of_calls_that_never_end_stay_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An integration whose results never match their calls leaves every gated call pending: the session
+    forgets the oldest past ``MAX_PENDING``, and the sink keeps the gate decisions of at most
+    ``MAX_OPEN_CALLS`` of them. The calls the session still holds are finished at its end and written with
+    their decisions, as before the bound."""
+    from planguard import session as session_module
+    from planguard import sinks
+
+    monkeypatch.setattr(session_module, "MAX_PENDING", 3)
+    monkeypatch.setattr(sinks, "MAX_OPEN_CALLS", 3)
+    sink = StoreSink(StoreConfig(path=str(tmp_path)))
+    s = Pipeline(policies=(GateEverything(),), sinks=(sink,)).session("orphans")
+    n = 8
+    for i in range(n):
+        assert not s.before_tool(ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}")).blocks
+        st = sink._sessions.get(s)
+        assert st is not None and len(st.decisions) <= 3
+    s.end()
+    assert sink.flush()
+    stored = read_session(sink.written[0])
+    assert [(step.index, [(d.kind, d.message) for d in step.decisions]) for step in stored.steps] == [
+        (i, [("log", f"gate c{i}"), ("remind", f"after c{i}")]) for i in range(n - 3, n)
+    ]
+    sink.shutdown()

@@ -705,3 +705,83 @@ def test_text_memos_stay_bounded_and_names_stay_right(monkeypatch: pytest.Monkey
         assert span.name == f"execute_tool tool{k}"
         assert span.attributes[A.PHASE] == "N" * k  # type: ignore[index]
         assert span.attributes[A.ACTION_TYPE] == f"kind-{k}"  # type: ignore[index]
+
+
+def test_session_events_waiting_for_the_worker_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reminder at every model call, with no cap per session, is a session-span event each time; when the
+    worker builds the spans, a session holds at most ``MAX_DEFERRED_EVENTS`` of them: the newest, as the SDK
+    keeps a span's newest events. The rest are counted as dropped."""
+    from planguard.telemetry import otel
+    from planguard.telemetry.capture import CaptureMode
+
+    class EveryModelCall(Policy):
+        name = "every"
+
+        def before_model(self, session: Session, state: Any) -> Iterable[Decision]:
+            return [Decision(DecisionKind.REMIND, f"reminder {session.n_model_calls}", self.name)]
+
+    monkeypatch.setattr(otel, "MAX_DEFERRED_EVENTS", 3)
+    cap = TelemetryCapture(capture=CaptureMode.SPAN_AND_EVENT)
+    s = Pipeline(policies=(EveryModelCall(),), sinks=(cap.sink,)).session("reminded")
+    n = 8
+    for _ in range(n):
+        s.before_model()
+        st = cap.sink._sessions.get(s)
+        assert st is not None and len(st.deferred) <= 3
+    s.end()
+    assert cap.flush()
+    (agent,) = cap.spans("invoke_agent")
+    assert [e.attributes[A.DECISION_MESSAGE] for e in agent.events] == [  # type: ignore[index]
+        f"reminder {i}" for i in range(n - 2, n + 1)
+    ]
+    assert cap.sink.drops["session_events_full"] == n - 3
+
+
+def test_tool_call_counts_stay_bounded_and_count_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Phase letters have one letter per sub-command, so chained commands make new (letters, action type)
+    pairs without end: a session's tally, and the sink's totals over its sessions, count at most
+    ``MAX_CALL_KEYS`` pairs apart and the rest under OpenTelemetry's overflow attribute. Every call is still
+    counted."""
+    from planguard.telemetry import instruments
+
+    monkeypatch.setattr(instruments, "MAX_CALL_KEYS", 3)
+    cap = TelemetryCapture()
+
+    def chains(sid: str, lengths: range) -> None:
+        s = Pipeline(sinks=(cap.sink,)).session(sid)
+        run_live(s, [ToolEvent(tool="bash", action=" && ".join(["ls"] * k), call_id=f"{k}") for k in lengths])
+        st = cap.sink._sessions.get(s)
+        assert st is not None and len(st.tally.tool_calls) <= 3 + 1
+        s.end()
+
+    chains("short", range(1, 4))  # N, NN, NNN: within the bound
+    chains("longer", range(4, 7))  # three more pairs: the totals overflow, this session's tally does not
+    chains("long", range(1, 9))  # eight pairs in one session
+    points = cap.metrics()[A.METRIC_TOOL_CALLS]
+    assert sum(value for _, value in points) == 3 + 3 + 8
+    by_phase = {attrs.get(A.M_PHASE): value for attrs, value in points if A.M_PHASE in attrs}
+    assert by_phase == {"N": 2, "NN": 2, "NNN": 2}
+    assert [value for attrs, value in points if attrs.get("otel.metric.overflow") is True] == [3 + 5]
+
+
+def test_tallies_of_sessions_gone_are_folded_without_a_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing collects metrics until the app configures a reader (maybe never): the tallies of ended sessions
+    are folded into the totals once ``MAX_RETIRING`` of them wait, not kept one per session; a later
+    collection still counts every call."""
+    import gc
+
+    from planguard.telemetry import instruments
+
+    monkeypatch.setattr(instruments, "MAX_RETIRING", 3)
+    cap = TelemetryCapture()
+    pipe = Pipeline(sinks=(cap.sink,))
+    n = 8
+    for i in range(n):
+        s = pipe.session(f"gone{i}")
+        run_live(s, [NAVIGATE])
+        s.end()
+        del s
+        gc.collect()
+        counts = cap.sink._counts
+        assert len(counts._retiring) <= 3 and len(counts._live) <= 3 + 1
+    assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == n

@@ -346,6 +346,10 @@ class PhaseRules(ABC):
 
     name: str
 
+    #: Longer texts (file bodies, inline scripts, edits) are not memoised: they rarely repeat, and a memo full
+    #: of them would pin tens of megabytes. Bounding the entries does not bound what their texts hold.
+    MEMO_TEXT_MAX = 2048
+
     def __init__(self, cache_size: int = 4096) -> None:
         self._commands = _Commands()
         self._action_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile)
@@ -370,7 +374,11 @@ class PhaseRules(ABC):
         """Classify one tool call. Never mutates ``state`` and never raises."""
         try:
             action = event.action
-            plan = self._action_plans(action) if isinstance(action, str) else self._structured_plan(event)
+            if isinstance(action, str):
+                short = len(action) <= self.MEMO_TEXT_MAX
+                plan = self._action_plans(action) if short else self._compile(action)
+            else:
+                plan = self._structured_plan(event)
             fixed = plan.fixed
             return fixed if fixed is not None else _resolve(plan, state)
         except Exception:
@@ -383,7 +391,9 @@ class PhaseRules(ABC):
     def _structured_plan(self, event: ToolEvent) -> _ActionPlan:
         command = shell_command(event.tool, event.arguments)
         if command is not None:
-            return self._shell_plans(command)
+            if len(command) <= self.MEMO_TEXT_MAX:
+                return self._shell_plans(command)
+            return self._compile_shell(command)
         commands = structured_commands(event.tool, event.arguments)
         try:
             return self._command_plans(commands)
@@ -435,7 +445,12 @@ class PhaseRules(ABC):
     def _plans_of_piece(
         self, text: str, compound: bool, action: str, plain: bool = False
     ) -> tuple[_Plan, ...]:
-        plans = None if compound else self._piece_plans(text, plain)
+        if compound:
+            plans = None
+        elif len(text) <= self.MEMO_TEXT_MAX:
+            plans = self._piece_plans(text, plain)
+        else:
+            plans = self._plan_piece(text, plain)
         if plans is None:
             plans = self._plan_commands(piece_commands(Piece(text, compound)), action)
         return plans

@@ -26,7 +26,7 @@ from .. import __version__
 from ..actions.types import Action
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
-from ..sinks import SessionRegistry, Sink
+from ..sinks import SessionRegistry, Sink, forget_oldest_call
 from ..telemetry.drops import DropCounter
 from ..telemetry.redact import Redactor, redact_value, truncate
 from ..telemetry.worker import BackgroundWorker
@@ -221,7 +221,11 @@ class StoreSink(Sink):
         else:
             if st.pre_step is step:
                 self._settle(st)
-            st.decisions.setdefault(step.index, []).append(decision)
+            waiting = st.decisions.get(step.index)
+            if waiting is None:
+                waiting = st.decisions[step.index] = []
+                forget_oldest_call(st.decisions)
+            waiting.append(decision)
 
     @staticmethod
     def _settle(st: _State) -> None:
@@ -232,6 +236,7 @@ class StoreSink(Sink):
         step = st.pre_step
         if step is not None and st.pre:
             st.decisions[step.index] = st.pre
+            forget_oldest_call(st.decisions)
             st.pre = []
         st.pre_step = None
 

@@ -23,10 +23,28 @@ from ..errors import ErrorCounter
 from . import attributes as A
 from .drops import DropCounter
 
-__all__ = ["Counts", "Instruments", "Snapshot", "Tally", "instruments_for"]
+__all__ = [
+    "MAX_CALL_KEYS",
+    "OVERFLOW",
+    "Counts",
+    "Instruments",
+    "Snapshot",
+    "Tally",
+    "count_calls",
+    "instruments_for",
+]
 
 _REMINDERS = ("remind", "nudge")
 _BLOCKS = ("deny", "stop")
+#: Distinct (phase letters, action type) pairs a tally counts apart. Neither part is few by construction (a
+#: chained command has a letter per sub-command; a custom classifier's types are its own), so past this a new
+#: pair is counted under ``OVERFLOW``, reported with OpenTelemetry's overflow attribute as the SDK does.
+MAX_CALL_KEYS = 1024
+OVERFLOW: tuple[str, str] = ("otel.metric.overflow", "")  # no phase letters look like this
+_OVERFLOW_ATTRS: dict[str, bool] = {"otel.metric.overflow": True}
+#: Tallies of sessions gone that wait to be folded into the totals. A collection folds them; with no metric
+#: reader nothing ever collects, so past this a new session's tally folds them first.
+MAX_RETIRING = 1024
 
 
 class Snapshot(NamedTuple):
@@ -49,12 +67,22 @@ class Tally:
         self.decisions: dict[str, int] = {}
 
     def add(self, other: Tally) -> None:
-        _merge(self.tool_calls, other.tool_calls)
+        calls = self.tool_calls
+        for key, n in dict(other.tool_calls).items():  # the copy first: the owner may be adding a key
+            count_calls(calls, key, n)
         _merge(self.findings, other.findings)
         _merge(self.decisions, other.decisions)
 
 
 K = TypeVar("K")
+
+
+def count_calls(calls: dict[tuple[str, str], int], key: tuple[str, str], n: int = 1) -> None:
+    """Add ``n`` calls under ``key``, or under ``OVERFLOW`` when ``key`` is new and ``MAX_CALL_KEYS`` pairs
+    are counted already (a session's tally, and the totals of every session gone, would grow without end)."""
+    if key not in calls and len(calls) >= MAX_CALL_KEYS:
+        key = OVERFLOW
+    calls[key] = calls.get(key, 0) + n
 
 
 def _merge(into: dict[K, int], counts: dict[K, int]) -> None:
@@ -66,8 +94,9 @@ class Counts:
     """One sink's counters: a :class:`Tally` per session, plus the folded tallies of sessions gone.
 
     A tally is live while its owner (the sink's per-session state) exists; when the owner is freed — and
-    so no hook can still be writing to it — the tally is queued for folding, and the next snapshot moves
-    it into the totals (the finaliser only appends to a deque: it may run on any thread, at any point).
+    so no hook can still be writing to it — the tally is queued for folding, and the next snapshot (or new
+    tally, once ``MAX_RETIRING`` wait) moves it into the totals (the finaliser only appends to a deque: it
+    may run on any thread, at any point).
     """
 
     __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops")
@@ -85,8 +114,18 @@ class Counts:
         tally = Tally()
         with self._lock:
             self._live[id(tally)] = tally
+            if len(self._retiring) >= MAX_RETIRING:
+                self._fold()
         weakref.finalize(owner, self._retiring.append, tally).atexit = False
         return tally
+
+    def _fold(self) -> None:
+        """Move the tallies of sessions gone into the totals (the caller holds the lock)."""
+        retiring = self._retiring
+        while retiring:  # a tally is live until folded here: counted once, either way
+            tally = retiring.popleft()
+            self._retired.add(tally)
+            del self._live[id(tally)]
 
     def watch_errors(self, errors: ErrorCounter) -> None:
         """Report a pipeline's internal-error counter too (each counted once however many sessions)."""
@@ -97,11 +136,7 @@ class Counts:
     def snapshot(self) -> Snapshot:
         total = Tally()
         with self._lock:
-            retiring = self._retiring
-            while retiring:  # a tally is live until folded here: counted once, either way
-                tally = retiring.popleft()
-                self._retired.add(tally)
-                del self._live[id(tally)]
+            self._fold()
             total.add(self._retired)
             for tally in list(self._live.values()):
                 total.add(tally)
@@ -178,7 +213,12 @@ class Instruments:
             for key, n in snap.tool_calls.items():
                 total[key] = total.get(key, 0) + n
         return [
-            Observation(n, {A.M_PHASE: phase or "-", A.M_ACTION: action or "unknown"})
+            Observation(
+                n,
+                _OVERFLOW_ATTRS
+                if (phase, action) == OVERFLOW
+                else {A.M_PHASE: phase or "-", A.M_ACTION: action or "unknown"},
+            )
             for (phase, action), n in total.items()
         ]
 

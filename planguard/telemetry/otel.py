@@ -50,7 +50,7 @@ from ..sinks import SessionRegistry, Sink
 from . import attributes as A
 from .capture import CaptureMode, capture_mode_from_env
 from .drops import DropCounter
-from .instruments import Counts, instruments_for
+from .instruments import Counts, count_calls, instruments_for
 from .redact import Redactor, render_content
 from .worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 
@@ -73,6 +73,9 @@ MAX_SESSIONS = 10_000
 MAX_OPEN_TOOLS = 1024
 #: Entries at most in each of the sink's text memos (span names, letters, enum values); then text is built.
 MAX_MEMO = 4096
+#: Session-span events a session holds for the worker (a reminder every few model calls, with no cap per
+#: session, adds one without end); past this the oldest goes, as the SDK drops a span's oldest events.
+MAX_DEFERRED_EVENTS = 1024
 #: Langutory runs in ``planguard.langutory.tail`` (``Langutory.tail()``'s default).
 TAIL_RUNS = 5
 
@@ -258,7 +261,11 @@ class OTelSink(Sink):
         if not blocked:
             calls = st.tally.tool_calls
             key = (letters, action_type)
-            calls[key] = calls.get(key, 0) + 1
+            n = calls.get(key)
+            if n is not None:
+                calls[key] = n + 1
+            else:
+                count_calls(calls, key)  # a new pair: counted apart up to instruments.MAX_CALL_KEYS
         tools = st.tools
         if len(tools) >= MAX_OPEN_TOOLS and not blocked:  # calls that never finished: close the oldest
             oldest = next(iter(tools))
@@ -617,9 +624,11 @@ class OTelSink(Sink):
         self, st: _SessionState, name: str, attrs: dict[str, Any], content_key: str, content: Any
     ) -> None:
         if self._worker is not None:
-            st.deferred.append(
-                (name, attrs, time.time_ns(), content_key, content if self._capture_on else None)
-            )
+            deferred = st.deferred
+            if len(deferred) >= MAX_DEFERRED_EVENTS:
+                del deferred[0]
+                self.drops.add("session_events_full")
+            deferred.append((name, attrs, time.time_ns(), content_key, content if self._capture_on else None))
         else:
             st.span.add_event(name, attrs)
 

@@ -39,7 +39,7 @@ from planguard.sinks import Sink
 
 from . import _json
 from .config import ProxyConfig
-from .store import ConversationStore
+from .store import SKIP_OP, ConversationStore
 from .text_actions import TextActions
 from .wire.base import ToolCall, Wire, text_of
 
@@ -426,6 +426,10 @@ class Monitor:
             ev = entry["ev"]
             conv.open.pop(ev.get("call_id"), None)
             return self.guard.after_tool(sid, _event(ev))
+        if op == SKIP_OP:  # entries the store no longer keeps: the session is rebuilt from after them
+            conv.applied += int(entry["n"]) - 1
+            if conv.session is not None:
+                conv.session.metadata["planguard.rebuilt"] = "partial-log"
         return None
 
     async def _append(self, conv: Conversation, entries: list[dict[str, Any]], end: int) -> None:

@@ -16,7 +16,14 @@ from typing import Any
 
 from . import _json
 
-__all__ = ["ConversationStore", "MemoryStore", "RedisStore", "open_store"]
+__all__ = ["MAX_LOG_ENTRIES", "SKIP_OP", "ConversationStore", "MemoryStore", "RedisStore", "open_store"]
+
+#: Log entries the memory store keeps per conversation (a tool call makes two, a model request one): the log
+#: is in this process's memory and would grow with the run. Past this the oldest go; positions stay those of
+#: the whole log, and a read from before the oldest kept starts with a ``SKIP_OP`` entry standing for them.
+MAX_LOG_ENTRIES = 10_000
+#: ``{"op": SKIP_OP, "n": k}``: k log entries no longer kept (a session rebuilt from the log starts after).
+SKIP_OP = "skip"
 
 
 class ConversationStore(ABC):
@@ -41,12 +48,13 @@ class ConversationStore(ABC):
 
 class MemoryStore(ConversationStore):
     """One process. Bounded: least recently used conversations beyond ``max_conversations`` are dropped,
-    and a conversation idle for ``ttl_s`` expires."""
+    a conversation idle for ``ttl_s`` expires, and each keeps its last ``MAX_LOG_ENTRIES`` log entries."""
 
     remote = False
 
     def __init__(self, max_conversations: int = 100_000, ttl_s: float = 86_400) -> None:
-        self._logs: OrderedDict[str, tuple[list[dict[str, Any]], float]] = OrderedDict()
+        # key -> (the log's kept entries, last write, position of the first kept entry)
+        self._logs: OrderedDict[str, tuple[list[dict[str, Any]], float, int]] = OrderedDict()
         self._ended: set[tuple[str, int]] = set()
         self._max = max_conversations
         self._ttl = ttl_s
@@ -55,19 +63,26 @@ class MemoryStore(ConversationStore):
         item = self._logs.get(key)
         if item is None:
             return []
-        if time.monotonic() - item[1] > self._ttl:
+        log, written, base = item
+        if time.monotonic() - written > self._ttl:
             del self._logs[key]
             return []
-        return item[0][start:]
+        if start >= base:
+            return log[start - base :]
+        return [{"op": SKIP_OP, "n": base - start}, *log]
 
     async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
         item = self._logs.pop(key, None)
-        log = item[0] if item is not None else []
+        log, base = (item[0], item[2]) if item is not None else ([], 0)
         log.extend(entries)
-        self._logs[key] = (log, time.monotonic())
+        if len(log) > MAX_LOG_ENTRIES:
+            cut = len(log) - MAX_LOG_ENTRIES
+            del log[:cut]
+            base += cut
+        self._logs[key] = (log, time.monotonic(), base)
         while len(self._logs) > self._max:
             self._logs.popitem(last=False)
-        return len(log)
+        return base + len(log)
 
     async def claim_end(self, key: str, length: int) -> bool:
         if (key, length) in self._ended:
