@@ -13,7 +13,7 @@ from .phases import Classification
 __all__ = ["Step"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)  # the effect labeller holds steps weakly
 class Step:
     index: int  # 0-based position among the session's accepted tool calls
     event: ToolEvent

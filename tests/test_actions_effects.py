@@ -265,3 +265,32 @@ def test_command_output_judgement_is_the_gated_regex(result: str) -> None:
         or (any(k in tail for k in _GATE) and _TAIL_FAILURE.search(tail) is not None)
     )
     assert _judge(COMMAND, False, result) == expected
+
+
+def test_a_live_session_keeps_no_finished_step_alive() -> None:
+    """Reads of files not written yet wait for the end of the run, and writes wait for a revert; neither
+    keeps the step, which carries the call's whole result, alive once the caller has let it go. A replay,
+    which holds its steps, still sees them re-labelled in place."""
+    import gc
+    import weakref
+
+    from planguard.actions import Effect
+    from planguard.detectors import default_detectors
+
+    def events() -> list[ToolEvent]:
+        out = [ToolEvent.shell(f"cat /testbed/src/m{i}.py", result="x" * 100_000) for i in range(20)]
+        out.append(ToolEvent.shell("sed -i 's/a/b/' /testbed/src/m0.py", exit_code=0))
+        return out
+
+    session = Pipeline(detectors=default_detectors()).session("live")
+    steps = []
+    for ev in events():
+        session.before_tool(ev)
+        steps.append(weakref.ref(session.after_tool(ev)))
+    gc.collect()
+    assert sum(r() is not None for r in steps) <= 1  # the session's last step
+    replay = Pipeline(detectors=default_detectors()).session("replay")
+    kept = [replay.observe(ev) for ev in events()]  # held by the caller, as a replay holds them
+    assert kept[0].effect is Effect.NEUTRAL  # provisional: its file may be written later
+    replay.end()
+    assert kept[0].effect is Effect.JUSTIFIED  # it was, and the write survived

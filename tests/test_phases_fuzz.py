@@ -295,9 +295,14 @@ def test_memoised_plans_classify_like_fresh_rules(
     text or parsed sub-commands), shared across actions and sessions, classify exactly as the parser and the
     rules do without any memo; so do texts too long to be memoised (``memo_max``: a lowered limit)."""
     rules = get_rules(version)
-    if memo_max is not None:
-        rules = CorrectedRules() if version == "corrected" else PaperRules(version)
-        rules.MEMO_TEXT_MAX = memo_max
+    with pytest.MonkeyPatch.context() as monkeypatch:  # per example: hypothesis runs this many times
+        if memo_max is not None:
+            rules = CorrectedRules() if version == "corrected" else PaperRules(version)
+            monkeypatch.setattr(rules_module, "MEMO_TEXT_MAX", memo_max)
+        _classify_like_fresh_rules(rules, seq, version)
+
+
+def _classify_like_fresh_rules(rules: PhaseRules, seq: list[ToolEvent], version: str) -> None:
     state, ref_state = rules.new_state(), rules.new_state()
     for event in seq + seq:  # the second half hits the memos filled by the first
         c = rules.classify(event, state)
@@ -391,7 +396,7 @@ def test_long_texts_are_classified_but_not_kept() -> None:
     """Memo entries are bounded in number; texts past ``MEMO_TEXT_MAX`` (file bodies, inline scripts) are not
     kept at all, so the memos' size is bounded too — and they classify as memoised texts do."""
     rules = PaperRules()
-    code = "print(1); " * (rules.MEMO_TEXT_MAX // 10 + 1)
+    code = "print(1); " * (rules_module.MEMO_TEXT_MAX // 10 + 1)
     script = ToolEvent.shell(f"cd /testbed && python -c '{code}'")  # pieces: a short one and a long one
     heredoc = ToolEvent(tool="bash", arguments={"command": f"cat <<'EOF' > /testbed/test_x.py\n{code}\nEOF"})
     state = rules.new_state()
@@ -400,7 +405,8 @@ def test_long_texts_are_classified_but_not_kept() -> None:
     assert rules._piece_plans.cache_info().currsize == 1  # type: ignore[attr-defined]  # ``cd /testbed`` only
     assert rules._shell_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
     roomy = PaperRules()
-    roomy.MEMO_TEXT_MAX = 10**9
-    assert got == [roomy.classify(e, state) for e in (script, heredoc)]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(rules_module, "MEMO_TEXT_MAX", 10**9)
+        assert got == [roomy.classify(e, state) for e in (script, heredoc)]
     assert roomy._action_plans.cache_info().currsize == 1  # type: ignore[attr-defined]
     assert roomy._shell_plans.cache_info().currsize == 1  # type: ignore[attr-defined]

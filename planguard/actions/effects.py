@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 from ..events import ToolEvent
@@ -210,8 +211,30 @@ class _Write:
         self.index = index
         self.action = action
         self.reverted = False
-        self.ref = ref  # the Step, when the caller wants it re-labelled in place
+        self.ref = ref  # the Step (see _held), when the caller wants it re-labelled in place
         self.written: str | None = None  # action.new_text stripped, once a later edit asks
+
+
+class _StepRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that pickles (a saved session's state) as None: the steps it could reach are gone
+    with the process that saved it."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(None), ())
+
+
+def _held(ref: Any) -> Any:
+    """``ref`` as kept until its step is revised: weakly when it can be. A step carries its call's result,
+    and a live session's steps must not outlive their calls (up to ``max_pending_reads`` and the ledger's
+    writes of them would); whoever still wants a step re-labelled in place (a replay) holds it anyway."""
+    if ref is None:
+        return None
+    try:
+        return _StepRef(ref)
+    except TypeError:  # not weak-referenceable: kept as given
+        return ref
 
 
 def _rewrites(b: str, a: str) -> bool:
@@ -353,7 +376,7 @@ class EffectLabeler:
             if result and isinstance(result, str) and _judge(t, action.structured, result):
                 return FAILED
         if t is FILE_WRITE:
-            reverted = self.ledger.record(index, action, ref)
+            reverted = self.ledger.record(index, action, _held(ref))
             if reverted:
                 for w in reverted:
                     self._revise(w.index, REVERTED, w.ref)
@@ -372,9 +395,9 @@ class EffectLabeler:
             if self._pending_count < self.max_pending_reads:
                 reads = self._pending_reads.get(path)
                 if reads is None:
-                    self._pending_reads[path] = [(index, ref)]
+                    self._pending_reads[path] = [(index, _held(ref))]
                 else:
-                    reads.append((index, ref))
+                    reads.append((index, _held(ref)))
                 self._pending_count += 1
             return NEUTRAL
         if t is COMMAND:
@@ -388,6 +411,8 @@ class EffectLabeler:
         if index not in revisions and len(revisions) >= self.max_revisions:
             del revisions[next(iter(revisions))]  # keep the most recent
         revisions[index] = effect
+        if ref.__class__ is _StepRef:
+            ref = ref()
         if ref is not None and hasattr(ref, "effect"):
             ref.effect = effect
 

@@ -334,6 +334,11 @@ def _by_key(pairs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
 # --------------------------------------------------------------------------- rule engines
 
 
+#: Longer texts (file bodies, inline scripts, edits) are not memoised: they rarely repeat, and a memo full of
+#: them would pin tens of megabytes. Bounding the entries does not bound what their texts hold.
+MEMO_TEXT_MAX = 2048
+
+
 class PhaseRules(ABC):
     """A phase classifier. Stateless itself: all per-session facts live in :class:`PhaseState`.
 
@@ -345,10 +350,6 @@ class PhaseRules(ABC):
     """
 
     name: str
-
-    #: Longer texts (file bodies, inline scripts, edits) are not memoised: they rarely repeat, and a memo full
-    #: of them would pin tens of megabytes. Bounding the entries does not bound what their texts hold.
-    MEMO_TEXT_MAX = 2048
 
     def __init__(self, cache_size: int = 4096) -> None:
         self._commands = _Commands()
@@ -375,7 +376,7 @@ class PhaseRules(ABC):
         try:
             action = event.action
             if isinstance(action, str):
-                short = len(action) <= self.MEMO_TEXT_MAX
+                short = len(action) <= MEMO_TEXT_MAX
                 plan = self._action_plans(action) if short else self._compile(action)
             else:
                 plan = self._structured_plan(event)
@@ -391,7 +392,7 @@ class PhaseRules(ABC):
     def _structured_plan(self, event: ToolEvent) -> _ActionPlan:
         command = shell_command(event.tool, event.arguments)
         if command is not None:
-            if len(command) <= self.MEMO_TEXT_MAX:
+            if len(command) <= MEMO_TEXT_MAX:
                 return self._shell_plans(command)
             return self._compile_shell(command)
         commands = structured_commands(event.tool, event.arguments)
@@ -447,7 +448,7 @@ class PhaseRules(ABC):
     ) -> tuple[_Plan, ...]:
         if compound:
             plans = None
-        elif len(text) <= self.MEMO_TEXT_MAX:
+        elif len(text) <= MEMO_TEXT_MAX:
             plans = self._piece_plans(text, plain)
         else:
             plans = self._plan_piece(text, plain)
