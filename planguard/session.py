@@ -37,7 +37,8 @@ __all__ = ["Pipeline", "Session", "SessionSummary"]
 MAX_PENDING = 1024
 #: Findings a session keeps for its summary (counts are kept for all).
 MAX_KEPT_FINDINGS = 256
-#: Undelivered reminders/nudges a session queues for the next model request.
+#: Undelivered reminders/nudges a session queues for the next model request (past this the oldest goes; a STOP
+#: is never the one to go).
 MAX_QUEUED_MESSAGES = 16
 #: Roles a session remembers as settled in every plan's compliance (the role vocabulary is tiny).
 MAX_SCORED_ROLES = 256
@@ -309,8 +310,15 @@ class Session:
         self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
 
     def queue(self, decision: Decision) -> None:
-        """Hold a reminder or nudge for the next model request."""
-        self._queued.append(decision)
+        """Hold a reminder, nudge or STOP for the next model request."""
+        queued = self._queued
+        if len(queued) >= MAX_QUEUED_MESSAGES and queued[0].kind is _STOP_KIND:
+            # Full, and the oldest (which the deque would drop) ends the run: drop the oldest message instead.
+            for old in queued:
+                if old.kind is not _STOP_KIND:
+                    queued.remove(old)
+                    break
+        queued.append(decision)
 
     # ------------------------------------------------------------------ internals
 
@@ -386,7 +394,7 @@ class Session:
                 for d in decisions:
                     self._record_decision(step, d)
                     if d.injects or d.kind is _STOP_KIND:
-                        self._queued.append(d)
+                        self.queue(d)
         for end_hook in hooks.tool_end:
             try:
                 end_hook(self, step)

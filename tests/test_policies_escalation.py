@@ -168,3 +168,32 @@ def test_ladder_thresholds_must_not_decrease():
         Ladder(nudge=3, block=2)
     assert Ladder(log=1, nudge=1, stop=4).rung(3) == "nudge"
     assert Ladder(log=None).rung(5) is None
+
+
+def test_a_queued_stop_outlasts_a_flood_of_messages() -> None:
+    """The messages queued for the next model request are bounded (the oldest go), but a STOP is never the one
+    dropped: a run a policy has ended stays ended however many nudges follow it before the model is called."""
+    from collections.abc import Iterable
+    from typing import Any
+
+    from planguard.decisions import Decision
+    from planguard.policies.base import Policy
+    from planguard.session import MAX_QUEUED_MESSAGES, Pipeline, Session
+    from planguard.step import Step
+
+    class StopThenNudge(Policy):
+        name = "flood"
+
+        def after_tool(self, step: Step, session: Session, state: Any) -> Iterable[Decision]:
+            if step.index == 0:
+                return [Decision(DecisionKind.STOP, "run over", self.name)]
+            return [Decision(DecisionKind.NUDGE, f"nudge {step.index}", self.name)]
+
+    s = Pipeline(policies=(StopThenNudge(),)).session("flood")
+    n = MAX_QUEUED_MESSAGES + 5
+    for i in range(n):
+        s.observe(ToolEvent.shell(f"ls dir{i}"))
+    out = s.before_model()
+    assert len(out) == MAX_QUEUED_MESSAGES
+    assert [d.kind for d in out].count(DecisionKind.STOP) == 1
+    assert [d.message for d in out if d.kind is DecisionKind.NUDGE] == [f"nudge {i}" for i in range(6, n)]

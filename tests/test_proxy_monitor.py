@@ -96,6 +96,25 @@ def test_session_evicted_by_the_guard_is_rebuilt_from_the_log() -> None:
     assert replayed > 0
 
 
+def test_conversations_past_the_guards_sessions_are_let_go() -> None:
+    """A replica tracks no more conversations than its guard keeps sessions: one past that would only hold a
+    session the guard has ended. A conversation let go is rebuilt from the log when it comes back."""
+
+    async def go() -> tuple[int, int]:
+        mon = _monitor(MemoryStore(), sessions={"max_sessions": 2, "idle_timeout_s": None})
+        chats = {f"s{k}": _start(f"task {k}") for k in range(6)}
+        for i in range(2):
+            for sid, messages in chats.items():
+                await _turn(mon, messages, sid, i)
+                assert len(mon.conversations) <= 2
+        await _turn(mon, chats["s0"], "s0", 2)
+        s0 = mon.conversations["s0"].session
+        assert s0 is not None
+        return s0.n_steps, s0.n_model_calls
+
+    assert asyncio.run(go()) == (3, 3)
+
+
 class _RacyStore(MemoryStore):
     """Another replica appends to the conversation between our catch-up and our own append."""
 

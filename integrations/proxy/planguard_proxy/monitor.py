@@ -57,7 +57,8 @@ logger = logging.getLogger("planguard.proxy")
 DENIAL_PREFIX = "[planguard] tool call not run:"
 #: Result text kept per log entry (replicas replay from it); longer results are cut.
 MAX_LOGGED_RESULT = 64 * 1024
-#: Conversations a replica tracks at most (the guard bounds its sessions separately).
+#: Conversations a replica tracks at most; never more than the guard keeps sessions, since a conversation past
+#: that holds only a session the guard has ended (and rebuilds it from the log on its next request anyway).
 MAX_CONVERSATIONS = 100_000
 
 _MUTED: ContextVar[bool] = ContextVar("planguard_proxy_muted", default=False)
@@ -175,6 +176,7 @@ class Monitor:
         self._shell = frozenset(config.shell_tools)
         self._remote_store = bool(getattr(store, "remote", True))
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._max_conversations = min(MAX_CONVERSATIONS, guard.config.sessions.max_sessions)
         self.counters: dict[str, int] = {
             "requests": 0,
             "calls": 0,
@@ -237,7 +239,7 @@ class Monitor:
         conv = self.conversations.get(session_id)
         if conv is None:
             conv = self.conversations[session_id] = Conversation(session_id)
-            while len(self.conversations) > MAX_CONVERSATIONS:
+            while len(self.conversations) > self._max_conversations:
                 self.conversations.popitem(last=False)
         else:
             self.conversations.move_to_end(session_id)
