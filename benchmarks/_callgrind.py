@@ -2,8 +2,8 @@
 
 A benchmark re-runs itself under callgrind (:func:`run`) with ``--segments LIB`` in its arguments; the inner
 run brackets each measured piece with :class:`Segments` (``zero()`` before, ``dump(label)`` after), and every
-dump is one counter segment, read back in dump order as ``(label, instructions)``. Deterministic to ~0.1 %;
-valgrind runs the interpreter ~50× slower than native.
+dump is one counter segment, read back as the instructions of each label's segments in dump order.
+Deterministic to ~0.1 %; valgrind runs the interpreter ~50× slower than native.
 
 Needs ``valgrind`` and a C compiler with ``valgrind/callgrind.h`` (Debian's ``valgrind``): a four-line helper
 is compiled to switch the counters from Python.
@@ -36,8 +36,9 @@ def missing() -> str | None:
     return None
 
 
-def run(script: str, args: list[str]) -> list[tuple[str, int]]:
-    """``python script args... --segments LIB`` under callgrind; its segments as ``(label, instructions)``.
+def run(script: str, args: list[str]) -> dict[str, list[int]]:
+    """``python script args... --segments LIB`` under callgrind; its segments' instructions by label, in dump
+    order.
 
     Counting starts at the inner run's :meth:`Segments.start` (imports and set-up run uninstrumented, fast)
     and covers all threads. Raises ``RuntimeError`` when valgrind or the compiler is missing."""
@@ -65,14 +66,14 @@ def run(script: str, args: list[str]) -> list[tuple[str, int]]:
             str(lib),
         ]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        segments: list[tuple[str, int]] = []
+        segments: dict[str, list[int]] = {}
         label = None
         with out.open(errors="replace") as f:
             for line in f:  # a part's cost lines run to hundreds of MB over thousands of dumps: stream them
                 if line.startswith(_TRIGGER):
                     label = line[len(_TRIGGER) :].strip()
                 elif line.startswith("totals: ") and label is not None:
-                    segments.append((label, int(line.split()[1])))
+                    segments.setdefault(label, []).append(int(line.split()[1]))
                     label = None
         return segments
 

@@ -448,12 +448,8 @@ def instructions(steps: int, rounds: int, variants: list[str], use_async: bool) 
         return
     t0 = time.perf_counter()
     args = ["--steps", str(steps), "--rounds", str(rounds), "--variants", ",".join(variants)]
-    segments_ = _callgrind.run(__file__, [*args, *(["--async"] if use_async else [])])
-    counts: dict[str, list[int]] = {v: [] for v in variants}
-    for label, total in segments_:
-        variant = label.split("/")[0]
-        if variant in counts:
-            counts[variant].append(total)
+    by_variant = _callgrind.run(__file__, [*args, *(["--async"] if use_async else [])])
+    counts = {v: by_variant.get(v, []) for v in variants}
     if os.environ.get("BENCH_VERBOSE"):
         print({v: [f"{c / steps:,.0f}" for c in counts[v]] for v in variants})
     per_step = {v: [c / steps for c in counts[v]] for v in variants}
@@ -477,7 +473,7 @@ def instructions(steps: int, rounds: int, variants: list[str], use_async: bool) 
 
 
 def segments(lib_path: str, steps: int, rounds: int, variants: list[str], use_async: bool) -> None:
-    """Runs inside callgrind: one counter segment per (variant, round), labelled ``variant/round``."""
+    """Runs inside callgrind: one counter segment per (variant, round), labelled with the variant."""
     cg = _callgrind.Segments(lib_path)
     agents = {v: build(v, steps) for v in variants}
     for v in variants:
@@ -489,14 +485,14 @@ def segments(lib_path: str, steps: int, rounds: int, variants: list[str], use_as
     gc.collect()
     cg.zero()
     run_once(agents[variants[0]][0], -3, use_async, agents[variants[0]][1], collect=False)
-    cg.dump("discarded/0")
+    cg.dump("discarded")
     for r in range(rounds):
         k = r % len(variants)
         for v in variants[k:] + variants[:k]:
             gc.collect()
             cg.zero()
             run_once(agents[v][0], r, use_async, agents[v][1], collect=False)
-            cg.dump(f"{v}/{r}")
+            cg.dump(v)
     for _, guard, _ in agents.values():
         if guard is not None:
             guard.shutdown()

@@ -25,7 +25,7 @@ the 81 real SWE-agent runs.
 4. **Instructions** (``--instructions``, needs valgrind): the cold per-event figures of the first and the
    budget line as instructions executed per ``Session.observe``, counted by callgrind — deterministic where
    the wall clock of a shared machine is not, and comparable across machines (µs ≈ instructions / the
-   machine's instructions per µs). Takes ~4 minutes.
+   machine's instructions per µs). Takes ~2–3 minutes.
 5. **Memory** of one 100k-event session (tracemalloc): the corpus replayed back to back into one session,
    once as is and once with every path made unique (so every bounded table fills to its cap). Memory is
    split into the Langutory (planguard/metrics.py — the only structure allowed to grow with run length,
@@ -235,10 +235,7 @@ COUNTED = (STAGES[0], STAGES[-1])
 
 def instructions(corpus: Path) -> None:
     t0 = time.perf_counter()
-    segments = _callgrind.run(__file__, ["--corpus", str(corpus)])
-    per_label: dict[str, list[int]] = {}
-    for label, n in segments:
-        per_label.setdefault(label, []).append(n)
+    per_label = _callgrind.run(__file__, ["--corpus", str(corpus)])
     # What a segment costs with nothing in it (the switches' own calls and the loop): taken off every event.
     empty = statistics.median(per_label.pop("empty"))
     print(
