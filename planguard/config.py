@@ -36,6 +36,7 @@ from pydantic import (
 from .detectors.config import DetectorsConfig
 from .experiment.config import ExperimentConfig
 from .plan import PRESETS, Plan, resolve_plan
+from .plugins import PluginSpec
 from .policies.config import PoliciesConfig
 from .store.config import StoreConfig
 from .telemetry.config import TelemetryConfig
@@ -48,6 +49,7 @@ __all__ = [
     "ConfigError",
     "PlanSpec",
     "SessionsConfig",
+    "SinksConfig",
     "apply_env",
     "config_schema",
     "default_config",
@@ -78,6 +80,16 @@ class SessionsConfig(BaseModel):
     )
 
 
+class SinksConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    custom: list[PluginSpec] = Field(
+        default_factory=list,
+        description="Further sinks (a built-in name such as console, an entry-point name or an import path), "
+        "after the telemetry, store and webhook sinks.",
+    )
+
+
 class Config(BaseModel):
     """Everything a ``Guard`` needs. All sections have working defaults: ``Config()`` is a valid config."""
 
@@ -98,6 +110,7 @@ class Config(BaseModel):
     )
     policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
     detectors: DetectorsConfig = Field(default_factory=DetectorsConfig)
+    sinks: SinksConfig = Field(default_factory=SinksConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)

@@ -35,10 +35,11 @@ from .detectors import build_detectors
 from .errors import ErrorCounter
 from .events import ToolEvent
 from .phases import get_rules
+from .plugins import load_plugin
 from .policies.config import build_policies
 from .policies.gates import Gate
 from .session import Pipeline, Session, SessionSummary
-from .sinks import Sink
+from .stages import Detector, Policy, Sink
 from .step import Step
 
 __all__ = ["EVICTED_KEY", "Guard"]
@@ -70,10 +71,14 @@ class Guard:
         self,
         config: Config | None = None,
         *,
+        detectors: Sequence[Detector] = (),
+        policies: Sequence[Policy] = (),
+        sinks: Sequence[Sink] = (),
         tracer_provider: Any = None,
         meter_provider: Any = None,
-        sinks: Sequence[Sink] = (),
     ):
+        """``detectors``, ``policies`` and ``sinks`` run after the ones the config builds (built-ins, then
+        ``custom`` entries), in the order given."""
         self.config = config if config is not None else default_config()
         self.errors = ErrorCounter()
         self.enabled = self.config.enabled
@@ -86,7 +91,7 @@ class Guard:
         # When an idle sweep is next due (never without an idle timeout); hook calls since the last check.
         self._sweep_at = float("inf") if self._idle is None else 0.0
         self._ticks = 0
-        self.pipeline = self._build_pipeline(tracer_provider, meter_provider, sinks)
+        self.pipeline = self._build_pipeline(tracer_provider, meter_provider, detectors, policies, sinks)
         self._fail_closed: tuple[Gate, ...] = tuple(
             p for p in self.pipeline.policies if isinstance(p, Gate) and p.fail_closed
         )
@@ -99,7 +104,12 @@ class Guard:
     # ------------------------------------------------------------------ construction
 
     def _build_pipeline(
-        self, tracer_provider: Any, meter_provider: Any, user_sinks: Sequence[Sink]
+        self,
+        tracer_provider: Any,
+        meter_provider: Any,
+        user_detectors: Sequence[Detector],
+        user_policies: Sequence[Policy],
+        user_sinks: Sequence[Sink],
     ) -> Pipeline:
         cfg = self.config
         plans = cfg.plans
@@ -137,13 +147,16 @@ class Guard:
             from .notify import WebhookSink
 
             sinks.append(WebhookSink(notify))
+        sinks.extend(
+            load_plugin("sinks", spec, f"sinks.custom.{i}") for i, spec in enumerate(cfg.sinks.custom)
+        )
         sinks.extend(user_sinks)
         return Pipeline(
             rules=rules,
             plans=plans,
             actions=actions,
-            detectors=tuple(detectors),
-            policies=tuple(policies),
+            detectors=(*detectors, *user_detectors),
+            policies=(*policies, *user_policies),
             sinks=tuple(sinks),
             errors=self.errors,
         )

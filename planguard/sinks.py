@@ -1,8 +1,4 @@
-"""Where a session's record goes: telemetry, the local store, a console timeline.
-
-Like an OpenTelemetry ``SpanProcessor``: each hook runs inline on the agent's path, so a sink must do only
-cheap work there and hand anything slow (I/O, exporting) to a bounded queue and a background worker.
-"""
+"""Helpers the built-in sinks share; the ``Sink`` extension point itself is in :mod:`planguard.stages`."""
 
 from __future__ import annotations
 
@@ -10,11 +6,11 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from .stages import Sink
+
 if TYPE_CHECKING:
     from .decisions import Decision
-    from .findings import Finding
-    from .session import Session, SessionSummary
-    from .step import Step
+    from .session import Session
 
 __all__ = ["MAX_OPEN_CALLS", "SessionRegistry", "Sink", "forget_oldest_call"]
 
@@ -31,23 +27,6 @@ def forget_oldest_call(waiting: dict[int, list[Decision]]) -> None:
 
 
 S = TypeVar("S")
-
-
-class Sink:
-    def on_session_start(self, session: Session) -> None: ...
-
-    def on_tool_start(self, session: Session, step: Step) -> None: ...
-
-    def on_tool_end(self, session: Session, step: Step) -> None: ...
-
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None: ...
-
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None: ...
-
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None: ...
-
-    def shutdown(self) -> None:
-        """Flush and stop background work."""
 
 
 class SessionRegistry(Generic[S]):

@@ -39,10 +39,34 @@ def run(args: argparse.Namespace) -> int:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 1
+    problems = _unresolved_plugins(config)
+    if problems:
+        for line in problems:
+            print(f"error: {args.file}: {line}", file=sys.stderr)
+        return 1
     print(f"{args.file}: valid")
     for line in summarize(config, env):
         print(line)
     return 0
+
+
+def _unresolved_plugins(config: Config) -> list[str]:
+    """The ``custom`` stages the guard could not build: each named class must import (or be a built-in or an
+    entry point) and be the right kind of stage. Constructor options are only checked when the guard builds."""
+    from ..plugins import resolve_class
+
+    problems = []
+    for kind, specs in (
+        ("detectors", config.detectors.custom),
+        ("policies", config.policies.custom),
+        ("sinks", config.sinks.custom),
+    ):
+        for i, spec in enumerate(specs):
+            try:
+                resolve_class(kind, spec.class_, f"{kind}.custom.{i}")  # type: ignore[arg-type]
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
 
 
 def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
@@ -134,8 +158,9 @@ def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]
         )
     else:
         out.append("notify: off")
-    for spec in pol.custom:
-        out.append(f"custom policy: {spec.class_}")
+    out += [f"custom policy: {spec.class_}" for spec in pol.custom]
+    out += [f"custom detector: {spec.class_}" for spec in config.detectors.custom]
+    out += [f"custom sink: {spec.class_}" for spec in config.sinks.custom]
     out.append(
         f"telemetry: {'on' if config.telemetry.enabled else 'off'}; "
         f"store: {config.store.path if config.store.enabled else 'off'}"

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..actions.config import build_classifier
 from ..events import ToolEvent
+from ..plugins import load_plugin
 from .base import Detector
 from .config import DetectorsConfig
 from .effects import EffectState, EffectTracker, effect_state, set_anchors
@@ -108,8 +109,10 @@ def default_detectors(
 def build_detectors(
     config: DetectorsConfig | None = None,
 ) -> tuple[Callable[[ToolEvent], Any] | None, list[Detector]]:
-    """The canonical-action classifier and the detectors a config asks for (``(None, [])`` when disabled)."""
+    """The canonical-action classifier and the detectors a config asks for (``(None, [])`` when disabled):
+    the configured built-ins, then ``custom``."""
     cfg = config or DetectorsConfig()
     if not cfg.enabled:
         return None, []
-    return build_classifier(cfg.actions), list(default_detectors(cfg))
+    custom = [load_plugin("detectors", spec, f"detectors.custom.{i}") for i, spec in enumerate(cfg.custom)]
+    return build_classifier(cfg.actions), [*default_detectors(cfg), *custom]

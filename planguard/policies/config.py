@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..notify import NotifyConfig
 from ..plan import Plan
+from ..plugins import PluginSpec, load_plugin
 from .base import Policy
 from .escalation import DetectorResponses, ResponsesConfig
 from .gates import Gate, GateConfig
 from .reminder import PeriodicReminder, ReminderConfig
 from .violations import PlanViolations, ViolationsConfig
 
-__all__ = ["PluginSpec", "PoliciesConfig", "build_policies", "load_plugin"]
-
-
-class PluginSpec(BaseModel):
-    """A user extension named in config: ``class: "package.module:ClassName"`` built with ``options``."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    class_: str = Field(
-        alias="class",
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
-        description="Import path 'package.module:ClassName'.",
-    )
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments for the constructor."
-    )
+__all__ = ["PluginSpec", "PoliciesConfig", "build_policies"]
 
 
 class PoliciesConfig(BaseModel):
@@ -48,25 +31,9 @@ class PoliciesConfig(BaseModel):
     )
     notify: NotifyConfig = Field(default_factory=NotifyConfig, description="Webhook notifications.")
     custom: list[PluginSpec] = Field(
-        default_factory=list, description="Your own Policy subclasses, run after the built-in ones."
+        default_factory=list,
+        description="Your own Policy subclasses (import path or entry-point name), after the built-ins.",
     )
-
-
-def load_plugin(spec: PluginSpec, base: type, where: str) -> Any:
-    """Import and build ``spec``; errors say which config key and what was expected."""
-    module_name, _, attr = spec.class_.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{where}.class: cannot import {spec.class_!r} ({exc})") from exc
-    if not (isinstance(obj, type) and issubclass(obj, base)):
-        raise ValueError(f"{where}.class: expected a {base.__name__} subclass, got {spec.class_!r}")
-    try:
-        return obj(**spec.options)
-    except TypeError as exc:
-        raise ValueError(f"{where}.options: {spec.class_} does not accept these options ({exc})") from exc
 
 
 def build_policies(config: PoliciesConfig, plan: Plan, *, fail_closed_gates: bool = False) -> list[Policy]:
@@ -83,5 +50,5 @@ def build_policies(config: PoliciesConfig, plan: Plan, *, fail_closed_gates: boo
     if config.reminder.enabled and plan.phases:
         policies.append(PeriodicReminder(plan, config.reminder))
     for i, spec in enumerate(config.custom):
-        policies.append(load_plugin(spec, Policy, f"policies.custom.{i}"))
+        policies.append(load_plugin("policies", spec, f"policies.custom.{i}"))
     return policies
