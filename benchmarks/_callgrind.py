@@ -21,6 +21,7 @@ from pathlib import Path
 _HELPER = r"""
 #include <valgrind/callgrind.h>
 void pg_cg_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void pg_cg_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
 void pg_cg_zero(void) { CALLGRIND_ZERO_STATS; }
 void pg_cg_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 """
@@ -85,6 +86,7 @@ class Segments:
         self._lib = ctypes.CDLL(lib)
         self._lib.pg_cg_dump.argtypes = [ctypes.c_char_p]
         self.start = self._lib.pg_cg_start
+        self.stop = self._lib.pg_cg_stop  # stretches between segments then run ~10× faster, uncounted
         self.zero = self._lib.pg_cg_zero
         self._dump = self._lib.pg_cg_dump
 
