@@ -170,6 +170,17 @@ def test_raw_string_arguments_are_matched_as_one_text():
     assert not matcher.matches(ToolEvent("bash", {"cmd": "submit"}))
 
 
+def test_tool_globs_ignore_case_unless_asked():
+    """Claude Code's shell tool is ``Bash``; a gate written for ``bash`` must see it (issue #20)."""
+    pattern = {"tool": ["bash", "execute_bash"], "arguments": {"command": r"(^|&&|;)\s*submit\b"}}
+    submit = ToolEvent("Bash", {"command": "cd /repo && submit"})
+    assert ToolPattern(**pattern).compile().matches(submit)
+    assert ToolPattern(**pattern).compile().matches(ToolEvent("EXECUTE_BASH", {"command": "submit"}))
+    assert not ToolPattern(**pattern, tool_case_sensitive=True).compile().matches(submit)
+    guard, _ = gate_guard({"name": "v", **pattern, "until": VALIDATE_AFTER_PATCH})
+    assert kinds(drive(guard, "s", [PATCH, submit])) == ["allow", "deny"]
+
+
 def test_gate_config_errors():
     with pytest.raises(ValidationError, match="expected at least one of: phase_after"):
         GateConfig(name="x", tool="submit", until={})

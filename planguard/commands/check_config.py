@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _unresolved_plugins(config: Config) -> list[str]:
-    """The ``custom`` stages the guard could not build: each named class must import (or be a built-in or an
-    entry point) and be the right kind of stage. Constructor options are only checked when the guard builds."""
+    """The ``custom`` stages the guard could not build: each named class must import (or be a built-in or
+    an entry point) and be the right kind of stage. Options are only checked when the guard builds."""
     from ..plugins import resolve_class
 
     problems = []

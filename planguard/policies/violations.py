@@ -43,7 +43,7 @@ __all__ = [
 DEFAULT_FINISH_TOOLS: tuple[ToolPattern, ...] = (
     ToolPattern(tool=["submit", "finish", "final_answer", "task_complete"]),
     ToolPattern(
-        tool=["bash", "execute_bash", "shell", "run_shell_command", "Bash"],
+        tool=["bash", "execute_bash", "shell", "run_shell_command"],
         arguments={
             "command": r"(?:^|&&|;|\|\|)\s*submit\s*(?:$|&&|;|\|\|)|COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
         },
