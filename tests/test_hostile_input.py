@@ -118,3 +118,72 @@ def test_documents_limits() -> None:
     with pytest.raises(DocumentError) as bad:
         loads_json(b'{"a":\n"\xc3"}')
     assert bad.value.line == 2 and "not valid UTF-8" in str(bad.value)
+
+
+def test_report_skips_a_deeply_nested_line_and_reports_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from planguard.cli import main
+
+    good = {
+        "id": "r1",
+        "letters": "NP",
+        "step_roles": [["L_navigate"], ["P"]],
+        "metrics": {"plan": {"PPC": 0.5, "POC": 0.5, "PPF": 1.0, "PC": 0.63}},
+        "findings": [],
+    }
+    deep = json.dumps({**good, "id": "r2"})[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join([json.dumps(good), deep, json.dumps({**good, "id": "r3"})]) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 1  # 1: some input failed, the rest reported
+    err = capsys.readouterr().err
+    assert f"{path}:2: nested deeper than {MAX_DEPTH} levels" in err
+    assert '<b id="n-runs">2</b>' in out.read_text("utf-8")
+
+
+def test_store_reader_names_a_deeply_nested_line(tmp_path: Path) -> None:
+    from planguard.events import ToolEvent
+    from planguard.session import Pipeline
+    from planguard.store.config import StoreConfig
+    from planguard.store.reader import read_session
+    from planguard.store.writer import StoreSink
+
+    sink = StoreSink(StoreConfig(path=str(tmp_path / "store")))
+    session = Pipeline(sinks=(sink,)).session("s1")
+    session.after_tool(ToolEvent(tool="Read", arguments={"path": "a.py"}, call_id="c1"))
+    session.end()
+    sink.shutdown()
+    (file,) = (tmp_path / "store").glob("*.jsonl")
+    with file.open("a") as f:
+        f.write("[" * 100_000 + "]" * 100_000 + "\n")
+    stored = read_session(file)
+    assert len(stored.steps) == 1  # the session still loads
+    (error,) = stored.errors
+    assert "nested deeper than" in error.message
+
+
+def test_proxy_config_refuses_the_alias_bomb(hostile: dict[str, Path]) -> None:
+    pytest.importorskip("planguard_proxy")
+    from planguard_proxy.config import load_proxy_config
+
+    for kind in ("bomb", "deep", "utf8"):
+        t0 = time.perf_counter()
+        with pytest.raises(ConfigError, match=EXPECTED[kind].replace("(", r"\(").replace(")", r"\)")):
+            load_proxy_config(hostile[kind])
+        assert time.perf_counter() - t0 < 1.0
+
+
+def test_hook_journal_skips_a_deeply_nested_line(tmp_path: Path) -> None:
+    pytest.importorskip("planguard_claude_code")
+    from planguard_claude_code.state import SessionStore, file_name
+
+    store = SessionStore(tmp_path / "s")
+    store.ensure_directory()
+    (tmp_path / "s" / (file_name("k") + ".log")).write_text(
+        '{"op":"model"}\n' + '{"op":"pre","e":' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    )
+    with store.open("k") as stored:
+        ops, complete = stored.journal()
+    assert [op.kind for op in ops] == ["model"] and not complete
+    assert "nested deeper than" in stored.problems[0]
