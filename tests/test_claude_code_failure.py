@@ -126,3 +126,18 @@ def test_config_alias_bomb_is_refused_fast_and_reported(box: dict[str, Path], tm
     assert answer == {}  # which gates exist is unknown: fail open, unless asked from the environment
     log = (box["state"] / "hook-errors.log").read_text()
     assert "YAML aliases are not allowed" in log
+
+
+def test_a_daemon_killed_by_pid_leaves_the_gate_closed(box: dict[str, Path]) -> None:
+    if os.environ.get(client.ENV_DAEMON) == "0":
+        pytest.skip("needs the daemon")
+    import signal
+
+    answer, _ = hook(box["closed"], box["state"], pre_tool_use("toolu_01", "Bash", {"command": "ls"}, SID))
+    assert answer == {}
+    (daemon,) = client.daemon_status(str(box["state"]))
+    os.kill(daemon["pid"], signal.SIGKILL)
+    answer, _ = hook(box["closed"], box["state"], pre_tool_use("toolu_02", "Bash", DEPLOY, SID))
+    assert denied(answer) and "no-prod-deploy" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    (again,) = client.daemon_status(str(box["state"]))
+    assert again["pid"] != daemon["pid"]  # a fresh daemon answered, from the session's files
