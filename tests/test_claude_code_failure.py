@@ -141,3 +141,26 @@ def test_a_daemon_killed_by_pid_leaves_the_gate_closed(box: dict[str, Path]) -> 
     assert denied(answer) and "no-prod-deploy" in answer["hookSpecificOutput"]["permissionDecisionReason"]
     (again,) = client.daemon_status(str(box["state"]))
     assert again["pid"] != daemon["pid"]  # a fresh daemon answered, from the session's files
+
+
+def test_an_unusable_config_denies_when_fail_closed_is_asked_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which gates a config that cannot be loaded would set up is unknown; PLANGUARD_FAIL_CLOSED_GATES=1
+    then denies every PreToolUse call rather than guessing."""
+    from planguard_claude_code.hook import HookRunner, answer_text
+    from planguard_claude_code.state import SessionStore
+    from test_hostile_input import alias_bomb
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(alias_bomb())
+    store = SessionStore(tmp_path / "state")
+    payload = json.dumps(pre_tool_use("toolu_01", "Bash", {"command": "ls"}, SID))
+    monkeypatch.delenv("PLANGUARD_FAIL_CLOSED_GATES", raising=False)
+    assert answer_text(payload, store, lambda: HookRunner(str(bomb), store)) == {}
+    monkeypatch.setenv("PLANGUARD_FAIL_CLOSED_GATES", "1")
+    answer = answer_text(payload, store, lambda: HookRunner(str(bomb), store))
+    assert (
+        denied(answer) and "could not be loaded" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    )
+    assert (tmp_path / "state" / "hook-errors.log").read_text().count("YAML aliases are not allowed") == 2
