@@ -98,8 +98,12 @@ def answer_text(
         return _failure_answer(store, problem, runner, None)
     if not isinstance(payload, dict) or payload.get("hook_event_name") not in HOOK_EVENTS:
         return {}
+    from planguard.config import ConfigError
+
     try:
         built = runner()
+    except ConfigError as exc:  # its own message names the file, line and key: no traceback needed
+        return _failure_answer(store, f"config unusable: {exc}", None, payload)
     except Exception:
         return _failure_answer(store, traceback.format_exc(), None, payload)
     try:
