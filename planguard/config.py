@@ -12,7 +12,6 @@ applies them on top of the file, and ``Guard()`` without a config reads ``PLANGU
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import tomllib
@@ -34,6 +33,7 @@ from pydantic import (
 )
 
 from .detectors.config import DetectorsConfig
+from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 from .experiment.config import ExperimentConfig
 from .plan import PRESETS, Plan, resolve_plan
 from .plugins import PluginSpec
@@ -243,22 +243,20 @@ def _apply_env_dict(data: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[
 
 
 def _parse(path: Path, text: str) -> Any:
+    """The file's data. YAML aliases and deep nesting are refused (:mod:`planguard.documents`)."""
     suffix = path.suffix.lower()
     try:
         if suffix == ".toml":
-            return tomllib.loads(text)
+            return check_depth(tomllib.loads(text))  # TOML has no aliases
         if suffix == ".json":
-            return json.loads(text)
-        return yaml.load(text, Loader=_YAML_LOADER)  # a safe loader (C when available)
+            return loads_json(text)
+        return loads_yaml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), [(None, "", f"not valid TOML: {exc}")]) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(path), [(exc.lineno, "", f"not valid JSON: {exc.msg}")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(str(path), [(line, "", f"not valid YAML: {problem}")]) from None
+    except RecursionError:
+        raise ConfigError(str(path), [(None, "", "not valid TOML: nested too deeply")]) from None
+    except DocumentError as exc:
+        raise ConfigError(str(path), [(exc.line, "", exc.problem)]) from None
 
 
 def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Config:
@@ -269,9 +267,11 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Co
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = decode_utf8(p.read_bytes())
     except OSError as exc:
         raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
+    except DocumentError as exc:
+        raise ConfigError(str(p), [(exc.line, "", exc.problem)]) from None
     data = _parse(p, text)
     if data is None:
         data = {}
@@ -460,7 +460,7 @@ class _LineFinder:
         self._root: Any = None
         if text and kind != ".toml":
             try:
-                self._root = yaml.compose(text)
+                self._root = yaml.compose(text, Loader=_YAML_LOADER)
             except yaml.YAMLError:
                 self._root = None
 

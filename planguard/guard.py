@@ -362,7 +362,20 @@ class Guard:
 
     def _failed(self, where: str, exc: BaseException, event: ToolEvent) -> Decision:
         self.errors.record(where, exc)
+        return self.failure_decision(event)
+
+    @property
+    def fails_closed(self) -> bool:
+        """Whether some gate denies its calls when planguard cannot evaluate them."""
+        return bool(self._fail_closed)
+
+    def failure_decision(self, event: ToolEvent | None) -> Decision:
+        """What a call gets when planguard could not evaluate it (its own error, or a caller's — a hook
+        whose state cannot be loaded): the denial of a fail-closed gate matching it, else ALLOW. ``None``:
+        the call itself could not be read, so any fail-closed gate might cover it and denies it."""
         for gate in self._fail_closed:
+            if event is None:
+                return gate.error_decision(ToolEvent(tool=""))
             try:
                 if not gate.matches(event):
                     continue

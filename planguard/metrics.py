@@ -13,28 +13,37 @@ from dataclasses import dataclass
 from .phases import LETTER_OF, ROLE_OF_LETTER
 from .plan import Plan, phase_matches
 
-__all__ = ["Langutory", "Compliance", "PlanLayout", "Scores", "lis_length", "score_roles"]
+__all__ = ["MAX_RUNS", "Langutory", "Compliance", "PlanLayout", "Scores", "lis_length", "score_roles"]
+
+#: Runs a Langutory keeps: the newest ones. Real runs have tens of runs; a session alternating two phases
+#: for 100,000 calls had 100,000 runs (11 MB) before the cap.
+MAX_RUNS = 2048
+# Past this many the oldest runs are folded away at once, so dropping them costs O(1) per run amortised.
+_FOLD_AT = MAX_RUNS + MAX_RUNS // 4
 
 
 class Langutory:
-    """A run's phase sequence in run-length form: ``[["L_navigate", 3], ["P", 1], ...]``."""
+    """A run's phase sequence in run-length form: ``[["L_navigate", 3], ["P", 1], ...]``.
 
-    __slots__ = ("runs", "length")
+    At most :data:`MAX_RUNS` runs are kept, the newest (what tails, timelines and the current phase read);
+    older ones are counted in ``truncated_runs`` and ``truncated_roles``, and :meth:`rle` then starts with
+    ``truncated_<roles>``. ``length`` always counts every role. The compliance metrics do not read this
+    (:class:`Compliance` keeps first occurrences and distinct phases), so they stay exact.
+    """
+
+    __slots__ = ("runs", "length", "truncated_runs", "truncated_roles")
 
     def __init__(self) -> None:
         self.runs: list[list[str | int]] = []
         self.length = 0
+        self.truncated_runs = 0
+        self.truncated_roles = 0
 
     def add(self, role: str) -> None:
-        self.length += 1
-        runs = self.runs
-        if runs and runs[-1][0] == role:
-            runs[-1][1] += 1  # type: ignore[operator]
-        else:
-            runs.append([role, 1])
+        self.extend((role,))
 
     def extend(self, roles: Iterable[str]) -> None:
-        # The body of add(), once per role: called for every tool call, nearly always with one role.
+        # Called for every tool call, nearly always with one role.
         runs = self.runs
         for role in roles:
             self.length += 1
@@ -42,10 +51,24 @@ class Langutory:
                 runs[-1][1] += 1  # type: ignore[operator]
             else:
                 runs.append([role, 1])
+                if len(runs) >= _FOLD_AT:
+                    self._fold()
+
+    def _fold(self) -> None:
+        cut = len(self.runs) - MAX_RUNS
+        self.truncated_roles += sum(int(n) for _, n in self.runs[:cut])
+        self.truncated_runs += cut
+        del self.runs[:cut]
+
+    @property
+    def truncated(self) -> bool:
+        return self.truncated_runs > 0
 
     def rle(self) -> list[str]:
-        """The paper's run-length form, e.g. ``["L_navigate_3", "P_1"]``."""
-        return [f"{role}_{n}" for role, n in self.runs]
+        """The paper's run-length form, e.g. ``["L_navigate_3", "P_1"]`` (``["truncated_N", …]`` when the
+        oldest runs, N roles, were folded away)."""
+        head = [f"truncated_{self.truncated_roles}"] if self.truncated_runs else []
+        return head + [f"{role}_{n}" for role, n in self.runs]
 
     def letters(self) -> str:
         return "".join(LETTER_OF.get(str(role), "X") * int(n) for role, n in self.runs)

@@ -5,6 +5,11 @@ single daemon thread does the HTTP with a timeout and a bounded number of retrie
 A full queue drops the event and counts it; a delivery that exhausts its retries is counted as failed. A
 webhook that is down or hangs therefore costs the agent nothing but a counter.
 
+``timeout_s`` is a deadline for a whole attempt, connect to the last byte of the answer. httpx's own
+timeouts are per operation, so an endpoint trickling a byte a second would never trip them; a timer shuts
+the attempt's socket down at the deadline instead. ``shutdown`` cuts a request still in flight at its own
+deadline the same way, and counts it as dropped: when it returns, nothing is pending.
+
 Events: ``finding`` (every finding) or ``finding:<kind>``; ``decision:<kind>`` (``deny``, ``stop``, ``nudge``,
 ``remind``, ``notify``, ``log``, or ``*``); ``session_start``; ``session_end``.
 """
@@ -18,8 +23,10 @@ import os
 import queue
 import random
 import re
+import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -62,7 +69,9 @@ class NotifyConfig(BaseModel):
         description="Extra HTTP headers; '${VAR}' in a value is read from the environment (keep tokens out "
         "of files). Header values are never logged.",
     )
-    timeout_s: float = Field(2.0, gt=0, description="Per-request timeout (connect, read, write, pool).")
+    timeout_s: float = Field(
+        2.0, gt=0, description="Deadline for one attempt, connect to the last byte of the answer."
+    )
     max_retries: int = Field(
         3, ge=0, description="Retries after a failed delivery (connection error, 429, 5xx)."
     )
@@ -135,6 +144,9 @@ class WebhookSink(Sink):
         self._start_lock = threading.Lock()
         self._closed = False
         self._abort = threading.Event()
+        # The event the worker is delivering and how to cut its request short (both under _cond).
+        self._in_flight: dict[str, Any] | None = None
+        self._cut_in_flight: Callable[[], None] | None = None
         self.sent = 0
         self.failed = 0
         self.dropped = 0
@@ -251,8 +263,15 @@ class WebhookSink(Sink):
                         pass
             self._thread.join(max(0.0, deadline - time.monotonic()))
             if self._thread.is_alive():
-                # The worker is stuck in a request (it ends at its timeout): what it has not started is
-                # dropped now, so the counters are final when shutdown returns; it still gets its sentinel.
+                # The worker is stuck in a request: cut it, and drop what it has not started, so the counters
+                # are final when shutdown returns; it still gets its sentinel.
+                with self._cond:
+                    cut, self._cut_in_flight = self._cut_in_flight, None
+                    if self._in_flight is not None:  # counted here; the worker will not count it again
+                        self._in_flight = None
+                        self._count(dropped=True)
+                if cut is not None:
+                    cut()
                 while True:
                     try:
                         if self._q.get_nowait() is not None:
@@ -285,6 +304,7 @@ class WebhookSink(Sink):
                 headers[k] = _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
             client = httpx.Client(
                 timeout=httpx.Timeout(self.config.timeout_s),
+                limits=httpx.Limits(max_keepalive_connections=0),  # each attempt connects: see _post
                 headers=headers,
                 follow_redirects=False,
                 transport=self._transport,
@@ -299,12 +319,18 @@ class WebhookSink(Sink):
                 if client is None or self._abort.is_set():
                     self._done(dropped=True)
                     continue
+                with self._cond:
+                    self._in_flight = item
                 try:
                     ok = self._deliver(client, item)
                 except Exception as exc:  # the worker must survive anything
                     self._warn_once(type(exc).__name__)
                     ok = False
-                self._done(ok=ok)
+                with self._cond:
+                    if self._in_flight is not item:  # shutdown gave up on it and counted it
+                        continue
+                    self._in_flight = None
+                    self._count(ok=ok, dropped=self._abort.is_set() and not ok)
             # Items still queued after the sentinel (shutdown raced with producers) are dropped.
             while True:
                 try:
@@ -330,7 +356,7 @@ class WebhookSink(Sink):
                 if self._abort.wait(delay):
                     return False
             try:
-                r = client.post(self.url, content=body)
+                r = self._post(client, body)
             except httpx.HTTPError as exc:
                 self._warn_once(type(exc).__name__)
                 continue
@@ -342,17 +368,67 @@ class WebhookSink(Sink):
             self._warn_once(f"HTTP {r.status_code}")
         return False
 
+    def _post(self, client: httpx.Client, body: bytes) -> httpx.Response:
+        """One attempt within ``timeout_s``, end to end: a timer shuts the attempt's socket down at the
+        deadline (the socket comes from httpcore's ``connect_tcp`` trace; keep-alive is off, so every
+        attempt connects). Shutting a socket down wakes a thread blocked reading it."""
+        import httpx
+
+        sockets: list[socket.socket] = []
+        expired = threading.Event()
+        lock = threading.Lock()
+
+        def cut() -> None:
+            with lock:
+                expired.set()
+                for sock in sockets:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+        def trace(name: str, info: dict[str, Any]) -> None:
+            if name == "connection.connect_tcp.complete":
+                stream = info.get("return_value")
+                sock = stream.get_extra_info("socket") if stream is not None else None
+                if isinstance(sock, socket.socket):
+                    with lock:
+                        sockets.append(sock)
+                    if expired.is_set():
+                        cut()
+
+        timer = threading.Timer(self.config.timeout_s, cut)
+        timer.daemon = True
+        with self._cond:
+            self._cut_in_flight = cut
+        timer.start()
+        try:
+            response = client.post(self.url, content=body, extensions={"trace": trace})
+        except httpx.HTTPError:
+            if expired.is_set():
+                raise httpx.TimeoutException(
+                    f"no complete answer within {self.config.timeout_s:g}s"
+                ) from None
+            raise
+        finally:
+            timer.cancel()
+            with self._cond:
+                self._cut_in_flight = None
+        return response
+
     def _done(self, *, ok: bool = False, dropped: bool = False) -> None:
         with self._cond:
-            if dropped:
-                self.dropped += 1
-            elif ok:
-                self.sent += 1
-            else:
-                self.failed += 1
-            self._pending -= 1
-            if self._pending == 0:
-                self._cond.notify_all()
+            self._count(ok=ok, dropped=dropped)
+
+    def _count(self, *, ok: bool = False, dropped: bool = False) -> None:
+        """One event settled (call with ``_cond`` held)."""
+        if dropped:
+            self.dropped += 1
+        elif ok:
+            self.sent += 1
+        else:
+            self.failed += 1
+        self._pending -= 1
+        if self._pending == 0:
+            self._cond.notify_all()
 
     def _warn_once(self, what: str) -> None:
         if not self._warned:

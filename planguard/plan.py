@@ -7,13 +7,13 @@ what reminders tell the agent.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 
 __all__ = ["PlanPhase", "Plan", "PRESETS", "SCORED_SETTINGS", "phase_matches", "load_plan", "resolve_plan"]
 
@@ -166,17 +166,20 @@ SCORED_SETTINGS: tuple[str, ...] = (
 def load_plan(path: str | Path) -> Plan:
     """Read a plan from a YAML, TOML or JSON file; errors name the file and the offending key."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
     data: Any
     try:
+        text = decode_utf8(p.read_bytes())
         if p.suffix == ".toml":
-            data = tomllib.loads(text)
+            data = check_depth(tomllib.loads(text))
         elif p.suffix == ".json":
-            data = json.loads(text)
+            data = loads_json(text)
         else:
-            data = yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ValueError(f"{p}: not valid {p.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+            data = loads_yaml(text)  # aliases and deep nesting refused
+    except DocumentError as exc:
+        where = f"{p}:{exc.line}" if exc.line else str(p)
+        raise ValueError(f"{where}: {exc.problem}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{p}: not valid {p.suffix.lstrip('.') or 'YAML'}: {exc}") from None
     if isinstance(data, dict) and "plan" in data and isinstance(data["plan"], dict):
         data = data["plan"]
     if not isinstance(data, dict):

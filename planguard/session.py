@@ -147,7 +147,9 @@ class Session:
         self.n_model_calls = 0
         self.detector_states = [d.new_state() for d in pipeline.detectors]
         self.policy_states = [p.new_state() for p in pipeline.policies]
-        self._pending: dict[str, Step] = {}
+        # Calls awaiting their result: by call id, or by step index (an int, so no id can equal it) when the
+        # call has none. Id-less results are matched in call order.
+        self._pending: dict[str | int, Step] = {}
         self._queued: deque[Decision] = deque(maxlen=MAX_QUEUED_MESSAGES)
         self.findings: deque[Finding] = deque(maxlen=MAX_KEPT_FINDINGS)
         self.finding_counts: Counter[str] = Counter()
@@ -183,7 +185,7 @@ class Session:
         if decision is not ALLOW:  # a blocking decision replaced it
             return decision
         self._commit(step)
-        key = event.call_id if event.call_id is not None else f"#{step.index}"
+        key = event.call_id if event.call_id is not None else step.index
         if len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
         self._pending[key] = step
@@ -405,7 +407,7 @@ class Session:
         if event.call_id is not None:
             return self._pending.pop(event.call_id, None)
         for key in self._pending:  # no ids: results arrive in call order
-            if key.startswith("#"):
+            if isinstance(key, int):
                 return self._pending.pop(key)
         return None
 

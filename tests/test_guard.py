@@ -420,3 +420,18 @@ def test_adopt_registers_a_restored_session():
     drive(guard, "x", [NAV])
     guard.adopt(guard.pipeline.session("y"))  # over capacity: the least recently used ("r") is ended
     assert "r" not in guard and rec.summaries["r"].letters == "NP"
+
+
+def test_a_call_id_starting_with_hash_keeps_its_own_result():
+    """Calls without an id were keyed ``#<index>`` among the ids, so a real id ``#1`` (or any id starting
+    with ``#``) was taken by the next id-less result, and collided with the id-less call at index 1."""
+    from planguard.session import Pipeline
+
+    session = Pipeline().session("s")
+    session.before_tool(ToolEvent("Read", {"path": "a.py"}, call_id="#1"))  # step 0, id "#1"
+    session.before_tool(ToolEvent("Read", {"path": "b.py"}))  # step 1, no id
+    session.before_tool(ToolEvent("Read", {"path": "c.py"}))  # step 2, no id
+    first = session.after_tool(ToolEvent("Read", {"path": "b.py"}, result="B"))  # no id: the oldest id-less
+    mine = session.after_tool(ToolEvent("Read", {"path": "a.py"}, call_id="#1", result="A"))
+    last = session.after_tool(ToolEvent("Read", {"path": "c.py"}, result="C"))
+    assert (first.index, mine.index, last.index) == (1, 0, 2)

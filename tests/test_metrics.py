@@ -141,3 +141,47 @@ def test_incremental_scores_match_the_definitions(roles: list[str], setting: str
             extras,
         )
         assert c.n == i + 1
+
+
+def test_langutory_is_bounded_and_the_metrics_stay_exact():
+    """100,000 alternating calls made 100,000 runs (11 MB for one session); the newest MAX_RUNS are kept,
+    the rest counted, and PPC/POC/PPF/PC equal the scores of the whole sequence."""
+    from planguard.metrics import MAX_RUNS, Compliance, Langutory, score_roles
+
+    roles = ["L_navigate", "P", "R_new_test", "P"] + ["L_navigate", "V_regression_test"] * 50_000
+    lang = Langutory()
+    comp = Compliance(["R", "P", "V"])
+    for r in roles:
+        lang.extend((r,))
+        comp.add(r)
+    assert lang.length == len(roles)
+    assert len(lang.runs) <= MAX_RUNS + MAX_RUNS // 4
+    assert lang.truncated and lang.truncated_roles + sum(int(n) for _, n in lang.runs) == len(roles)
+    rle = lang.rle()
+    assert rle[0] == f"truncated_{lang.truncated_roles}" and rle[-1] == "V_regression_test_1"
+    assert lang.current == "V_regression_test" and lang.tail(2) == "N1 v1"
+    assert comp.scores() == score_roles(roles, ["R", "P", "V"])
+    short = Langutory()
+    short.extend(["L_navigate", "L_navigate", "P"])
+    assert short.rle() == ["L_navigate_2", "P_1"] and not short.truncated
+
+
+def test_span_tails_stay_right_across_the_langutory_cap():
+    from planguard.events import ToolEvent
+    from planguard.metrics import MAX_RUNS
+    from planguard.session import Pipeline
+    from planguard.telemetry import attributes as A
+    from planguard.telemetry.testing import TelemetryCapture
+
+    cap = TelemetryCapture()
+    session = Pipeline(sinks=(cap.sink,)).session("s")
+    n = 2 * MAX_RUNS + 100
+    for i in range(n):
+        event = ToolEvent.shell("ls") if i % 2 else ToolEvent.shell("python -m pytest tests/test_a.py")
+        session.observe(event)
+        if i >= n - 3:
+            assert session.langutory.truncated
+            cap.flush()
+            tail = cap.spans()[-1].attributes[A.LANGUTORY_TAIL]
+            assert tail == session.langutory.tail(), (i, tail)
+    cap.shutdown()

@@ -200,8 +200,8 @@ def test_hanging_endpoint_costs_the_agent_nothing_drops_rise_and_shutdown_is_bou
     guard.shutdown()
     assert time.perf_counter() - t0 < 3.5  # guard end_sessions + sink flush/stop, bounded by timeouts
     st = sink.stats
-    # every event is accounted for; at most the one request still hanging is pending (it fails at its timeout)
-    assert st["sent"] + st["failed"] + st["dropped"] + st["pending"] == 200 and st["pending"] <= 1, st
+    # every event is accounted for when shutdown returns: the request still hanging was cut and dropped
+    assert st["sent"] + st["failed"] + st["dropped"] == 200 and st["pending"] == 0, st
 
 
 def test_header_values_come_from_the_environment_and_are_never_logged(monkeypatch, caplog):
@@ -251,3 +251,76 @@ class _Session:
     def __init__(self, sid: str):
         self.id = sid
         self.metadata: dict = {}
+
+
+class Trickle:
+    """An endpoint that answers one byte every ``every_s`` seconds: each read is quick, the answer is not."""
+
+    def __init__(self, every_s: float = 0.3, total_s: float = 12.0):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+        self.every_s, self.total_s = every_s, total_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        answer = b"HTTP/1.1 200 OK\r\n" + b"x-pad: " + b"a" * 1000 + b"\r\ncontent-length: 0\r\n\r\n"
+        deadline = time.monotonic() + self.total_s
+        with conn:
+            try:
+                conn.recv(65536)
+                for byte in answer:
+                    if self.stop.is_set() or time.monotonic() > deadline:
+                        return
+                    conn.sendall(bytes([byte]))
+                    self.stop.wait(self.every_s)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+
+
+def test_timeout_is_a_deadline_for_the_whole_attempt():
+    """httpx's timeouts are per read: a server trickling a byte every 0.3 s never trips a 1 s read timeout
+    and held one delivery for the whole 12 s it trickled. ``timeout_s`` bounds the attempt end to end."""
+    trickle = Trickle(every_s=0.3, total_s=12.0)
+    try:
+        sink = WebhookSink(NotifyConfig(url=trickle.url, events=["decision:*"], timeout_s=1.0, max_retries=0))
+        t0 = time.perf_counter()
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.STOP, "bye"))
+        assert sink.flush(10)
+        assert time.perf_counter() - t0 < 3.0
+        assert sink.stats == {"sent": 0, "failed": 1, "dropped": 0, "retries": 0, "pending": 0}
+        sink.shutdown()
+    finally:
+        trickle.close()
+
+
+def test_shutdown_leaves_nothing_pending_and_counts_the_request_in_flight(hanging):
+    """A request hanging at shutdown is cut at the shutdown's deadline and counted as dropped; the
+    counters are final when shutdown returns and stay so."""
+    sink = WebhookSink(
+        NotifyConfig(url=hanging.url, events=["decision:*"], queue_size=10, timeout_s=30, max_retries=0)
+    )
+    for _ in range(5):
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "x"))
+    time.sleep(0.2)  # the first one is in flight
+    t0 = time.perf_counter()
+    sink.shutdown(timeout=0.5)
+    assert time.perf_counter() - t0 < 1.5
+    assert sink.stats == {"sent": 0, "failed": 0, "dropped": 5, "retries": 0, "pending": 0}
+    time.sleep(0.3)
+    assert sink.stats["dropped"] == 5 and sink.stats["pending"] == 0

@@ -47,19 +47,18 @@ def test_default_is_global_otel_plus_local_store(tmp_path: Path) -> None:
         sink.shutdown()
 
 
-def test_otlp_endpoint_replaces_the_store_unless_always(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_store_stays_on_with_an_otlp_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With an endpoint the store used to be off, so a collector outage kept nothing at all."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
     sinks = build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path)))
-    assert kinds(sinks) == ["OTelSink"]
+    assert kinds(sinks) == ["OTelSink", "StoreSink"]
     otel = sinks[0]
     assert isinstance(otel, OTelSink) and len(otel._owned) == 1  # its own OTLP tracer provider
-    otel.shutdown()
-    assert kinds(build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path), always=True))) == [
-        "OTelSink",
-        "StoreSink",
+    for sink in sinks:
+        sink.shutdown()
+    assert kinds(build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path), enabled=False))) == [
+        "OTelSink"
     ]
 
 

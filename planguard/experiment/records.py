@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..documents import loads_json
 from ..errors import ErrorCounter
 from ..sinks import Sink
 from .endpoints import Endpoint
@@ -278,9 +279,9 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]
             if not line.strip():
                 continue
             try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield i, None, f"not JSON ({exc.msg})"
+                d = loads_json(line)
+            except ValueError as exc:
+                yield i, None, f"not JSON ({exc})"
                 continue
             if not isinstance(d, dict):
                 yield i, None, "expected a JSON object"

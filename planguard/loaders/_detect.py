@@ -192,17 +192,16 @@ def parse_document(path: Path) -> Any:
 
 
 def _parse_yaml(path: Path, data: bytes, json_error: BaseException) -> Any:
-    import yaml  # type: ignore[import-untyped, unused-ignore]
+    from ..documents import DocumentError, decode_utf8, loads_yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        text = data.decode("utf-8-sig")
-        return yaml.load(text, Loader=loader)  # CSafeLoader/SafeLoader: no object construction
-    except Exception as exc:  # yaml.YAMLError and the decoder's errors; the input is untrusted
+        return loads_yaml(decode_utf8(data))  # safe-loaded; aliases and deep nesting refused
+    except DocumentError as exc:  # the input is untrusted
         raise LoadError(
             str(path),
-            f"neither JSON ({json_problem(json_error)}) nor YAML ({type(exc).__name__}); "
+            f"neither JSON ({json_problem(json_error)}) nor YAML ({exc.problem}); "
             "expected a trajectory as JSON, JSON Lines or YAML",
+            exc.line,
         ) from None
 
 

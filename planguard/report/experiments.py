@@ -46,13 +46,13 @@ def register_experiment_reader(reader: ExperimentReader) -> None:
 
 
 def _first_object(path: Path) -> Any:
-    import json
+    from ..documents import loads_json
 
     try:
         with path.open("rb") as handle:
             for raw in handle:
                 if raw.strip():
-                    return json.loads(raw)
+                    return loads_json(raw)
     except (OSError, ValueError):
         return None
     return None

@@ -23,13 +23,14 @@ its ``_``, then drop the first ``_``-separated token; the rest is the model
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..documents import loads_json
 
 __all__ = [
     "EFFECT_CODES",
@@ -234,7 +235,7 @@ def is_replay_jsonl(path: Path) -> bool:
         with path.open("rb") as handle:
             for raw in handle:
                 if raw.strip():
-                    obj = json.loads(raw)
+                    obj = loads_json(raw)
                     return isinstance(obj, dict) and {"id", "letters", "metrics", "step_roles"} <= obj.keys()
     except (OSError, ValueError):
         return False
@@ -291,7 +292,7 @@ def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
                     continue
                 where = f"{path}:{line}"
                 try:
-                    obj = json.loads(raw)
+                    obj = loads_json(raw)
                     if not isinstance(obj, dict):
                         raise ValueError(f"{where}: expected a JSON object per line")
                     out.append(record_from_replay_json(obj, where))

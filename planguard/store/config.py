@@ -13,10 +13,14 @@ class StoreConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(
-        True, description="Record sessions as JSONL files when no OTLP endpoint is configured."
+        True,
+        description="Record sessions as JSONL files, also when exporting over OTLP (nothing is lost while "
+        "the collector is down).",
     )
     path: str = Field(DEFAULT_STORE_PATH, description="Directory of session files (one file per session).")
-    always: bool = Field(False, description="Record locally even when exporting over OTLP.")
+    always: bool = Field(
+        False, description="Accepted for older configs: the store now records whenever it is enabled."
+    )
     max_queue: int = Field(
         10_000, ge=1, description="Records waiting for the writer at most; more are dropped."
     )

@@ -7,13 +7,13 @@ rest of the file is still read. A file that is not a planguard session at all is
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..documents import loads_json
 from ..events import ToolEvent
 from .config import DEFAULT_STORE_PATH
 from .records import (
@@ -180,8 +180,8 @@ def _lines(shown: str, handle: Any) -> Iterator[tuple[int, Any] | StoreReadError
         if raw.isspace():
             continue
         try:
-            yield number, json.loads(raw)
-        except (ValueError, RecursionError) as exc:
+            yield number, loads_json(raw)
+        except ValueError as exc:
             yield StoreReadError(shown, f"invalid JSON ({exc}); expected one JSON object per line", number)
 
 

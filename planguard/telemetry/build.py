@@ -36,7 +36,8 @@ def build_sinks(
       OTLP endpoint is configured (config or ``OTEL_EXPORTER_OTLP_*``), to OTLP/HTTP providers built
       here and owned by the sink; else to the global providers (no-ops until the app configures OTel).
       ``telemetry.prometheus_port`` serves metrics for Prometheus when no meter provider is passed.
-    * The local JSONL store (``store.enabled``) when no OTLP endpoint is configured, or ``store.always``.
+    * The local JSONL store (``store.enabled``), with or without an OTLP endpoint: while a collector is
+      down the store still keeps every session (``store: {enabled: false}`` turns it off).
     * The console timeline when ``telemetry.console``.
 
     All sinks share one :class:`DropCounter`, reported as the ``planguard.telemetry.dropped`` metric.
@@ -82,9 +83,10 @@ def build_sinks(
                 errors=errors,
                 owned=owned,
                 defer_spans=telemetry.defer_spans,
+                shutdown_timeout_s=telemetry.shutdown_timeout_s,
             )
         )
-    if store.enabled and (endpoint is None or store.always):
+    if store.enabled:
         from ..store.writer import StoreSink
 
         sinks.append(StoreSink(store, drops=drops, errors=errors))

@@ -49,6 +49,15 @@ class TelemetryConfig(BaseModel):
     export_timeout_s: float | None = Field(
         None, gt=0, description="Per-request OTLP timeout; None reads OTEL_EXPORTER_OTLP_TIMEOUT (10 s)."
     )
+    shutdown_timeout_s: float = Field(
+        2.0,
+        gt=0,
+        description=(
+            "Longest the guard's shutdown waits for telemetry to leave (spans first, then the last metrics); "
+            "what has not left by then is dropped and counted. Without it a collector that is down held "
+            "the app's exit for 10 s (OTLP's own export timeout)."
+        ),
+    )
     prometheus_port: int | None = Field(
         None, ge=0, le=65535, description="Serve metrics for Prometheus on this port (0: any free port)."
     )

@@ -8,6 +8,7 @@ hangs costs the agent nothing but a rising drop counter (``planguard.telemetry.d
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "PrometheusEndpoint",
     "configure_otlp",
     "shutdown_provider",
+    "shutdown_providers",
     "start_prometheus_exporter",
 ]
 
@@ -42,7 +44,9 @@ class BoundedSpanProcessor(SpanProcessor):
     Like the SDK's ``BatchSpanProcessor``, plus what planguard's reliability contract needs: every span
     that does not reach the exporter is counted in ``drops`` — ``span_queue_full`` when the queue is
     full, ``span_export_failed`` when the exporter refused or raised — and ``shutdown`` returns within
-    its timeout even when the exporter hangs.
+    its timeout even when the exporter hangs, counting the batch it leaves hanging as
+    ``span_export_abandoned`` (and the spans still queued as ``span-export_unsent_at_shutdown``), so
+    the counters are final when it returns.
     """
 
     def __init__(
@@ -59,6 +63,8 @@ class BoundedSpanProcessor(SpanProcessor):
         self.exporter = exporter
         self.drops = drops if drops is not None else DropCounter()
         self._shutdown_timeout = shutdown_timeout_s
+        self._lock = threading.Lock()
+        self._in_flight = 0  # spans of the batch the exporter has now; 0 once counted
         self._worker: BackgroundWorker[ReadableSpan] = BackgroundWorker(
             "span-export",
             self._export,
@@ -79,18 +85,25 @@ class BoundedSpanProcessor(SpanProcessor):
             self._worker.submit(span)
 
     def _export(self, batch: list[ReadableSpan]) -> None:
+        with self._lock:
+            self._in_flight = len(batch)
         try:
             result = self.exporter.export(batch)
         except Exception:
             result = SpanExportResult.FAILURE
+        with self._lock:
+            unsettled, self._in_flight = self._in_flight, 0  # 0: shutdown counted it already
         if result is not SpanExportResult.SUCCESS:
-            self.drops.add("span_export_failed", len(batch))
+            self.drops.add("span_export_failed", unsettled)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self._worker.flush(timeout_millis / 1000)
 
     def shutdown(self) -> None:
-        self._worker.shutdown(self._shutdown_timeout)
+        if not self._worker.shutdown(self._shutdown_timeout):
+            with self._lock:
+                abandoned, self._in_flight = self._in_flight, 0
+            self.drops.add("span_export_abandoned", abandoned)
         try:
             self.exporter.shutdown()
         except Exception as exc:
@@ -106,6 +119,7 @@ class OtlpProviders:
     drops: DropCounter
     span_processor: BoundedSpanProcessor | None = None
     owned: list[Any] = field(default_factory=list)
+    shutdown_timeout_s: float = 2.0  # for all of them together
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         ok = True
@@ -114,20 +128,31 @@ class OtlpProviders:
         return ok
 
     def shutdown(self) -> None:
-        for p in self.owned:
-            shutdown_provider(p)
+        shutdown_providers(self.owned, self.shutdown_timeout_s)
 
 
 #: How long shutting down one provider may take (a hung exporter must not hold up the app's exit).
 SHUTDOWN_TIMEOUT_S = 5.0
+#: The least a provider gets when an earlier one used up the shared deadline (its last export is dropped).
+_MIN_PROVIDER_S = 0.05
 
 
 def shutdown_provider(provider: Any, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> None:
-    """Shut a provider down within ``timeout_s`` where the SDK lets us bound it."""
+    """Shut a provider down within ``timeout_s`` where the SDK lets us bound it (a tracer provider's
+    processors bound themselves: :class:`BoundedSpanProcessor` gets its timeout at construction)."""
     if isinstance(provider, MeterProvider):
         provider.shutdown(timeout_millis=timeout_s * 1000)
     else:
         provider.shutdown()
+
+
+def shutdown_providers(providers: Sequence[Any], timeout_s: float) -> None:
+    """Shut providers down in order within one shared deadline."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    for provider in providers:
+        shutdown_provider(provider, max(_MIN_PROVIDER_S, deadline - time.monotonic()))
 
 
 def _resource(service_name: str, attributes: Mapping[str, str] | None) -> Resource:
@@ -182,7 +207,7 @@ def configure_otlp(
         ) from exc
     drops = drops if drops is not None else DropCounter()
     resource = _resource(config.service_name, resource_attributes)
-    out = OtlpProviders(None, None, drops)
+    out = OtlpProviders(None, None, drops, shutdown_timeout_s=config.shutdown_timeout_s)
     if traces_url is not None:
         exporter = OTLPSpanExporter(
             endpoint=traces_url, headers=dict(headers) if headers else None, timeout=config.export_timeout_s
@@ -192,7 +217,7 @@ def configure_otlp(
             drops=drops,
             max_queue_size=config.max_queue_size,
             errors=errors,
-            shutdown_timeout_s=min(5.0, config.export_timeout_s or 5.0),
+            shutdown_timeout_s=config.shutdown_timeout_s,
         )
         tp = TracerProvider(resource=resource)
         tp.add_span_processor(processor)

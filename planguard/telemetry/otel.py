@@ -188,6 +188,7 @@ class OTelSink(Sink):
         owned: Iterable[Any] = (),
         max_sessions: int = MAX_SESSIONS,
         defer_spans: bool = False,
+        shutdown_timeout_s: float = 2.0,
     ) -> None:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
@@ -200,6 +201,7 @@ class OTelSink(Sink):
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
         self._owned = list(owned)  # providers built for this sink: flushed and shut down with it
+        self._shutdown_timeout = shutdown_timeout_s  # for the worker and the owned providers together
         self._session_span_name = f"{A.SPAN_INVOKE_AGENT} {agent_name}" if agent_name else A.SPAN_INVOKE_AGENT
         self._tool_span_names: dict[str, str] = {}
         self._letters: dict[tuple[str, ...], str] = {}
@@ -421,15 +423,15 @@ class OTelSink(Sink):
     def shutdown(self) -> None:
         for st in self._sessions.clear():  # sessions nobody ended: close their spans so they are not lost
             self._close(st, st.session.summary(), evicted=True)
+        deadline = time.monotonic() + self._shutdown_timeout
         if self._worker is not None:
-            self._worker.shutdown()
-        from .export import shutdown_provider
+            self._worker.shutdown(self._shutdown_timeout)
+        from .export import shutdown_providers
 
-        for provider in self._owned:
-            try:
-                shutdown_provider(provider)
-            except Exception as exc:
-                self.errors.record("OTelSink.shutdown", exc)
+        try:
+            shutdown_providers(self._owned, deadline - time.monotonic())
+        except Exception as exc:
+            self.errors.record("OTelSink.shutdown", exc)
 
     def force_flush(self, timeout_s: float = 10.0) -> bool:
         """Hand every finished span to the exporters (the worker first, then owned providers)."""

@@ -15,15 +15,14 @@ proxy:
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from planguard.config import Config, ConfigError, apply_env, load_config
+from planguard.documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 
 from .text_actions import DEFAULT_ACTION_REGEX, DEFAULT_RETURNCODE_REGEX
 
@@ -176,9 +175,11 @@ def load_proxy_config(path: str | Path | None) -> tuple[Config, ProxyConfig]:
         return apply_env(Config()), ProxyConfig()
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = decode_utf8(p.read_bytes())
     except OSError as exc:
         raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
+    except DocumentError as exc:
+        raise ConfigError(str(p), [(exc.line, "", exc.problem)]) from None
     data = _parse(p, text)
     section = data.get("proxy") if isinstance(data, dict) else None
     if not isinstance(data, dict) or "proxy" not in data or "proxy" in Config.model_fields:
@@ -210,13 +211,14 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def _parse(path: Path, text: str) -> Any:
+    """The file's data, read as planguard reads its own config (YAML aliases and deep nesting refused)."""
     try:
         if path.suffix.lower() == ".toml":
-            return tomllib.loads(text)
+            return check_depth(tomllib.loads(text))
         if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text) or {}
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(
-            str(path), [(None, "", f"not valid {path.suffix.lstrip('.').upper() or 'YAML'}: {exc}")]
-        ) from None
+            return loads_json(text)
+        return loads_yaml(text) or {}
+    except DocumentError as exc:
+        raise ConfigError(str(path), [(exc.line, "", exc.problem)]) from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(str(path), [(None, "", f"not valid TOML: {exc}")]) from None

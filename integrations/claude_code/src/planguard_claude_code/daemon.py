@@ -68,6 +68,7 @@ class _Slot:
     signature: tuple[Any, ...]
     runner: HookRunner | None = None
     error: str | None = None
+    config_error: Exception | None = None  # a ConfigError, raised again to every call as a hook process would
     users: int = 0
     retired: bool = False
     build_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -321,11 +322,17 @@ class Daemon:
         with slot.build_lock:
             if slot.runner is not None or slot.error is not None:
                 return
+            from planguard.config import ConfigError
+
             from .hook import HookRunner
             from .state import SessionStore
 
             try:
                 runner = HookRunner(slot.config, SessionStore(self.state_dir), long_lived=True)
+            except ConfigError as exc:  # names the file, line and key itself: answered without a traceback
+                slot.error = str(exc)
+                slot.config_error = exc
+                return
             except Exception:
                 slot.error = traceback.format_exc()
                 return
@@ -399,7 +406,9 @@ class Daemon:
 
         def runner() -> HookRunner:
             self._build(slot)
-            if slot.error is not None:  # logged by answer_text on every call, as a hook process would
+            if slot.config_error is not None:  # logged by answer_text on every call, as a hook process would
+                raise slot.config_error.with_traceback(None)
+            if slot.error is not None:
                 raise _BuildFailed(slot.error)
             assert slot.runner is not None
             return slot.runner

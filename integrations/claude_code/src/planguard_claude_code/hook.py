@@ -30,14 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from planguard.events import ToolEvent
+
 from .adapter import ClaudeCodeAdapter, HookState
 from .state import Op, SessionStore, StoredSession, session_state, silent
-from .translate import HOOK_EVENTS, session_key
+from .translate import HOOK_EVENTS, PRE_TOOL_USE, call_event, deny_answer, session_key
 
 if TYPE_CHECKING:
     from planguard.config import Config
     from planguard.decisions import Decision
-    from planguard.events import ToolEvent
     from planguard.guard import Guard
     from planguard.session import Session, SessionSummary
 
@@ -83,19 +84,88 @@ def answer_text(
     text: str, store: SessionStore, runner: Callable[[], HookRunner], rid: str | None = None
 ) -> dict[str, Any]:
     """The answer to one hook payload (``{}``: none). Never raises: what goes wrong is logged and the call
-    let through. ``runner`` is only called for payloads planguard handles."""
+    let through — unless a fail-closed gate covers it, which then denies it (:func:`_failure_answer`).
+    ``runner`` is only called for payloads planguard handles."""
+    from planguard.documents import loads_json
+
     try:
-        payload = json.loads(text or "null")
+        payload = loads_json(text or "null")
     except ValueError as exc:
-        _log_error(store, f"standard input is not JSON ({exc}); expected one Claude Code hook payload object")
-        return {}
+        problem = f"standard input is not JSON planguard can read ({exc}); expected one hook payload object"
+        if '"PreToolUse"' not in text:  # nothing a gate could cover
+            _report_error(store, problem)
+            return {}
+        return _failure_answer(store, problem, runner, None)
     if not isinstance(payload, dict) or payload.get("hook_event_name") not in HOOK_EVENTS:
         return {}
+    from planguard.config import ConfigError
+
     try:
-        return runner().handle(payload, rid=rid)
+        built = runner()
+    except ConfigError as exc:  # its own message names the file, line and key: no traceback needed
+        return _failure_answer(store, f"config unusable: {exc}", None, payload)
     except Exception:
-        _log_error(store, traceback.format_exc())
-        return {}
+        return _failure_answer(store, traceback.format_exc(), None, payload)
+    try:
+        return built.handle(payload, rid=rid)
+    except Exception:
+        return _failure_answer(store, traceback.format_exc(), built, payload)
+
+
+def _failure_answer(
+    store: SessionStore,
+    problem: str,
+    runner: HookRunner | Callable[[], HookRunner] | None,
+    payload: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The answer to a call planguard could not evaluate. A fail-closed gate stays closed whatever failed
+    (the state directory, the session files, the payload): a ``PreToolUse`` call such a gate covers is
+    denied (``payload`` None: the payload could not be read, but may be one). Everything else is let
+    through. The problem goes to the error log; when that cannot be written
+    (often the same broken directory), to standard error and the answer's ``systemMessage`` instead, which
+    Claude Code shows the user."""
+    logged = _report_error(store, problem)
+    answer: dict[str, Any] = {}
+    if payload is None or payload.get("hook_event_name") == PRE_TOOL_USE:
+        decision = _gate_on_failure(runner, payload)
+        if decision is not None and decision.blocks:
+            answer = deny_answer(decision)
+    if not logged:
+        answer["systemMessage"] = f"planguard could not evaluate this hook call: {_last_line(problem)}"
+    return answer
+
+
+def _gate_on_failure(
+    runner: HookRunner | Callable[[], HookRunner] | None, payload: Mapping[str, Any] | None
+) -> Decision | None:
+    """The fail-closed gates' decision on a call that could not be evaluated; None when no gate fails
+    closed, or the configuration itself is unusable and ``PLANGUARD_FAIL_CLOSED_GATES`` is not set."""
+    from planguard.decisions import Decision, DecisionKind
+
+    built: HookRunner | None = None
+    if isinstance(runner, HookRunner):
+        built = runner
+    elif runner is not None:
+        with contextlib.suppress(Exception):
+            built = runner()
+    if built is None:
+        # Which gates exist is unknown (the config could not be loaded). Asked to fail closed from the
+        # environment, every call is denied rather than guessing which tools a gate would have covered.
+        if os.environ.get("PLANGUARD_FAIL_CLOSED_GATES", "").strip().lower() in ("1", "true", "yes", "on"):
+            return Decision(
+                DecisionKind.DENY,
+                "PLANGUARD: this call is blocked: planguard's configuration could not be loaded and gates "
+                "are fail-closed (PLANGUARD_FAIL_CLOSED_GATES). Fix the configuration, then try again.",
+                "fail_closed_gates",
+            )
+        return None
+    if not built.guard.fails_closed:
+        return None
+    event: ToolEvent | None = None
+    if payload is not None:
+        with contextlib.suppress(Exception):  # cannot tell what the call is: a closed gate stays closed
+            event = call_event(payload)
+    return built.guard.failure_decision(event)
 
 
 def run_hook(
@@ -415,8 +485,8 @@ def _scores(sc: Any) -> Any:
     return as_dict() if callable(as_dict) else str(sc)
 
 
-def _log_error(store: SessionStore, text: str) -> None:
-    """Append to the bounded error log; never raises (there is nowhere left to report to)."""
+def _log_error(store: SessionStore, text: str) -> bool:
+    """Append to the bounded error log; never raises. Returns whether the line was written."""
     try:
         store.ensure_directory()
         path = Path(store.directory) / "hook-errors.log"
@@ -427,8 +497,28 @@ def _log_error(store: SessionStore, text: str) -> None:
             path.write_bytes(data[len(data) // 2 :])
         with open(path, "a", encoding="utf-8") as f:
             f.write(line)
+        return True
     except Exception:
-        pass
+        return False
+
+
+def _report_error(store: SessionStore, text: str) -> bool:
+    """The error log, else standard error (Claude Code shows a hook's stderr in its transcript view).
+    Returns whether the error log took it."""
+    if _log_error(store, text):
+        return True
+    with contextlib.suppress(Exception):
+        print(
+            f"planguard hook: {_last_line(text)} (cannot write {store.directory}/hook-errors.log)",
+            file=sys.stderr,
+        )
+    return False
+
+
+def _last_line(text: str) -> str:
+    """A traceback's last line (the exception), or the text's: what one line of stderr can say."""
+    lines = text.strip().splitlines()
+    return lines[-1][:500] if lines else "unknown error"
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from planguard.documents import DocumentError, loads_json
+
 from .translate import HOOK_EVENTS, POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_TOOL_USE
 
 __all__ = ["Scope", "hook_command", "install", "is_planguard_hook", "merged", "settings_path", "uninstall"]
@@ -86,11 +88,10 @@ def _read(path: Path) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); fix or move the file first"
-        ) from None
+        data = loads_json(text)
+    except DocumentError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise ValueError(f"{where}: {exc.problem}; fix or move the file first") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object of settings, got {type(data).__name__}")
     hooks = data.get("hooks")

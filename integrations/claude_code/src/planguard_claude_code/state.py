@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from planguard.documents import loads_json
 from planguard.events import ToolEvent
 
 from . import client
@@ -76,7 +77,7 @@ class Op:
 
     @classmethod
     def from_json(cls, line: str) -> Op:
-        body = json.loads(line)
+        body = loads_json(line)
         if not isinstance(body, dict) or body.get("op") not in ("pre", "post", "model", "end"):
             raise ValueError("expected {'op': 'pre'|'post'|'model'|'end', ...}")
         raw = body.get("e")

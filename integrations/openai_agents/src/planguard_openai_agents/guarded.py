@@ -23,6 +23,7 @@ from agents import (
 from agents.run_config import CallModelData, ModelInputData
 
 from planguard.decisions import Decision, DecisionKind
+from planguard.documents import loads_json
 from planguard.events import ToolEvent
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ def tool_event(tool_name: str, arguments: str | None, call_id: str | None) -> To
     parsed: dict[str, Any] | str = {}
     if arguments:
         try:
-            value = json.loads(arguments)
-        except ValueError:
+            value = loads_json(arguments)
+        except ValueError:  # not JSON, or hostile (deep nesting): kept as the raw string
             value = None
         parsed = value if isinstance(value, dict) else arguments
     return ToolEvent(

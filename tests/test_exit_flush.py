@@ -1,0 +1,95 @@
+"""What is queued for the background writers when the process ends: on SIGTERM and at interpreter exit it
+is flushed within a bounded time, anything dropped is counted, and SIGTERM still does what it did before
+planguard (the application's handler runs; the default action ends the process by the signal). Real
+processes, a real store directory, a real signal."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from planguard.telemetry.drops import DropCounter
+from planguard.telemetry.worker import BackgroundWorker
+
+CHILD = """\
+import os, signal, sys, time
+from planguard import Guard
+from planguard.config import Config
+from planguard.events import ToolEvent
+
+{before}
+guard = Guard(Config.model_validate({{
+    "telemetry": {{"enabled": False}},
+    "store": {{"path": sys.argv[1], "max_queue": 5000}},
+    "policies": {{"reminder": {{"enabled": False}}}},
+}}))
+for i in range(1000):
+    guard.after_tool("s1", ToolEvent("Read", {{"path": f"f{{i}}.py"}}, call_id=f"c{{i}}"))
+os.kill(os.getpid(), signal.SIGTERM)
+{after}
+"""
+
+
+def stored_steps(store: Path) -> int:
+    lines = [json.loads(line) for f in store.glob("*.jsonl") for line in f.read_text().splitlines()]
+    return sum(1 for rec in lines if rec.get("type") == "step")
+
+
+def run_child(
+    tmp_path: Path, before: str = "", after: str = "time.sleep(30)"
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(before=textwrap.dedent(before), after=textwrap.dedent(after)))
+    return subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_sigterm_flushes_the_queue_and_still_ends_the_process(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    proc = run_child(tmp_path)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr  # killed by the signal, as without planguard
+    assert time.perf_counter() - t0 < 30
+    assert stored_steps(tmp_path / "store") == 1000
+
+
+def test_sigterm_chains_to_the_applications_handler(tmp_path: Path) -> None:
+    before = """
+        def on_term(signum, frame):
+            print("app handler ran", flush=True)
+            sys.exit(3)
+        signal.signal(signal.SIGTERM, on_term)
+    """
+    proc = run_child(tmp_path, before=before)
+    assert proc.returncode == 3 and "app handler ran" in proc.stdout, proc.stderr
+    assert stored_steps(tmp_path / "store") == 1000
+
+
+def test_exit_flushes_within_its_deadline_and_counts_what_it_drops() -> None:
+    from planguard.telemetry.worker import flush_at_exit
+
+    release = threading.Event()
+    drops = DropCounter()
+    worker: BackgroundWorker[int] = BackgroundWorker(
+        "stuck", lambda batch: release.wait(30), drops=drops, drop_reason="q_full", max_batch=1
+    )
+    try:
+        for i in range(10):
+            worker.submit(i)
+        time.sleep(0.2)  # the first item is stuck in the handler
+        t0 = time.perf_counter()
+        dropped = flush_at_exit(0.3)
+        assert time.perf_counter() - t0 < 1.0
+        assert dropped == 9 and drops["stuck_unsent_at_exit"] == 9
+    finally:
+        release.set()
+        worker.shutdown(1.0)
