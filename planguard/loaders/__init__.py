@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._base import STANDARD_META_KEYS, LoadError, Trajectory
+from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_run
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
 from ._json import loads
 from .claude_code import load_claude_code
@@ -44,6 +44,7 @@ __all__ = [
     "STANDARD_META_KEYS",
     "TRAJECTORY_SUFFIXES",
     "LoadError",
+    "LoadNote",
     "Trajectory",
     "detect_format",
     "iter_trajectories",
@@ -59,6 +60,13 @@ _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
 
 SkipCallback = Callable[[Path, str], None]
 _DocumentLoader = Callable[[Any, str, str], Trajectory]
+_SessionLineLoader = Callable[
+    [Iterable[tuple[int, Any] | LoadError], str, str], Iterator[Trajectory | LoadError]
+]
+#: Line formats that hold one session per file (read whole, not record by record).
+_SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {"claude-code": load_claude_code}
+#: Document formats whose file is one entry of a storage tree the loader reads around it.
+_DIRECTORY_FILE_LOADERS: dict[str, Callable[[Path, Sniff], Iterator[Trajectory | LoadError]]] = {}
 _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-traj": load_traj_document,
     "swe-agent-demo": load_demo_document,
@@ -202,9 +210,15 @@ def _load_file(
     try:
         if fmt in LINE_FORMATS:
             yield from _load_lines(path, fmt, found)
+        elif fmt in _DIRECTORY_FILE_LOADERS:
+            yield from _DIRECTORY_FILE_LOADERS[fmt](path, found)
         else:
             document = found.document if found.has_document else parse_document(path)
-            yield _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))
+            run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))
+            if found.truncated is not None:
+                yield found.truncated
+                run.meta["partial"] = True
+            yield from checked_run(run, document, shown, None)
     except LoadError as exc:
         yield exc
     except OSError as exc:
@@ -217,9 +231,15 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
     shown = str(path)
     # A pretty-printed single record (e.g. one output.jsonl instance saved as .json) was already parsed.
     records: Iterable[tuple[int, Any] | LoadError]
-    records = [(1, found.document)] if found.has_document else _read_jsonl(path)
-    if fmt == "claude-code":
-        yield from load_claude_code(records, shown, run_id_from_name(path.name))
+    lines = _JsonLines(path)
+    records = [(1, found.document)] if found.has_document else lines
+    if fmt in _SESSION_LINE_LOADERS:
+        # One session per file: a file whose last line is cut short (still being written, or a copy that
+        # stopped) still gives its run, marked partial beside the line's error.
+        for loaded in _SESSION_LINE_LOADERS[fmt](records, shown, run_id_from_name(path.name)):
+            if isinstance(loaded, Trajectory) and lines.last_line_failed:
+                loaded.meta["partial"] = True
+            yield loaded
         return
     if fmt == "planguard-store":
         yield from _store_trajectories(records, shown, run_id_from_name(path.name))
@@ -231,7 +251,7 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
             continue
         line, record = item
         try:
-            yield load_record(record, shown, line)
+            yield from checked_run(load_record(record, shown, line), record, shown, line)
         except LoadError as exc:
             yield exc
         except Exception as exc:  # one odd record must not hide the rest of the corpus
@@ -251,18 +271,30 @@ def _store_trajectories(
     yield from reader.trajectories_from_records(records, shown, default_id)
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, Any] | LoadError]:
-    shown = str(path)
-    with path.open("rb") as handle:
-        for line, raw in enumerate(_lines(handle), 1):
-            if raw.isspace():
-                continue
-            try:
-                yield line, loads(raw)
-            except (ValueError, RecursionError) as exc:
-                yield LoadError(
-                    shown, f"invalid JSON ({json_problem(exc)}); expected one JSON object per line", line
-                )
+class _JsonLines:
+    """The ``(line, record)`` items of a JSON Lines file (a LoadError for a line that is not JSON), read
+    as they are iterated; ``last_line_failed`` tells afterwards whether the file's last line was cut."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_line_failed = False
+
+    def __iter__(self) -> Iterator[tuple[int, Any] | LoadError]:
+        shown = str(self.path)
+        with self.path.open("rb") as handle:
+            for line, raw in enumerate(_lines(handle), 1):
+                if raw.isspace():
+                    continue
+                try:
+                    record = loads(raw)
+                except (ValueError, RecursionError) as exc:
+                    self.last_line_failed = True
+                    yield LoadError(
+                        shown, f"invalid JSON ({json_problem(exc)}); expected one JSON object per line", line
+                    )
+                    continue
+                self.last_line_failed = False
+                yield line, record
 
 
 #: Bytes read at a time when splitting JSON Lines.
