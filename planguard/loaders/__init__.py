@@ -16,7 +16,11 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
 * ``mini-swe-agent`` - ``.traj.json`` message lists and ``{"info", "messages"}`` files.
 * ``claude-code`` - Claude Code session JSONL; sub-agent transcripts become separate runs.
 * ``openhands`` - OpenHands serialised event lists.
-* ``openhands-output`` - OpenHands evaluation ``output.jsonl`` (one instance per line, streamed).
+* ``openhands-output`` - OpenHands evaluation and resolver ``output.jsonl`` (one instance per line,
+  streamed; V0 and V1 event histories).
+* ``codex`` - Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+* ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
+* ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``).
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.store.reader`).
 
 Bad input never raises out of :func:`iter_trajectories`: a malformed file or line becomes a yielded
@@ -35,7 +39,10 @@ from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
 from ._json import loads
 from .claude_code import load_claude_code
+from .codex import load_codex
+from .gemini_cli import load_gemini_cli
 from .mini_swe_agent import load_mini_document
+from .opencode import is_opencode_storage, load_opencode_storage
 from .openhands import load_event_document, load_output_record
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
 
@@ -64,9 +71,11 @@ _SessionLineLoader = Callable[
     [Iterable[tuple[int, Any] | LoadError], str, str], Iterator[Trajectory | LoadError]
 ]
 #: Line formats that hold one session per file (read whole, not record by record).
-_SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {"claude-code": load_claude_code}
-#: Document formats whose file is one entry of a storage tree the loader reads around it.
-_DIRECTORY_FILE_LOADERS: dict[str, Callable[[Path, Sniff], Iterator[Trajectory | LoadError]]] = {}
+_SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {
+    "claude-code": load_claude_code,
+    "codex": load_codex,
+    "gemini-cli": load_gemini_cli,
+}
 _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-traj": load_traj_document,
     "swe-agent-demo": load_demo_document,
@@ -152,7 +161,11 @@ def _iterate(
             continue
         if is_dir:
             for path in _walk(target):
-                yield from _load_file(path, source_format, on_skip, explicit=False)
+                storage = is_opencode_storage(path) if path.is_dir() else None
+                if storage is not None:
+                    yield from load_opencode_storage(storage)
+                else:
+                    yield from _load_file(path, source_format, on_skip, explicit=False)
         elif exists:
             yield from _load_file(target, source_format, on_skip, explicit=True)
         else:
@@ -162,6 +175,10 @@ def _iterate(
 
 
 def _walk(root: Path) -> Iterator[Path]:
+    """The trajectory files under ``root``, and OpenCode storage directories (read as one input each)."""
+    if is_opencode_storage(root) is not None:
+        yield root
+        return
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
     except OSError:
@@ -210,8 +227,10 @@ def _load_file(
     try:
         if fmt in LINE_FORMATS:
             yield from _load_lines(path, fmt, found)
-        elif fmt in _DIRECTORY_FILE_LOADERS:
-            yield from _DIRECTORY_FILE_LOADERS[fmt](path, found)
+        elif fmt == "opencode":
+            yield LoadError(
+                shown, "OpenCode session storage is read as a directory; expected its storage/ path"
+            )
         else:
             document = found.document if found.has_document else parse_document(path)
             run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))

@@ -37,10 +37,15 @@ FORMATS: tuple[str, ...] = (
     "claude-code",
     "openhands",
     "openhands-output",
+    "codex",
+    "gemini-cli",
+    "opencode",
     "planguard-store",
 )
 #: Formats read line by line (one record per line, streamed); the others are one JSON/YAML document.
-LINE_FORMATS = frozenset({"swe-agent-jsonl", "claude-code", "openhands-output", "planguard-store"})
+LINE_FORMATS = frozenset(
+    {"swe-agent-jsonl", "claude-code", "openhands-output", "codex", "gemini-cli", "planguard-store"}
+)
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
     "swe-agent-jsonl": "swe-agent-jsonl",
@@ -50,6 +55,9 @@ FAMILY: dict[str, str] = {
     "claude-code": "claude-code",
     "openhands": "openhands",
     "openhands-output": "openhands",
+    "codex": "codex",
+    "gemini-cli": "gemini-cli",
+    "opencode": "opencode",
     "planguard-store": "planguard-store",
 }
 
@@ -60,6 +68,8 @@ _CLAUDE_BOOKKEEPING = frozenset({"summary", "file-history-snapshot", "queue-oper
 # so that sniffing does not import the store.
 STORE_HEADER_TYPE = "planguard.session"
 _MISSING: Any = object()
+# Line types of a Codex CLI rollout (codex-rs/protocol/src/protocol.rs RolloutItem).
+_CODEX_LINE_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
 # Event kinds of the OpenHands software-agent-sdk (V1) that mark a serialised event list.
 _OPENHANDS_V1_KINDS = frozenset(
     {"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "UserRejectObservation"}
@@ -93,11 +103,19 @@ def classify_record(obj: Any) -> str | None:
     kind = obj.get("type")
     if kind == STORE_HEADER_TYPE:
         return "planguard-store"
+    if isinstance(kind, str) and kind in _CODEX_LINE_TYPES and "payload" in obj:
+        return "codex"
+    if "sessionId" in obj and "projectHash" in obj and kind is None:
+        return "gemini-cli"  # a Gemini CLI chat recording: its metadata line, or the whole record
     if isinstance(kind, str) and (
         "sessionId" in obj or kind in _CLAUDE_BOOKKEEPING or ("uuid" in obj and "message" in obj)
     ):
         return "claude-code"
     return None
+
+
+def _is_str_in(value: Any, names: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in names
 
 
 def _has_actions(steps: Any) -> bool:
@@ -128,7 +146,7 @@ def classify_document(obj: Any) -> str | None:
         if any(
             ("action" in item or "observation" in item) and ("source" in item or "timestamp" in item)
             for item in sample
-        ) or any(item.get("kind") in _OPENHANDS_V1_KINDS for item in sample):
+        ) or any(_is_str_in(item.get("kind"), _OPENHANDS_V1_KINDS) for item in sample):
             return "openhands"
     return None
 
