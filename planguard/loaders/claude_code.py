@@ -23,7 +23,8 @@ lines may embed a running sub-agent's messages, which its own transcript records
   - a call the harness cancelled because a parallel sibling failed:
     ``"<tool_use_error>Sibling tool call errored</tool_use_error>"`` (anthropics/claude-code#22264).
 * File paths of the file tools (``Read``, ``Edit``, ``Write``, ``Glob``, ...) are made relative to the
-  session's ``cwd`` when they lie inside it, so targets are repo-relative as for every other scaffold;
+  session's ``cwd`` when they lie inside it (unless the cwd is itself a scratch directory such as
+  ``/tmp``), so targets are repo-relative as for every other scaffold;
   the arguments as recorded stay in ``metadata["absolute_arguments"]``.
 * A compaction transcript (the conversation Claude Code runs to summarise a session that outgrew its
   context: its only prompt is the summary request, and it calls no tools; or a sub-agent whose id starts
@@ -41,6 +42,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from planguard.actions.paths import is_scratch_path
 from planguard.events import ToolEvent
 
 from ._base import LoadError, LoadNote, Trajectory, as_str, new_meta, parse_time, text_of, type_name
@@ -124,7 +126,9 @@ class _Chain:
                 arguments: dict[str, Any] | str = raw_input if isinstance(raw_input, (dict, str)) else {}
                 metadata: dict[str, Any] = {"message_id": response_id, "uuid": entry.get("uuid")}
                 cwd = as_str(entry.get("cwd"))
-                if cwd and isinstance(arguments, dict):
+                # A session run in a scratch directory (/tmp) has no repository to be relative to: its
+                # files stay scratch files.
+                if cwd and isinstance(arguments, dict) and not is_scratch_path(cwd.rstrip("/") + "/"):
                     relative = _relative_arguments(arguments, cwd)
                     if relative != arguments:
                         metadata["absolute_arguments"] = arguments
