@@ -347,3 +347,21 @@ def test_claude_code_tool_use_blocks_without_names_are_a_diagnostic(tmp_path: Pa
     lines[1]["message"]["content"][0]["name"] = ""
     (item,) = items_of(write_jsonl(tmp_path / "s1.jsonl", lines))
     assert isinstance(item, LoadError) and item.fatal and "none could be read" in item.message
+
+
+# ------------------------------------------------------------------------------------------------
+# Acceptance: no real file replays silently empty
+# ------------------------------------------------------------------------------------------------
+
+
+def test_every_shared_real_file_replays_with_steps(shared: Path) -> None:
+    """Every real file under shared/data replays with steps, or would print a diagnostic and exit 1
+    (none does): no run comes back silently empty. spotter_short's only two calls were rejected by the
+    user at the permission prompt: recorded denials, not steps."""
+    code, out, err = replay_exit(shared / "data")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, err
+    assert len(records) == 95
+    empty = [r["id"] for r in records if r["n_steps"] == 0 or not r["actions"]]
+    assert set(empty) <= {"spotter_short"}
+    assert "holds" not in err and "no tool calls" not in err
