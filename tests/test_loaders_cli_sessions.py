@@ -458,6 +458,18 @@ def test_opencode_storage_directory(tmp_path: Path) -> None:
         assert n_steps(run) == 2
 
 
+def test_opencode_one_session_file_given_by_name(tmp_path: Path) -> None:
+    storage = opencode_storage(tmp_path)
+    (session_file,) = (storage / "session").glob("*/*.json")
+    assert detect_format(session_file) == "opencode"
+    run = only_run(session_file)
+    assert run.id == "ses_469cf929cffeBICghRNeI7BWy6" and len(run.events) == 4
+    loose = tmp_path / "ses_copy.json"
+    loose.write_text(session_file.read_text())
+    (error,) = list(iter_trajectories([loose]))
+    assert isinstance(error, LoadError) and "outside its storage tree" in error.message
+
+
 def test_opencode_broken_part_file_is_named_and_the_rest_loads(tmp_path: Path) -> None:
     storage = opencode_storage(tmp_path)
     (storage / "part/msg_a002/prt_b003.json").write_text("{not json")

@@ -334,6 +334,12 @@ def test_claude_code_compaction_transcript_is_skipped_with_a_note(tmp_path: Path
     assert "compaction transcript" in err
 
 
+def test_claude_code_file_of_summary_lines_only_is_skipped_with_a_note(tmp_path: Path) -> None:
+    lines = [{"type": "summary", "summary": "Fix divide", "leafUuid": "u1"}]
+    (note,) = items_of(write_jsonl(tmp_path / "s3.jsonl", lines))
+    assert isinstance(note, LoadNote) and "summary lines" in note.message
+
+
 def test_claude_code_truncated_last_line_gives_a_partial_run(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "s1.jsonl", cc_lines([("Read", {"file_path": f"{CWD}/a.py"}, "x", False)]))
     path.write_text(path.read_text() + '{"type": "assistant", "uuid": "a9", "message": {"id": "m')

@@ -42,7 +42,7 @@ from .claude_code import load_claude_code
 from .codex import load_codex
 from .gemini_cli import load_gemini_cli
 from .mini_swe_agent import load_mini_document
-from .opencode import is_opencode_storage, load_opencode_storage
+from .opencode import is_opencode_storage, load_opencode_session_file, load_opencode_storage
 from .openhands import load_event_document, load_output_record
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
 
@@ -228,9 +228,8 @@ def _load_file(
         if fmt in LINE_FORMATS:
             yield from _load_lines(path, fmt, found)
         elif fmt == "opencode":
-            yield LoadError(
-                shown, "OpenCode session storage is read as a directory; expected its storage/ path"
-            )
+            document = found.document if found.has_document else parse_document(path)
+            yield from load_opencode_session_file(path, document if isinstance(document, dict) else {})
         else:
             document = found.document if found.has_document else parse_document(path)
             run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))

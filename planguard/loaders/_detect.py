@@ -131,6 +131,8 @@ def classify_document(obj: Any) -> str | None:
             return record
         if isinstance(obj.get("trajectory"), list):
             return "swe-agent-traj"
+        if isinstance(obj.get("id"), str) and obj["id"].startswith("ses_") and "projectID" in obj:
+            return "opencode"  # one session's info file in OpenCode's storage
         if isinstance(obj.get("messages"), list) and ("info" in obj or "trajectory_format" in obj):
             return "mini-swe-agent"
         history = obj.get("history")

@@ -27,8 +27,9 @@ lines may embed a running sub-agent's messages, which its own transcript records
   ``/tmp``), so targets are repo-relative as for every other scaffold;
   the arguments as recorded stay in ``metadata["absolute_arguments"]``.
 * A compaction transcript (the conversation Claude Code runs to summarise a session that outgrew its
-  context: its only prompt is the summary request, and it calls no tools; or a sub-agent whose id starts
-  with ``acompact``) is not a run of the agent: it is skipped, with a note.
+  context: its only prompt is the summary request, and it calls no tools; a sub-agent whose id starts
+  with ``acompact``; or a file of nothing but ``summary`` lines) is not a run of the agent: it is
+  skipped, with a note.
 * Sub-agent (Task) transcripts are never mixed into the parent run. Lines with ``isSidechain: true``
   form their own :class:`Trajectory` with id ``"<session>/<agentId>"`` (``"<session>/sidechain-N"`` for
   old versions that did not write ``agentId``, chains being told apart by ``parentUuid``). A standalone
@@ -322,6 +323,13 @@ def load_claude_code(
         else:
             chain.user(entry, message)
 
+    if main.n_lines == 0 and not sidechains and summaries:
+        # Only ``summary`` lines (the titles/summaries Claude Code writes when it compacts or resumes a
+        # session): no conversation of its own.
+        yield LoadNote(
+            path, f"{stem}: only Claude Code summary lines (a compacted session's summary), no run; skipped"
+        )
+        return
     has_main = main.n_lines > 0 or not sidechains
     if has_main:
         yield from main.emit(stem, path, {"summaries": summaries, "is_sidechain": False})

@@ -32,7 +32,12 @@ from ._base import LoadError, Trajectory, as_dict, as_str, checked_run, new_meta
 from ._json import loads
 from .claude_code import PLANGUARD_REASON_PREFIXES
 
-__all__ = ["is_opencode_storage", "load_opencode_storage"]
+__all__ = [
+    "is_opencode_session",
+    "is_opencode_storage",
+    "load_opencode_session_file",
+    "load_opencode_storage",
+]
 
 _REFUSED = (
     "The user rejected permission to use this specific tool call",
@@ -72,6 +77,32 @@ def load_opencode_storage(root: Path) -> Iterator[Trajectory | LoadError]:
             yield from _session_run(root, session_file, info, session_id)
         except LoadError as exc:
             yield exc
+
+
+def is_opencode_session(document: Any) -> bool:
+    """A session info object (``session/<projectID>/<sessionID>.json``)."""
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get("id"), str)
+        and document["id"].startswith("ses_")
+        and "projectID" in document
+    )
+
+
+def load_opencode_session_file(path: Path, info: dict[str, Any]) -> Iterator[Trajectory | LoadError]:
+    """One session, given by its info file inside a storage tree (``storage/session/<project>/<id>.json``)."""
+    root = path.parent.parent.parent
+    if is_opencode_storage(root) != root:
+        yield LoadError(
+            str(path),
+            "an OpenCode session file outside its storage tree; expected storage/session/<project>/<id>.json "
+            "beside storage/message and storage/part",
+        )
+        return
+    try:
+        yield from _session_run(root, path, info, as_str(info.get("id")) or path.stem)
+    except LoadError as exc:
+        yield exc
 
 
 def _session_run(
