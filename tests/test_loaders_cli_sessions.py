@@ -198,6 +198,25 @@ def test_codex_rollout_loads_calls_results_and_denials(tmp_path: Path) -> None:
     assert n_steps(run) == 2
 
 
+def test_codex_rollout_before_the_envelope(tmp_path: Path) -> None:
+    lines = [
+        {"id": "0c5d3e7a-legacy", "timestamp": "2025-05-01T10:00:00.000Z", "instructions": None},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+        {"record_type": "state"},
+        {"type": "function_call", "name": "shell", "arguments": '{"command": ["ls"]}', "call_id": "c1"},
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": '{"output": "a.py", "metadata": {"exit_code": 0}}',
+        },
+    ]
+    path = write_jsonl(tmp_path / "rollout-2025-05-01-0c5d3e7a.jsonl", lines)
+    assert detect_format(path) == "codex"
+    run = only_run(path)
+    assert run.id == "0c5d3e7a-legacy" and run.meta["task"] == "list files"
+    assert [(e.tool, e.result, e.exit_code) for e in run.events] == [("shell", "a.py", 0)]
+
+
 def test_codex_rollout_cut_short_is_partial(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "rollout-x.jsonl", codex_rollout()[:8])
     path.write_text(path.read_text() + '{"timestamp": "2025-10-29T00:59:03.000Z", "type": "response_it')

@@ -105,6 +105,12 @@ def classify_record(obj: Any) -> str | None:
         return "planguard-store"
     if isinstance(kind, str) and kind in _CODEX_LINE_TYPES and "payload" in obj:
         return "codex"
+    if (
+        kind in ("function_call", "local_shell_call", "custom_tool_call")
+        and "call_id" in obj
+        and "role" not in obj
+    ):
+        return "codex"  # a rollout from before the {timestamp, type, payload} envelope
     if "sessionId" in obj and "projectHash" in obj and kind is None:
         return "gemini-cli"  # a Gemini CLI chat recording: its metadata line, or the whole record
     if isinstance(kind, str) and (

@@ -16,7 +16,9 @@ enum of ``codex-rs/protocol/src/models.rs``:
 * ``message`` (``role`` user/assistant, ``content`` of ``input_text``/``output_text`` items) and
   ``reasoning``, which are context.
 
-``event_msg`` lines repeat what the items say for the UI and are skipped. A call the user declined at the
+``event_msg`` lines repeat what the items say for the UI and are skipped. Rollouts written before the
+envelope existed (a first line ``{id, timestamp, instructions}``, then bare ``ResponseItem`` lines) are
+read too. A call the user declined at the
 approval prompt is answered ``"exec command rejected by user"`` / ``"patch rejected by user"`` (codex-rs
 core normalises every human denial to these), and one the guardian declined ``"This action was rejected
 due to unacceptable risk."``: those never ran and are denials, as are answers that are planguard's own
@@ -49,6 +51,7 @@ __all__ = ["load_codex"]
 
 _CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+_LEGACY_ITEM_TYPES = _CALL_TYPES | _OUTPUT_TYPES | {"message", "reasoning"}
 _REJECTED = ("exec command rejected by user", "patch rejected by user")
 _GUARDIAN_REJECTED = "This action was rejected due to unacceptable risk."
 # "Exit code: 1" (shell_command's freeform output) and "Process exited with code 1" (exec_command).
@@ -79,6 +82,14 @@ def load_codex(
             continue
         kind = record.get("type")
         payload = as_dict(record.get("payload"))
+        if "payload" not in record:
+            # Rollouts before the {timestamp, type, payload} envelope: a first line {id, timestamp,
+            # instructions}, then the ResponseItems themselves (and {"record_type": "state"} lines).
+            if "type" not in record and isinstance(record.get("id"), str) and "timestamp" in record:
+                meta_facts = {"session_id": as_str(record.get("id")), "cwd": None}
+                continue
+            if isinstance(kind, str) and kind in _LEGACY_ITEM_TYPES:
+                payload, kind = record, "response_item"
         if kind == "session_meta":
             meta_facts = {
                 "session_id": as_str(payload.get("id")),
