@@ -497,3 +497,25 @@ def test_opencode_broken_part_file_is_named_and_the_rest_loads(tmp_path: Path) -
     runs = [i for i in items if isinstance(i, Trajectory)]
     assert len(errors) == 1 and errors[0].path.endswith("prt_b003.json")
     assert len(runs) == 1 and len(runs[0].events) == 3
+
+
+def test_calls_no_loader_could_read_are_a_diagnostic_in_every_cli_format(tmp_path: Path) -> None:
+    gemini = {
+        "sessionId": "g",
+        "projectHash": "h",
+        "messages": [{"id": "m", "type": "gemini", "toolCalls": [{"args": {}}]}],
+    }
+    (tmp_path / "g.json").write_text(json.dumps(gemini))
+    codex = [
+        rollout_line(
+            "response_item", {"type": "function_call", "name": "", "arguments": "{}", "call_id": "c"}
+        )
+    ]
+    write_jsonl(tmp_path / "rollout-c.jsonl", codex)
+    storage = opencode_storage(tmp_path / "oc")
+    for part in (storage / "part/msg_a002").glob("prt_b*.json"):
+        part.write_text(part.read_text().replace('"tool": ', '"toolName": '))
+    for given in (tmp_path / "g.json", tmp_path / "rollout-c.jsonl", storage):
+        items = [i for i in iter_trajectories([given]) if not isinstance(i, Trajectory)]
+        assert [i.fatal for i in items] == [True], (given, items)
+        assert "none loaded as a step" in items[0].message

@@ -104,7 +104,11 @@ def count_tool_calls(value: Any) -> int:
             continue
         kind = node.get("type")
         action = node.get("action")
-        if node.get("kind") == "ActionEvent" or (isinstance(kind, str) and kind in _CALL_TYPES):
+        if (
+            node.get("kind") == "ActionEvent"
+            or (isinstance(kind, str) and kind in _CALL_TYPES)
+            or (kind == "tool" and "callID" in node)  # an OpenCode tool part
+        ):
             found += 1
         elif isinstance(node.get("tool_calls"), list) or isinstance(node.get("toolCalls"), list):
             calls = node.get("tool_calls") or node.get("toolCalls")

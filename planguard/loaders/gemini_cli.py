@@ -112,7 +112,7 @@ def load_gemini_cli(
     )
     run_id = as_str(metadata.get("sessionId")) or stem
     run = Trajectory(id=run_id, source=path, format="gemini-cli", events=events, meta=meta)
-    yield from checked_run(run, [m.get("toolCalls") for m in messages.values()], path, None)
+    yield from checked_run(run, list(messages.values()), path, None)
 
 
 def _tool_event(call: Any) -> ToolEvent | None:

@@ -157,7 +157,7 @@ def _session_run(
         unanswered_tool_calls=sum(1 for e in events if e.result is None and e.blocked is None),
     )
     run = Trajectory(id=session_id, source=str(session_file), format="opencode", events=events, meta=meta)
-    yield from checked_run(run, [{"type": "tool_use"} for _ in raw_parts], str(session_file), None)
+    yield from checked_run(run, raw_parts, str(session_file), None)
 
 
 def _tool_event(part: dict[str, Any]) -> ToolEvent | None:
