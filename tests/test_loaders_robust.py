@@ -329,6 +329,11 @@ def test_claude_code_compaction_transcript_is_skipped_with_a_note(tmp_path: Path
     path = write_jsonl(tmp_path / "agent-acompact-1f2e.jsonl", lines)
     (note,) = items_of(path)
     assert isinstance(note, LoadNote) and "compaction transcript" in note.message
+    # recognised by its prompt alone too (newer versions put a line before the request)
+    plain = [{**line, "agentId": "a77"} for line in lines]
+    plain[0]["message"]["content"] = "CRITICAL: Respond with TEXT ONLY.\n\n" + lines[0]["message"]["content"]
+    (note,) = items_of(write_jsonl(tmp_path / "agent-a77.jsonl", plain))
+    assert isinstance(note, LoadNote)
     code, out, err = replay_exit(path)
     assert (code, out) == (0, "")
     assert "compaction transcript" in err

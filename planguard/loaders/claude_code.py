@@ -68,7 +68,9 @@ PLANGUARD_REASON_PREFIXES = (
 _USER_REJECTED = "The user doesn't want to proceed with this tool use."
 _USER_REJECTED_OLD = "The user doesn't want to take this action right now."
 _SIBLING_CANCELLED = "Sibling tool call errored"
-# Claude Code's compaction request (the prompt of the summarising conversation) begins so.
+# Claude Code's compaction request, the prompt of the summarising conversation (the constant in its cli.js,
+# as public analyses of 2.0-2.1 quote it; newer versions put a "CRITICAL: Respond with TEXT ONLY." line and
+# tool warnings before it).
 _COMPACTION_PROMPT = "Your task is to create a detailed summary of the conversation so far"
 _COMPACTION_AGENT = "acompact"
 # File tools whose path arguments are made relative to the session's working directory.
@@ -236,7 +238,7 @@ class _Chain:
     def is_compaction(self) -> bool:
         if self.name.startswith(_COMPACTION_AGENT) or (self.agent_id or "").startswith(_COMPACTION_AGENT):
             return True
-        return not self.events and any(p.lstrip().startswith(_COMPACTION_PROMPT) for p in self.prompts[:1])
+        return not self.events and any(_COMPACTION_PROMPT in p[:2000] for p in self.prompts[:1])
 
     def trajectory(self, run_id: str, source: str, extra_meta: dict[str, Any]) -> Trajectory:
         meta = new_meta(
