@@ -8,12 +8,13 @@ tool call a ``ToolCallRecord`` ``{id, name, args, result, status, timestamp, ...
 ``functionResponse`` part list the model was sent; ``status`` is the scheduler's: ``success``,
 ``error``, ``cancelled``, or unfinished).
 
-Two file layouts exist: the whole record as one JSON document (``.json``, up to ~0.5x), and an append-only
-log (``.jsonl``, gemini-cli 0.61): a metadata line, then message records (a message is written again in
-full each time its tool calls or results change, so the last write of an id wins, in first-write order),
-``{"$set": {...}}`` patches (whose ``messages``, when present, are upserted too: a compression replaces
-the model's context, not the calls that ran) and ``{"$rewindTo": id}`` markers (counted; the calls
-after it still ran). Both are read by :func:`load_gemini_cli`.
+Two file layouts exist: the whole record as one JSON document (``.json``, older releases), and an
+append-only log (``.jsonl``, as gemini-cli 0.61's service writes it): a metadata line, then message
+records (a message is written again in full each time its tool calls or results change, so the last
+write of an id wins, in first-write order), ``{"$set": {...}}`` patches (whose ``messages``, when
+present, are upserted too: a compression replaces the model's context, not the calls that ran) and
+``{"$rewindTo": id}`` markers (counted; the calls after it still ran). :func:`load_gemini_cli` reads
+both.
 
 A call whose status is ``cancelled`` (the user declined the confirmation, or the turn was cancelled
 before it ran) is not a step; one answered with planguard's own reason text is a denial.
