@@ -112,13 +112,13 @@ class Action:
     shell: str | None = None  # first word of the deciding shell command, when the call went through a shell
     structured: bool = False  # a dedicated read/search/edit tool of the scaffold, not a shell command
     scaffold: str | None = None  # scaffold the tool name identifies ("claude-code", "openhands", ...)
-    # Further files one call writes besides ``target``: ``rm a b c`` deletes each (TraceProbe counts a write
-    # per file it changes); empty for the usual one-file call.
-    also_written: tuple[str, ...] = ()
     # Texts, kept by reference (never copied) and excluded from equality and repr.
     old_text: str | None = field(default=None, compare=False, repr=False)
     new_text: str | None = field(default=None, compare=False, repr=False)
     text: str | None = field(default=None, compare=False, repr=False)  # reasoning / completion message
+    # Further files one call writes besides ``target``: ``rm a b c`` deletes each (TraceProbe counts a write
+    # per file it changes); empty for the usual one-file call.
+    also_written: tuple[str, ...] = ()
 
     @property
     def is_file(self) -> bool:
