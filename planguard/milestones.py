@@ -99,15 +99,17 @@ class MilestoneTracker:
         if t is ActionType.FILE_READ:
             if "M1" not in first and action.target in anchors:
                 first["M1"] = index
-        elif t is ActionType.FILE_WRITE and action.target in anchors:
-            first.setdefault("M2", index)
-            unwritten = self._unwritten
-            if unwritten:
-                target = action.target
-                for f in [f for f in unwritten if target == f or target.endswith("/" + f)]:
-                    unwritten.discard(f)
-                if not unwritten:
-                    first.setdefault("M3", index)
+        elif t is ActionType.FILE_WRITE:
+            for target in (action.target, *action.also_written):  # ``rm a b c`` writes each file
+                if target not in anchors:
+                    continue
+                first.setdefault("M2", index)
+                unwritten = self._unwritten
+                if unwritten:
+                    for f in [f for f in unwritten if target == f or target.endswith("/" + f)]:
+                        unwritten.discard(f)
+                    if not unwritten:
+                        first.setdefault("M3", index)
 
     def result(self, n_steps: int | None = None) -> tuple[Milestone, ...]:
         n = self.n if n_steps is None else n_steps

@@ -117,7 +117,7 @@ def test_labels_without_anchors() -> None:
     labels = label_effects([classify_action(e) for e in events], events)
     assert labels == [
         Effect.JUSTIFIED,  # re-labelled at the end: the run kept a write to pkg/mod.py
-        Effect.NEUTRAL,
+        Effect.JUSTIFIED,  # a search that hit pkg/mod.py (its output names it): re-labelled at the end
         Effect.SURVIVED,
         Effect.JUSTIFIED,
         Effect.JUSTIFIED,
@@ -129,6 +129,42 @@ def test_labels_without_anchors() -> None:
         Effect.REVERTED,
         Effect.SURVIVED,
     ]
+
+
+def test_a_search_is_justified_when_it_hits_a_task_relevant_file() -> None:
+    # TraceProbe: "An action is justified when it reads or searches a task-relevant file"; without a gold
+    # patch, task relevance comes from the run's surviving writes.
+    events = [
+        ev("grep -rn divide src", "src/calc.py:3:def divide(a, b):"),  # 0 hits calc.py, written later
+        ev("grep -rn nothing src", "src/util.py:1:nothing"),  # 1 hits only util.py, never written
+        editor("str_replace", "/testbed/src/calc.py", "The file has been edited.", old_str="a", new_str="b"),
+        ev("grep -rn divide src", "src/calc.py:3:def divide(a, b):"),  # 3 hits a file already kept
+        editor("create", "/testbed/src/tmp.py", "File created successfully", file_text="x"),  # 4
+        editor("create", "/testbed/src/tmp.py", "File created successfully", file_text="y"),  # 5 overwrites 4
+        ev("grep -rn x src/tmp.py", "src/tmp.py:1:x"),  # 6 scope is a kept file
+        ev("grep -rn y src", ""),  # 7 found nothing
+    ]
+    labels = label_effects([classify_action(e) for e in events], events)
+    assert [labels[i] for i in (0, 1, 3, 6, 7)] == [
+        Effect.JUSTIFIED,
+        Effect.NEUTRAL,
+        Effect.JUSTIFIED,
+        Effect.JUSTIFIED,
+        Effect.NEUTRAL,
+    ]
+
+
+def test_rm_of_several_files_is_a_write_to_each() -> None:
+    # TraceProbe labels a write per file a call changes: ``rm a b c`` deletes (reverts) each one.
+    events = [
+        editor("create", "/testbed/a.py", "File created successfully", file_text="x"),
+        editor("create", "/testbed/b.py", "File created successfully", file_text="x"),
+        editor("create", "/testbed/c.py", "File created successfully", file_text="x"),
+        ev("rm a.py b.py c.py", ""),
+    ]
+    actions = [classify_action(e) for e in events]
+    assert (actions[3].target, actions[3].also_written) == ("a.py", ("b.py", "c.py"))
+    assert label_effects(actions, events) == [Effect.REVERTED] * 3 + [Effect.SURVIVED]
 
 
 def test_labels_with_anchors() -> None:

@@ -397,6 +397,7 @@ action_fields = st.tuples(
     optional_text,
     optional_text,
     optional_text,
+    st.lists(st.text(max_size=8), max_size=3).map(tuple),
 )
 
 

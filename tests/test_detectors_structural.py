@@ -63,11 +63,16 @@ def test_search_loop_threshold() -> None:
 
 
 def test_search_loop_counts_searches_resets_on_write_or_validation_and_refires() -> None:
+    # TraceProbe: "At least 10 consecutive SEARCH or FILE READ actions": a navigation or another command
+    # between them ends the streak (the looser strict=False reading lets only writes and validation runs).
     mixed = [sh(f"grep -rn x{i} .") if i % 2 else sh(f"cat f{i}.py") for i in range(6)]
-    events = [*mixed, sh("ls"), sh("pip list"), *reads(4, 10)]  # other actions neither count nor break
-    ((at, f),) = replay(SearchLoop(), events)
+    events = [*mixed, sh("ls"), sh("pip list"), *reads(4, 10)]
+    assert replay(SearchLoop(), events) == []
+    ((at, f),) = replay(SearchLoop(strict=False), events)
     assert (at, f.first_step, f.data["searches"]) == (11, 0, 3)
-    assert replay(SearchLoop(strict=True), events) == []
+    consecutive = [*mixed, ToolEvent(tool="think", arguments={"thought": "t"}), *reads(4, 10)]
+    ((at, f),) = replay(SearchLoop(), consecutive)  # a reasoning-only step is not an action
+    assert (at, f.first_step, f.data["count"]) == (10, 0, 10)
     broken = [*reads(9), sh("echo x > a.py"), *reads(9)]
     assert replay(SearchLoop(), broken) == []
     validated = [*reads(9), sh("python reproduce.py"), *reads(9)]
@@ -77,6 +82,12 @@ def test_search_loop_counts_searches_resets_on_write_or_validation_and_refires()
 
 
 # ----------------------------------------------------------------------------------------- re-read churn
+
+
+def test_reread_churn_sees_rm_of_several_files_as_a_write_to_each() -> None:
+    b = sh("cat pkg/b.py")
+    assert replay(RereadChurn(), [b, b, sh("rm pkg/a.py pkg/b.py"), b]) == []
+    assert len(replay(RereadChurn(), [b, b, sh("rm pkg/a.py pkg/c.py"), b])) == 1
 
 
 def test_reread_churn_threshold_and_window() -> None:
@@ -253,6 +264,30 @@ def test_no_tail_validation_threshold() -> None:
     assert replay(NoTailValidation(), other) == []
     assert replay(NoTailValidation(), [sh("echo x > test_x.py"), *other]) == []
     assert len(replay(NoTailValidation(tail=2), [sh(SRC), sh("pytest"), *other[:2]])) == 1
+
+
+def test_no_tail_validation_ignores_submission_artifacts() -> None:
+    # mini-swe-agent's standard submission after a tested fix: the patch file it writes and shows, and the
+    # completion echo, hand the result in; they are no source write and not among the final 5 actions.
+    submit = [
+        sh("cd /testbed && git add -A && git diff --cached > patch.txt"),
+        sh("cat patch.txt"),
+        sh("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+    ]
+    work = [sh(SRC), sh("pytest -q"), sh("cat pkg/a.py"), sh("cat pkg/b.py"), sh("cat pkg/c.py")]
+    assert replay(NoTailValidation(), [*work, *submit]) == []
+    assert replay(NoTailValidation(), [*work, sh("git diff > /tmp/model.patch")]) == []
+    # without the test run, the submission does not hide the missing validation
+    ((_, f),) = replay(NoTailValidation(), [sh(SRC), *work[2:], *submit])
+    assert f.data["last_source_write"] == 0
+    # a restore is a source write, not an artifact
+    assert len(replay(NoTailValidation(), [*work, sh("git checkout -- pkg/mod.py")])) == 1
+
+
+def test_unsupported_completion_is_not_judged_without_tool_calls() -> None:
+    # A chat transcript (no tool calls) claims nothing about work it did not do.
+    assert replay(UnsupportedCompletion(), [], final_text="Done! I have fixed it.") == []
+    assert len(replay(UnsupportedCompletion(), [sh("ls")], final_text="Done! I have fixed it.")) == 1
 
 
 def test_unsupported_completion_claim() -> None:

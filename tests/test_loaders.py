@@ -95,8 +95,12 @@ def test_every_shared_file_loads_without_error(data: Path) -> None:
         "openhands": 2,
         "claude-code": 3,
     }
-    # The label file is JSON Lines of non-trajectories: skipped in a directory walk, not an error.
-    assert [p.name for p, _ in skipped] == ["labels.jsonl"]
+    # The label files are JSON Lines of non-trajectories: skipped in a directory walk, not errors.
+    assert [p.name for p, _ in skipped] == ["dev.jsonl", "labels.jsonl"]
+    # None silently empty: every real run has events (spotter_short's two calls were rejected by the
+    # user, so they are recorded denials, not steps).
+    assert [r.id for r in runs if not any(e.blocked is None for e in r.events)] == ["spotter_short"]
+    assert all(r.events for r in runs)
     for run in runs:
         assert set(STANDARD_META_KEYS) <= set(run.meta)
         assert all(isinstance(e, ToolEvent) for e in run.events)

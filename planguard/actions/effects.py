@@ -8,8 +8,11 @@
   contains — or is most of — what the earlier write put there). Provisional while the run goes on;
   final at its end. Failed writes changed nothing and are never reverted.
 * ``JUSTIFIED``: a read or search of a task-relevant file, or a validation run that did not fail.
-  Task-relevant means: in the anchor set when one is known; otherwise a file the run writes and keeps
-  (a read before the write is re-labelled at the end of the run).
+  TraceProbe §III-B: "An action is justified when it reads or searches a task-relevant file, or runs a
+  validation command"; for traces without a gold patch it "can instead derive task relevance from
+  surviving writes". Task-relevant means: in the anchor set when one is known; otherwise a file the run
+  writes and keeps. A search hits a file when it is the search's scope or its output names it. A read
+  or search before the write is re-labelled at the end of the run.
 * ``OFF_ANCHOR``: a successful read or search outside a known anchor set.
 * ``RECORDED``: a successful plan update, navigation, fetch or sub-agent spawn.
 * ``REASONING``: a reasoning-only step. ``NEUTRAL``: succeeded, none of the above (see :class:`Effect`).
@@ -266,6 +269,16 @@ def _anchored(anchors: AnchorSet, action: Action, event: ToolEvent) -> Effect:
     return OFF_ANCHOR
 
 
+#: How much of a search's output is kept and looked through for the files it names (a search that
+#: hits a file lists it early; a bound keeps a pending search small).
+_SEARCH_HEAD = 4096
+
+
+def _search_hits(scope: str | None, head: str, kept: list[str]) -> bool:
+    """A search whose scope is one of the ``kept`` files, or whose output names one."""
+    return any(scope == path or (bool(head) and path in head) for path in kept)
+
+
 class WriteLedger:
     """Recent successful writes per file (bounded: files and writes per file), with revert detection."""
 
@@ -276,9 +289,11 @@ class WriteLedger:
         self.max_files = max_files
         self.per_file = per_file
 
-    def record(self, index: int, action: Action, ref: Any = None) -> list[_Write]:
-        """Add a successful write; return the earlier writes it reverts (now marked reverted)."""
-        path = action.target
+    def record(self, index: int, action: Action, ref: Any = None, path: str | None = None) -> list[_Write]:
+        """Add a successful write (to ``path``, by default the action's target); return the earlier writes
+        it reverts (now marked reverted)."""
+        if path is None:
+            path = action.target
         if path is None:
             return []
         files = self.files
@@ -335,6 +350,7 @@ class EffectLabeler:
     __slots__ = (
         "_pending_count",
         "_pending_reads",
+        "_pending_searches",
         "anchors",
         "ledger",
         "max_pending_reads",
@@ -355,8 +371,10 @@ class EffectLabeler:
         self.revisions: dict[int, Effect] = {}
         self.max_revisions = max_revisions
         self.max_pending_reads = max_pending_reads
-        # Without anchors: reads of files not (yet) written, re-labelled JUSTIFIED if the run keeps a write.
+        # Without anchors: reads of files not (yet) written, re-labelled JUSTIFIED if the run keeps a write,
+        # and searches (their scope and the start of their output) that named no such file yet.
         self._pending_reads: dict[str, list[tuple[int, Any]]] = {}
+        self._pending_searches: list[tuple[int, Any, str | None, str]] = []
         self._pending_count = 0
 
     def label(self, index: int, action: Action, event: ToolEvent, ref: Any = None) -> Effect:
@@ -377,6 +395,8 @@ class EffectLabeler:
                 return FAILED
         if t is FILE_WRITE:
             reverted = self.ledger.record(index, action, _held(ref))
+            for other in action.also_written:  # ``rm a b c``: a write to each file
+                reverted += self.ledger.record(index, action, None, other)
             if reverted:
                 for w in reverted:
                     self._revise(w.index, REVERTED, w.ref)
@@ -402,9 +422,24 @@ class EffectLabeler:
             return NEUTRAL
         if t is COMMAND:
             return JUSTIFIED if action.is_validation else NEUTRAL
-        if t is SEARCH:  # without anchors, searches stay neutral
-            return NEUTRAL if self.anchors is None else _anchored(self.anchors, action, event)
+        if t is SEARCH:
+            if self.anchors is not None:
+                return _anchored(self.anchors, action, event)
+            return self._search_without_anchors(index, action, event, ref)
         return RECORDED
+
+    def _search_without_anchors(self, index: int, action: Action, event: ToolEvent, ref: Any) -> Effect:
+        """A search hits a task-relevant file when its scope or its output names a file the run keeps a
+        write to; a later write can make it so, so an unmatched search waits for the end of the run."""
+        result = event.result
+        head = result[:_SEARCH_HEAD] if isinstance(result, str) else ""
+        kept = [path for path in self.ledger.files if self.ledger.survives(path)]
+        if _search_hits(action.path, head, kept):
+            return JUSTIFIED
+        if self._pending_count < self.max_pending_reads:
+            self._pending_searches.append((index, _held(ref), action.path, head))
+            self._pending_count += 1
+        return NEUTRAL
 
     def _revise(self, index: int, effect: Effect, ref: Any) -> None:
         revisions = self.revisions
@@ -423,7 +458,13 @@ class EffectLabeler:
                 if self.ledger.survives(path):
                     for index, ref in reads:
                         self._revise(index, JUSTIFIED, ref)
+            if self._pending_searches:
+                kept = [path for path in self.ledger.files if self.ledger.survives(path)]
+                for index, ref, scope, head in self._pending_searches:
+                    if _search_hits(scope, head, kept):
+                        self._revise(index, JUSTIFIED, ref)
             self._pending_reads.clear()
+            self._pending_searches.clear()
             self._pending_count = 0
         return self.revisions
 

@@ -330,6 +330,7 @@ class ShellVerdict:
     """What a shell line does, in the fields :class:`~planguard.actions.types.Action` needs."""
 
     __slots__ = (
+        "also_written",
         "cwd",
         "intent",
         "is_completion",
@@ -380,6 +381,7 @@ class ShellVerdict:
         self.runs_code = False  # runs a program or tests: its output redirection is a log, not a write
         self.cwd: str | None = None  # for ``cd``: the directory later segments resolve against
         self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
+        self.also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
 
 
 def _verdict(
@@ -404,6 +406,7 @@ def _verdict(
     v.runs_code = False
     v.cwd = None
     v.scaffold = None
+    v.also_written = ()
     return v
 
 
@@ -1371,7 +1374,11 @@ def _h_rm(
     c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
-    return c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
+    v = c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
+    # Each operand is deleted: a write to every file named (the first is the target).
+    v.also_written = tuple(c._path(op, cwd) for op in ops[1:] if op)
+    v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
+    return v
 
 
 def _h_copy(

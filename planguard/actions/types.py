@@ -116,6 +116,9 @@ class Action:
     old_text: str | None = field(default=None, compare=False, repr=False)
     new_text: str | None = field(default=None, compare=False, repr=False)
     text: str | None = field(default=None, compare=False, repr=False)  # reasoning / completion message
+    # Further files one call writes besides ``target``: ``rm a b c`` deletes each (TraceProbe counts a write
+    # per file it changes); empty for the usual one-file call.
+    also_written: tuple[str, ...] = ()
 
     @property
     def is_file(self) -> bool:

@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
             if isinstance(item, LoadError):
-                failed += 1
+                if item.fatal:  # a LoadNote (a skipped compaction transcript, ...) only informs
+                    failed += 1
                 progress.print_error(str(item))
                 continue
             record = result_record(item)

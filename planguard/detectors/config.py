@@ -39,7 +39,9 @@ class SearchLoopConfig(_Base):
         10, ge=1, description="Searches/reads in a row with no write and no validation run."
     )
     strict: bool = Field(
-        False, description="Any other action (navigation, other commands) breaks the streak."
+        True,
+        description="Consecutive, as TraceProbe defines it: any other action (navigation, other commands) "
+        "breaks the streak; false: only a write or a validation run does.",
     )
 
 

@@ -9,13 +9,24 @@ one, or the run ends and a read turns out task-relevant, the earlier step is re-
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..actions.anchors import AnchorSet
 from ..actions.effects import EffectLabeler
-from ..actions.types import COMMAND, JUSTIFIED, REASON, Action, Effect
+from ..actions.types import (
+    COMMAND,
+    FILE_READ,
+    FILE_WRITE,
+    JUSTIFIED,
+    REASON,
+    WK_CREATE,
+    WK_INSERT,
+    Action,
+    Effect,
+)
 from ..findings import Finding
 from ..milestones import Milestone, MilestoneTracker
 from ._common import action_of
@@ -28,10 +39,34 @@ if TYPE_CHECKING:
 __all__ = ["EffectState", "EffectTracker", "RunFacts", "effect_state", "set_anchors"]
 
 
-class RunFacts:
-    """What the end-of-run predicates (NoTailValidation, UnsupportedCompletion) decide on, kept per step."""
+#: Files a run writes to hand in its result rather than to change the code: the patch file of a
+#: submission (mini-swe-agent's ``git diff > patch.txt``, ``git diff > model.patch``).
+_SUBMISSION_FILE = re.compile(r"(?:^|/)(?:[^/]*\.(?:patch|diff)|patch\.txt|diff\.txt)$")
+#: Work steps (not submission artifacts) remembered for the final-actions window; a longer tail setting
+#: falls back to counting every step.
+_RECENT_WORK = 64
+_MAX_ARTIFACTS = 32
 
-    __slots__ = ("last_ok_validation", "last_source_write", "last_validation", "n", "text")
+
+class RunFacts:
+    """What the end-of-run predicates (NoTailValidation, UnsupportedCompletion) decide on, kept per step.
+
+    Submission artifacts are set apart from the run's work (PHASES_LIVE.md §5): a git command's output
+    written to a file, or a patch file written (``git diff > patch.txt``), a read of such a file (``cat
+    patch.txt``) and
+    the completion action itself (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``, ``submit``) are neither
+    the last source write nor among the final actions a tail validation is looked for in.
+    """
+
+    __slots__ = (
+        "_artifacts",
+        "last_ok_validation",
+        "last_source_write",
+        "last_validation",
+        "n",
+        "recent_work",
+        "text",
+    )
 
     def __init__(self) -> None:
         self.n = 0  # steps observed (1 + the highest step index)
@@ -39,6 +74,35 @@ class RunFacts:
         self.last_validation = -1  # step of the latest validation command
         self.last_ok_validation = -1  # step of the latest validation command that did not fail (caller sets)
         self.text: str | None = None  # text of the latest reasoning / completion action
+        self.recent_work: deque[int] = deque(maxlen=_RECENT_WORK)  # latest steps that are not artifacts
+        self._artifacts: set[str] = set()  # submission files written so far
+
+    def is_submission_artifact(self, action: Action) -> bool:
+        t = action.type
+        target = action.target
+        if t is FILE_WRITE and target is not None:
+            # A git command's output sent to a file (``git diff > x``); ``git checkout -- f`` restores a
+            # source file and is a source write like any other.
+            redirected_git = action.shell == "git" and (
+                action.write is WK_CREATE or action.write is WK_INSERT
+            )
+            if redirected_git or _SUBMISSION_FILE.search(target) is not None:
+                if len(self._artifacts) < _MAX_ARTIFACTS:
+                    self._artifacts.add(target)
+                return True
+            return False
+        if t is FILE_READ:
+            return target is not None and target in self._artifacts
+        return action.is_completion
+
+    def tail_start(self, tail: int) -> int:
+        """The first step of the final ``tail`` work steps (submission artifacts not counted)."""
+        work = self.recent_work
+        if tail > _RECENT_WORK:
+            return max(self.n - tail, 0)
+        if len(work) < tail:  # the deque is not full, so it holds every work step: all are in the tail
+            return 0
+        return work[-tail]
 
     def note(self, index: int, action: Action) -> bool:
         """Record step ``index``; True when it is a validation command, whose outcome the caller judges
@@ -46,6 +110,11 @@ class RunFacts:
         if index >= self.n:
             self.n = index + 1
         t = action.type
+        if self.is_submission_artifact(action):
+            if action.text is not None and action.is_completion:
+                self.text = action.text
+            return False
+        self.recent_work.append(index)
         if action.is_source_write:
             self.last_source_write = index
         elif t is COMMAND:

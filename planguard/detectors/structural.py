@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, _Write, outcome_failed
-from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action
+from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action, ActionType
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
 from .base import Detector
@@ -52,23 +52,31 @@ class _LoopState:
 
 
 class SearchLoop(Detector):
-    """At least ``threshold`` (10) SEARCH or FILE_READ actions with no FILE_WRITE and no validation COMMAND
-    between them.
+    """At least ``threshold`` (10) consecutive SEARCH or FILE_READ actions with no FILE_WRITE and no
+    validation COMMAND between them.
 
-    Other actions (navigation, non-validation commands, reasoning) neither count nor break the streak —
-    the paper's "no write and no validation between them" names exactly what ends it; ``strict=True``
-    makes any other action break it too. Resets on a write or a validation run.
+    TraceProbe Table II, "Search Loop": "At least 10 consecutive SEARCH or FILE READ actions with no FILE
+    WRITE and no validation COMMAND between them." Consecutive means adjacent among the run's actions:
+    any other action (a write, a command, a navigation, a plan update) ends the streak; a reasoning-only
+    step is not an action (the paper leaves reasoning out of its action counts) and neither counts nor
+    ends it. ``strict=False`` restores the looser reading in which only a write or a validation run ends
+    the streak.
     """
 
     name = "search_loop"
 
-    def __init__(self, threshold: int = 10, *, strict: bool = False) -> None:
+    def __init__(self, threshold: int = 10, *, strict: bool = True) -> None:
         if threshold < 1:
             raise ValueError("threshold must be >= 1")
         self.threshold = threshold
         self.strict = strict
-        # Other actions neither count nor break the streak, unless strict.
-        self.types = None if strict else frozenset({SEARCH, FILE_READ, FILE_WRITE, COMMAND})
+        # Strict: every action but a reasoning-only step can end the streak. Loose: other actions neither
+        # count nor break it.
+        self.types = (
+            frozenset(ActionType) - {REASON}
+            if strict
+            else frozenset({SEARCH, FILE_READ, FILE_WRITE, COMMAND})
+        )
 
     def new_state(self) -> _LoopState:
         return _LoopState()
@@ -200,8 +208,9 @@ class RereadChurn(Detector):
         index = step.index
         state.catch_up(index, self.reads)
         if t is FILE_WRITE:
-            if target in state.counts or target in state.active:
-                state.invalidate(target)
+            for path in (target, *a.also_written):  # ``rm a b c`` writes each file
+                if path in state.counts or path in state.active:
+                    state.invalidate(path)
             return None
         hit = state.count(index, target, self.reads)
         if hit is not None:
@@ -535,6 +544,12 @@ class NoTailValidation(_EndOfRun):
     """At the end of the run: no recognised validation command in the overlap of the region after the
     last source write and the final ``tail`` (5) actions. Runs without any source write are not judged
     (there is nothing to validate). ``effects``: see :class:`_EndOfRun`.
+
+    TraceProbe Table II, "No Formal Tail Validation": "No recognized validation command in the overlap of
+    the post-last-source-write region and final 5 actions." Submission artifacts (``git diff >
+    patch.txt``, ``cat patch.txt``, the completion action) hand the result in; they are not source writes
+    and not among the final actions counted (:class:`RunFacts`), so a run that tested and then submitted
+    is not flagged.
     """
 
     name = "no_tail_validation"
@@ -553,7 +568,7 @@ class NoTailValidation(_EndOfRun):
         if last_sw < 0:
             return None
         n = facts.n
-        start = max(last_sw + 1, n - self.tail)
+        start = max(last_sw + 1, facts.tail_start(self.tail))
         if facts.last_validation >= start:
             return None
         end = n - 1
@@ -580,6 +595,10 @@ class UnsupportedCompletion(_EndOfRun):
     else the text of the run's last reasoning / completion action (``think``, ``finish``). The check does
     not judge whether the statement is true, only whether a passing validation supports it. ``effects``:
     see :class:`_EndOfRun`.
+
+    TraceProbe Table II, "Unsupported Completion Claim": "Final reasoning text matches a word-boundary
+    fixed/done/resolved regex and no successful validation command appears after the last source write."
+    It is a claim about the run's work, so a transcript with no tool calls is not judged.
     """
 
     name = "unsupported_completion"
@@ -590,7 +609,9 @@ class UnsupportedCompletion(_EndOfRun):
 
     def finish(self, session: Session, state: RunFacts | None) -> Finding | None:
         facts = self.facts(session, state)
-        if facts is None:
+        if facts is None or facts.n == 0:
+            # A transcript with no tool calls (a chat) made no change and ran nothing: there is no
+            # completion to support, whatever its text says.
             return None
         final: Any = session.metadata.get("final_text") if isinstance(session.metadata, dict) else None
         text = final if isinstance(final, str) and final.strip() else facts.text

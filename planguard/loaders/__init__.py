@@ -16,7 +16,11 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
 * ``mini-swe-agent`` - ``.traj.json`` message lists and ``{"info", "messages"}`` files.
 * ``claude-code`` - Claude Code session JSONL; sub-agent transcripts become separate runs.
 * ``openhands`` - OpenHands serialised event lists.
-* ``openhands-output`` - OpenHands evaluation ``output.jsonl`` (one instance per line, streamed).
+* ``openhands-output`` - OpenHands evaluation and resolver ``output.jsonl`` (one instance per line,
+  streamed; V0 and V1 event histories).
+* ``codex`` - Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+* ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
+* ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``).
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.store.reader`).
 
 Bad input never raises out of :func:`iter_trajectories`: a malformed file or line becomes a yielded
@@ -31,11 +35,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._base import STANDARD_META_KEYS, LoadError, Trajectory
+from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_run
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
 from ._json import loads
 from .claude_code import load_claude_code
+from .codex import load_codex
+from .gemini_cli import load_gemini_cli
 from .mini_swe_agent import load_mini_document
+from .opencode import is_opencode_storage, load_opencode_session_file, load_opencode_storage
 from .openhands import load_event_document, load_output_record
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
 
@@ -44,6 +51,7 @@ __all__ = [
     "STANDARD_META_KEYS",
     "TRAJECTORY_SUFFIXES",
     "LoadError",
+    "LoadNote",
     "Trajectory",
     "detect_format",
     "iter_trajectories",
@@ -59,6 +67,15 @@ _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
 
 SkipCallback = Callable[[Path, str], None]
 _DocumentLoader = Callable[[Any, str, str], Trajectory]
+_SessionLineLoader = Callable[
+    [Iterable[tuple[int, Any] | LoadError], str, str], Iterator[Trajectory | LoadError]
+]
+#: Line formats that hold one session per file (read whole, not record by record).
+_SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {
+    "claude-code": load_claude_code,
+    "codex": load_codex,
+    "gemini-cli": load_gemini_cli,
+}
 _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-traj": load_traj_document,
     "swe-agent-demo": load_demo_document,
@@ -144,7 +161,11 @@ def _iterate(
             continue
         if is_dir:
             for path in _walk(target):
-                yield from _load_file(path, source_format, on_skip, explicit=False)
+                storage = is_opencode_storage(path) if path.is_dir() else None
+                if storage is not None:
+                    yield from load_opencode_storage(storage)
+                else:
+                    yield from _load_file(path, source_format, on_skip, explicit=False)
         elif exists:
             yield from _load_file(target, source_format, on_skip, explicit=True)
         else:
@@ -154,6 +175,10 @@ def _iterate(
 
 
 def _walk(root: Path) -> Iterator[Path]:
+    """The trajectory files under ``root``, and OpenCode storage directories (read as one input each)."""
+    if is_opencode_storage(root) is not None:
+        yield root
+        return
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
     except OSError:
@@ -202,9 +227,16 @@ def _load_file(
     try:
         if fmt in LINE_FORMATS:
             yield from _load_lines(path, fmt, found)
+        elif fmt == "opencode":
+            document = found.document if found.has_document else parse_document(path)
+            yield from load_opencode_session_file(path, document if isinstance(document, dict) else {})
         else:
             document = found.document if found.has_document else parse_document(path)
-            yield _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))
+            run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))
+            if found.truncated is not None:
+                yield found.truncated
+                run.meta["partial"] = True
+            yield from checked_run(run, document, shown, None)
     except LoadError as exc:
         yield exc
     except OSError as exc:
@@ -217,9 +249,15 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
     shown = str(path)
     # A pretty-printed single record (e.g. one output.jsonl instance saved as .json) was already parsed.
     records: Iterable[tuple[int, Any] | LoadError]
-    records = [(1, found.document)] if found.has_document else _read_jsonl(path)
-    if fmt == "claude-code":
-        yield from load_claude_code(records, shown, run_id_from_name(path.name))
+    lines = _JsonLines(path)
+    records = [(1, found.document)] if found.has_document else lines
+    if fmt in _SESSION_LINE_LOADERS:
+        # One session per file: a file whose last line is cut short (still being written, or a copy that
+        # stopped) still gives its run, marked partial beside the line's error.
+        for loaded in _SESSION_LINE_LOADERS[fmt](records, shown, run_id_from_name(path.name)):
+            if isinstance(loaded, Trajectory) and lines.last_line_failed:
+                loaded.meta["partial"] = True
+            yield loaded
         return
     if fmt == "planguard-store":
         yield from _store_trajectories(records, shown, run_id_from_name(path.name))
@@ -231,7 +269,7 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
             continue
         line, record = item
         try:
-            yield load_record(record, shown, line)
+            yield from checked_run(load_record(record, shown, line), record, shown, line)
         except LoadError as exc:
             yield exc
         except Exception as exc:  # one odd record must not hide the rest of the corpus
@@ -251,18 +289,30 @@ def _store_trajectories(
     yield from reader.trajectories_from_records(records, shown, default_id)
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, Any] | LoadError]:
-    shown = str(path)
-    with path.open("rb") as handle:
-        for line, raw in enumerate(_lines(handle), 1):
-            if raw.isspace():
-                continue
-            try:
-                yield line, loads(raw)
-            except (ValueError, RecursionError) as exc:
-                yield LoadError(
-                    shown, f"invalid JSON ({json_problem(exc)}); expected one JSON object per line", line
-                )
+class _JsonLines:
+    """The ``(line, record)`` items of a JSON Lines file (a LoadError for a line that is not JSON), read
+    as they are iterated; ``last_line_failed`` tells afterwards whether the file's last line was cut."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_line_failed = False
+
+    def __iter__(self) -> Iterator[tuple[int, Any] | LoadError]:
+        shown = str(self.path)
+        with self.path.open("rb") as handle:
+            for line, raw in enumerate(_lines(handle), 1):
+                if raw.isspace():
+                    continue
+                try:
+                    record = loads(raw)
+                except (ValueError, RecursionError) as exc:
+                    self.last_line_failed = True
+                    yield LoadError(
+                        shown, f"invalid JSON ({json_problem(exc)}); expected one JSON object per line", line
+                    )
+                    continue
+                self.last_line_failed = False
+                yield line, record
 
 
 #: Bytes read at a time when splitting JSON Lines.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,7 @@ from planguard.events import ToolEvent
 
 from ._json import loads
 
-__all__ = ["STANDARD_META_KEYS", "LoadError", "Trajectory", "new_meta"]
+__all__ = ["STANDARD_META_KEYS", "LoadError", "LoadNote", "Trajectory", "new_meta"]
 
 #: Keys every ``Trajectory.meta`` carries (``None`` when the source does not record them), so consumers
 #: can index them without ``.get`` and without knowing the format.
@@ -59,12 +60,83 @@ class LoadError(Exception):
         self.message = message
         self.line = line
 
+    #: Whether the input failed (replay exits 1); a :class:`LoadNote` only informs.
+    fatal = True
+
     @property
     def location(self) -> str:
         return self.path if self.line is None else f"{self.path}:{self.line}"
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message}"
+
+
+class LoadNote(LoadError):
+    """Something a reader should know about an input that is not a failure: a file skipped on purpose (a
+    Claude Code compaction transcript) or a run with no tool calls at all. Yielded like a LoadError, so
+    nothing is dropped silently, but ``fatal`` is False: replay prints it and still exits 0."""
+
+    fatal = False
+
+
+#: Record types that are tool calls in the formats planguard reads (Anthropic ``tool_use``, OpenAI
+#: Responses ``function_call``/``custom_tool_call``/``local_shell_call``, OpenCode ``tool`` parts).
+_CALL_TYPES = frozenset({"tool_use", "function_call", "custom_tool_call", "local_shell_call"})
+#: OpenHands V0 action names that are not tool calls.
+_NOT_CALL_ACTIONS = frozenset({"", "message", "system", "recall", "change_agent_state", "null"})
+_WALK_LIMIT = 100_000
+
+
+def count_tool_calls(value: Any) -> int:
+    """How many tool calls a raw record or document holds, by the shapes of every format planguard reads
+    (bounded: at most :data:`_WALK_LIMIT` nodes are visited, no recursion). Used only on a run that loaded
+    with no events, to tell an unreadable run from one that called no tools."""
+    found = 0
+    stack = [value]
+    visited = 0
+    while stack and visited < _WALK_LIMIT:
+        node = stack.pop()
+        visited += 1
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        action = node.get("action")
+        if (
+            node.get("kind") == "ActionEvent"
+            or (isinstance(kind, str) and kind in _CALL_TYPES)
+            or (kind == "tool" and "callID" in node)  # an OpenCode tool part
+        ):
+            found += 1
+        elif isinstance(node.get("tool_calls"), list) or isinstance(node.get("toolCalls"), list):
+            calls = node.get("tool_calls") or node.get("toolCalls")
+            found += len(calls) if isinstance(calls, list) else 0
+        elif isinstance(action, str) and action.strip() and action not in _NOT_CALL_ACTIONS:
+            found += 1
+        stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+    return found
+
+
+def checked_run(run: Trajectory, raw: Any, path: str, line: int | None) -> Iterator[Trajectory | LoadError]:
+    """``run``, unless it came back empty: a run with no events although ``raw`` holds tool calls is a
+    loader that could not read the format, reported as a LoadError (replay exits 1) instead of a silent
+    zero-step run; a run that truly called no tools is yielded with a :class:`LoadNote` saying so."""
+    if run.events:
+        yield run
+        return
+    n_calls = count_tool_calls(raw)
+    if n_calls:
+        yield LoadError(
+            path,
+            f"{run.id}: holds {n_calls} tool call(s) but none loaded as a step; expected a {run.format} "
+            "trajectory in a layout this loader reads (please report this layout)",
+            line,
+        )
+        return
+    yield run
+    yield LoadNote(path, f"{run.id}: no tool calls; it replays with 0 steps", line)
 
 
 def new_meta(**values: Any) -> dict[str, Any]:

@@ -37,10 +37,15 @@ FORMATS: tuple[str, ...] = (
     "claude-code",
     "openhands",
     "openhands-output",
+    "codex",
+    "gemini-cli",
+    "opencode",
     "planguard-store",
 )
 #: Formats read line by line (one record per line, streamed); the others are one JSON/YAML document.
-LINE_FORMATS = frozenset({"swe-agent-jsonl", "claude-code", "openhands-output", "planguard-store"})
+LINE_FORMATS = frozenset(
+    {"swe-agent-jsonl", "claude-code", "openhands-output", "codex", "gemini-cli", "planguard-store"}
+)
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
     "swe-agent-jsonl": "swe-agent-jsonl",
@@ -50,6 +55,9 @@ FAMILY: dict[str, str] = {
     "claude-code": "claude-code",
     "openhands": "openhands",
     "openhands-output": "openhands",
+    "codex": "codex",
+    "gemini-cli": "gemini-cli",
+    "opencode": "opencode",
     "planguard-store": "planguard-store",
 }
 
@@ -60,6 +68,12 @@ _CLAUDE_BOOKKEEPING = frozenset({"summary", "file-history-snapshot", "queue-oper
 # so that sniffing does not import the store.
 STORE_HEADER_TYPE = "planguard.session"
 _MISSING: Any = object()
+# Line types of a Codex CLI rollout (codex-rs/protocol/src/protocol.rs RolloutItem).
+_CODEX_LINE_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
+# Event kinds of the OpenHands software-agent-sdk (V1) that mark a serialised event list.
+_OPENHANDS_V1_KINDS = frozenset(
+    {"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "UserRejectObservation"}
+)
 
 
 @dataclass(slots=True)
@@ -69,6 +83,9 @@ class Sniff:
     document: Any
     #: Why ``format`` is ``None`` (for the LoadError or the skip callback).
     reason: str = ""
+    #: Set when the document was cut short (a run still being written, a copy that stopped): ``document``
+    #: then holds the complete leading events and this error says where the file ends.
+    truncated: LoadError | None = None
 
     @property
     def has_document(self) -> bool:
@@ -79,18 +96,37 @@ def classify_record(obj: Any) -> str | None:
     """The line format one JSONL record belongs to, if any."""
     if not isinstance(obj, dict):
         return None
-    if "steps" in obj and ("id" in obj or "n_steps" in obj or "run" in obj):
+    if "steps" in obj and ("id" in obj or "run" in obj or ("n_steps" in obj and _has_actions(obj["steps"]))):
         return "swe-agent-jsonl"
     if "history" in obj and ("instance_id" in obj or "test_result" in obj or "instruction" in obj):
         return "openhands-output"
     kind = obj.get("type")
     if kind == STORE_HEADER_TYPE:
         return "planguard-store"
+    if isinstance(kind, str) and kind in _CODEX_LINE_TYPES and "payload" in obj:
+        return "codex"
+    if (
+        kind in ("function_call", "local_shell_call", "custom_tool_call")
+        and "call_id" in obj
+        and "role" not in obj
+    ):
+        return "codex"  # a rollout from before the {timestamp, type, payload} envelope
+    if "sessionId" in obj and "projectHash" in obj and kind is None:
+        return "gemini-cli"  # a Gemini CLI chat recording: its metadata line, or the whole record
     if isinstance(kind, str) and (
         "sessionId" in obj or kind in _CLAUDE_BOOKKEEPING or ("uuid" in obj and "message" in obj)
     ):
         return "claude-code"
     return None
+
+
+def _is_str_in(value: Any, names: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in names
+
+
+def _has_actions(steps: Any) -> bool:
+    # SWE-agent steps carry their "action"; a labels file's steps (live-labels/dev.jsonl) do not.
+    return isinstance(steps, list) and any(isinstance(step, dict) and "action" in step for step in steps[:4])
 
 
 def classify_document(obj: Any) -> str | None:
@@ -101,6 +137,8 @@ def classify_document(obj: Any) -> str | None:
             return record
         if isinstance(obj.get("trajectory"), list):
             return "swe-agent-traj"
+        if isinstance(obj.get("id"), str) and obj["id"].startswith("ses_") and "projectID" in obj:
+            return "opencode"  # one session's info file in OpenCode's storage
         if isinstance(obj.get("messages"), list) and ("info" in obj or "trajectory_format" in obj):
             return "mini-swe-agent"
         history = obj.get("history")
@@ -116,7 +154,7 @@ def classify_document(obj: Any) -> str | None:
         if any(
             ("action" in item or "observation" in item) and ("source" in item or "timestamp" in item)
             for item in sample
-        ):
+        ) or any(_is_str_in(item.get("kind"), _OPENHANDS_V1_KINDS) for item in sample):
             return "openhands"
     return None
 
@@ -170,8 +208,52 @@ def sniff(path: Path) -> Sniff:
         return Sniff(
             None, _MISSING, f"JSON Lines whose records are not trajectories (first keys: {first_keys})"
         )
-    document = parse_document(path)
+    try:
+        document = parse_document(path)
+    except LoadError as exc:
+        salvaged = _salvage_array(path)
+        if salvaged is None:
+            raise
+        truncated = LoadError(
+            exc.path,
+            f"{exc.message}; the file ends early: its first {len(salvaged)} complete events "
+            "are kept and the run is marked partial",
+            exc.line,
+        )
+        return Sniff(classify_document(salvaged), salvaged, _not_trajectory(salvaged), truncated)
     return Sniff(classify_document(document), document, _not_trajectory(document))
+
+
+def _salvage_array(path: Path) -> list[Any] | None:
+    """The complete leading elements of a JSON array that was cut off at the end of the file, or None
+    when the file is not such an array (or its problem is elsewhere than at its end)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    decoder = json.JSONDecoder()
+    index = len(text) - len(text.lstrip())
+    if not text.startswith("[", index):
+        return None
+    if text.rstrip().endswith("]"):
+        return None  # a complete array: its problem is not a cut at the end
+    index += 1
+    items: list[Any] = []
+    while True:
+        while index < len(text) and text[index] in " \t\r\n":
+            index += 1
+        try:
+            item, index = decoder.raw_decode(text, index)
+        except (json.JSONDecodeError, RecursionError):
+            return items or None
+        items.append(item)
+        while index < len(text) and text[index] in " \t\r\n":
+            index += 1
+        if index >= len(text):
+            return items
+        if text[index] != ",":
+            return None
+        index += 1
 
 
 def parse_document(path: Path) -> Any:

@@ -11,9 +11,25 @@ lines may embed a running sub-agent's messages, which its own transcript records
 * ``tool_use`` blocks become events in order; ``tool_result`` blocks (in later user lines) are paired
   by ``tool_use_id`` and fill ``result``/``is_error``/``end_time``. The line's ``toolUseResult`` adds
   structured facts (``interrupted``, ``agentId`` of a spawned sub-agent, ...) to ``metadata``.
-* A call a ``PreToolUse`` hook denied never ran; Claude Code records its reason as an error result
-  ``"PreToolUse:<tool> hook error: <reason>"``. The event keeps it as ``blocked``, so replay counts a
-  denial, not a step, as the live session did.
+* A call that never ran keeps its reason as ``blocked``, so replay counts a denial, not a step, as the
+  live session did (PHASES_LIVE.md §5). Claude Code writes every such call as an ``is_error`` result:
+
+  - a ``PreToolUse`` hook denial: ``"PreToolUse:<tool> hook error: <reason>"`` (the CLI bundled with the
+    Agent SDK), ``"Hook PreToolUse:<tool> denied this tool"`` (2.1.143, anthropics/claude-code#59643), or
+    the bare reason (the npm CLI 2.1.x, planguard issue #20), which is recognisable only when it is the
+    text planguard's own hook answers (:data:`PLANGUARD_REASON_PREFIXES`);
+  - a user's "no" at a permission prompt: ``"The user doesn't want to proceed with this tool use. The
+    tool use was rejected ..."`` (the text of real transcripts, e.g. ``shared/data/realtraj``);
+  - a call the harness cancelled because a parallel sibling failed:
+    ``"<tool_use_error>Sibling tool call errored</tool_use_error>"`` (anthropics/claude-code#22264).
+* File paths of the file tools (``Read``, ``Edit``, ``Write``, ``Glob``, ...) are made relative to the
+  session's ``cwd`` when they lie inside it (unless the cwd is itself a scratch directory such as
+  ``/tmp``), so targets are repo-relative as for every other scaffold;
+  the arguments as recorded stay in ``metadata["absolute_arguments"]``.
+* A compaction transcript (the conversation Claude Code runs to summarise a session that outgrew its
+  context: its only prompt is the summary request, and it calls no tools; a sub-agent whose id starts
+  with ``acompact``; or a file of nothing but ``summary`` lines) is not a run of the agent: it is
+  skipped, with a note.
 * Sub-agent (Task) transcripts are never mixed into the parent run. Lines with ``isSidechain: true``
   form their own :class:`Trajectory` with id ``"<session>/<agentId>"`` (``"<session>/sidechain-N"`` for
   old versions that did not write ``agentId``, chains being told apart by ``parentUuid``). A standalone
@@ -27,15 +43,38 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from planguard.actions.paths import is_scratch_path
 from planguard.events import ToolEvent
 
-from ._base import LoadError, Trajectory, as_str, new_meta, parse_time, text_of, type_name
+from ._base import LoadError, LoadNote, Trajectory, as_str, new_meta, parse_time, text_of, type_name
 
 __all__ = ["load_claude_code"]
 
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
-# The error result Claude Code records when a PreToolUse hook denied the call (it never ran).
+# The error result Claude Code records when a PreToolUse hook denied the call (it never ran): the reason
+# follows the prefix; the 2.1.143 form carries no reason at all.
 _HOOK_DENIED = re.compile(r"^PreToolUse:\S+ hook error: ")
+_HOOK_DENIED_NO_REASON = re.compile(r"^Hook PreToolUse:\S+ denied this tool")
+#: How the reasons planguard's own hook answers begin (policies/gates.py, policies/escalation.py via
+#: _plan_view.NOTE_PREFIX, and the Claude Code adapter's fallback): the npm CLI records a denial as the bare
+#: reason, which only its text tells apart from a tool's own error.
+PLANGUARD_REASON_PREFIXES = (
+    "PLANGUARD GATE (",
+    "PLANGUARD NOTE:",
+    "blocked by planguard",
+    "Run stopped by planguard",
+)
+# A user's "no" at a permission prompt, and a call cancelled because a parallel sibling failed.
+_USER_REJECTED = "The user doesn't want to proceed with this tool use."
+_USER_REJECTED_OLD = "The user doesn't want to take this action right now."
+_SIBLING_CANCELLED = "Sibling tool call errored"
+# Claude Code's compaction request, the prompt of the summarising conversation (the constant in its cli.js,
+# as public analyses of 2.0-2.1 quote it; newer versions put a "CRITICAL: Respond with TEXT ONLY." line and
+# tool warnings before it).
+_COMPACTION_PROMPT = "Your task is to create a detailed summary of the conversation so far"
+_COMPACTION_AGENT = "acompact"
+# File tools whose path arguments are made relative to the session's working directory.
+_PATH_ARGUMENTS = ("file_path", "path", "notebook_path")
 # User lines that are Claude Code's own plumbing rather than instructions from the person.
 _NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command-", "<command-args>", "Caveat:")
 _INTERRUPTED = "[Request interrupted by user"
@@ -87,12 +126,22 @@ class _Chain:
                     continue
                 self.seen_blocks.add(key)
                 raw_input = block.get("input")
+                arguments: dict[str, Any] | str = raw_input if isinstance(raw_input, (dict, str)) else {}
+                metadata: dict[str, Any] = {"message_id": response_id, "uuid": entry.get("uuid")}
+                cwd = as_str(entry.get("cwd"))
+                # A session run in a scratch directory (/tmp) has no repository to be relative to: its
+                # files stay scratch files.
+                if cwd and isinstance(arguments, dict) and not is_scratch_path(cwd.rstrip("/") + "/"):
+                    relative = _relative_arguments(arguments, cwd)
+                    if relative != arguments:
+                        metadata["absolute_arguments"] = arguments
+                        arguments = relative
                 event = ToolEvent(
                     tool=name,
-                    arguments=raw_input if isinstance(raw_input, (dict, str)) else {},
+                    arguments=arguments,
                     call_id=call_id or None,
                     start_time=timestamp,
-                    metadata={"message_id": response_id, "uuid": entry.get("uuid")},
+                    metadata=metadata,
                 )
                 self.events.append(event)
                 if call_id:
@@ -150,9 +199,7 @@ class _Chain:
             match = _EXIT_CODE.match(result)
             if match:
                 event.exit_code = int(match.group(1))
-            denied = _HOOK_DENIED.match(result)
-            if denied:
-                event.blocked = result[denied.end() :]
+            event.blocked = _not_run_reason(result)
         metadata = event.metadata if isinstance(event.metadata, dict) else {}
         if isinstance(extra, dict):
             # Keep the small structured facts; stdout/file bodies already are the result text.
@@ -167,6 +214,31 @@ class _Chain:
                 metadata["subagent_id"] = extra["agentId"]
         elif isinstance(extra, str):
             metadata["tool_use_result"] = extra[:200]
+
+    def emit(self, run_id: str, source: str, extra_meta: dict[str, Any]) -> Iterator[Trajectory | LoadError]:
+        """The chain's run; a note instead for a compaction transcript, and a diagnostic instead of a run
+        that would come back empty although the transcript holds tool calls."""
+        if self.is_compaction():
+            yield LoadNote(
+                source,
+                f"{run_id}: a Claude Code compaction transcript (the session's summary), not a run; skipped",
+            )
+            return
+        if not self.events and self.malformed_blocks:
+            yield LoadError(
+                source,
+                f"{run_id}: {self.malformed_blocks} tool_use block(s) but none could be read (no tool name); "
+                "expected tool_use blocks with a 'name'",
+            )
+            return
+        yield self.trajectory(run_id, source, extra_meta)
+        if not self.events:
+            yield LoadNote(source, f"{run_id}: no tool calls; it replays with 0 steps")
+
+    def is_compaction(self) -> bool:
+        if self.name.startswith(_COMPACTION_AGENT) or (self.agent_id or "").startswith(_COMPACTION_AGENT):
+            return True
+        return not self.events and any(_COMPACTION_PROMPT in p[:2000] for p in self.prompts[:1])
 
     def trajectory(self, run_id: str, source: str, extra_meta: dict[str, Any]) -> Trajectory:
         meta = new_meta(
@@ -253,16 +325,51 @@ def load_claude_code(
         else:
             chain.user(entry, message)
 
+    if main.n_lines == 0 and not sidechains and summaries:
+        # Only ``summary`` lines (the titles/summaries Claude Code writes when it compacts or resumes a
+        # session): no conversation of its own.
+        yield LoadNote(
+            path, f"{stem}: only Claude Code summary lines (a compacted session's summary), no run; skipped"
+        )
+        return
     has_main = main.n_lines > 0 or not sidechains
     if has_main:
-        yield main.trajectory(stem, path, {"summaries": summaries, "is_sidechain": False})
+        yield from main.emit(stem, path, {"summaries": summaries, "is_sidechain": False})
     parent = stem if has_main else (main.session_id or _first_session(sidechains) or stem)
     for name, chain in sidechains.items():
-        yield chain.trajectory(
+        yield from chain.emit(
             f"{parent}/{name}",
             path,
             {"is_sidechain": True, "agent_id": chain.agent_id or name, "parent_session_id": chain.session_id},
         )
+
+
+def _not_run_reason(result: str) -> str | None:
+    """The reason an ``is_error`` result shows the call never ran, or None when it ran and failed."""
+    text = result.strip()
+    denied = _HOOK_DENIED.match(text)
+    if denied:
+        return text[denied.end() :]
+    if _HOOK_DENIED_NO_REASON.match(text) or text.startswith(PLANGUARD_REASON_PREFIXES):
+        return text
+    if text.startswith((_USER_REJECTED, _USER_REJECTED_OLD)):
+        return "rejected by the user at a permission prompt"
+    if _SIBLING_CANCELLED in text[:80]:
+        return "cancelled by the harness: a parallel sibling call errored"
+    return None
+
+
+def _relative_arguments(arguments: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """``arguments`` with file paths inside ``cwd`` made relative to it (other paths are left alone)."""
+    root = cwd.rstrip("/") + "/"
+    out = dict(arguments)
+    for key in _PATH_ARGUMENTS:
+        value = out.get(key)
+        if isinstance(value, str) and value.startswith(root) and len(value) > len(root):
+            out[key] = value[len(root) :]
+        elif isinstance(value, str) and value == cwd.rstrip("/"):
+            out[key] = "."
+    return out
 
 
 def _first_session(chains: dict[str, _Chain]) -> str | None:

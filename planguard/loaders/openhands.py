@@ -1,5 +1,24 @@
 """OpenHands: serialised event streams (a JSON array of events) and evaluation ``output.jsonl`` records.
 
+Two event vocabularies exist and both are read:
+
+* **V0** (OpenHands/OpenHands ``openhands/events``): ``{"id", "source", "action": "run", "args": {...},
+  "tool_call_metadata": {...}}`` actions and ``{"observation": "run", "cause": <action id>, "content",
+  "extras"}`` observations.
+* **V1** (the OpenHands software-agent-sdk, ``openhands-sdk/openhands/sdk/event/``): events tagged by
+  ``"kind"``. ``ActionEvent`` (``llm_convertible/action.py``: ``tool_name``, ``tool_call_id``,
+  ``tool_call`` = ``{"id", "name", "arguments": "<JSON text>"}``, ``action``, ``thought``,
+  ``llm_response_id``), ``ObservationEvent`` (``llm_convertible/observation.py``: ``tool_name``,
+  ``tool_call_id``, ``action_id``, ``observation`` = ``{"kind", "content": [{"type": "text", "text"}],
+  "is_error", ...}``), ``UserRejectObservation`` (``rejection_reason``, ``rejection_source`` "user" or
+  "hook": the call never ran, so it is a denial, not a step), ``AgentErrorEvent`` (``error``: the
+  scaffold's error answer to a call) and ``MessageEvent`` (``llm_message``).
+
+``output.jsonl`` records are evaluation outputs (``instance_id``, ``instruction``, ``history``,
+``test_result``, ...) or resolver outputs (OpenHands ``openhands/resolver/resolver_output.py``:
+``issue`` = ``{"owner", "repo", "number", ...}``, ``instruction``, ``history``, ``git_patch``,
+``success``, no ``instance_id``), whose id is then ``owner/repo#number``.
+
 Only the agent's actions become events; user messages, recalls, state changes and condensations are
 context. Each event is named after the CodeAct tool the model actually called: when the action carries
 ``tool_call_metadata`` the function name and JSON arguments are recovered from the stored model
@@ -68,7 +87,14 @@ def load_output_record(record: Any, path: str, line: int | None) -> Trajectory:
     if isinstance(instance_id, (int, float)) and not isinstance(instance_id, bool):
         instance_id = str(instance_id)
     if not isinstance(instance_id, str) or not instance_id:
-        raise LoadError(path, "'instance_id' is missing; expected the instance id string", line)
+        instance_id = _resolver_id(record.get("issue"))
+    if instance_id is None:
+        raise LoadError(
+            path,
+            "'instance_id' is missing and there is no resolver 'issue' {owner, repo, number}; "
+            "expected the instance id string",
+            line,
+        )
     history = record.get("history")
     if not isinstance(history, list):
         got = "missing" if history is None else f"a {type_name(history)}"
@@ -79,6 +105,8 @@ def load_output_record(record: Any, path: str, line: int | None) -> Trajectory:
     metadata = as_dict(record.get("metadata"))
     test_result = as_dict(record.get("test_result"))
     resolved = _resolved(record, test_result)
+    if resolved is None and isinstance(record.get("success"), bool) and "issue" in record:
+        resolved = record["success"]  # a resolver output's own verdict
     meta = builder.meta()
     meta.update(
         instance_id=instance_id,
@@ -92,13 +120,24 @@ def load_output_record(record: Any, path: str, line: int | None) -> Trajectory:
         or meta["task"],
         error=as_str(record.get("error")),
         agent_class=as_str(metadata.get("agent_class")),
-        git_patch=as_str(test_result.get("git_patch")),
+        git_patch=as_str(test_result.get("git_patch")) or as_str(record.get("git_patch")),
         cost=as_float(dig(record, "metrics", "accumulated_cost")),
     )
     source = path if line is None else f"{path}:{line}"
     return Trajectory(
         id=instance_id, source=source, format="openhands-output", events=builder.events, meta=meta
     )
+
+
+def _resolver_id(issue: Any) -> str | None:
+    """``owner/repo#number`` of a resolver output's issue, or None when it is not one."""
+    if not isinstance(issue, dict):
+        return None
+    number = issue.get("number")
+    owner, repo = as_str(issue.get("owner")), as_str(issue.get("repo"))
+    if isinstance(number, bool) or not isinstance(number, (int, str)) or not owner or not repo:
+        return None
+    return f"{owner}/{repo}#{number}"
 
 
 def _event_key(value: Any) -> int | str | None:
@@ -151,7 +190,10 @@ class _Builder:
                 raise LoadError(
                     self.path, f"{label} is a {type_name(item)}; expected an event object", self.line
                 )
-            if "observation" in item:
+            kind = item.get("kind")
+            if isinstance(kind, str):
+                self._v1_event(kind, item)
+            elif "observation" in item:
                 self._observation(item, fallback=None)
             elif "action" in item:
                 self._action(item, label)
@@ -242,6 +284,112 @@ class _Builder:
         event.end_time = parse_time(item.get("timestamp"))
         if isinstance(event.metadata, dict):
             event.metadata["observation"] = kind
+
+    # ---------------------------------------------------------------- V1 (software-agent-sdk) events
+
+    def _v1_event(self, kind: str, item: dict[str, Any]) -> None:
+        if kind == "ActionEvent":
+            self._v1_action(item)
+        elif kind == "ObservationEvent":
+            event = self._v1_paired(item)
+            if event is None:
+                return
+            observation = as_dict(item.get("observation"))
+            content = observation.get("content")
+            if content is None:
+                content = observation.get("output")  # SDK versions before content blocks
+            event.result = content if isinstance(content, str) else text_of(content)
+            exit_code = as_int(observation.get("exit_code"))
+            event.exit_code = (
+                exit_code if exit_code is not None else as_int(dig(observation, "metadata", "exit_code"))
+            )
+            event.is_error = observation.get("is_error") is True or bool(observation.get("error"))
+            event.end_time = parse_time(item.get("timestamp"))
+            if isinstance(event.metadata, dict):
+                event.metadata["observation"] = as_str(observation.get("kind")) or kind
+        elif kind == "UserRejectObservation":
+            event = self._v1_paired(item)
+            if event is not None:
+                # Rejected by the user in confirmation mode, or blocked by a PreToolUse hook: never ran.
+                source = as_str(item.get("rejection_source")) or "user"
+                reason = as_str(item.get("rejection_reason")) or "User rejected the action"
+                event.blocked = f"{reason} (rejected by {source})"
+                event.result = reason
+        elif kind == "AgentErrorEvent":
+            event = self._v1_paired(item)
+            if event is not None:
+                event.result = as_str(item.get("error")) or ""
+                event.is_error = True
+                event.end_time = parse_time(item.get("timestamp"))
+        elif kind == "MessageEvent":
+            message = as_dict(item.get("llm_message"))
+            text = text_of(message.get("content"))
+            if item.get("source") == "user" or message.get("role") == "user":
+                if self._task is None and text:
+                    self._task = text
+            elif text.strip():
+                self._final_text = text
+                self._plain_messages += 1
+        else:
+            self._skipped[kind] = self._skipped.get(kind, 0) + 1
+
+    def _v1_action(self, item: dict[str, Any]) -> None:
+        call = as_dict(item.get("tool_call"))
+        action = as_dict(item.get("action"))
+        tool = as_str(item.get("tool_name")) or as_str(call.get("name"))
+        if not tool:
+            self._skipped["ActionEvent without tool_name"] = (
+                self._skipped.get("ActionEvent without tool_name", 0) + 1
+            )
+            return
+        # The model's own arguments (tool_call.arguments) as it wrote them; the parsed action otherwise.
+        arguments: dict[str, Any] | str
+        if "arguments" in call:
+            arguments = parse_arguments(call.get("arguments"))
+        else:
+            arguments = {k: v for k, v in action.items() if k != "kind"}
+        response_id = as_str(item.get("llm_response_id"))
+        if response_id:
+            self._response_ids.add(response_id)
+        call_id = as_str(item.get("tool_call_id")) or as_str(call.get("id"))
+        metadata: dict[str, Any] = {"openhands_action": as_str(action.get("kind")) or "ActionEvent"}
+        thought = text_of(item.get("thought"))
+        if thought:
+            metadata["thought"] = thought
+        event_id = _event_key(item.get("id"))
+        if event_id is not None:
+            metadata["event_id"] = event_id
+        event = ToolEvent(
+            tool=tool,
+            arguments=arguments,
+            call_id=call_id,
+            start_time=parse_time(item.get("timestamp")),
+            metadata=metadata,
+        )
+        self.events.append(event)
+        if event_id is not None:
+            self._by_event_id[event_id] = event
+        if call_id:
+            self._by_call_id[call_id] = event
+        if tool == "finish":
+            self._finished = True
+            message = action.get("message") if isinstance(arguments, str) else arguments.get("message")
+            if isinstance(message, str) and message.strip():
+                self._final_text = message
+
+    def _v1_paired(self, item: dict[str, Any]) -> ToolEvent | None:
+        """The action an observation-like V1 event answers (by ``action_id``, else ``tool_call_id``)."""
+        event: ToolEvent | None = None
+        action_id = _event_key(item.get("action_id"))
+        if action_id is not None:
+            event = self._by_event_id.get(action_id)
+        if event is None:
+            call_id = as_str(item.get("tool_call_id"))
+            event = self._by_call_id.get(call_id) if call_id else None
+        if event is None or event.result is not None:
+            self._unpaired += 1
+            return None
+        return event
 
     def meta(self) -> dict[str, Any]:
         n_calls = len(self._response_ids) + self._plain_messages
