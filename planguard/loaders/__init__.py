@@ -18,6 +18,7 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
 * ``openhands`` - OpenHands serialised event lists.
 * ``openhands-output`` - OpenHands evaluation ``output.jsonl`` (one instance per line, streamed).
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.store.reader`).
+* ``generic`` - one JSON object per tool call (:mod:`planguard.loaders.generic`; ``planguard export``).
 
 Bad input never raises out of :func:`iter_trajectories`: a malformed file or line becomes a yielded
 :class:`LoadError` and loading carries on with the next line or file.
@@ -35,6 +36,7 @@ from ._base import STANDARD_META_KEYS, LoadError, Trajectory
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
 from ._json import loads
 from .claude_code import load_claude_code
+from .generic import load_generic
 from .mini_swe_agent import load_mini_document
 from .openhands import load_event_document, load_output_record
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
@@ -223,6 +225,9 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
         return
     if fmt == "planguard-store":
         yield from _store_trajectories(records, shown, run_id_from_name(path.name))
+        return
+    if fmt == "generic":
+        yield from load_generic(records, shown)
         return
     load_record = load_jsonl_record if fmt == "swe-agent-jsonl" else load_output_record
     for item in records:

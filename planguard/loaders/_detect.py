@@ -15,6 +15,7 @@ from typing import Any
 
 from ._base import LoadError, type_name
 from ._json import loads
+from .generic import is_generic_record
 
 __all__ = [
     "FAMILY",
@@ -38,9 +39,10 @@ FORMATS: tuple[str, ...] = (
     "openhands",
     "openhands-output",
     "planguard-store",
+    "generic",
 )
 #: Formats read line by line (one record per line, streamed); the others are one JSON/YAML document.
-LINE_FORMATS = frozenset({"swe-agent-jsonl", "claude-code", "openhands-output", "planguard-store"})
+LINE_FORMATS = frozenset({"swe-agent-jsonl", "claude-code", "openhands-output", "planguard-store", "generic"})
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
     "swe-agent-jsonl": "swe-agent-jsonl",
@@ -51,6 +53,7 @@ FAMILY: dict[str, str] = {
     "openhands": "openhands",
     "openhands-output": "openhands",
     "planguard-store": "planguard-store",
+    "generic": "generic",
 }
 
 _SNIFF_LINES = 20
@@ -90,6 +93,8 @@ def classify_record(obj: Any) -> str | None:
         "sessionId" in obj or kind in _CLAUDE_BOOKKEEPING or ("uuid" in obj and "message" in obj)
     ):
         return "claude-code"
+    if is_generic_record(obj):
+        return "generic"
     return None
 
 
