@@ -18,6 +18,7 @@ __all__ = [
     "RereadChurnConfig",
     "SearchLoopConfig",
     "ShellOverToolConfig",
+    "TodoTrackerConfig",
     "ToolOscillationConfig",
     "UnsupportedCompletionConfig",
 ]
@@ -99,6 +100,10 @@ class RepeatedCallConfig(_Base):
     cycles: int = Field(3, ge=2, description="A-B-A-B alternation of two calls for this many cycles.")
 
 
+class TodoTrackerConfig(_Base):
+    """The agent's own todo list, read from its todo tool (reports todo_done_without_work)."""
+
+
 class DetectorsConfig(BaseModel):
     """Canonical actions and the streaming process detectors (TraceProbe Table II plus repeated calls)."""
 
@@ -118,3 +123,4 @@ class DetectorsConfig(BaseModel):
     no_tail_validation: NoTailValidationConfig = Field(default_factory=NoTailValidationConfig)
     unsupported_completion: UnsupportedCompletionConfig = Field(default_factory=UnsupportedCompletionConfig)
     repeated_call: RepeatedCallConfig = Field(default_factory=RepeatedCallConfig)
+    todo: TodoTrackerConfig = Field(default_factory=TodoTrackerConfig)
