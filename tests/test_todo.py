@@ -378,3 +378,57 @@ def test_state_is_reachable_and_bounded() -> None:
     drive(guard, "s", [langchain_write_todos(*((f"t{i}", "pending") for i in range(MAX_ITEMS * 3)))])
     state = todo_state(guard.session("s"))
     assert state is not None and state.total == MAX_ITEMS
+
+
+def test_saved_and_restored_session_keeps_one_todo_list() -> None:
+    # The Claude Code hook saves a session's state between calls (pickled) and restores it on the next one.
+    import pickle
+
+    from planguard.session import Session
+
+    guard, _ = _guard()
+    drive(guard, "s", [claude_todowrite(("Fix it", "in_progress"), ("Test it", "pending")), _copy(READ)])
+    state = pickle.loads(pickle.dumps(guard.session("s").state()))
+    restored = Session.restore(guard.pipeline, state)
+    restored.after_tool(claude_todowrite(("Fix it", "completed"), ("Test it", "in_progress")))
+    assert restored.summary().todo is not None and restored.summary().todo["done"] == 1  # type: ignore[index]
+    # the finish check reads the restored list, not a copy taken before the save
+    denial = restored.before_tool(_copy(SUBMIT))
+    assert denial.blocks and '"Test it"' in denial.message and '"Fix it"' not in denial.message
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_todo_span_attributes(capture: bool) -> None:
+    from planguard.actions import classify_action
+    from planguard.detectors import default_detectors
+    from planguard.session import Pipeline
+    from planguard.telemetry import attributes as A
+    from planguard.telemetry.capture import CaptureMode
+    from planguard.telemetry.testing import TelemetryCapture
+
+    cap = TelemetryCapture(capture=CaptureMode.SPAN_ONLY if capture else CaptureMode.NO_CONTENT)
+    session = Pipeline(actions=classify_action, detectors=default_detectors(), sinks=(cap.sink,)).session("s")
+    for ev in [
+        claude_todowrite(("Fix it", "completed"), ("Test it", "in_progress"), ("Ship", "pending")),
+        _copy(READ),
+        _copy(EDIT),
+    ]:
+        session.before_tool(ev)
+        session.after_tool(ev)
+    session.end()
+    cap.flush()
+    (root,) = [s for s in cap.spans() if s.parent is None]  # the session span
+    assert root.attributes is not None
+    assert root.attributes[A.TODO_DONE] == 1 and root.attributes[A.TODO_TOTAL] == 3
+    assert root.attributes[A.TODO_UPDATES] == 1 and root.attributes[A.TODO_CALLS_SINCE_UPDATE] == 2
+    tool_spans = [
+        s for s in cap.spans() if s.attributes and s.attributes.get(A.GEN_AI_TOOL_NAME) == "TodoWrite"
+    ]
+    assert tool_spans[0].attributes is not None and tool_spans[0].attributes[A.TODO_DONE] == 1
+    reads = [s for s in cap.spans() if s.attributes and s.attributes.get(A.GEN_AI_TOOL_NAME) == "Read"]
+    assert A.TODO_DONE not in (reads[0].attributes or {})
+    # the item's text is content: only with capture on
+    assert (A.TODO_ACTIVE in root.attributes) is capture
+    if capture:
+        assert root.attributes[A.TODO_ACTIVE] == "Test it"
+    cap.shutdown()

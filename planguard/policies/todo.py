@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
-from ..detectors.todo import TodoState, todo_state
+from ..detectors.todo import TodoState, TodoTracker
 from ..todo import TodoItem
 from ._plan_view import REMINDER_PREFIX
 from .base import Policy
@@ -105,10 +105,15 @@ class TodoConfig(BaseModel):
     _check = field_validator("message", "finish_message")(_template)
 
 
+#: ``_State.tracker`` before the session's tracker has been looked up.
+_UNKNOWN = -2
+
+
 @dataclass(slots=True)
 class _State:
-    todo: TodoState | None = None  # the tracker's state, looked up on first use
-    looked_up: bool = False
+    # Position of the todo tracker among the session's detectors (-1: none), found on first use. An index,
+    # not the tracker's state itself, so that a saved and restored session cannot end up with two copies.
+    tracker: int = _UNKNOWN
     sent: int = 0
     last_sent_steps: int = -1  # the session's tool-call count when the last reminder was sent
     finish_denials: int = 0
@@ -139,16 +144,20 @@ class TodoPolicy(Policy):
 
     @staticmethod
     def _todo(session: Session, state: _State) -> TodoState | None:
-        if not state.looked_up:
-            state.todo = todo_state(session)
-            state.looked_up = True
-        return state.todo
+        i = state.tracker
+        if i == _UNKNOWN:
+            i = state.tracker = next(
+                (k for k, d in enumerate(session.pipeline.detectors) if isinstance(d, TodoTracker)), -1
+            )
+        return None if i < 0 else session.detector_states[i]
 
     # ------------------------------------------------------------------ hooks
 
     def before_tool(self, step: Step, session: Session, state: _State) -> Decision | None:
-        todo = state.todo if state.looked_up else self._todo(session, state)
-        if todo is None or not todo.updates or self._finish_mode == "off":
+        if self._finish_mode == "off":
+            return None
+        todo = self._todo(session, state)
+        if todo is None or not todo.updates:
             return None  # no todo list in this session: the finish check does not apply
         if not self.is_finish(step):
             return None
@@ -172,7 +181,7 @@ class TodoPolicy(Policy):
         stale = self._stale
         if stale is None:
             return ()
-        todo = state.todo if state.looked_up else self._todo(session, state)
+        todo = self._todo(session, state)
         if todo is None or not todo.updates:
             return ()
         n = session.n_steps
