@@ -183,6 +183,21 @@ def test_done_without_work_is_a_finding_and_work_clears_it() -> None:
     }
 
 
+def test_a_custom_tool_that_may_act_counts_as_work() -> None:
+    guard, rec = _guard()
+    refund = ToolEvent(tool="refund_order", arguments={"order_id": "A-17"})
+    drive(
+        guard,
+        "s",
+        [
+            langchain_write_todos(("Refund order A-17", "in_progress")),
+            refund,
+            langchain_write_todos(("Refund order A-17", "completed")),
+        ],
+    )
+    assert not [r for r in rec.findings if r.item.detector == DONE_WITHOUT_WORK]  # type: ignore[union-attr]
+
+
 def test_stale_reminder_names_only_the_active_item_and_what_is_left() -> None:
     guard, _ = _guard()
     write = codex_update_plan(

@@ -1,12 +1,14 @@
 """The todo tracker: keeps the agent's own todo list per session and reports items marked done with no
 work behind them.
 
-It sees only plan-tool calls (to read the list) and file writes and commands (to note work). Until the
-agent first writes a list the session has no todo state to speak of: a call costs one attribute check.
+It is shown only plan-tool calls (to read the list) and file writes and commands (to note the latest work):
+for an agent with no todo tool that is one short call on those steps, and no todo state beyond three
+integers.
 
-``todo_done_without_work`` — an item turns ``completed`` with no write and no test call since it became
-``in_progress`` (or, when it was never marked in progress, since the list update before, when it was still
-open). One finding per update, naming every such item; an item is reported at most once.
+``todo_done_without_work`` — an item turns ``completed`` with no work since it became ``in_progress`` (or,
+when it was never marked in progress, since the list update before, when it was still open). Work is a
+file write, a test run, or a call of a custom non-shell tool (which may act: a support agent's
+``refund_order``). One finding per update, naming every such item; an item is reported at most once.
 """
 
 from __future__ import annotations
@@ -138,7 +140,13 @@ class TodoTracker(Detector):
         if action is None:  # a pipeline without canonical actions: nothing to go by
             return None
         if action.type is not PLAN:
-            if action.type is FILE_WRITE or action.is_validation:
+            # Work: a file write, a test run, or a call of the agent's own tool that is not a shell (a
+            # support agent's refund_order is a COMMAND: it may act, so it counts, as a read of it would).
+            if (
+                action.type is FILE_WRITE
+                or action.is_validation
+                or (action.type is COMMAND and action.shell is None)
+            ):
                 state.last_work = step.index
             return None
         if step.event.failed:  # the tool refused the list: it is not the agent's list
