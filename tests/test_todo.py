@@ -447,3 +447,38 @@ def test_todo_span_attributes(capture: bool) -> None:
     if capture:
         assert root.attributes[A.TODO_ACTIVE] == "Test it"
     cap.shutdown()
+
+
+def test_claude_code_hooks_deliver_the_stale_reminder_after_a_result() -> None:
+    # Claude Code's PreToolUse/PostToolUse payloads (as in tests/test_claude_code_hook.py, Claude Code 2.1)
+    # through the adapter the hook command and the Agent SDK's in-process hooks share.
+    pytest.importorskip("planguard_claude_code")
+    from planguard_claude_code.adapter import ClaudeCodeAdapter
+
+    guard, _ = _guard()
+    adapter = ClaudeCodeAdapter(guard)
+    base = {"session_id": "cc-1", "cwd": "/repo", "permission_mode": "default"}
+    todos = [
+        {"content": "Find the failing test", "status": "completed", "activeForm": "Finding the failing test"},
+        {"content": "Fix the parser", "status": "in_progress", "activeForm": "Fixing the parser"},
+        {"content": "Run the suite", "status": "pending", "activeForm": "Running the suite"},
+    ]
+    calls: list[tuple[str, dict[str, Any], Any]] = [
+        ("TodoWrite", {"todos": todos}, {"oldTodos": [], "newTodos": todos}),
+        *(
+            ("Read", {"file_path": f"/repo/src/parser_{i}.py"}, {"type": "text", "file": {"content": "x"}})
+            for i in range(6)
+        ),
+    ]
+    contexts: list[str] = []
+    adapter.handle({**base, "hook_event_name": "UserPromptSubmit", "prompt": "fix the parser"})
+    for n, (tool, tool_input, response) in enumerate(calls):
+        common = {**base, "tool_name": tool, "tool_input": tool_input, "tool_use_id": f"toolu_{n:02d}"}
+        assert adapter.handle({**common, "hook_event_name": "PreToolUse"}) == {}
+        answer = adapter.handle({**common, "hook_event_name": "PostToolUse", "tool_response": response})
+        contexts.append(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
+    stale = [i for i, c in enumerate(contexts) if "todo list has not changed" in c]
+    assert stale == [4]  # after the 4th Read following the TodoWrite, once
+    assert '"Fix the parser"' in contexts[4] and '"Run the suite"' in contexts[4]
+    assert "Find the failing test" not in contexts[4]
+    assert todo_state(guard.session("cc-1")).current.text == "Fix the parser"  # type: ignore[union-attr]
