@@ -119,4 +119,7 @@ def _optional(record: dict[str, Any], key: str, kind: type, what: str, path: str
 
 
 def _got(record: dict[str, Any], key: str) -> str:
-    return "missing" if key not in record else type_name(record[key]) if record[key] != "" else "empty"
+    """What the record has under ``key``, in the words of an error message."""
+    if key not in record:
+        return "missing"
+    return "empty" if record[key] == "" else type_name(record[key])

@@ -144,20 +144,23 @@ class TodoPolicy(Policy):
 
     @staticmethod
     def _todo(session: Session, state: _State) -> TodoState | None:
+        """The session's todo list, or None while the agent has written none (the common case: this runs
+        before every call, so it is two attribute reads then)."""
         i = state.tracker
         if i == _UNKNOWN:
             i = state.tracker = next(
                 (k for k, d in enumerate(session.pipeline.detectors) if isinstance(d, TodoTracker)), -1
             )
-        return None if i < 0 else session.detector_states[i]
+        if i < 0:
+            return None
+        todo: TodoState = session.detector_states[i]
+        return todo if todo.updates else None
 
     # ------------------------------------------------------------------ hooks
 
     def before_tool(self, step: Step, session: Session, state: _State) -> Decision | None:
-        if self._finish_mode == "off":
-            return None
         todo = self._todo(session, state)
-        if todo is None or not todo.updates:
+        if todo is None or self._finish_mode == "off":
             return None  # no todo list in this session: the finish check does not apply
         if not self.is_finish(step):
             return None
@@ -182,7 +185,7 @@ class TodoPolicy(Policy):
         if stale is None:
             return ()
         todo = self._todo(session, state)
-        if todo is None or not todo.updates:
+        if todo is None:
             return ()
         n = session.n_steps
         since = todo.calls_since_update(n)
