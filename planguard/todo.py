@@ -118,6 +118,6 @@ def _items(raw: Sequence[Any]) -> list[TodoItem] | None:
         if key in seen:  # the same item twice: keep the first
             continue
         seen.add(key)
-        word = "_".join(status.lower().replace("-", " ").split())  # "In Progress", "in-progress" → in_progress
+        word = "_".join(status.lower().replace("-", " ").split())  # "In Progress", "in-progress"
         out.append(TodoItem(key, text, _STATUS.get(word, PENDING)))
     return out
