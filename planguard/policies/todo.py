@@ -105,8 +105,9 @@ class TodoConfig(BaseModel):
     _check = field_validator("message", "finish_message")(_template)
 
 
-#: ``_State.tracker`` before the session's tracker has been looked up.
+#: ``_State.tracker`` before the session's tracker has been looked up, and when its pipeline has none.
 _UNKNOWN = -2
+_NONE = -1
 
 
 @dataclass(slots=True)
@@ -143,14 +144,17 @@ class TodoPolicy(Policy):
         return _State()
 
     @staticmethod
-    def _todo(session: Session, state: _State) -> TodoState | None:
-        """The session's todo list, or None while the agent has written none (the common case: this runs
-        before every call, so it is two attribute reads then)."""
+    def _tracker(session: Session, state: _State) -> int:
         i = state.tracker
         if i == _UNKNOWN:
             i = state.tracker = next(
-                (k for k, d in enumerate(session.pipeline.detectors) if isinstance(d, TodoTracker)), -1
+                (k for k, d in enumerate(session.pipeline.detectors) if isinstance(d, TodoTracker)), _NONE
             )
+        return i
+
+    def _todo(self, session: Session, state: _State) -> TodoState | None:
+        """The session's todo list, or None while the agent has written none."""
+        i = self._tracker(session, state)
         if i < 0:
             return None
         todo: TodoState = session.detector_states[i]
@@ -159,8 +163,16 @@ class TodoPolicy(Policy):
     # ------------------------------------------------------------------ hooks
 
     def before_tool(self, step: Step, session: Session, state: _State) -> Decision | None:
-        todo = self._todo(session, state)
-        if todo is None or self._finish_mode == "off":
+        # Runs before every call of every agent: while there is no list, this is what it costs.
+        i = state.tracker
+        if i < 0:
+            if i == _NONE:
+                return None
+            i = self._tracker(session, state)
+            if i < 0:
+                return None
+        todo: TodoState = session.detector_states[i]
+        if not todo.updates or self._finish_mode == "off":
             return None  # no todo list in this session: the finish check does not apply
         if not self.is_finish(step):
             return None
