@@ -21,6 +21,7 @@ from typing import Any
 from .actions.types import Action, ActionType
 from .decisions import ALLOW, Decision, DecisionKind
 from .detectors.base import Detector
+from .detectors.todo import todo_state
 from .errors import ErrorCounter
 from .events import ToolEvent
 from .findings import Finding
@@ -98,6 +99,9 @@ class SessionSummary:
     findings: list[Finding]
     decision_counts: dict[str, int]
     duration: float
+    #: The agent's own todo list at the end (done, total, active, open, updates, calls_since_update); None
+    #: when it wrote none (or the pipeline has no todo tracker).
+    todo: dict[str, Any] | None = None
 
     @property
     def primary(self) -> Scores | None:
@@ -270,6 +274,7 @@ class Session:
         return self.compliance.get(self.pipeline.plan.name)
 
     def summary(self) -> SessionSummary:
+        todo = todo_state(self)
         return SessionSummary(
             session_id=self.id,
             n_steps=self.n_steps,
@@ -281,6 +286,7 @@ class Session:
             findings=list(self.findings),
             decision_counts=dict(self.decision_counts),
             duration=self.last_activity - self.started_at,
+            todo=todo.summary(self.n_steps) if todo is not None and todo.active else None,
         )
 
     # ------------------------------------------------------------------ persistence

@@ -322,6 +322,7 @@ def test_default_and_configured_detector_sets() -> None:
         "repeated_call",
         "no_tail_validation",
         "unsupported_completion",
+        "todo_done_without_work",
     ]
     cfg = DetectorsConfig.model_validate(
         {

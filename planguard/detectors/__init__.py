@@ -20,6 +20,7 @@ finding (detector name)     predicate (defaults)                                
 ``no_tail_validation``      no validation in (after last source write) ∩ (final 5 actions)     end
 ``unsupported_completion``  final text says fixed/done/resolved, no passing validation after   end
                             the last source write
+``todo_done_without_work``  a todo item marked completed with no write or test since started   live
 ==========================  =================================================================  =========
 """
 
@@ -45,6 +46,7 @@ from .structural import (
     ToolOscillation,
     UnsupportedCompletion,
 )
+from .todo import TodoState, TodoTracker, todo_state
 
 __all__ = [
     "Detector",
@@ -58,6 +60,8 @@ __all__ = [
     "RereadChurn",
     "SearchLoop",
     "ShellOverTool",
+    "TodoState",
+    "TodoTracker",
     "ToolOscillation",
     "UnsupportedCompletion",
     "build_detectors",
@@ -65,6 +69,7 @@ __all__ = [
     "default_detectors",
     "effect_state",
     "set_anchors",
+    "todo_state",
 ]
 
 
@@ -103,6 +108,8 @@ def default_detectors(
         out.append(NoTailValidation(cfg.no_tail_validation.tail, effects=tracker))
     if cfg.unsupported_completion.enabled:
         out.append(UnsupportedCompletion(cfg.unsupported_completion.pattern, effects=tracker))
+    if cfg.todo.enabled:
+        out.append(TodoTracker())
     return tuple(out)
 
 

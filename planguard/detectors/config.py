@@ -19,6 +19,7 @@ __all__ = [
     "RereadChurnConfig",
     "SearchLoopConfig",
     "ShellOverToolConfig",
+    "TodoTrackerConfig",
     "ToolOscillationConfig",
     "UnsupportedCompletionConfig",
 ]
@@ -102,6 +103,10 @@ class RepeatedCallConfig(_Base):
     cycles: int = Field(3, ge=2, description="A-B-A-B alternation of two calls for this many cycles.")
 
 
+class TodoTrackerConfig(_Base):
+    """The agent's own todo list, read from its todo tool (reports todo_done_without_work)."""
+
+
 class DetectorsConfig(BaseModel):
     """Canonical actions and the streaming process detectors (TraceProbe Table II plus repeated calls)."""
 
@@ -126,3 +131,4 @@ class DetectorsConfig(BaseModel):
         description="Further detectors (a built-in name, an entry-point name or an import path), run after "
         "the configured built-ins.",
     )
+    todo: TodoTrackerConfig = Field(default_factory=TodoTrackerConfig)

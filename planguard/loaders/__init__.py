@@ -22,6 +22,7 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
 * ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
 * ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``).
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.store.reader`).
+* ``generic`` - one JSON object per tool call (:mod:`planguard.loaders.generic`; ``planguard export``).
 
 Bad input never raises out of :func:`iter_trajectories`: a malformed file or line becomes a yielded
 :class:`LoadError` and loading carries on with the next line or file.
@@ -41,6 +42,7 @@ from ._json import loads
 from .claude_code import load_claude_code
 from .codex import load_codex
 from .gemini_cli import load_gemini_cli
+from .generic import load_generic
 from .mini_swe_agent import load_mini_document
 from .opencode import is_opencode_storage, load_opencode_session_file, load_opencode_storage
 from .openhands import load_event_document, load_output_record
@@ -261,6 +263,9 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
         return
     if fmt == "planguard-store":
         yield from _store_trajectories(records, shown, run_id_from_name(path.name))
+        return
+    if fmt == "generic":
+        yield from load_generic(records, shown)
         return
     load_record = load_jsonl_record if fmt == "swe-agent-jsonl" else load_output_record
     for item in records:

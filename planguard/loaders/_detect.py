@@ -15,6 +15,7 @@ from typing import Any
 
 from ._base import LoadError, type_name
 from ._json import loads
+from .generic import is_generic_record
 
 __all__ = [
     "FAMILY",
@@ -41,10 +42,11 @@ FORMATS: tuple[str, ...] = (
     "gemini-cli",
     "opencode",
     "planguard-store",
+    "generic",
 )
 #: Formats read line by line (one record per line, streamed); the others are one JSON/YAML document.
 LINE_FORMATS = frozenset(
-    {"swe-agent-jsonl", "claude-code", "openhands-output", "codex", "gemini-cli", "planguard-store"}
+    {"swe-agent-jsonl", "claude-code", "openhands-output", "codex", "gemini-cli", "planguard-store", "generic"}
 )
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
@@ -59,6 +61,7 @@ FAMILY: dict[str, str] = {
     "gemini-cli": "gemini-cli",
     "opencode": "opencode",
     "planguard-store": "planguard-store",
+    "generic": "generic",
 }
 
 _SNIFF_LINES = 20
@@ -117,6 +120,8 @@ def classify_record(obj: Any) -> str | None:
         "sessionId" in obj or kind in _CLAUDE_BOOKKEEPING or ("uuid" in obj and "message" in obj)
     ):
         return "claude-code"
+    if is_generic_record(obj):
+        return "generic"
     return None
 
 

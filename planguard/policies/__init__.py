@@ -2,7 +2,8 @@
 
 One module per policy: ``reminder`` (periodic plan reminder), ``violations`` (targeted reminders when the
 plan is departed from), ``escalation`` (responses to detector findings), ``gates`` (deny a tool until
-conditions hold). ``config`` holds the ``policies:`` config section and builds them.
+conditions hold), ``todo`` (the agent's own todo list). ``config`` holds the ``policies:`` config section and
+builds them.
 """
 
 from .base import Policy
@@ -11,6 +12,7 @@ from .escalation import DetectorResponses, Ladder, PatternSpec, ResponseConfig, 
 from .gates import Gate, GateCondition, GateConfig, PhaseAfter
 from .match import ToolMatcher, ToolPattern
 from .reminder import PeriodicReminder, ReminderConfig
+from .todo import TodoConfig, TodoPolicy
 from .violations import PlanViolations, ViolationMessages, ViolationsConfig
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "ResponseConfig",
     "ResponsesConfig",
     "ToolMatcher",
+    "TodoConfig",
+    "TodoPolicy",
     "ToolPattern",
     "ViolationMessages",
     "ViolationsConfig",

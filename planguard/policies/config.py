@@ -11,6 +11,7 @@ from .base import Policy
 from .escalation import DetectorResponses, ResponsesConfig
 from .gates import Gate, GateConfig
 from .reminder import PeriodicReminder, ReminderConfig
+from .todo import TodoConfig, TodoPolicy
 from .violations import PlanViolations, ViolationsConfig
 
 __all__ = ["PluginSpec", "PoliciesConfig", "build_policies"]
@@ -28,6 +29,11 @@ class PoliciesConfig(BaseModel):
     )
     gates: list[GateConfig] = Field(
         default_factory=list, description="Deny tool calls until conditions hold."
+    )
+    todo: TodoConfig = Field(
+        default_factory=TodoConfig,
+        description="The agent's own todo list: stale-list reminder and finish check (active once the agent "
+        "writes a list with its todo tool).",
     )
     notify: NotifyConfig = Field(default_factory=NotifyConfig, description="Webhook notifications.")
     custom: list[PluginSpec] = Field(
@@ -47,6 +53,8 @@ def build_policies(config: PoliciesConfig, plan: Plan, *, fail_closed_gates: boo
     policies.extend(Gate(g, plan, fail_closed=fail_closed_gates) for g in config.gates)
     if config.violations.enabled and plan.phases:
         policies.append(PlanViolations(plan, config.violations))
+    if config.todo.enabled:
+        policies.append(TodoPolicy(config.todo))
     if config.reminder.enabled and plan.phases:
         policies.append(PeriodicReminder(plan, config.reminder))
     for i, spec in enumerate(config.custom):

@@ -65,6 +65,8 @@ ADVICE: dict[str, str] = {
     "plan_absence": "Write down a short plan before making more edits.",
     "repeated_call": "You have made the same call several times; its result will not change. Try something "
     "different.",
+    "todo_done_without_work": "You marked a todo item done with no edit or test run since you started it; "
+    "check that it really is done.",
 }
 
 #: Calls that continue the pattern of the known finding kinds (unlisted kinds: the same tool/action). The

@@ -70,6 +70,16 @@ SESSION_MISSING: Final = "planguard.compliance.missing"
 SESSION_EVICTED: Final = "planguard.session.evicted"
 MAX_LETTERS: Final = 4096
 
+# --------------------------------------------------------------------------- planguard, the agent's todo list
+# On a todo tool call's span (the list it wrote) and on the session span (the list at the end).
+TODO_DONE: Final = "planguard.todo.done"
+TODO_TOTAL: Final = "planguard.todo.total"
+TODO_UPDATES: Final = "planguard.todo.updates"
+#: Tool calls since the list was last written (session span).
+TODO_CALLS_SINCE_UPDATE: Final = "planguard.todo.calls_since_update"
+#: The item in progress, as the agent wrote it: content, so only with content capture (redacted).
+TODO_ACTIVE: Final = "planguard.todo.active"
+
 # --------------------------------------------------------------------------- span events
 EVENT_FINDING: Final = "planguard.finding"
 EVENT_DECISION: Final = "planguard.decision"

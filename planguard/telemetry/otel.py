@@ -44,6 +44,8 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from .. import __version__
+from ..actions.types import PLAN
+from ..detectors.todo import todo_state
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
 from ..sinks import SessionRegistry, Sink
@@ -51,7 +53,7 @@ from . import attributes as A
 from .capture import CaptureMode, capture_mode_from_env
 from .drops import DropCounter
 from .instruments import Counts, count_calls, instruments_for
-from .redact import Redactor, render_content
+from .redact import Redactor, redact_value, render_content
 from .worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 
 if TYPE_CHECKING:
@@ -346,6 +348,9 @@ class OTelSink(Sink):
             attrs[A.EFFECT] = effect or "SUCCEEDED"
         if step.findings:
             attrs[A.FINDINGS_COUNT] = len(step.findings)
+        action = step.action
+        if action is not None and action.type is PLAN:  # a todo tool call: the list as it now stands
+            self._todo_attrs(session, attrs, at_end=False)
         # Live calls end now (None: the SDK reads the clock), after the findings and decisions about them;
         # replayed ones at the recorded end, where their events were stamped.
         end_ns = None if live else _ns(ev.end_time)
@@ -545,6 +550,19 @@ class OTelSink(Sink):
         name, attrs, start_ns, _live = st.tools.pop(index)
         self._emit(st, name, attrs, start_ns, st.events.pop(index, None), _BLOCKED, step.event, None)
 
+    def _todo_attrs(self, session: Session, attrs: dict[str, Any], *, at_end: bool) -> None:
+        todo = todo_state(session)
+        if todo is None or not todo.active:
+            return
+        attrs[A.TODO_DONE] = todo.done
+        attrs[A.TODO_TOTAL] = todo.total
+        if at_end:
+            attrs[A.TODO_UPDATES] = todo.updates
+            attrs[A.TODO_CALLS_SINCE_UPDATE] = todo.calls_since_update(session.n_steps)
+        current = todo.current
+        if current is not None and self._capture_on:
+            attrs[A.TODO_ACTIVE] = redact_value(current.text, self._redactor)
+
     def _emit_open(self, st: _SessionState, index: int, call: _ToolCall) -> None:
         """End a call that never finished (too many open, or its session closed) as it stands."""
         if call is _UNTRACED:
@@ -585,6 +603,8 @@ class OTelSink(Sink):
                 attrs[A.SESSION_MISSING] = list(comp.missing())
         if evicted:
             attrs[A.SESSION_EVICTED] = True
+        if summary.todo is not None:
+            self._todo_attrs(st.session, attrs, at_end=True)
         span.set_attributes(attrs)
         end_ns = time.time_ns()
         if not self._submit((None, span, None, st.deferred, None, None, None, end_ns)):

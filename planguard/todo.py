@@ -1,0 +1,123 @@
+"""The agent's own plan: the todo list it writes with its todo/plan tool, read from the tool's payload.
+
+Every supported tool replaces the whole list on each call; the payload shapes are the tools' own:
+
+* Claude Code ``TodoWrite``: ``{"todos": [{"content", "status", "activeForm"}]}``, status ``pending`` |
+  ``in_progress`` | ``completed`` (Claude Code's tool schema as the Agent SDK types it; real session
+  lines with this shape are parsed in public session readers, e.g. hrntknr/claude-code-protocol
+  docs/05_tool_todo.md);
+* LangChain ``TodoListMiddleware`` / deepagents ``write_todos``: ``{"todos": [{"content", "status"}]}``
+  (``langchain/agents/middleware/todo.py``: ``Todo(TypedDict)``);
+* Codex ``update_plan``: ``{"explanation"?, "plan": [{"step", "status"}]}`` (codex-rs
+  ``protocol/src/plan_tool.rs``: ``UpdatePlanArgs``, ``PlanItemArg``);
+* OpenCode ``todowrite``: ``{"todos": [{"content", "status", "priority", "id"}]}`` (sst/opencode
+  ``packages/opencode/src/tool/todo.ts``: ``TodoInfo``; later versions add status ``cancelled``);
+* Gemini CLI ``write_todos``: ``{"todos": [{"description", "status"}]}``, status also ``cancelled``
+  (google-gemini/gemini-cli ``docs/tools/todos.md``);
+* any other tool whose arguments hold a list of items with a text (``content``, ``title``, ``step``,
+  ``description``, ``task``, ``text``) and a ``status``, under ``todos``, ``plan``, ``tasks``, ``items``,
+  ``steps`` or ``todo_list``.
+
+Statuses are normalised to :data:`PENDING`, :data:`IN_PROGRESS`, :data:`COMPLETED` and :data:`CANCELLED`
+(``done``, ``in-progress``, ``not_started``, ``canceled``… are accepted). Lists and texts are bounded
+(:data:`MAX_ITEMS`, :data:`MAX_TEXT`), so a hostile payload costs no more than a long list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .events import ToolEvent
+
+__all__ = [
+    "CANCELLED",
+    "COMPLETED",
+    "IN_PROGRESS",
+    "MAX_ITEMS",
+    "MAX_TEXT",
+    "PENDING",
+    "TodoItem",
+    "parse_todos",
+]
+
+PENDING = "pending"
+IN_PROGRESS = "in_progress"
+COMPLETED = "completed"
+CANCELLED = "cancelled"
+
+#: Items of one list that are kept (the rest of a longer list is ignored).
+MAX_ITEMS = 100
+#: Characters of an item's text that are kept.
+MAX_TEXT = 200
+#: Raw (unparsed) argument text that is parsed at most; longer text is not a todo payload worth reading.
+_MAX_RAW = 1 << 16
+
+_LIST_KEYS = ("todos", "plan", "tasks", "items", "steps", "todo_list")
+_TEXT_KEYS = ("content", "title", "step", "description", "task", "text")
+_STATUS: dict[str, str] = {
+    **dict.fromkeys(("pending", "todo", "not_started", "open", "new", "planned", "waiting"), PENDING),
+    **dict.fromkeys(("in_progress", "active", "doing", "started", "current", "working"), IN_PROGRESS),
+    **dict.fromkeys(("completed", "complete", "done", "finished", "resolved", "succeeded"), COMPLETED),
+    **dict.fromkeys(("cancelled", "canceled", "skipped", "removed", "dropped", "abandoned"), CANCELLED),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TodoItem:
+    """One item of the agent's list. ``key`` identifies it across updates: the tool's id when it has one
+    (OpenCode), else the text, case and spacing folded."""
+
+    key: str
+    text: str
+    status: str
+
+    @property
+    def open(self) -> bool:
+        return self.status == PENDING or self.status == IN_PROGRESS
+
+
+def parse_todos(event: ToolEvent) -> list[TodoItem] | None:
+    """The list a todo/plan tool call writes, or None when its arguments hold no such list (a ``TodoRead``,
+    a plan-mode call, a malformed payload). An empty list is a list: the agent cleared it."""
+    args: Any = event.arguments
+    if isinstance(args, str):
+        if len(args) > _MAX_RAW or not args.lstrip().startswith("{"):
+            return None
+        try:
+            args = json.loads(args)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(args, Mapping):
+        return None
+    for key in _LIST_KEYS:
+        value = args.get(key)
+        if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+            items = _items(value)
+            if items is not None:
+                return items
+    return None
+
+
+def _items(raw: Sequence[Any]) -> list[TodoItem] | None:
+    out: list[TodoItem] = []
+    seen: set[str] = set()
+    for entry in raw[:MAX_ITEMS]:
+        if not isinstance(entry, Mapping):
+            return None
+        text = next((v for k in _TEXT_KEYS if isinstance(v := entry.get(k), str)), None)
+        status = entry.get("status")
+        if text is None or not isinstance(status, str):
+            return None
+        text = " ".join(text.split())[:MAX_TEXT]
+        ident = entry.get("id")
+        key = str(ident)[:MAX_TEXT] if isinstance(ident, (str, int)) and not isinstance(ident, bool) else ""
+        key = key or text.casefold()
+        if key in seen:  # the same item twice: keep the first
+            continue
+        seen.add(key)
+        word = "_".join(status.lower().replace("-", " ").split())  # "In Progress", "in-progress"
+        out.append(TodoItem(key, text, _STATUS.get(word, PENDING)))
+    return out
