@@ -46,7 +46,15 @@ FORMATS: tuple[str, ...] = (
 )
 #: Formats read line by line (one record per line, streamed); the others are one JSON/YAML document.
 LINE_FORMATS = frozenset(
-    {"swe-agent-jsonl", "claude-code", "openhands-output", "codex", "gemini-cli", "planguard-store", "generic"}
+    {
+        "swe-agent-jsonl",
+        "claude-code",
+        "openhands-output",
+        "codex",
+        "gemini-cli",
+        "planguard-store",
+        "generic",
+    }
 )
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
