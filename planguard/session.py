@@ -25,7 +25,8 @@ from .errors import ErrorCounter
 from .events import ToolEvent
 from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
-from .phases import GENERAL, Classification, Command, PhaseRules, get_rules
+from .phases import GENERAL, Classification, Command, get_rules
+from .phases.classifier import PhaseClassifier, letter_map
 from .plan import PRESETS, Plan
 from .policies.base import Policy
 from .sinks import Sink
@@ -59,7 +60,7 @@ class Pipeline:
     as the paper scores one run against each of its settings.
     """
 
-    rules: PhaseRules = field(default_factory=get_rules)
+    rules: PhaseClassifier = field(default_factory=get_rules)
     plans: tuple[Plan, ...] = (PRESETS["plan"],)
     actions: Callable[[ToolEvent], Any] | None = None
     detectors: tuple[Detector, ...] = ()
@@ -80,6 +81,16 @@ class Pipeline:
     def layouts(self) -> tuple[PlanLayout, ...]:
         """One scoring layout per scored plan, shared by every session."""
         return tuple(PlanLayout(p) for p in self.plans if p.scored)
+
+    @cached_property
+    def letter_of(self) -> Mapping[str, str]:
+        """Role -> Langutory letter (a declared plan's phase symbols, else the coding letters)."""
+        return letter_map(self.rules)
+
+    @cached_property
+    def defers_phases(self) -> bool:
+        """The rules read the call's result, so a live call's phase is decided when the result arrives."""
+        return bool(getattr(self.rules, "needs_result", False))
 
     @cached_property
     def hook_table(self) -> _HookTable:
@@ -182,7 +193,7 @@ class Session:
         step.decision = decision
         if decision is not ALLOW:  # a blocking decision replaced it
             return decision
-        self._commit(step)
+        self._commit(step, phases=not self.pipeline.defers_phases)
         key = event.call_id if event.call_id is not None else f"#{step.index}"
         if len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
@@ -207,6 +218,8 @@ class Session:
                 self._guarded(hook, self, step)
         else:
             _merge_result(step.event, event)
+            if self.pipeline.defers_phases:  # the phase depends on the result, known only now
+                self._reclassify(step)
         self._finish(step)
         return step
 
@@ -242,6 +255,8 @@ class Session:
         if not self.ended:
             self.ended = True
             for step in list(self._pending.values()):
+                if self.pipeline.defers_phases:  # no result came: its phase is what the call showed
+                    self._score(step)
                 self._finish(step)
             self._pending.clear()
             for det, state in zip(self.pipeline.detectors, self.detector_states, strict=True):
@@ -272,7 +287,7 @@ class Session:
             session_id=self.id,
             n_steps=self.n_steps,
             n_model_calls=self.n_model_calls,
-            letters=self.langutory.letters(),
+            letters=self.langutory.letters(self.pipeline.letter_of),
             langutory=self.langutory.rle(),
             scores={name: c.scores() for name, c in self.compliance.items()},
             finding_counts=dict(self.finding_counts),
@@ -343,7 +358,22 @@ class Session:
             step.degraded = True
         return step
 
-    def _commit(self, step: Step) -> None:
+    def _reclassify(self, step: Step) -> None:
+        try:
+            step.classification = self.pipeline.rules.classify(step.event, self.phase_state)
+        except Exception as exc:  # keep the classification made before the call ran
+            self.pipeline.errors.record(_where(self.pipeline.rules.classify), exc)
+        self._score(step)
+
+    def _commit(self, step: Step, *, phases: bool = True) -> None:
+        """Count the call as a step; with ``phases``, also commit its phase (else :meth:`_reclassify` does,
+        once the result is known)."""
+        if phases:
+            self._score(step)
+        self.n_steps += 1
+        self.last_step = step
+
+    def _score(self, step: Step) -> None:
         self.phase_state.apply(step.classification)
         roles = step.classification.roles
         if roles:
@@ -359,8 +389,6 @@ class Session:
                     if len(seen) < MAX_SCORED_ROLES:
                         seen.add(r)
                 at += 1
-        self.n_steps += 1
-        self.last_step = step
 
     def _finish(self, step: Step) -> None:
         step.done = True
