@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -197,6 +198,7 @@ class StoreSink(Sink):
                 decisions,
                 comp.scores() if comp is not None else None,
                 session.n_model_calls,
+                session.pipeline.letter_of,
             )
         )
 
@@ -340,8 +342,8 @@ class StoreSink(Sink):
 
     def _line(self, item: tuple[Any, ...]) -> bytes:
         if item[0] == "step":
-            _, _, _, step, decisions, scores, n_model_calls = item
-            return _encode(self.step_json(step, decisions, scores, n_model_calls))
+            _, _, _, step, decisions, scores, n_model_calls, letter_of = item
+            return _encode(self.step_json(step, decisions, scores, n_model_calls, letter_of))
         return _encode(self._record(item))
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
@@ -386,7 +388,12 @@ class StoreSink(Sink):
     # written for every tool call, and the two intermediate records cost as much as the rest of it.
 
     def step_json(
-        self, step: Step, decisions: Any, scores: Scores | None, n_model_calls: int
+        self,
+        step: Step,
+        decisions: Any,
+        scores: Scores | None,
+        n_model_calls: int,
+        letter_of: Mapping[str, str] = LETTER_OF,
     ) -> dict[str, Any]:
         cls = step.classification
         roles = list(cls.roles)
@@ -395,7 +402,7 @@ class StoreSink(Sink):
             "index": step.index,
             "event": self.event_json(step.event),
             "roles": roles,
-            "letters": "".join([LETTER_OF.get(r, "?") for r in roles]),
+            "letters": "".join([letter_of.get(r, "?") for r in roles]),
             "commands": [[str(c.label), str(c.role)] for c in getattr(cls, "commands", ())],
         }
         action = _action(step.action)
