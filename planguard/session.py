@@ -32,7 +32,7 @@ from .policies.base import Policy
 from .sinks import Sink
 from .step import Step
 
-__all__ = ["Pipeline", "Session", "SessionSummary"]
+__all__ = ["RECORDED_POLICY", "Pipeline", "Session", "SessionSummary"]
 
 #: Calls started but not finished that a session remembers; past this the oldest is closed unrecorded.
 MAX_PENDING = 1024
@@ -46,7 +46,7 @@ MAX_SCORED_ROLES = 256
 #: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
 _DERIVED = frozenset({"pipeline", "_hooks", "_compliances"})
 #: ``Decision.policy`` of a denial read from a recording (the harness, not this pipeline, decided it).
-_RECORDED = "recorded"
+RECORDED_POLICY = "recorded"
 # Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
 _ALLOW_KIND = DecisionKind.ALLOW
 _STOP_KIND = DecisionKind.STOP
@@ -178,18 +178,7 @@ class Session:
         if event.start_time is None:
             event.start_time = self.last_activity
         step = self._classify(event)
-        decision = ALLOW
-        for hook, state in self._hooks.before_tool:
-            try:  # inline rather than _guarded: free in 3.11 until something raises
-                d = hook(step, self, state)
-            except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(hook), exc)
-                continue
-            if d is not None and d.kind is not _ALLOW_KIND:
-                self._record_decision(step, d)
-                if d.blocks:
-                    decision = d
-                    break
+        decision = self._ask_policies(step)
         step.decision = decision
         if decision is not ALLOW:  # a blocking decision replaced it
             return decision
@@ -204,6 +193,21 @@ class Session:
             except Exception as exc:  # fail-open is the contract
                 self.pipeline.errors.record(_where(start_hook), exc)
         return decision
+
+    def _ask_policies(self, step: Step) -> Decision:
+        """The policies' verdict on the call about to run: every non-allow decision is recorded, and the first
+        blocking one (if any) is returned."""
+        for hook, state in self._hooks.before_tool:
+            try:  # inline rather than _guarded: free in 3.11 until something raises
+                d = hook(step, self, state)
+            except Exception as exc:  # fail-open is the contract
+                self.pipeline.errors.record(_where(hook), exc)
+                continue
+            if d is not None and d.kind is not _ALLOW_KIND:
+                self._record_decision(step, d)
+                if d.blocks:
+                    return d
+        return ALLOW
 
     def after_tool(self, event: ToolEvent) -> Step:
         """Record the call's result and run detectors and policies on it."""
@@ -224,11 +228,14 @@ class Session:
         return step
 
     def observe(self, event: ToolEvent) -> Step:
-        """Offline: a call that has already run, start to finish, with no gate. A call the recording shows
-        was blocked (``event.blocked``) is a recorded denial, not a step, as it was live."""
+        """Offline: a call that has already run, start to finish. The policies are asked about it as they
+        would be live and their decisions are recorded (what this pipeline would have decided), but nothing
+        is blocked: the call ran, and counts as a step. A call the recording shows was blocked
+        (``event.blocked``) is a recorded denial, not a step, as it was live."""
         step = self._classify(event)
+        self._ask_policies(step)
         if event.blocked is not None:
-            step.decision = Decision(DecisionKind.DENY, event.blocked, _RECORDED)
+            step.decision = Decision(DecisionKind.DENY, event.blocked, RECORDED_POLICY)
             self._record_decision(step, step.decision)
             return step
         self._commit(step)

@@ -218,7 +218,9 @@ class StoreSink(Sink):
                 st.pre_step = step
             st.pre.append(decision)
             if decision.blocks:
-                self._worker.submit(("blocked", st.key, session.id, step.event, st.pre, step.index))
+                self._worker.submit(
+                    ("blocked", st.key, session.id, step.event, st.pre, step.index, session.n_model_calls)
+                )
                 st.pre_step, st.pre = None, []
         else:
             if st.pre_step is step:
@@ -353,12 +355,13 @@ class StoreSink(Sink):
             header.metadata = self._clean(header.metadata)
             return header.to_json()
         if kind == "blocked":
-            _, _, _, event, decisions, at_step = item
+            _, _, _, event, decisions, at_step, n_model_calls = item
             return {
                 "type": "blocked",
                 "at_step": at_step,
                 "event": self.event_json(event),
                 "decisions": [_decision(d).to_json() for d in decisions],
+                "n_model_calls": n_model_calls,
             }
         if kind == "finding":
             return {"type": "finding", **_finding(item[3]).to_json()}
