@@ -57,7 +57,7 @@ def format_step_line(
     segs: list[tuple[str, str]] = [
         (f"  {session_id} ", "dim"),
         (f"#{index:<4}", "bold"),
-        (f"{tool[:20]:<20}", ""),
+        (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
     ]
     segs.append((f"{letters or '·':<4}", _PHASE_STYLE.get(letters[:1], "dim")))
     segs.append((f"{action[:12]:<13}", "cyan" if action else "dim"))
@@ -241,7 +241,7 @@ class ConsoleSink(Sink):
             return [
                 (f"  {sid} ", "dim"),
                 (f"#{index:<4}", "bold"),
-                (f"{tool[:20]:<20}", ""),
+                (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
                 ("✗ blocked", "bold red"),
                 (f"  → {why}", "red"),
             ]

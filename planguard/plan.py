@@ -363,7 +363,26 @@ PRESETS["support"] = Plan(
             "Look up the records",
             "Read the customer's orders, reservations or account records the request is about.",
             [
-                _m(tool=["get_*", "list_*", "search_*", "lookup_*", "find_*", "read_*", "fetch_*"]),
+                _m(
+                    tool=[
+                        "get_*order*",
+                        "get_*reservation*",
+                        "get_*booking*",
+                        "get_*flight*",
+                        "get_*account*",
+                        "get_*product*",
+                        "get_*ticket*",
+                        "get_*invoice*",
+                        "get_*record*",
+                        "get_*details*",
+                        "list_*",
+                        "search_*",
+                        "lookup_*",
+                        "find_*",
+                        "read_*",
+                        "fetch_*",
+                    ]
+                ),
                 _m(action=["FILE_READ", "SEARCH", "FETCH"]),
             ],
         ),
@@ -558,7 +577,6 @@ PRESETS["data-analysis"] = Plan(
                         "aggregate*",
                     ]
                 ),
-                _m(action="COMMAND"),
             ],
         ),
         _declared(
