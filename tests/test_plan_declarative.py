@@ -28,7 +28,7 @@ plan:
     - {id: identify, symbol: I, name: Identify the customer, match: {tool: "find_customer*"}}
     - {id: lookup,   symbol: L, name: Look up the order,     match: {tool: [get_order, list_orders]}}
     - {id: confirm,  symbol: C, name: Confirm with the customer, match: {tool: confirm_with_customer}}
-    - {id: act,      symbol: A, name: Act, match: {tool: [refund_order, cancel_order], arguments: {order_id: ".+"}}}
+    - {id: act,      symbol: A, name: Act, match: {tool: [refund_order, cancel_order], arguments: {order_id: ".+"}}}  # noqa: E501 (the contract, verbatim)
 policies:
   gates:
     - {name: confirm-before-refund, tool: refund_order, until: {phases_seen: [confirm]}}
