@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the contract YAML below is quoted verbatim, one long line included)
 """Plans that declare their own phases (issue #19 item 1) and the presets for non-coding agents (item 2).
 
 Driven through the real ``Guard`` and config loader; the support demo's LangChain run is in
@@ -28,7 +29,7 @@ plan:
     - {id: identify, symbol: I, name: Identify the customer, match: {tool: "find_customer*"}}
     - {id: lookup,   symbol: L, name: Look up the order,     match: {tool: [get_order, list_orders]}}
     - {id: confirm,  symbol: C, name: Confirm with the customer, match: {tool: confirm_with_customer}}
-    - {id: act,      symbol: A, name: Act, match: {tool: [refund_order, cancel_order], arguments: {order_id: ".+"}}}  # noqa: E501 (the contract, verbatim)
+    - {id: act,      symbol: A, name: Act, match: {tool: [refund_order, cancel_order], arguments: {order_id: ".+"}}}
 policies:
   gates:
     - {name: confirm-before-refund, tool: refund_order, until: {phases_seen: [confirm]}}
