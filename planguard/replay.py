@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .loaders import LoadError, Trajectory, iter_trajectories
-from .phases import get_rules
 from .phases.classifier import rules_for
 from .plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
 from .session import RECORDED_POLICY, Pipeline, Session, SessionSummary
@@ -113,7 +112,9 @@ def replay_pipeline(
         from .detectors import default_detectors
 
         kwargs = {"actions": classify_action, "detectors": default_detectors()}
-    return Pipeline(rules=get_rules(rules), plans=tuple(plans), **kwargs)
+    # The first plan's declared phases, when it declares them, classify instead of the coding rules.
+    vocabulary = kwargs.get("actions")
+    return Pipeline(rules=rules_for(plans[0], rules, vocabulary), plans=tuple(plans), **kwargs)
 
 
 def config_pipeline(config: Config) -> Pipeline:
