@@ -193,6 +193,9 @@ class Plan(BaseModel):
                 f"{', '.join(lacking)}: expected a 'match' (in a plan that declares its phases every phase "
                 "declares which calls belong to it)"
             )
+        for i, p in enumerate(phases):
+            if p.match is not None and p.id == "general":
+                raise ValueError(f"phases.{i}.id: 'general' names the calls of no phase; choose another id")
         if not any(declared):
             for i, p in enumerate(phases):
                 for key in ("after", "before", "first_only"):

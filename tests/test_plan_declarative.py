@@ -287,3 +287,19 @@ def test_schema_describes_declared_phases() -> None:
     assert "FILE_WRITE" in match["action"]["description"]
     assert {"equals", "exists"} <= set(defs["ArgumentTest"]["properties"])
     json.dumps(schema)  # serialisable as `planguard schema` prints it
+
+
+def test_general_is_not_a_phase_id_and_hostile_arguments_fail_open(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "plan:\n  name: t\n  phases:\n    - {id: general, symbol: G, name: G, match: {tool: x}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"phases\.0\.id: 'general'"):
+        load_config(path, env={})
+    rules = _rules([_p("deep", {"tool": "t", "arguments": {"a": "x"}})])
+    nested: Any = "x"
+    for _ in range(10_000):
+        nested = [nested]
+    c = rules.classify(ToolEvent("t", {"a": nested}), rules.new_state())  # too deep to render: general
+    assert c.roles == ()
+    assert _roles(rules, [ToolEvent("t", {"a": "x" * 1_000_000})]) == ["deep"]

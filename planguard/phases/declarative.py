@@ -35,7 +35,7 @@ from planguard.plan import ArgumentTest, PhaseMatch, Plan
 
 __all__ = ["DeclarativeRules", "DeclarativeState"]
 
-#: Longest result text a ``result`` regex is searched in (a tool may return megabytes).
+#: Longest result or argument text a regex is searched in (a tool may take or return megabytes).
 MAX_RESULT_TEXT = 65_536
 
 
@@ -107,7 +107,7 @@ class _Matcher:
                         return False
                 elif not present or args[key] != test.equals:
                     return False
-            elif not present or args[key] is None or test.search(_text(args[key])) is None:
+            elif not present or args[key] is None or test.search(_text(args[key])[:MAX_RESULT_TEXT]) is None:
                 return False
         return True
 
