@@ -364,6 +364,7 @@ def _problems(
     for e in exc.errors(include_url=False):
         loc = _clean_loc(e["loc"], data, e["type"])
         msg = _message(e, loc)
+        loc, msg = _inner_key(loc, msg)
         if msg not in merged.setdefault(loc, []):
             merged[loc].append(msg)
         types_at.setdefault(loc, []).append(e["type"])
@@ -382,6 +383,20 @@ def _problems(
         else:
             out.append((lines.find(loc), dotted, message))
     return out
+
+
+#: A plan's checks across its phases (``after: [x]`` naming no phase) fail on the whole ``phases`` list and
+#: start their message with the key inside it, e.g. ``phases.2.after.0: unknown phase 'x'``.
+_INNER_KEY = re.compile(r"^phases((?:\.\w+)+): (.*)$", re.DOTALL)
+
+
+def _inner_key(loc: tuple[str | int, ...], msg: str) -> tuple[tuple[str | int, ...], str]:
+    """Move the key a plan-level message names into the key path, so the line number is that key's."""
+    m = _INNER_KEY.match(msg)
+    if not loc or loc[-1] != "phases" or m is None:
+        return loc, msg
+    inner = tuple(int(x) if x.isdigit() else x for x in m.group(1).lstrip(".").split("."))
+    return (*loc, *inner), m.group(2)
 
 
 def _clean_loc(loc: tuple[str | int, ...], data: Any, err_type: str) -> tuple[str | int, ...]:

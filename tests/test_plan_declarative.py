@@ -233,7 +233,7 @@ def _check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tup
         ),
         (
             ("match: {tool: confirm_with_customer}", "match: {tool: confirm_with_customer}, after: [lookp]"),
-            "phases.2.after.0",
+            "plan.phases.2.after.0",
             "'lookp'",
         ),
         (
@@ -253,7 +253,7 @@ def test_check_config_rejects_unknown_names_with_their_key(
 ) -> None:
     assert CONTRACT.count(change[0]) == 1
     rc, err = _check(tmp_path, CONTRACT.replace(*change), capsys)
-    assert rc == 1 and key in err and says in err, err
+    assert rc == 1 and f": {key}: " in err and says in err, err  # the full key path, at its line
     rc, err = _check(tmp_path, CONTRACT, capsys)
     assert rc == 0 and err == ""
 
