@@ -139,3 +139,32 @@ def test_replay_without_config_counts_recorded_denials_apart(tmp_path: Path) -> 
     assert rec["n_steps"] == 1 and len(rec["step_roles"]) == 1 and len(rec["actions"]) == 1
     assert rec["n_denied"] == 1 and rec["denials"] == [{"step": 1, "tool": "bash"}]
     assert rec["decisions"] == []  # the default replay has no policies; the recorded denial is not one
+
+
+def test_replay_config_counts_calls_as_they_ran_beside_what_its_policies_would_decide(tmp_path: Path) -> None:
+    runs = REPO / "examples" / "trajectories" / "example_runs.jsonl"
+    plain = {r["id"]: r for r in _replay([str(runs)], tmp_path)}
+    configured = _replay(["--config", str(REPO / "examples" / "planguard.yaml"), str(runs)], tmp_path)
+    assert {r["id"] for r in configured} == set(plain)
+    for rec in configured:
+        base = plain[rec["id"]]
+        for key in ("n_steps", "step_roles", "letters", "metrics"):
+            assert rec[key] == base[key], key
+        assert len(rec["actions"]) == rec["n_steps"] and rec["n_denied"] == 0
+    noncompliant = next(r for r in configured if r["id"].endswith("-noncompliant"))
+    # The early submit ran in the recording (a step), and this config's finish check would have denied it.
+    last = noncompliant["n_steps"] - 1
+    assert {"kind": "deny", "policy": "violations", "step": last, "on": "tool"} in noncompliant["decisions"]
+    assert all(d["kind"] != "allow" for r in configured for d in r["decisions"])
+
+
+def test_replay_config_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    replay_command.register(parser.add_subparsers())
+    runs = str(REPO / "examples" / "trajectories" / "example_runs.jsonl")
+    ns = parser.parse_args(["replay", "--config", str(SUPPORT_CONFIG), "--rules", "v8ec988e", runs])
+    assert ns.func(ns) == 2 and "leave out --plan and --rules" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("plan:\n  name: t\n  phases:\n    - {id: a, symbol: A, name: A, match: {action: WRITE}}\n")
+    ns = parser.parse_args(["replay", "--config", str(bad), runs])
+    assert ns.func(ns) == 2 and "plan.phases.0.match.action" in capsys.readouterr().err
