@@ -303,3 +303,44 @@ def test_general_is_not_a_phase_id_and_hostile_arguments_fail_open(tmp_path: Pat
     c = rules.classify(ToolEvent("t", {"a": nested}), rules.new_state())  # too deep to render: general
     assert c.roles == ()
     assert _roles(rules, [ToolEvent("t", {"a": "x" * 1_000_000})]) == ["deep"]
+
+
+def test_a_recorded_session_replays_under_its_config_to_the_same_findings_and_decisions(
+    tmp_path: Path,
+) -> None:
+    from planguard.commands import replay as replay_command
+    from planguard.replay import DecisionLog
+
+    store = tmp_path / "store"
+    config = tmp_path / "planguard.yaml"
+    config.write_text(
+        CONTRACT
+        + "  reminder: {every_model_calls: 4, min_gap_model_calls: 0}\n"
+        + f"store: {{path: '{store}'}}\ntelemetry: {{enabled: false}}\n"
+    )
+    live = DecisionLog()
+    guard = Guard(load_config(config, env={}), sinks=[live])
+    calls = [("find_customer_by_email", {"email": "a@example.com"})]
+    calls += [("get_order", {"order_id": "O-1"})] * 4  # the same call four times in a row: repeated_call
+    calls += [("refund_order", {"order_id": "O-1"}), ("confirm_with_customer", {"order_id": "O-1"})]
+    calls += [("refund_order", {"order_id": "O-1"})]
+    _run(guard, calls)
+    summary = guard.end("s")
+    guard.shutdown()
+    assert "repeated_call" in summary.finding_counts and summary.decision_counts["deny"] == 1
+
+    out = tmp_path / "replay.jsonl"
+    parser = argparse.ArgumentParser()
+    replay_command.register(parser.add_subparsers())
+    ns = parser.parse_args(
+        ["replay", "--config", str(config), str(store), "--format", "jsonl", "-o", str(out)]
+    )
+    assert ns.func(ns) == 0
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rec["letters"] == summary.letters == "ILLLLCA"
+    assert [(f["detector"], f["first_step"], f["last_step"]) for f in rec["findings"]] == [
+        (f.detector, f.first_step, f.last_step) for f in summary.findings
+    ]
+    assert rec["decisions"] == live.take("s")
+    assert {d["kind"] for d in rec["decisions"]} >= {"deny", "remind"}
+    assert rec["n_steps"] == summary.n_steps == 7 and rec["n_denied"] == 1
