@@ -10,12 +10,13 @@ metadata, as the session store writes it).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .loaders import LoadError, Trajectory, iter_trajectories
+from .phases import LETTER_OF
 from .phases.classifier import rules_for
 from .plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
 from .session import RECORDED_POLICY, Pipeline, Session, SessionSummary
@@ -50,6 +51,7 @@ class ReplayResult:
     steps: list[Step] = field(default_factory=list)  # kept only when asked for (per-step output)
     # Non-allow decisions of the pipeline's policies: {"kind", "policy", "step", "on": tool|model|end}.
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    letter_of: Mapping[str, str] = field(default_factory=lambda: LETTER_OF)  # role -> letter under the rules
 
     @property
     def ran(self) -> list[Step]:
@@ -160,7 +162,7 @@ def replay(
             if keep_steps:
                 steps.append(step)
         _model_calls_until(session, item.meta.get("n_model_calls"))
-        yield ReplayResult(item, session.end(), steps, log.take(session.id))
+        yield ReplayResult(item, session.end(), steps, log.take(session.id), pipeline.letter_of)
 
 
 def _model_calls_until(session: Session, n_model_calls: Any) -> None:

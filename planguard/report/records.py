@@ -117,10 +117,11 @@ def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _step_codes(step_roles: Iterable[Sequence[str]]) -> str:
+def _step_codes(step_roles: Iterable[Sequence[str]], letter_of: Mapping[str, str] | None = None) -> str:
     from ..phases import LETTER_OF
 
-    return "".join(LETTER_OF.get(roles[0], "X") if roles else GENERAL_CODE for roles in step_roles)
+    letters = LETTER_OF if letter_of is None else letter_of
+    return "".join(letters.get(roles[0], "X") if roles else GENERAL_CODE for roles in step_roles)
 
 
 def _model_and_setting(meta: Mapping[str, Any], run_id: str, fmt: str) -> tuple[str, str]:
@@ -157,7 +158,7 @@ def record_from_replay(result: Any, decisions: list[tuple[int, str, str, str]] |
         outcome=_outcome(meta.get("resolved"), meta.get("resolution_status")),
         model=model,
         setting=setting,
-        steps=_step_codes(step.roles for step in ran),
+        steps=_step_codes((step.roles for step in ran), result.letter_of),
         letters=s.letters,
         metrics={name: sc.as_dict() for name, sc in s.scores.items()},
         effects=effects,
