@@ -231,12 +231,15 @@ class Session:
         """Offline: a call that has already run, start to finish. The policies are asked about it as they
         would be live and their decisions are recorded (what this pipeline would have decided), but nothing
         is blocked: the call ran, and counts as a step. A call the recording shows was blocked
-        (``event.blocked``) is a recorded denial, not a step, as it was live."""
+        (``event.blocked``) is a recorded denial, not a step, as it was live: this pipeline's own blocking
+        decision when it would block it too (so the denial is counted once), else one by the recording."""
         step = self._classify(event)
-        self._ask_policies(step)
+        decision = self._ask_policies(step)
         if event.blocked is not None:
-            step.decision = Decision(DecisionKind.DENY, event.blocked, RECORDED_POLICY)
-            self._record_decision(step, step.decision)
+            if not decision.blocks:
+                decision = Decision(DecisionKind.DENY, event.blocked, RECORDED_POLICY)
+                self._record_decision(step, decision)
+            step.decision = decision
             return step
         self._commit(step)
         self._finish(step)
