@@ -35,7 +35,7 @@ from pydantic import (
 from .detectors.config import DetectorsConfig
 from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 from .experiment.config import ExperimentConfig
-from .plan import PRESETS, Plan, resolve_plan
+from .plan import PRESETS, Plan, phase_matches, resolve_plan
 from .plugins import PluginSpec
 from .policies.config import PoliciesConfig
 from .store.config import StoreConfig
@@ -326,9 +326,43 @@ def _resolve_relative_plans(data: dict[str, Any], base: Path) -> None:
 def _validate(data: dict[str, Any], source: str, text: str, kind: str, env: Mapping[str, str]) -> Config:
     from_env = _apply_env_dict(data, env)
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(source, _problems(exc, data, text, kind, from_env)) from None
+    unknown = _unknown_phase_references(config)
+    if unknown:
+        lines = _LineFinder(text, kind)
+        raise ConfigError(
+            source, [(lines.find(loc), ".".join(str(x) for x in loc), msg) for loc, msg in unknown]
+        )
+    return config
+
+
+def _unknown_phase_references(config: Config) -> list[tuple[tuple[str | int, ...], str]]:
+    """Gates naming a phase the followed plan lacks, when the plan declares its phases (a declared plan's
+    phase ids are its whole role vocabulary, so such a gate could never open)."""
+    plan = config.followed_plan
+    if not plan.declarative:
+        return []
+    ids = [p.id for p in plan.phases]
+
+    def known(ref: str) -> bool:
+        return any(phase_matches(i, ref) for i in ids)
+
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    expected = f"expected a phase id of plan {plan.name!r} ({', '.join(ids)})"
+    for g, gate in enumerate(config.policies.gates):
+        at: tuple[str | int, ...] = ("policies", "gates", g, "until")
+        for j, ref in enumerate(gate.until.phases_seen):
+            if not known(ref):
+                out.append(((*at, "phases_seen", j), f"unknown phase {ref!r}; {expected}"))
+        pa = gate.until.phase_after
+        if pa is not None:
+            for key in ("phase", "after"):
+                ref = getattr(pa, key)
+                if not known(ref):
+                    out.append(((*at, "phase_after", key), f"unknown phase {ref!r}; {expected}"))
+    return out
 
 
 # --------------------------------------------------------------------------- error messages
@@ -343,6 +377,7 @@ def _problems(
     for e in exc.errors(include_url=False):
         loc = _clean_loc(e["loc"], data, e["type"])
         msg = _message(e, loc)
+        loc, msg = _inner_key(loc, msg)
         if msg not in merged.setdefault(loc, []):
             merged[loc].append(msg)
         types_at.setdefault(loc, []).append(e["type"])
@@ -361,6 +396,20 @@ def _problems(
         else:
             out.append((lines.find(loc), dotted, message))
     return out
+
+
+#: A plan's checks across its phases (``after: [x]`` naming no phase) fail on the whole ``phases`` list and
+#: start their message with the key inside it, e.g. ``phases.2.after.0: unknown phase 'x'``.
+_INNER_KEY = re.compile(r"^phases((?:\.\w+)+): (.*)$", re.DOTALL)
+
+
+def _inner_key(loc: tuple[str | int, ...], msg: str) -> tuple[tuple[str | int, ...], str]:
+    """Move the key a plan-level message names into the key path, so the line number is that key's."""
+    m = _INNER_KEY.match(msg)
+    if not loc or loc[-1] != "phases" or m is None:
+        return loc, msg
+    inner = tuple(int(x) if x.isdigit() else x for x in m.group(1).lstrip(".").split("."))
+    return (*loc, *inner), m.group(2)
 
 
 def _clean_loc(loc: tuple[str | int, ...], data: Any, err_type: str) -> tuple[str | int, ...]:

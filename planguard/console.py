@@ -19,7 +19,6 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from .phases import LETTER_OF
 from .sinks import SessionRegistry, Sink, forget_oldest_call
 from .telemetry.drops import DropCounter
 from .telemetry.worker import BackgroundWorker
@@ -58,7 +57,7 @@ def format_step_line(
     segs: list[tuple[str, str]] = [
         (f"  {session_id} ", "dim"),
         (f"#{index:<4}", "bold"),
-        (f"{tool[:20]:<20}", ""),
+        (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
     ]
     segs.append((f"{letters or '·':<4}", _PHASE_STYLE.get(letters[:1], "dim")))
     segs.append((f"{action[:12]:<13}", "cyan" if action else "dim"))
@@ -135,6 +134,7 @@ class ConsoleSink(Sink):
                 [f.detector for f in step.findings],
                 decisions.pop(step.index, ()),
                 ev.failed,
+                session.pipeline.letter_of,
             )
         )
 
@@ -219,9 +219,9 @@ class ConsoleSink(Sink):
     def _line(self, item: tuple[Any, ...]) -> list[tuple[str, str]]:
         kind, sid = item[0], item[1]
         if kind == "step":
-            _, _, index, tool, roles, action, scores, runs, findings, decisions, failed = item
-            letters = "".join(LETTER_OF.get(r, "?") for r in roles)
-            tail = " ".join(f"{LETTER_OF.get(str(r), '?')}{n}" for r, n in runs)
+            _, _, index, tool, roles, action, scores, runs, findings, decisions, failed, letter_of = item
+            letters = "".join(letter_of.get(r, "?") for r in roles)
+            tail = " ".join(f"{letter_of.get(str(r), '?')}{n}" for r, n in runs)
             action_name = str(getattr(action, "value", action)) if action is not None else ""
             return format_step_line(
                 sid,
@@ -241,7 +241,7 @@ class ConsoleSink(Sink):
             return [
                 (f"  {sid} ", "dim"),
                 (f"#{index:<4}", "bold"),
-                (f"{tool[:20]:<20}", ""),
+                (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
                 ("✗ blocked", "bold red"),
                 (f"  → {why}", "red"),
             ]

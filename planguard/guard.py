@@ -29,12 +29,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .actions.config import build_classifier
 from .config import Config, default_config, load_config
 from .decisions import ALLOW, Decision
 from .detectors import build_detectors
 from .errors import ErrorCounter
 from .events import ToolEvent
 from .phases import get_rules
+from .phases.classifier import rules_for
 from .plugins import load_plugin
 from .policies.config import build_policies
 from .policies.gates import Gate
@@ -113,10 +115,12 @@ class Guard:
     ) -> Pipeline:
         cfg = self.config
         plans = cfg.plans
-        rules = get_rules(cfg.rules)
         if not cfg.enabled:
-            return Pipeline(rules=rules, plans=plans, errors=self.errors)
+            return Pipeline(rules=get_rules(cfg.rules), plans=plans, errors=self.errors)
         actions, detectors = build_detectors(cfg.detectors)
+        # A plan that declares its phases is classified by its matchers, over the configured vocabulary.
+        vocabulary = actions if actions is not None else build_classifier(cfg.detectors.actions)
+        rules = rules_for(plans[0], cfg.rules, vocabulary)
         policies = build_policies(cfg.policies, plans[0], fail_closed_gates=cfg.fail_closed_gates)
         sinks: list[Sink] = []
         if cfg.experiment is not None and cfg.experiment.enabled:

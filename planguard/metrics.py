@@ -7,7 +7,7 @@ Definitions: PHASE_RULES §5 and the plan-to-action paper §2.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .phases import LETTER_OF, ROLE_OF_LETTER
@@ -70,12 +70,13 @@ class Langutory:
         head = [f"truncated_{self.truncated_roles}"] if self.truncated_runs else []
         return head + [f"{role}_{n}" for role, n in self.runs]
 
-    def letters(self) -> str:
-        return "".join(LETTER_OF.get(str(role), "X") * int(n) for role, n in self.runs)
+    def letters(self, letter_of: Mapping[str, str] = LETTER_OF) -> str:
+        """One letter per role; ``letter_of`` is the rules' letters (a declared plan's phase symbols)."""
+        return "".join(letter_of.get(str(role), "X") * int(n) for role, n in self.runs)
 
-    def tail(self, runs: int = 5) -> str:
+    def tail(self, runs: int = 5, letter_of: Mapping[str, str] = LETTER_OF) -> str:
         """The last few runs as compact text (``N3 R1 P2``), for span attributes and timelines."""
-        return " ".join(f"{LETTER_OF.get(str(r), '?')}{n}" for r, n in self.runs[-runs:])
+        return " ".join(f"{letter_of.get(str(r), '?')}{n}" for r, n in self.runs[-runs:])
 
     @property
     def current(self) -> str | None:

@@ -1,21 +1,53 @@
-"""Plans: the ordered phases an agent is told to follow, and the paper's eight plan settings.
+"""Plans: the ordered phases an agent is told to follow, the paper's eight plan settings, and presets for
+agents that are not coding agents.
 
 A plan phase names the classifier roles it accepts by *prefix* (PHASE_RULES §5): the phase ``L_reproduce``
 accepts ``L_reproduce_newly_generated_test`` and ``L_reproduce_regression_test``. Its ``description`` is
 what reminders tell the agent.
+
+A plan may instead *declare* its phases: each phase has a ``match`` over the call (tool name, canonical
+action type, arguments, target path, result) and optional ordering conditions (``after``, ``before``,
+``first_only``). Such a plan is classified by :class:`planguard.phases.declarative.DeclarativeRules` instead
+of the coding rules; a call that matches no phase is general. See :class:`PhaseMatch`.
+
+Presets (:data:`PRESETS`): the paper's settings (``plan`` = ``standard`` = ``coding``, ``no_plan``, …) and,
+with declared phases, for other agents:
+
+* ``support``: identify the customer (``find_user_id_by_email``, ``get_customer``) → look up the records
+  (``get_order_details``, ``list_orders``, any read/search) → check policy / confirm (``get_policy``,
+  ``confirm_with_customer``, ``ask_user``) → act with a write tool (``refund_order``, ``cancel_*``,
+  ``modify_*``, file writes) → wrap up (``send_message``, ``transfer_to_human_agents``);
+* ``research``: search (``web_search``, ``tavily_search``) → read sources (``fetch_url``, ``browse``, reads)
+  → write (``write_report``, ``draft_*``, file writes) → cite / verify (``cite_sources``, ``verify_*``, and
+  any search or read once writing has begun);
+* ``data-analysis``: explore the schema (``list_tables``, ``describe_table``, SQL on ``information_schema``)
+  → query (``run_sql``, ``execute_query``, ``python``) → check the results (``check_*``, ``validate_*``,
+  ``plot_*``, after a query) → report (``final_answer``, ``write_report``, file writes).
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .actions.types import ActionType
 from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 
-__all__ = ["PlanPhase", "Plan", "PRESETS", "SCORED_SETTINGS", "phase_matches", "load_plan", "resolve_plan"]
+__all__ = [
+    "ArgumentTest",
+    "PhaseMatch",
+    "PlanPhase",
+    "Plan",
+    "PRESETS",
+    "SCORED_SETTINGS",
+    "phase_matches",
+    "load_plan",
+    "resolve_plan",
+]
 
 
 def phase_matches(actual: str, expected: str) -> bool:
@@ -23,16 +55,131 @@ def phase_matches(actual: str, expected: str) -> bool:
     return actual == expected or actual.startswith(expected + "_")
 
 
+def _regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"expected a valid regular expression, got {pattern!r} ({exc})") from None
+    return pattern
+
+
+def _as_list(v: str | list[str] | None) -> list[str]:
+    return [] if v is None else [v] if isinstance(v, str) else list(v)
+
+
+class ArgumentTest(BaseModel):
+    """A test on one argument other than a regular expression: ``{equals: value}`` or ``{exists: bool}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    equals: Any = Field(None, description="The argument equals this value (compared as parsed JSON/YAML).")
+    exists: bool | None = Field(None, description="true: the argument is present; false: it is absent.")
+
+    @model_validator(mode="after")
+    def _one(self) -> ArgumentTest:
+        given = [k for k in ("equals", "exists") if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError("expected exactly one of: equals, exists")
+        return self
+
+
+class PhaseMatch(BaseModel):
+    """Which calls belong to a declared phase. Every condition given must hold (an empty match matches every
+    call). Regular expressions are searched (``re.search``) except ``tool_regex``, which must match the whole
+    tool name, as in gate patterns. Result conditions (``failed``, ``exit_code``, ``result``) are checked once
+    the call has run: live, a phase that uses them is decided when the result arrives."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str | list[str] | None = Field(
+        None,
+        description="fnmatch glob(s) on the tool name, e.g. 'find_customer*' or [get_order, list_orders].",
+    )
+    tool_regex: str | None = Field(None, description="Regular expression the whole tool name must match.")
+    action: str | list[str] | None = Field(
+        None,
+        description="Canonical action type(s) of the call: " + ", ".join(t.value for t in ActionType) + ".",
+    )
+    arguments: dict[str, str | ArgumentTest] = Field(
+        default_factory=dict,
+        description="Argument key -> regular expression searched in the argument's text, or "
+        "{equals: value}, or {exists: true|false}.",
+    )
+    target: str | list[str] | None = Field(
+        None, description="fnmatch glob(s) on the canonical action's path (else its target), e.g. 'src/*.py'."
+    )
+    failed: bool | None = Field(
+        None, description="true: the call errored or exited non-zero; false: it did not."
+    )
+    exit_code: int | list[int] | None = Field(None, description="The call's exit code is (one of) this.")
+    result: str | None = Field(None, description="Regular expression searched in the call's result text.")
+
+    @field_validator("action")
+    @classmethod
+    def _known_action(cls, v: str | list[str] | None) -> str | list[str] | None:
+        known = {t.value for t in ActionType}
+        for name in _as_list(v):
+            if name not in known:
+                raise ValueError(f"unknown action type {name!r}; expected one of: {', '.join(sorted(known))}")
+        return v
+
+    @field_validator("tool_regex", "result")
+    @classmethod
+    def _valid_regex(cls, v: str | None) -> str | None:
+        return None if v is None else _regex(v)
+
+    @field_validator("arguments")
+    @classmethod
+    def _valid_argument_regexes(cls, v: dict[str, str | ArgumentTest]) -> dict[str, str | ArgumentTest]:
+        for test in v.values():
+            if isinstance(test, str):
+                _regex(test)
+        return v
+
+    @property
+    def uses_action(self) -> bool:
+        """The match reads the canonical action (``action`` or ``target``)."""
+        return self.action is not None or self.target is not None
+
+    @property
+    def uses_result(self) -> bool:
+        """The match reads the call's result, known only after it ran."""
+        return self.failed is not None or self.exit_code is not None or self.result is not None
+
+
 class PlanPhase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(description="Classifier role (or role prefix) this phase accepts, e.g. 'L_navigate'.")
-    symbol: str = Field(description="Short symbol used in Langutory strings, e.g. 'N'.")
+    id: str = Field(
+        description="Classifier role (or role prefix) this phase accepts, e.g. 'L_navigate'; in a plan that "
+        "declares its phases, the phase's own id, e.g. 'identify'."
+    )
+    symbol: str = Field(description="Short symbol used in Langutory strings and letters, e.g. 'N'.")
     name: str = Field(description="Human name, e.g. 'Navigation'.")
     description: str = Field("", description="What the agent is told to do in this phase (reminder text).")
     scored: bool = Field(
         True, description="Whether compliance metrics expect this phase (the paper's scorer skips some)."
     )
+    match: PhaseMatch | list[PhaseMatch] | None = Field(
+        None,
+        description="Declares the phase: the calls that belong to it (a list: any of them). A plan whose "
+        "phases declare matches is classified by them instead of the coding rules.",
+    )
+    after: list[str] = Field(
+        default_factory=list,
+        description="The call belongs to this phase only once these phases have happened.",
+    )
+    before: list[str] = Field(
+        default_factory=list,
+        description="The call belongs to this phase only while none of these has happened.",
+    )
+    first_only: bool = Field(False, description="Only the phase's first call belongs to it.")
+
+    @property
+    def matches(self) -> tuple[PhaseMatch, ...]:
+        """The phase's match alternatives (empty for a phase the classifier rules decide)."""
+        m = self.match
+        return () if m is None else (m,) if isinstance(m, PhaseMatch) else tuple(m)
 
 
 class Plan(BaseModel):
@@ -52,7 +199,38 @@ class Plan(BaseModel):
             if p.id in seen:
                 raise ValueError(f"phase id {p.id!r} appears twice; each phase id must be unique")
             seen.add(p.id)
+        declared = [p.match is not None for p in phases]
+        if any(declared) and not all(declared):
+            lacking = [f"phases.{i}" for i, d in enumerate(declared) if not d]
+            raise ValueError(
+                f"{', '.join(lacking)}: expected a 'match' (in a plan that declares its phases every phase "
+                "declares which calls belong to it)"
+            )
+        for i, p in enumerate(phases):
+            if p.match is not None and p.id == "general":
+                raise ValueError(f"phases.{i}.id: 'general' names the calls of no phase; choose another id")
+        if not any(declared):
+            for i, p in enumerate(phases):
+                for key in ("after", "before", "first_only"):
+                    if getattr(p, key):
+                        raise ValueError(
+                            f"phases.{i}.{key}: only a phase with a 'match' takes ordering conditions"
+                        )
+        ids = ", ".join(p.id for p in phases)
+        for i, p in enumerate(phases):
+            for key in ("after", "before"):
+                for j, ref in enumerate(getattr(p, key)):
+                    if ref not in seen:
+                        raise ValueError(
+                            f"phases.{i}.{key}.{j}: unknown phase {ref!r}; expected a phase id of this plan "
+                            f"({ids})"
+                        )
         return phases
+
+    @property
+    def declarative(self) -> bool:
+        """The plan declares its phases (each has a ``match``): it is classified by its own matchers."""
+        return bool(self.phases) and all(p.match is not None for p in self.phases)
 
     @property
     def expected(self) -> tuple[str, ...]:
@@ -150,6 +328,318 @@ PRESETS: dict[str, Plan] = {
     ),
 }
 PRESETS["standard"] = PRESETS["plan"]
+#: ``coding``: the standard plan of a coding agent (navigate → reproduce → patch → validate), classified by
+#: the coding rules.
+PRESETS["coding"] = PRESETS["plan"]
+
+
+def _m(**kw: Any) -> PhaseMatch:
+    return PhaseMatch.model_validate(kw)
+
+
+def _declared(
+    id: str, symbol: str, name: str, description: str, match: list[PhaseMatch], **kw: Any
+) -> PlanPhase:
+    return PlanPhase(id=id, symbol=symbol, name=name, description=description, match=match, **kw)
+
+
+# Support agents (the tau-bench Retail and Airline worlds: find_user_id_by_email, get_order_details,
+# cancel_pending_order, …; and the usual find_customer / get_order / refund_order). The first phase whose
+# match holds wins, so the more specific globs come first.
+PRESETS["support"] = Plan(
+    name="support",
+    description="Follow these steps in order:",
+    phases=(
+        _declared(
+            "identify",
+            "I",
+            "Identify the customer",
+            "Find and authenticate the customer (by email, name and zip code, or account id).",
+            [
+                _m(
+                    tool=[
+                        "find_customer*",
+                        "find_user*",
+                        "lookup_customer*",
+                        "get_customer*",
+                        "get_user*",
+                        "search_customer*",
+                        "search_user*",
+                        "identify*",
+                        "authenticate*",
+                        "verify_identity*",
+                        "verify_customer*",
+                    ]
+                )
+            ],
+        ),
+        _declared(
+            "lookup",
+            "L",
+            "Look up the records",
+            "Read the customer's orders, reservations or account records the request is about.",
+            [
+                _m(
+                    tool=[
+                        "get_*order*",
+                        "get_*reservation*",
+                        "get_*booking*",
+                        "get_*flight*",
+                        "get_*account*",
+                        "get_*product*",
+                        "get_*ticket*",
+                        "get_*invoice*",
+                        "get_*record*",
+                        "get_*details*",
+                        "list_*",
+                        "search_*",
+                        "lookup_*",
+                        "find_*",
+                        "read_*",
+                        "fetch_*",
+                    ]
+                ),
+                _m(action=["FILE_READ", "SEARCH", "FETCH"]),
+            ],
+        ),
+        _declared(
+            "confirm",
+            "C",
+            "Check policy and confirm",
+            "Check the request against the policy and get the customer's explicit confirmation.",
+            [
+                _m(
+                    tool=[
+                        "confirm*",
+                        "check_policy*",
+                        "get_policy*",
+                        "ask_user*",
+                        "ask_customer*",
+                        "request_confirm*",
+                    ]
+                )
+            ],
+        ),
+        _declared(
+            "act",
+            "A",
+            "Act",
+            "Carry out the confirmed change with the write tool.",
+            [
+                _m(
+                    tool=[
+                        "refund*",
+                        "cancel*",
+                        "modify_*",
+                        "update_*",
+                        "exchange_*",
+                        "return_*",
+                        "book_*",
+                        "create_*",
+                        "issue_*",
+                        "change_*",
+                        "send_certificate*",
+                    ]
+                ),
+                _m(action="FILE_WRITE"),
+            ],
+        ),
+        _declared(
+            "wrap_up",
+            "W",
+            "Wrap up",
+            "Tell the customer what was done, or hand over to a human agent.",
+            [
+                _m(
+                    tool=[
+                        "send_message*",
+                        "reply*",
+                        "respond*",
+                        "notify*",
+                        "close_ticket*",
+                        "end_conversation*",
+                        "transfer_to_human*",
+                        "final_answer",
+                        "finish",
+                    ]
+                )
+            ],
+        ),
+    ),
+)
+
+# Research agents: web or document search, reading sources, writing, then citing / verifying. Reads and
+# searches made once writing has begun count as verification.
+PRESETS["research"] = Plan(
+    name="research",
+    description="Follow these steps in order:",
+    phases=(
+        _declared(
+            "search",
+            "S",
+            "Search",
+            "Search for sources on the question.",
+            [
+                _m(tool=["*search*", "google*", "bing*", "tavily*", "arxiv*", "find_papers*"]),
+                _m(action="SEARCH"),
+            ],
+            before=["write"],
+        ),
+        _declared(
+            "read",
+            "R",
+            "Read sources",
+            "Open and read the most relevant sources.",
+            [
+                _m(
+                    tool=[
+                        "fetch*",
+                        "read*",
+                        "open*",
+                        "browse*",
+                        "get_page*",
+                        "scrape*",
+                        "download*",
+                        "visit*",
+                    ]
+                ),
+                _m(action=["FETCH", "FILE_READ"]),
+            ],
+            before=["write"],
+        ),
+        _declared(
+            "write",
+            "W",
+            "Write",
+            "Write the answer or report from what the sources say.",
+            [
+                _m(
+                    tool=[
+                        "write*",
+                        "draft*",
+                        "edit*",
+                        "append*",
+                        "save*",
+                        "create_document*",
+                        "update_document*",
+                    ]
+                ),
+                _m(action="FILE_WRITE"),
+            ],
+        ),
+        _declared(
+            "verify",
+            "V",
+            "Cite and verify",
+            "Cite the sources and check each claim against them.",
+            [
+                _m(tool=["cite*", "add_citation*", "verify*", "fact_check*", "check_*", "validate*"]),
+                _m(action=["SEARCH", "FETCH", "FILE_READ"]),
+            ],
+            after=["write"],
+        ),
+    ),
+)
+
+# Data-analysis agents: SQL or dataframe tools. A query that reads the catalogue (information_schema,
+# DESCRIBE, PRAGMA, SHOW TABLES) explores the schema.
+_SCHEMA_SQL = (
+    r"(?i)information_schema|\bdescribe\b|\bpragma\b|\bshow\s+(tables|columns|schemas)\b|sqlite_master"
+)
+PRESETS["data-analysis"] = Plan(
+    name="data-analysis",
+    description="Follow these steps in order:",
+    phases=(
+        _declared(
+            "explore",
+            "E",
+            "Explore the schema",
+            "List the tables and columns and look at a few rows before querying.",
+            [
+                _m(
+                    tool=[
+                        "*schema*",
+                        "list_tables*",
+                        "list_columns*",
+                        "describe*",
+                        "show_tables*",
+                        "get_columns*",
+                        "get_table_info*",
+                        "inspect*",
+                        "head*",
+                        "sql_db_list_tables",
+                        "sql_db_schema",
+                    ]
+                ),
+                _m(tool=["*query*", "*sql*"], arguments={"query": _SCHEMA_SQL}),
+                _m(tool=["*query*", "*sql*"], arguments={"sql": _SCHEMA_SQL}),
+            ],
+        ),
+        _declared(
+            "query",
+            "Q",
+            "Query",
+            "Query the data for the question asked.",
+            [
+                _m(
+                    tool=[
+                        "*query*",
+                        "*sql*",
+                        "run_code*",
+                        "execute*",
+                        "python*",
+                        "pandas*",
+                        "dataframe*",
+                        "aggregate*",
+                    ]
+                ),
+            ],
+        ),
+        _declared(
+            "check",
+            "C",
+            "Check the results",
+            "Sanity-check the results (row counts, nulls, a second query or a plot) before reporting.",
+            [
+                _m(
+                    tool=[
+                        "check*",
+                        "validate*",
+                        "verify*",
+                        "assert*",
+                        "compare*",
+                        "plot*",
+                        "chart*",
+                        "visuali*",
+                        "sanity*",
+                    ]
+                )
+            ],
+            after=["query"],
+        ),
+        _declared(
+            "report",
+            "P",
+            "Report",
+            "Report the answer with the numbers and how they were obtained.",
+            [
+                _m(
+                    tool=[
+                        "report*",
+                        "write_report*",
+                        "summar*",
+                        "final_answer",
+                        "submit*",
+                        "send*",
+                        "publish*",
+                        "save_report*",
+                    ]
+                ),
+                _m(action="FILE_WRITE"),
+            ],
+        ),
+    ),
+)
 
 #: The paper's seven scored settings, in the order its tables use.
 SCORED_SETTINGS: tuple[str, ...] = (

@@ -1,19 +1,44 @@
-"""Offline replay: recorded trajectories through the very same ``Session`` the live integrations drive."""
+"""Offline replay: recorded trajectories through the very same ``Session`` the live integrations drive.
+
+A replay reports the calls as they ran: a recorded call is a step even where a policy of the replaying
+pipeline would now deny it, and a call the recording shows was denied is a denial, not a step. Beside them,
+:class:`DecisionLog` keeps what the pipeline's policies decided (or would have decided) at each point,
+model calls included when the recording says where they happened (``n_model_calls`` in an event's
+metadata, as the session store writes it).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .loaders import LoadError, Trajectory, iter_trajectories
-from .phases import get_rules
+from .phases import LETTER_OF
+from .phases.classifier import rules_for
 from .plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
-from .session import Pipeline, SessionSummary
+from .session import RECORDED_POLICY, Pipeline, Session, SessionSummary
+from .sinks import Sink
 from .step import Step
 
-__all__ = ["ReplayResult", "replay", "replay_pipeline", "resolve_plans", "PAPER_SETTINGS"]
+if TYPE_CHECKING:
+    from .config import Config
+    from .decisions import Decision
+
+__all__ = [
+    "PAPER_SETTINGS",
+    "DecisionLog",
+    "ReplayResult",
+    "config_pipeline",
+    "replay",
+    "replay_pipeline",
+    "resolve_plans",
+]
+
+#: Model calls a replay puts in front of one recorded call at most (bounds a corrupt ``n_model_calls``).
+MAX_MODEL_CALLS_GAP = 10_000
 
 #: ``--plan paper-settings``: score every run against all seven scored settings of the paper.
 PAPER_SETTINGS = "paper-settings"
@@ -24,6 +49,45 @@ class ReplayResult:
     trajectory: Trajectory
     summary: SessionSummary
     steps: list[Step] = field(default_factory=list)  # kept only when asked for (per-step output)
+    # Non-allow decisions of the pipeline's policies: {"kind", "policy", "step", "on": tool|model|end}.
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    letter_of: Mapping[str, str] = field(default_factory=lambda: LETTER_OF)  # role -> letter under the rules
+
+    @property
+    def ran(self) -> list[Step]:
+        """The kept steps that ran (the recording's denied calls left out)."""
+        return [s for s in self.steps if s.event.blocked is None]
+
+    @property
+    def denied(self) -> list[Step]:
+        """The kept calls the recording shows were denied (never ran)."""
+        return [s for s in self.steps if s.event.blocked is not None]
+
+
+class DecisionLog(Sink):
+    """Every non-allow decision of a pipeline's policies, per session, with where it was taken: ``step`` is
+    the call's index (for a model-call or end decision: the calls run so far). A denial read from a recording
+    is not the pipeline's decision and is left out (replay counts it as a denial)."""
+
+    def __init__(self) -> None:
+        self._by_session: dict[str, list[dict[str, Any]]] = {}
+
+    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+        if decision.policy == RECORDED_POLICY:
+            return
+        on = "tool" if step is not None else "end" if session.ended else "model"
+        self._by_session.setdefault(session.id, []).append(
+            {
+                "kind": str(decision.kind),
+                "policy": decision.policy,
+                "step": step.index if step is not None else session.n_steps,
+                "on": on,
+            }
+        )
+
+    def take(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's decisions, forgotten here."""
+        return self._by_session.pop(session_id, [])
 
 
 def resolve_plans(spec: str | Sequence[str] | None) -> tuple[Plan, ...]:
@@ -50,7 +114,29 @@ def replay_pipeline(
         from .detectors import default_detectors
 
         kwargs = {"actions": classify_action, "detectors": default_detectors()}
-    return Pipeline(rules=get_rules(rules), plans=tuple(plans), **kwargs)
+    # The first plan's declared phases, when it declares them, classify instead of the coding rules.
+    vocabulary = kwargs.get("actions")
+    return Pipeline(rules=rules_for(plans[0], rules, vocabulary), plans=tuple(plans), **kwargs)
+
+
+def config_pipeline(config: Config) -> Pipeline:
+    """The pipeline a config describes (plan and scored plans, phase rules or the plan's declared phases,
+    actions vocabulary, detectors, policies), as a ``Guard`` builds it but without its sinks: a replay
+    records nothing and exports nothing."""
+    from .actions.config import build_classifier
+    from .detectors import build_detectors
+    from .policies.config import build_policies
+
+    plans = config.plans
+    actions, detectors = build_detectors(config.detectors)
+    vocabulary = actions if actions is not None else build_classifier(config.detectors.actions)
+    return Pipeline(
+        rules=rules_for(plans[0], config.rules, vocabulary),
+        plans=plans,
+        actions=actions,
+        detectors=tuple(detectors),
+        policies=tuple(build_policies(config.policies, plans[0], fail_closed_gates=config.fail_closed_gates)),
+    )
 
 
 def replay(
@@ -61,6 +147,8 @@ def replay(
     keep_steps: bool = False,
 ) -> Iterator[ReplayResult | LoadError]:
     """Replay every trajectory under ``paths`` in input order; load errors are yielded, not raised."""
+    log = DecisionLog()
+    pipeline = dataclasses.replace(pipeline, sinks=(*pipeline.sinks, log))
     for item in iter_trajectories(paths, source_format=source_format):
         if isinstance(item, LoadError):
             yield item
@@ -68,10 +156,18 @@ def replay(
         session = pipeline.session(item.id, **item.meta)
         steps: list[Step] = []
         observe = session.observe
-        if keep_steps:
-            for event in item.events:
-                steps.append(observe(event))
-        else:
-            for event in item.events:
-                observe(event)
-        yield ReplayResult(item, session.end(), steps)
+        for event in item.events:
+            _model_calls_until(session, event.metadata.get("n_model_calls"))
+            step = observe(event)
+            if keep_steps:
+                steps.append(step)
+        _model_calls_until(session, item.meta.get("n_model_calls"))
+        yield ReplayResult(item, session.end(), steps, log.take(session.id), pipeline.letter_of)
+
+
+def _model_calls_until(session: Session, n_model_calls: Any) -> None:
+    """Make the model calls the recording says happened before this point (none when it does not say)."""
+    if not isinstance(n_model_calls, int) or isinstance(n_model_calls, bool):
+        return
+    for _ in range(min(n_model_calls - session.n_model_calls, MAX_MODEL_CALLS_GAP)):
+        session.before_model()

@@ -26,13 +26,14 @@ from .errors import ErrorCounter
 from .events import ToolEvent
 from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
-from .phases import GENERAL, Classification, Command, PhaseRules, get_rules
+from .phases import GENERAL, Classification, Command, get_rules
+from .phases.classifier import PhaseClassifier, letter_map
 from .plan import PRESETS, Plan
 from .policies.base import Policy
 from .sinks import Sink
 from .step import Step
 
-__all__ = ["Pipeline", "Session", "SessionSummary"]
+__all__ = ["RECORDED_POLICY", "Pipeline", "Session", "SessionSummary"]
 
 #: Calls started but not finished that a session remembers; past this the oldest is closed unrecorded.
 MAX_PENDING = 1024
@@ -46,7 +47,7 @@ MAX_SCORED_ROLES = 256
 #: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
 _DERIVED = frozenset({"pipeline", "_hooks", "_compliances"})
 #: ``Decision.policy`` of a denial read from a recording (the harness, not this pipeline, decided it).
-_RECORDED = "recorded"
+RECORDED_POLICY = "recorded"
 # Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
 _ALLOW_KIND = DecisionKind.ALLOW
 _STOP_KIND = DecisionKind.STOP
@@ -60,7 +61,7 @@ class Pipeline:
     as the paper scores one run against each of its settings.
     """
 
-    rules: PhaseRules = field(default_factory=get_rules)
+    rules: PhaseClassifier = field(default_factory=get_rules)
     plans: tuple[Plan, ...] = (PRESETS["plan"],)
     actions: Callable[[ToolEvent], Any] | None = None
     detectors: tuple[Detector, ...] = ()
@@ -81,6 +82,16 @@ class Pipeline:
     def layouts(self) -> tuple[PlanLayout, ...]:
         """One scoring layout per scored plan, shared by every session."""
         return tuple(PlanLayout(p) for p in self.plans if p.scored)
+
+    @cached_property
+    def letter_of(self) -> Mapping[str, str]:
+        """Role -> Langutory letter (a declared plan's phase symbols, else the coding letters)."""
+        return letter_map(self.rules)
+
+    @cached_property
+    def defers_phases(self) -> bool:
+        """The rules read the call's result, so a live call's phase is decided when the result arrives."""
+        return bool(getattr(self.rules, "needs_result", False))
 
     @cached_property
     def hook_table(self) -> _HookTable:
@@ -173,22 +184,11 @@ class Session:
         if event.start_time is None:
             event.start_time = self.last_activity
         step = self._classify(event)
-        decision = ALLOW
-        for hook, state in self._hooks.before_tool:
-            try:  # inline rather than _guarded: free in 3.11 until something raises
-                d = hook(step, self, state)
-            except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(hook), exc)
-                continue
-            if d is not None and d.kind is not _ALLOW_KIND:
-                self._record_decision(step, d)
-                if d.blocks:
-                    decision = d
-                    break
+        decision = self._ask_policies(step)
         step.decision = decision
         if decision is not ALLOW:  # a blocking decision replaced it
             return decision
-        self._commit(step)
+        self._commit(step, phases=not self.pipeline.defers_phases)
         key = event.call_id if event.call_id is not None else step.index
         if len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
@@ -199,6 +199,21 @@ class Session:
             except Exception as exc:  # fail-open is the contract
                 self.pipeline.errors.record(_where(start_hook), exc)
         return decision
+
+    def _ask_policies(self, step: Step) -> Decision:
+        """The policies' verdict on the call about to run: every non-allow decision is recorded, and the first
+        blocking one (if any) is returned."""
+        for hook, state in self._hooks.before_tool:
+            try:  # inline rather than _guarded: free in 3.11 until something raises
+                d = hook(step, self, state)
+            except Exception as exc:  # fail-open is the contract
+                self.pipeline.errors.record(_where(hook), exc)
+                continue
+            if d is not None and d.kind is not _ALLOW_KIND:
+                self._record_decision(step, d)
+                if d.blocks:
+                    return d
+        return ALLOW
 
     def after_tool(self, event: ToolEvent) -> Step:
         """Record the call's result and run detectors and policies on it."""
@@ -213,16 +228,24 @@ class Session:
                 self._guarded(hook, self, step)
         else:
             _merge_result(step.event, event)
+            if self.pipeline.defers_phases:  # the phase depends on the result, known only now
+                self._reclassify(step)
         self._finish(step)
         return step
 
     def observe(self, event: ToolEvent) -> Step:
-        """Offline: a call that has already run, start to finish, with no gate. A call the recording shows
-        was blocked (``event.blocked``) is a recorded denial, not a step, as it was live."""
+        """Offline: a call that has already run, start to finish. The policies are asked about it as they
+        would be live and their decisions are recorded (what this pipeline would have decided), but nothing
+        is blocked: the call ran, and counts as a step. A call the recording shows was blocked
+        (``event.blocked``) is a recorded denial, not a step, as it was live: this pipeline's own blocking
+        decision when it would block it too (so the denial is counted once), else one by the recording."""
         step = self._classify(event)
+        decision = self._ask_policies(step)
         if event.blocked is not None:
-            step.decision = Decision(DecisionKind.DENY, event.blocked, _RECORDED)
-            self._record_decision(step, step.decision)
+            if not decision.blocks:
+                decision = Decision(DecisionKind.DENY, event.blocked, RECORDED_POLICY)
+                self._record_decision(step, decision)
+            step.decision = decision
             return step
         self._commit(step)
         self._finish(step)
@@ -248,6 +271,8 @@ class Session:
         if not self.ended:
             self.ended = True
             for step in list(self._pending.values()):
+                if self.pipeline.defers_phases:  # no result came: its phase is what the call showed
+                    self._score(step)
                 self._finish(step)
             self._pending.clear()
             for det, state in zip(self.pipeline.detectors, self.detector_states, strict=True):
@@ -279,7 +304,7 @@ class Session:
             session_id=self.id,
             n_steps=self.n_steps,
             n_model_calls=self.n_model_calls,
-            letters=self.langutory.letters(),
+            letters=self.langutory.letters(self.pipeline.letter_of),
             langutory=self.langutory.rle(),
             scores={name: c.scores() for name, c in self.compliance.items()},
             finding_counts=dict(self.finding_counts),
@@ -351,7 +376,22 @@ class Session:
             step.degraded = True
         return step
 
-    def _commit(self, step: Step) -> None:
+    def _reclassify(self, step: Step) -> None:
+        try:
+            step.classification = self.pipeline.rules.classify(step.event, self.phase_state)
+        except Exception as exc:  # keep the classification made before the call ran
+            self.pipeline.errors.record(_where(self.pipeline.rules.classify), exc)
+        self._score(step)
+
+    def _commit(self, step: Step, *, phases: bool = True) -> None:
+        """Count the call as a step; with ``phases``, also commit its phase (else :meth:`_reclassify` does,
+        once the result is known)."""
+        if phases:
+            self._score(step)
+        self.n_steps += 1
+        self.last_step = step
+
+    def _score(self, step: Step) -> None:
         self.phase_state.apply(step.classification)
         roles = step.classification.roles
         if roles:
@@ -367,8 +407,6 @@ class Session:
                     if len(seen) < MAX_SCORED_ROLES:
                         seen.add(r)
                 at += 1
-        self.n_steps += 1
-        self.last_step = step
 
     def _finish(self, step: Step) -> None:
         step.done = True

@@ -194,7 +194,16 @@ def test_loader_hook_reads_already_parsed_lines(tmp_path: Path) -> None:
     assert [type(i).__name__ for i in items] == ["LoadError", "Trajectory"]
     traj = items[1]
     assert isinstance(traj, Trajectory) and traj.id == "live-1" and traj.source == "f.jsonl"
-    assert [e.call_id for e in traj.events] == ["c0", "c1", "c2", "c3", "c4"]
+    # The blocked call comes back where it was attempted, as a denial (not a step), with its model calls.
+    assert [(e.call_id, e.blocked) for e in traj.events] == [
+        ("c0", None),
+        ("c1", None),
+        ("c2", None),
+        ("rm", "refused"),
+        ("c3", None),
+        ("c4", None),
+    ]
+    assert [e.metadata["n_model_calls"] for e in traj.events] == [1, 2, 3, 4, 5, 6]
     assert traj.meta["n_model_calls"] == s.n_model_calls
     (bad,) = trajectories_from_records([(1, {"id": 1})], "x.jsonl", "x")
     assert isinstance(bad, LoadError)

@@ -4,12 +4,17 @@ included), while the agent (``create_agent``), the middleware, the tools and the
 
     planguard demo                          # from the repository root
     python examples/demo/agent.py           # the same, without the CLI
+    planguard demo --agent support          # a support agent instead (see support.py)
 
 The script: the agent navigates the code, falls into a search loop, patches before reproducing the bug,
 tries to submit before validating, then writes a reproduction script, runs it and the test suite, and
 submits. planguard, configured by ``examples/planguard.yaml``, reminds it of the plan every 5 model calls,
 nudges it out of the search loop, denies the early submit, prints a timeline (phase per call, findings,
 decisions, compliance) and records the session in the local store.
+
+``--agent support`` runs a customer-support agent instead (``support.py``, configured by ``support.yaml``):
+tools over an in-memory order database, a plan whose phases are declared by tool name, and a gate that denies
+``refund_order`` until the customer has confirmed.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ def _sibling(name: str) -> ModuleType:
 
 repo_template = _sibling("repo_template")
 demo_tools = _sibling("tools")
+AGENTS = ("coding", "support")
 
 REPRO_SCRIPT = """from textstats import word_count
 
@@ -127,10 +133,11 @@ class DemoResult:
     store_dir: Path | None = None
     fixed: bool = False
     model: Any = None  # the ScriptedChatModel: every request it received, reminders and nudges included
+    shop: Any = None  # the support demo's order database (support.Shop) after the run
 
 
 def _guard(
-    config_path: Path, store_dir: Path | None, stream: IO[str], color: bool | None
+    config_path: Path, store_dir: Path | None, stream: IO[str], color: bool | None, sinks: Sequence[Any] = ()
 ) -> tuple[Any, Any, Any]:
     from planguard.config import load_config
     from planguard.console import ConsoleSink
@@ -150,7 +157,7 @@ def _guard(
     if color is not False and importlib.util.find_spec("rich") is None:
         color = False  # colour needs rich (planguard[console]); plain text otherwise
     console = ConsoleSink(stream, color=color)
-    return Guard(cfg, sinks=[console, last]), console, last
+    return Guard(cfg, sinks=[console, last, *sinks]), console, last
 
 
 def _say(stream: IO[str], text: str) -> None:
@@ -209,8 +216,6 @@ def run_demo(
 ) -> DemoResult:
     """Run the demo once; returns what happened (the timeline goes to ``stream``)."""
     from langchain.agents import create_agent
-    from langchain_core.messages import HumanMessage
-    from langchain_core.runnables import RunnableConfig
     from planguard_langchain import PlanGuardMiddleware
     from planguard_langchain.testing import ScriptedChatModel
 
@@ -235,14 +240,7 @@ def run_demo(
             system_prompt="You are a careful software engineer. " + guard.pipeline.plan.render(),
             middleware=[PlanGuardMiddleware(guard, actions=demo_tools.TOOL_ACTIONS)],
         )
-        config: RunnableConfig = {"configurable": {"thread_id": result.session_id}, "recursion_limit": 200}
-        inputs: Any = {"messages": [HumanMessage(repo_template.ISSUE)]}
-        chunk: Any
-        for mode, chunk in agent.stream(inputs, config, stream_mode=["updates", "values"]):
-            if mode == "updates":
-                _narrate(out, chunk, console, model)
-            else:
-                result.messages = list(chunk.get("messages", ()))
+        _stream(agent, repo_template.ISSUE, result, out, console)
         result.fixed = _tests_pass(repo)
     finally:
         guard.shutdown()
@@ -250,6 +248,69 @@ def run_demo(
             tmp.cleanup()
     result.summary = last.summary
     _report(out, result)
+    return result
+
+
+def _stream(agent: Any, task: str, result: DemoResult, out: IO[str], console: Any) -> None:
+    """Run the agent on ``task``, narrating each model turn between the timeline lines."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+
+    config: RunnableConfig = {"configurable": {"thread_id": result.session_id}, "recursion_limit": 200}
+    inputs: Any = {"messages": [HumanMessage(task)]}
+    chunk: Any
+    for mode, chunk in agent.stream(inputs, config, stream_mode=["updates", "values"]):
+        if mode == "updates":
+            _narrate(out, chunk, console, result.model)
+        else:
+            result.messages = list(chunk.get("messages", ()))
+
+
+def run_support_demo(
+    config_path: Path | None = None,
+    *,
+    store_dir: Path | None = None,
+    stream: IO[str] | None = None,
+    color: bool | None = None,
+    sinks: Sequence[Any] = (),
+) -> DemoResult:
+    """The support demo once: a refund request handled over an in-memory order database. ``fixed`` is true
+    when the order was refunded exactly once, after the customer confirmed. ``sinks`` are added to the
+    guard's (a test's recorder)."""
+    from langchain.agents import create_agent
+    from planguard_langchain import PlanGuardMiddleware
+    from planguard_langchain.testing import ScriptedChatModel
+
+    support = _sibling("support")
+    out = stream if stream is not None else sys.stdout
+    config_path = config_path or support.CONFIG
+    guard, console, last = _guard(config_path, store_dir, out, color, sinks)
+    shop = support.Shop.sample()
+    result = DemoResult(
+        session_id=f"support-{uuid.uuid4().hex[:6]}", store_dir=Path(guard.config.store.path), shop=shop
+    )
+    try:
+        _say(
+            out, "planguard demo — a LangChain v1 support agent (scripted model, real tools), monitored live"
+        )
+        _say(out, "  shop        an in-memory order database (3 orders, 2 customers)")
+        _say(out, f"  task        {support.TASK}")
+        _say(out, f"  config      {_shown(config_path)}")
+        _say(out, "")
+        model = result.model = ScriptedChatModel(turns=support.script(), final=support.FINAL_ANSWER)
+        agent = create_agent(
+            model,
+            support.make_tools(shop),
+            system_prompt="You are a customer support agent of an online shop. "
+            + guard.pipeline.plan.render(),
+            middleware=[PlanGuardMiddleware(guard)],
+        )
+        _stream(agent, support.TASK, result, out, console)
+    finally:
+        guard.shutdown()
+    result.summary = last.summary
+    result.fixed = shop.refunds == [("O-5531", 89.0)] and "O-5531" in shop.confirmed
+    _report(out, result, outcome="refunded once, after the customer confirmed" if result.fixed else None)
     return result
 
 
@@ -274,7 +335,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _report(out: IO[str], r: DemoResult) -> None:
+def _report(out: IO[str], r: DemoResult, outcome: str | None = None) -> None:
     s = r.summary
     _say(out, "")
     if s is None:
@@ -295,9 +356,13 @@ def _report(out: IO[str], r: DemoResult) -> None:
     findings = ", ".join(f"{k} ×{n}" for k, n in sorted(s.finding_counts.items()))
     _say(out, f"  decisions  {decisions or 'none'}")
     _say(out, f"  findings   {findings or 'none'}")
-    _say(out, f"  the fix    {'tests pass in the agent’s repository' if r.fixed else 'tests FAIL'}")
+    if r.shop is not None:
+        _say(out, f"  outcome    {outcome or 'NOT as intended (see the timeline)'}")
+    else:
+        _say(out, f"  the fix    {'tests pass in the agent’s repository' if r.fixed else 'tests FAIL'}")
     if r.store_dir is not None:
-        _say(out, f"  recorded   {_shown(r.store_dir)}/  (replay it: planguard replay {_shown(r.store_dir)})")
+        replay = "planguard replay" + (" --config examples/demo/support.yaml" if r.shop is not None else "")
+        _say(out, f"  recorded   {_shown(r.store_dir)}/  (replay it: {replay} {_shown(r.store_dir)})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -310,7 +375,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", type=Path, help="planguard config (default: examples/planguard.yaml)")
+    p.add_argument(
+        "--agent",
+        choices=AGENTS,
+        default="coding",
+        help="coding (default): fix a bug in a throw-away repository; support: handle a refund request",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="planguard config (default: examples/planguard.yaml; examples/demo/support.yaml for support)",
+    )
     p.add_argument(
         "--store", type=Path, metavar="DIR", help="session store directory (default: the config's)"
     )
@@ -321,12 +396,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_from_args(args: argparse.Namespace) -> int:
     from planguard.config import ConfigError, load_config
 
-    config = args.config or DEFAULT_CONFIG
+    agent = getattr(args, "agent", "coding")
+    config = args.config or (_sibling("support").CONFIG if agent == "support" else DEFAULT_CONFIG)
     try:
         load_config(config)
     except (ConfigError, OSError) as exc:
         print(f"planguard demo: {exc}", file=sys.stderr)
         return 2
+    if agent == "support":
+        support = run_support_demo(args.config, store_dir=args.store, color=False if args.no_color else None)
+        return 0 if support.summary is not None and support.fixed else 1
     result = run_demo(
         args.config, store_dir=args.store, color=False if args.no_color else None, keep_repo=args.keep_repo
     )

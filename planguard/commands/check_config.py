@@ -85,7 +85,19 @@ def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]
     out.append(f"plan: {plan.name}: {phases}")
     if len(config.plans) > 1:
         out.append("also scored against: " + ", ".join(p.name for p in config.plans[1:]))
-    out.append(f"rules: {config.rules}")
+    if plan.declarative:
+        out.append("phases: declared by the plan (the coding rules are not used)")
+        for p in plan.phases:
+            order = [f"after {', '.join(p.after)}"] if p.after else []
+            order += [f"before {', '.join(p.before)}"] if p.before else []
+            order += ["first call only"] if p.first_only else []
+            matches = " or ".join(
+                "{" + ", ".join(f"{k}: {v}" for k, v in m.model_dump(exclude_defaults=True).items()) + "}"
+                for m in p.matches
+            )
+            out.append(f"  {p.symbol} {p.id}: {matches}" + (f" ({'; '.join(order)})" if order else ""))
+    else:
+        out.append(f"rules: {config.rules}")
     pol = config.policies
     r = pol.reminder
     if r.enabled and plan.phases and (r.every_model_calls or r.every_tool_calls):

@@ -1,9 +1,10 @@
-"""``planguard demo [--config FILE] [--store DIR] [--keep-repo] [--no-color]``
+"""``planguard demo [--agent coding|support] [--config FILE] [--store DIR] [--keep-repo] [--no-color]``
 
-A monitored coding-agent run that needs no API key and no network: a LangChain v1 agent with a scripted
-model and real tools fixes a bug in a throw-away repository while planguard prints its live timeline and
-records the session. The agent lives in the repository's ``examples/demo/``; the LangChain integration is
-imported only here, inside ``run``, so the core never depends on it.
+A monitored agent run that needs no API key and no network: a LangChain v1 agent with a scripted model and
+real tools fixes a bug in a throw-away repository (``coding``, the default) or handles a refund request over
+an in-memory order database under a plan of declared phases (``support``), while planguard prints its live
+timeline and records the session. The agents live in the repository's ``examples/demo/``; the LangChain
+integration is imported only here, inside ``run``, so the core never depends on it.
 """
 
 from __future__ import annotations
@@ -26,12 +27,22 @@ INSTALL_HINT = (
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "demo",
-        help="run a monitored LangChain coding agent on a throw-away repository (no API key)",
+        help="run a monitored LangChain agent (coding or support) with a scripted model (no API key)",
         description="A LangChain v1 coding agent (scripted model, real tools) fixes a bug in a throw-away "
         "repository; planguard reminds, nudges and gates it live, prints a timeline and records the session.",
     )
     p.add_argument(
-        "--config", type=Path, metavar="FILE", help="planguard config (default: examples/planguard.yaml)"
+        "--agent",
+        choices=("coding", "support"),
+        default="coding",
+        help="coding (default): fix a bug in a throw-away repository; support: a refund request over an "
+        "in-memory order database, under a plan of declared phases and a confirm-before-refund gate",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="planguard config (default: examples/planguard.yaml; examples/demo/support.yaml for support)",
     )
     p.add_argument(
         "--store", type=Path, metavar="DIR", help="session store directory (default: the config's)"

@@ -1,7 +1,10 @@
-"""``planguard replay PATH... [--plan PRESET|FILE] [--rules VERSION] [--format table|jsonl] [-o OUT]``
+"""``planguard replay PATH... [--config FILE | --plan PRESET|FILE --rules VERSION] [--format F] [-o OUT]``
 
 The output contract (``--format jsonl``: one object per trajectory, input order) is what acceptance is
-measured through; keep its keys stable.
+measured through; keep its keys stable. ``n_steps``, ``step_roles`` and ``actions`` count the calls that ran;
+calls the recording shows were denied are ``n_denied``/``denials``. With ``--config`` the config's whole
+pipeline runs (plan, rules or declared phases, actions vocabulary, detectors, policies) and ``decisions``
+lists what its policies decided, or would have decided, at each step.
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="plan to score against (repeatable); 'paper-settings' scores the paper's 7 settings "
         "(default: the standard plan)",
     )
-    p.add_argument("--rules", default="v351278e", help="phase rules: v351278e (default), v8ec988e, corrected")
+    p.add_argument("--rules", help="phase rules: v351278e (default), v8ec988e, corrected")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="run the pipeline this planguard config describes (plan, rules, actions, detectors, policies); "
+        "not with --plan/--rules",
+    )
     p.add_argument(
         "--format", choices=("table", "jsonl"), help="output format (default: table on a terminal)"
     )
@@ -46,19 +55,22 @@ def result_record(result: Any) -> dict[str, Any]:
     from ..actions import action_dict
 
     t, s = result.trajectory, result.summary
+    ran = result.ran
+    denied = result.denied
     return {
         "id": t.id,
         "source": t.source,
         "format": t.format,
         "meta": {k: v for k, v in t.meta.items() if v is not None and isinstance(v, (str, int, float, bool))},
-        "n_steps": len(result.steps),
-        "step_roles": [list(step.roles) for step in result.steps],
+        "n_steps": len(ran),
+        "n_denied": len(denied),
+        "step_roles": [list(step.roles) for step in ran],
         "letters": s.letters,
         "langutory": s.langutory,
         "metrics": {name: sc.as_dict() for name, sc in s.scores.items()},
-        "actions": [action_dict(step) for step in result.steps]
-        if result.steps and result.steps[0].action is not None
-        else [],
+        "actions": [action_dict(step) for step in ran] if ran and ran[0].action is not None else [],
+        "denials": [{"step": step.index, "tool": step.event.tool} for step in denied],
+        "decisions": result.decisions,
         "findings": [
             {
                 "detector": f.detector,
@@ -73,13 +85,23 @@ def result_record(result: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..config import ConfigError, load_config
     from ..loaders import LoadError
-    from ..replay import replay, replay_pipeline, resolve_plans
+    from ..phases import DEFAULT_VERSION
+    from ..replay import config_pipeline, replay, replay_pipeline, resolve_plans
 
     try:
-        plans = resolve_plans(args.plan)
-        pipeline = replay_pipeline(plans, args.rules, diagnostics=not args.no_diagnostics)
-    except ValueError as exc:
+        if args.config is not None:
+            if args.plan or args.rules:
+                raise ValueError("--config describes the plan and rules; leave out --plan and --rules")
+            pipeline = config_pipeline(load_config(args.config))
+            plans = pipeline.plans
+        else:
+            plans = resolve_plans(args.plan)
+            pipeline = replay_pipeline(
+                plans, args.rules or DEFAULT_VERSION, diagnostics=not args.no_diagnostics
+            )
+    except (ValueError, ConfigError) as exc:
         print(f"planguard replay: {exc}", file=sys.stderr)
         return 2
     # A recorded string may hold a lone surrogate (JSON allows "\ud800"), which UTF-8 cannot encode; written
@@ -157,6 +179,7 @@ def _print_table(rows: list[dict[str, Any]], plan_names: list[str], out: IO[str]
     table = Table(title=f"planguard replay · {len(rows)} runs", title_justify="left")
     table.add_column("run", overflow="fold", max_width=48)
     table.add_column("steps", justify="right")
+    table.add_column("denied", justify="right")
     table.add_column("letters", overflow="ellipsis", max_width=40)
     single = len(plan_names) == 1
     if single:
@@ -168,7 +191,7 @@ def _print_table(rows: list[dict[str, Any]], plan_names: list[str], out: IO[str]
     table.add_column("findings", overflow="fold", max_width=30)
     for r in rows:
         metrics = r["metrics"]
-        cells = [r["id"], str(r["n_steps"]), r["letters"] or "—"]
+        cells = [r["id"], str(r["n_steps"]), str(r["n_denied"]), r["letters"] or "—"]
         if single:
             m = metrics.get(plan_names[0], {})
             cells += [f"{m.get(k, 0.0):.3f}" for k in ("PPC", "POC", "PPF", "PC")]

@@ -118,10 +118,11 @@ def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _step_codes(step_roles: Iterable[Sequence[str]]) -> str:
+def _step_codes(step_roles: Iterable[Sequence[str]], letter_of: Mapping[str, str] | None = None) -> str:
     from ..phases import LETTER_OF
 
-    return "".join(LETTER_OF.get(roles[0], "X") if roles else GENERAL_CODE for roles in step_roles)
+    letters = LETTER_OF if letter_of is None else letter_of
+    return "".join(letters.get(roles[0], "X") if roles else GENERAL_CODE for roles in step_roles)
 
 
 def _model_and_setting(meta: Mapping[str, Any], run_id: str, fmt: str) -> tuple[str, str]:
@@ -140,15 +141,16 @@ def record_from_replay(result: Any, decisions: list[tuple[int, str, str, str]] |
     t, s = result.trajectory, result.summary
     meta = t.meta or {}
     model, setting = _model_and_setting(meta, t.id, t.format)
+    ran = result.ran  # the recording's denied calls are denials, not steps
     effects = "".join(
-        EFFECT_CODES.get(str(step.effect), "-") if step.effect is not None else "-" for step in result.steps
+        EFFECT_CODES.get(str(step.effect), "-") if step.effect is not None else "-" for step in ran
     )
     if effects and set(effects) == {"-"}:
         effects = ""
     rec_decisions = list(decisions or [])
-    for step in result.steps:
-        d = step.decision
-        if d is not None and str(d.kind) != "allow":
+    if decisions is None:  # a store file's own records already hold its denials
+        for step in result.denied:
+            d = step.decision
             rec_decisions.append((step.index, str(d.kind), d.policy, d.message[:200]))
     return RunRecord(
         id=t.id,
@@ -157,7 +159,7 @@ def record_from_replay(result: Any, decisions: list[tuple[int, str, str, str]] |
         outcome=_outcome(meta.get("resolved"), meta.get("resolution_status")),
         model=model,
         setting=setting,
-        steps=_step_codes(step.roles for step in result.steps),
+        steps=_step_codes((step.roles for step in ran), result.letter_of),
         letters=s.letters,
         metrics={name: sc.as_dict() for name, sc in s.scores.items()},
         effects=effects,

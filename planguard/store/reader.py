@@ -84,9 +84,38 @@ class StoredSession:
         """The accepted tool calls in order, ready to replay (blocked calls never ran and are left out)."""
         return [s.event.to_event() for s in self.steps]
 
+    def replay_events(self) -> list[ToolEvent]:
+        """Every call the agent made, in order: the accepted ones, and the blocked ones (``blocked`` set to
+        the denial the model saw) where they were attempted, so a replay counts them as denials, not steps.
+        Each event's metadata holds ``n_model_calls``, the model calls made by then, so a replay can put the
+        model calls (and what policies did at them) where they happened."""
+        blocked = sorted(self.blocked, key=lambda b: b.at_step)
+        out: list[ToolEvent] = []
+        i = 0
+        for s in self.steps:
+            while i < len(blocked) and blocked[i].at_step <= s.index:
+                out.append(_blocked_event(blocked[i]))
+                i += 1
+            out.append(_with_model_calls(s.event.to_event(), s.n_model_calls))
+        out.extend(_blocked_event(b) for b in blocked[i:])
+        return out
+
     @property
     def all_findings(self) -> list[FindingRecord]:
         return [f for s in self.steps for f in s.findings] + self.findings
+
+
+def _with_model_calls(event: ToolEvent, n_model_calls: int | None) -> ToolEvent:
+    if n_model_calls is not None:
+        event.metadata = {**event.metadata, "n_model_calls": n_model_calls}
+    return event
+
+
+def _blocked_event(b: BlockedRecord) -> ToolEvent:
+    event = _with_model_calls(b.event.to_event(), b.n_model_calls)
+    denial = next((d for d in b.decisions if d.kind in ("deny", "stop")), None)
+    event.blocked = (denial.message if denial is not None else "") or "denied"
+    return event
 
 
 def is_store_header(obj: Any) -> bool:
@@ -258,4 +287,5 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         blocked=len(session.blocked),
         stored_letters=session.end.letters if session.end else None,
     )
-    return Trajectory(id=h.session_id, source=source, format=FORMAT, events=session.events(), meta=meta)
+    events = session.replay_events()
+    return Trajectory(id=h.session_id, source=source, format=FORMAT, events=events, meta=meta)

@@ -279,14 +279,18 @@ class BlockedRecord:
     event: EventRecord
     decisions: list[DecisionRecord] = field(default_factory=list)
     at_step: int = 0  # the index the call would have had
+    n_model_calls: int | None = None  # model calls made when it was denied (None in files before 0.2)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "type": "blocked",
             "at_step": self.at_step,
             "event": self.event.to_json(),
             "decisions": [x.to_json() for x in self.decisions],
         }
+        if self.n_model_calls is not None:
+            d["n_model_calls"] = self.n_model_calls
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> BlockedRecord:
@@ -294,6 +298,7 @@ class BlockedRecord:
             event=EventRecord.from_json(d.get("event")),
             decisions=[DecisionRecord.from_json(x) for x in _opt(d, "decisions", list, "a list", [])],
             at_step=_opt(d, "at_step", int, "an integer", 0),
+            n_model_calls=_opt(d, "n_model_calls", int, "an integer", None),
         )
 
 

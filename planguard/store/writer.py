@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -197,6 +198,7 @@ class StoreSink(Sink):
                 decisions,
                 comp.scores() if comp is not None else None,
                 session.n_model_calls,
+                session.pipeline.letter_of,
             )
         )
 
@@ -216,7 +218,9 @@ class StoreSink(Sink):
                 st.pre_step = step
             st.pre.append(decision)
             if decision.blocks:
-                self._worker.submit(("blocked", st.key, session.id, step.event, st.pre, step.index))
+                self._worker.submit(
+                    ("blocked", st.key, session.id, step.event, st.pre, step.index, session.n_model_calls)
+                )
                 st.pre_step, st.pre = None, []
         else:
             if st.pre_step is step:
@@ -340,8 +344,8 @@ class StoreSink(Sink):
 
     def _line(self, item: tuple[Any, ...]) -> bytes:
         if item[0] == "step":
-            _, _, _, step, decisions, scores, n_model_calls = item
-            return _encode(self.step_json(step, decisions, scores, n_model_calls))
+            _, _, _, step, decisions, scores, n_model_calls, letter_of = item
+            return _encode(self.step_json(step, decisions, scores, n_model_calls, letter_of))
         return _encode(self._record(item))
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
@@ -351,12 +355,13 @@ class StoreSink(Sink):
             header.metadata = self._clean(header.metadata)
             return header.to_json()
         if kind == "blocked":
-            _, _, _, event, decisions, at_step = item
+            _, _, _, event, decisions, at_step, n_model_calls = item
             return {
                 "type": "blocked",
                 "at_step": at_step,
                 "event": self.event_json(event),
                 "decisions": [_decision(d).to_json() for d in decisions],
+                "n_model_calls": n_model_calls,
             }
         if kind == "finding":
             return {"type": "finding", **_finding(item[3]).to_json()}
@@ -386,7 +391,12 @@ class StoreSink(Sink):
     # written for every tool call, and the two intermediate records cost as much as the rest of it.
 
     def step_json(
-        self, step: Step, decisions: Any, scores: Scores | None, n_model_calls: int
+        self,
+        step: Step,
+        decisions: Any,
+        scores: Scores | None,
+        n_model_calls: int,
+        letter_of: Mapping[str, str] = LETTER_OF,
     ) -> dict[str, Any]:
         cls = step.classification
         roles = list(cls.roles)
@@ -395,7 +405,7 @@ class StoreSink(Sink):
             "index": step.index,
             "event": self.event_json(step.event),
             "roles": roles,
-            "letters": "".join([LETTER_OF.get(r, "?") for r in roles]),
+            "letters": "".join([letter_of.get(r, "?") for r in roles]),
             "commands": [[str(c.label), str(c.role)] for c in getattr(cls, "commands", ())],
         }
         action = _action(step.action)

@@ -47,7 +47,6 @@ from .. import __version__
 from ..actions.types import PLAN
 from ..detectors.todo import todo_state
 from ..errors import ErrorCounter
-from ..phases import LETTER_OF
 from ..sinks import SessionRegistry, Sink
 from . import attributes as A
 from .capture import CaptureMode, capture_mode_from_env
@@ -256,7 +255,7 @@ class OTelSink(Sink):
         roles = step.classification.roles
         letters = self._letters.get(roles)
         if letters is None:
-            letters = "".join(LETTER_OF.get(r, "?") for r in roles)
+            letters = "".join(session.pipeline.letter_of.get(r, "?") for r in roles)
             if len(self._letters) < MAX_MEMO:  # distinct role tuples are few, but not bounded by the rules
                 self._letters[roles] = letters
         action = step.action
@@ -507,9 +506,10 @@ class OTelSink(Sink):
             if len(parts) >= TAIL_RUNS:
                 del parts[0]
         else:
-            parts[:] = [f"{LETTER_OF.get(str(r), '?')}{n} " for r, n in runs[-TAIL_RUNS:-1]]
+            letter_of = st.session.pipeline.letter_of
+            parts[:] = [f"{letter_of.get(str(r), '?')}{n} " for r, n in runs[-TAIL_RUNS:-1]]
         st.tail_runs = n_runs
-        st.tail_letter = LETTER_OF.get(str(runs[-1][0]), "?") if runs else ""
+        st.tail_letter = st.session.pipeline.letter_of.get(str(runs[-1][0]), "?") if runs else ""
         st.tail_head = "".join(parts) + st.tail_letter
 
     def _tool_name(self, tool: str) -> str:

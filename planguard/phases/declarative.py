@@ -1,0 +1,215 @@
+"""Plan phases declared in the plan itself: a phase classifier for agents that are not coding agents.
+
+A plan whose phases carry a ``match`` (see :class:`planguard.plan.PhaseMatch`) is classified by its own
+matchers instead of the coding rules::
+
+    plan:
+      name: refund-flow
+      phases:
+        - {id: identify, symbol: I, name: Identify the customer, match: {tool: "find_customer*"}}
+        - {id: act, symbol: A, name: Act, match: {tool: refund_order, arguments: {order_id: ".+"}}}
+
+Each call gets the role of the first phase, in plan order, whose match holds and whose ordering conditions
+(``after``, ``before``, ``first_only``) hold against the phases the session has already seen; a call that
+matches no phase is ``general``. The role is the phase id, so the rest of the pipeline (Langutory,
+compliance, reminders, violations, gates) treats a declared plan exactly as it treats the coding plan; the
+letter of a role is the phase's ``symbol``.
+
+Conditions on the canonical action (``action``, ``target``) read the one tool vocabulary
+(:mod:`planguard.actions`, with the user's ``actions.rules``); there is no tool table here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planguard.actions.types import Action
+from planguard.events import ToolEvent
+from planguard.phases.roles import GENERAL, Classification, Command
+from planguard.plan import ArgumentTest, PhaseMatch, Plan
+
+__all__ = ["DeclarativeRules", "DeclarativeState"]
+
+#: Longest result or argument text a regex is searched in (a tool may take or return megabytes).
+MAX_RESULT_TEXT = 65_536
+
+
+def _globs(v: str | list[str] | None) -> re.Pattern[str] | None:
+    if v is None:
+        return None
+    items = [v] if isinstance(v, str) else v
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in items) or r"(?!)")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+class _Matcher:
+    """One compiled :class:`PhaseMatch`."""
+
+    __slots__ = ("actions", "arguments", "exit_codes", "failed", "result", "target", "tool", "tool_regex")
+
+    def __init__(self, m: PhaseMatch) -> None:
+        self.tool = _globs(m.tool)
+        self.tool_regex = re.compile(m.tool_regex) if m.tool_regex is not None else None
+        self.actions = frozenset([m.action] if isinstance(m.action, str) else m.action or ())
+        self.arguments: tuple[tuple[str, re.Pattern[str] | ArgumentTest], ...] = tuple(
+            (k, re.compile(t) if isinstance(t, str) else t) for k, t in m.arguments.items()
+        )
+        self.target = _globs(m.target)
+        self.failed = m.failed
+        self.exit_codes = (
+            None
+            if m.exit_code is None
+            else frozenset([m.exit_code] if isinstance(m.exit_code, int) else m.exit_code)
+        )
+        self.result = re.compile(m.result) if m.result is not None else None
+
+    def matches(self, event: ToolEvent, action: Callable[[], Action | None]) -> bool:
+        tool = event.tool or ""
+        if self.tool is not None and not self.tool.fullmatch(tool):
+            return False
+        if self.tool_regex is not None and not self.tool_regex.fullmatch(tool):
+            return False
+        if self.arguments and not self._arguments_match(event.arguments):
+            return False
+        if self.actions or self.target is not None:
+            a = action()
+            if a is None:
+                return False
+            if self.actions and a.type.value not in self.actions:
+                return False
+            if self.target is not None:
+                where = a.path or a.target
+                if where is None or not self.target.fullmatch(where):
+                    return False
+        if self.failed is not None and event.failed != self.failed:
+            return False
+        if self.exit_codes is not None and event.exit_code not in self.exit_codes:
+            return False
+        return self.result is None or (
+            event.result is not None and self.result.search(event.result[:MAX_RESULT_TEXT]) is not None
+        )
+
+    def _arguments_match(self, arguments: Mapping[str, Any] | str) -> bool:
+        args = _parsed(arguments)
+        for key, test in self.arguments:
+            present = key in args
+            if isinstance(test, ArgumentTest):
+                if test.exists is not None:
+                    if present != test.exists:
+                        return False
+                elif not present or args[key] != test.equals:
+                    return False
+            elif not present or args[key] is None or test.search(_text(args[key])[:MAX_RESULT_TEXT]) is None:
+                return False
+        return True
+
+
+def _parsed(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    """The argument object; a raw argument string is read as JSON when it is a JSON object."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class DeclarativeState:
+    """The phases a session has seen (at most the plan's phases): what ordering conditions read."""
+
+    seen: set[str] = field(default_factory=set)
+
+    def apply(self, c: Classification) -> None:
+        """Commit the phase of a classified call that has run."""
+        self.seen.update(c.roles)
+
+
+class _Phase:
+    __slots__ = ("after", "before", "first_only", "id", "matchers")
+
+    def __init__(
+        self, id: str, matchers: tuple[_Matcher, ...], after: list[str], before: list[str], first: bool
+    ):
+        self.id = id
+        self.matchers = matchers
+        self.after = tuple(after)
+        self.before = tuple(before)
+        self.first_only = first
+
+    def admits(self, seen: set[str]) -> bool:
+        if self.first_only and self.id in seen:
+            return False
+        if any(p not in seen for p in self.after):
+            return False
+        return not any(p in seen for p in self.before)
+
+
+class DeclarativeRules:
+    """The phase classifier a declared plan defines. Stateless itself: a session's facts are in its
+    :class:`DeclarativeState`. Same interface as :class:`planguard.phases.PhaseRules`."""
+
+    name = "declarative"
+
+    def __init__(self, plan: Plan, actions: Callable[[ToolEvent], Any] | None = None) -> None:
+        if not plan.declarative:
+            raise ValueError(f"plan {plan.name!r} declares no phase matches")
+        self.plan = plan
+        self._phases = tuple(
+            _Phase(p.id, tuple(_Matcher(m) for m in p.matches), p.after, p.before, p.first_only)
+            for p in plan.phases
+        )
+        uses_action = any(m.uses_action for p in plan.phases for m in p.matches)
+        if uses_action and actions is None:
+            from planguard.actions import classify_action
+
+            actions = classify_action
+        self._actions = actions
+        #: Role -> letter: a declared phase's letter is its symbol.
+        self.letter_of: dict[str, str] = {p.id: p.symbol for p in plan.phases}
+        #: Some phase reads the call's result, so a live call's phase is decided once the result is known.
+        self.needs_result = any(m.uses_result for p in plan.phases for m in p.matches)
+
+    def new_state(self) -> DeclarativeState:
+        return DeclarativeState()
+
+    def classify(self, event: ToolEvent, state: DeclarativeState) -> Classification:
+        """The call's phase (one role, or general). Never mutates ``state`` and never raises."""
+        label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
+        try:
+            action = _Lazy(self._actions, event)
+            for phase in self._phases:
+                if phase.admits(state.seen) and any(m.matches(event, action) for m in phase.matchers):
+                    return Classification(commands=(Command(label, phase.id),))
+        except Exception:  # a bad argument shape or a failing vocabulary: the call is general (fail open)
+            pass
+        return Classification(commands=(Command(label, GENERAL),))
+
+
+class _Lazy:
+    """The call's canonical action, computed on first use (only phases that read it need it)."""
+
+    __slots__ = ("_actions", "_event", "_value", "_done")
+
+    def __init__(self, actions: Callable[[ToolEvent], Any] | None, event: ToolEvent) -> None:
+        self._actions = actions
+        self._event = event
+        self._value: Action | None = None
+        self._done = False
+
+    def __call__(self) -> Action | None:
+        if not self._done:
+            self._done = True
+            if self._actions is not None:
+                value = self._actions(self._event)
+                self._value = value if isinstance(value, Action) else None
+        return self._value
