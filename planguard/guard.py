@@ -26,6 +26,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,7 +65,13 @@ class _Entry:
 
 
 class Guard:
-    """Live plan monitoring for many concurrent agent sessions (see the module docstring)."""
+    """Live plan monitoring for many concurrent agent sessions (see the module docstring).
+
+    ``tracer_provider`` / ``meter_provider``: where planguard's spans and metrics go. Omitted, planguard uses
+    the application's global providers once it has set them, and otherwise builds its own from the
+    standard ``OTEL_*`` variables (see :func:`planguard.telemetry.build_sinks`); pass the application's
+    providers to keep planguard's telemetry with the rest of it without making them global.
+    """
 
     def __init__(
         self,
@@ -87,6 +94,7 @@ class Guard:
         self._sweep_at = float("inf") if self._idle is None else 0.0
         self._ticks = 0
         self.pipeline = self._build_pipeline(tracer_provider, meter_provider, sinks)
+        self._scopes_tools = any(getattr(s, "_adopting", False) for s in self.pipeline.sinks)
         self._fail_closed: tuple[Gate, ...] = tuple(
             p for p in self.pipeline.policies if isinstance(p, Gate) and p.fail_closed
         )
@@ -346,6 +354,17 @@ class Guard:
         except Exception as exc:
             self.errors.record("Guard.end", exc)
             return None
+
+    def tool_scope(self, event: ToolEvent) -> AbstractContextManager[None]:
+        """Wrap a tool call's execution in this (between ``before_tool`` and ``after_tool``) so that a tool
+        span an instrumented framework opens for it (OpenInference's LangChain tracer does, inside the
+        tool's run) carries planguard's attributes and events instead of planguard opening a second one
+        (``telemetry.tool_spans``; see :mod:`planguard.telemetry.nesting`). A no-op when no sink wants it."""
+        if not self._scopes_tools:
+            return nullcontext()
+        from .telemetry.nesting import tool_scope
+
+        return tool_scope(event)
 
     def _failed(self, where: str, exc: BaseException, event: ToolEvent) -> Decision:
         self.errors.record(where, exc)

@@ -19,6 +19,12 @@ GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+#: ``function`` for every call planguard sees: tools the agent's own code runs (the conventions' values are
+#: ``function``, ``extension``, ``datastore``).
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+TOOL_TYPE_FUNCTION: Final = "function"
+#: ``gen_ai.provider.name`` when neither the config nor the session's metadata names the provider.
+PROVIDER_UNKNOWN: Final = "unknown"
 #: Opt-in content attributes (only with content capture on; redacted before export).
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
@@ -70,11 +76,38 @@ SESSION_MISSING: Final = "planguard.compliance.missing"
 SESSION_EVICTED: Final = "planguard.session.evicted"
 MAX_LETTERS: Final = 4096
 
+# --------------------------------------------------------------------------- evaluation results
+#: A ``gen_ai.evaluation.result`` event (GenAI conventions, events.yaml), parented to the span evaluated:
+#: on ``invoke_agent`` one per compliance score (PC, PPC, POC, PPF) at session end, and one per finding on
+#: the span of the call that completed it (the session span for findings at the end).
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+#: ``gen_ai.evaluation.name`` of the compliance scores, and what each one measures (the explanation).
+EVALUATIONS: Final = {
+    "PC": "plan compliance: (PPF·PPC·POC)^(1/3), 0 if any factor is 0",
+    "PPC": "plan phase compliance: share of the plan's expected phases that occur",
+    "POC": "plan order compliance: longest increasing run of the expected phases' first occurrences, ÷ m",
+    "PPF": "plan phase fidelity: m / (m + |phases matching no expected phase|)",
+}
+#: ``gen_ai.evaluation.score.label`` of a compliance score: ``complete`` (1), ``partial`` (between),
+#: ``none`` (0). A finding's evaluation is named for its detector, scored 0 and labelled ``detected``.
+LABEL_COMPLETE: Final = "complete"
+LABEL_PARTIAL: Final = "partial"
+LABEL_NONE: Final = "none"
+LABEL_DETECTED: Final = "detected"
+#: Prefix of a finding's ``gen_ai.evaluation.name`` (``planguard.finding.<detector>``).
+FINDING_EVALUATION_PREFIX: Final = "planguard.finding."
+
 # --------------------------------------------------------------------------- span events
 EVENT_FINDING: Final = "planguard.finding"
 EVENT_DECISION: Final = "planguard.decision"
 #: Tool-call content as an event (capture modes EVENT_ONLY / SPAN_AND_EVENT).
 EVENT_TOOL_CONTENT: Final = "planguard.tool.content"
+#: On the session span: the outcome of a call whose tool span (a framework's, enriched) had ended first.
+EVENT_TOOL_OUTCOME: Final = "planguard.tool.outcome"
 
 FINDING_DETECTOR: Final = "planguard.finding.detector"
 FINDING_FIRST_STEP: Final = "planguard.finding.first_step"
@@ -100,6 +133,8 @@ METRIC_BLOCKS: Final = "planguard.blocks"
 METRIC_INTERNAL_ERRORS: Final = "planguard.internal_errors"
 METRIC_DROPPED: Final = "planguard.telemetry.dropped"
 METRIC_SESSION_PC: Final = "planguard.session.pc"
+#: Wall-clock seconds of each tool call (start to result), by action type and outcome.
+METRIC_TOOL_DURATION: Final = "planguard.tool.duration"
 #: Metric attribute keys (low cardinality by construction).
 M_PHASE: Final = "planguard.phase"
 M_ACTION: Final = "planguard.action.type"
@@ -107,5 +142,23 @@ M_DETECTOR: Final = "planguard.finding.detector"
 M_DECISION: Final = "planguard.decision.kind"
 M_REASON: Final = "planguard.drop.reason"
 M_PLAN: Final = "planguard.plan"
+M_ERROR: Final = "error.type"
 #: Histogram boundaries for PC (a score in [0, 1]).
 PC_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+#: Histogram boundaries for tool latency in seconds (the GenAI conventions' operation-duration buckets).
+DURATION_BUCKETS: Final = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+)

@@ -190,6 +190,25 @@ class Instruments:
             explicit_bucket_boundaries_advisory=list(A.PC_BUCKETS),
         )
 
+        self.tool_duration: Histogram = meter.create_histogram(
+            A.METRIC_TOOL_DURATION,
+            unit="s",
+            description="Wall-clock duration of tool calls, by action type (and error.type when failed).",
+            explicit_bucket_boundaries_advisory=list(A.DURATION_BUCKETS),
+        )
+        self._duration_attrs: dict[tuple[str, str], dict[str, str]] = {}
+
+    def record_duration(self, seconds: float, action: str, error: str) -> None:
+        key = (action, error)
+        attrs = self._duration_attrs.get(key)
+        if attrs is None:
+            attrs = {A.M_ACTION: action or "unknown"}
+            if error:
+                attrs[A.M_ERROR] = error
+            if len(self._duration_attrs) < MAX_CALL_KEYS:  # custom classifiers' types are not bounded
+                self._duration_attrs[key] = attrs
+        self.tool_duration.record(seconds, attrs)
+
     def attach(self, counts: Counts) -> None:
         with self._lock:
             self._counts.add(counts)

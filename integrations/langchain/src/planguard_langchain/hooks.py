@@ -12,8 +12,9 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -179,7 +180,8 @@ class GuardHooks:
             if decision is not ALLOW and decision.blocks:
                 return self._blocked(sid, request, decision)
         try:
-            result = handler(request)
+            with self._scope(event):
+                result = handler(request)
         except GraphBubbleUp:
             self._suspend(sid, event)
             raise
@@ -209,7 +211,8 @@ class GuardHooks:
             if decision is not ALLOW and decision.blocks:
                 return self._blocked(sid, request, decision)
         try:
-            result = await handler(request)
+            with self._scope(event):
+                result = await handler(request)
         except GraphBubbleUp:
             self._suspend(sid, event)
             raise
@@ -224,6 +227,18 @@ class GuardHooks:
             except Exception as exc:  # fail-open
                 self.errors.record("GuardHooks.after_tool", exc)
         return result
+
+    def _scope(self, event: ToolEvent | None) -> AbstractContextManager[None]:
+        """The tool's execution runs in the guard's tool scope: a tool span OpenInference's LangChain tracer
+        opens for the call then carries planguard's attributes instead of planguard opening a second one."""
+        scope = getattr(self.guard, "tool_scope", None)
+        if event is None or scope is None:
+            return nullcontext()
+        try:
+            return cast(AbstractContextManager[None], scope(event))
+        except Exception as exc:  # fail-open
+            self.errors.record("GuardHooks.tool_scope", exc)
+            return nullcontext()
 
     def _take_result(self, event: ToolEvent, result: ToolResult) -> None:
         try:
