@@ -53,7 +53,7 @@ class BoundedSpanProcessor(SpanProcessor):
         drops: DropCounter | None = None,
         max_queue_size: int = 2048,
         max_export_batch_size: int = 512,
-        schedule_delay_s: float = 1.0,
+        schedule_delay_s: float = 5.0,
         shutdown_timeout_s: float = 5.0,
         errors: ErrorCounter | None = None,
     ) -> None:
@@ -69,6 +69,9 @@ class BoundedSpanProcessor(SpanProcessor):
             max_batch=max_export_batch_size,
             interval_s=schedule_delay_s,
             errors=errors,
+            # As the SDK's BatchSpanProcessor: export every ``schedule_delay_s``, or as soon as a full batch
+            # is queued (``OTEL_BSP_SCHEDULE_DELAY``, ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``).
+            wake_at=max_export_batch_size,
         )
 
     def on_start(self, span: SDKSpan, parent_context: Context | None = None) -> None:
@@ -281,15 +284,19 @@ def _otlp_metric_exporter(
 
 
 def _console_span_exporter() -> SpanExporter:
+    import sys
+
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-    return ConsoleSpanExporter()
+    return ConsoleSpanExporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)
 
 
 def _console_metric_exporter() -> Any:
+    import sys
+
     from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 
-    return ConsoleMetricExporter()
+    return ConsoleMetricExporter(out=sys.stdout)
 
 
 _HTTP_MISSING = "OTLP/HTTP export needs opentelemetry-exporter-otlp-proto-http: pip install 'planguard[otlp]'"
