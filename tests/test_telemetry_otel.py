@@ -797,3 +797,69 @@ def test_tallies_of_sessions_gone_are_folded_without_a_collection(monkeypatch: p
         counts = cap.sink._counts
         assert len(counts._retiring) <= 3 and len(counts._live) <= 3 + 1
     assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == n
+
+
+# ------------------------------------------------------------------- evaluation results, provider, latency
+
+
+def test_compliance_and_findings_are_evaluation_results() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("evaluated")
+    run_live(s, [fresh(e) for e in (NAVIGATE, CREATE, RUN_FAIL)], {"c2": 1})
+    summary = s.end()
+    cap.flush()
+    (agent,) = cap.spans("invoke_agent")
+    results = {r[A.GEN_AI_EVALUATION_NAME]: r for r in events_of(agent, A.EVENT_EVALUATION_RESULT)}
+    scores = summary.scores[s.pipeline.plan.name]
+    for name in ("PC", "PPC", "POC", "PPF"):
+        r = results[name]
+        assert r[A.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(getattr(scores, name))
+        assert r[A.GEN_AI_EVALUATION_SCORE_LABEL] in (A.LABEL_COMPLETE, A.LABEL_PARTIAL, A.LABEL_NONE)
+        assert A.EVALUATIONS[name].split(":")[0] in r[A.GEN_AI_EVALUATION_EXPLANATION]
+    # the run never patched: PPC < 1, and the explanation names what is missing
+    assert results["PPC"][A.GEN_AI_EVALUATION_SCORE_LABEL] == A.LABEL_PARTIAL
+    assert "missing phases" in results["PPC"][A.GEN_AI_EVALUATION_EXPLANATION]
+    # a finding: an evaluation result on the span of the call that completed it
+    failed = by_index(cap.spans("execute_tool bash"))[2]
+    (finding,) = events_of(failed, A.EVENT_EVALUATION_RESULT)
+    assert finding[A.GEN_AI_EVALUATION_NAME] == A.FINDING_EVALUATION_PREFIX + "failed_run"
+    assert finding[A.GEN_AI_EVALUATION_SCORE_LABEL] == A.LABEL_DETECTED
+    assert "python" not in finding[A.GEN_AI_EVALUATION_EXPLANATION]  # steps, not content
+
+
+def test_provider_name_and_tool_type() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("p1")
+    run_live(s, [fresh(NAVIGATE)])
+    s.end()
+    s = pipeline(cap).session("p2", provider="anthropic")
+    s.end()
+    cap.flush()
+    by_conv = {a.attributes[A.GEN_AI_CONVERSATION_ID]: a.attributes for a in cap.spans("invoke_agent")}  # type: ignore[index]
+    assert by_conv["p1"][A.GEN_AI_PROVIDER_NAME] == A.PROVIDER_UNKNOWN
+    assert by_conv["p2"][A.GEN_AI_PROVIDER_NAME] == "anthropic"
+    (tool_span,) = cap.spans("execute_tool bash")
+    assert tool_span.attributes[A.GEN_AI_TOOL_TYPE] == A.TOOL_TYPE_FUNCTION  # type: ignore[index]
+
+    configured = TelemetryCapture(provider_name="openai")
+    s = pipeline(configured).session("p3", provider="anthropic")
+    s.end()
+    configured.flush()
+    (agent,) = configured.spans("invoke_agent")
+    assert agent.attributes[A.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
+
+
+def test_tool_latency_histogram() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("timed")
+    t0 = 1_700_000_000.0
+    for i, (ev, seconds) in enumerate([(NAVIGATE, 0.5), (RUN_FAIL, 3.0)]):
+        ev = fresh(ev)
+        ev.start_time, ev.end_time = t0 + 10 * i, t0 + 10 * i + seconds
+        ev.exit_code = 1 if ev.call_id == "c2" else 0
+        s.observe(ev)
+    s.end()
+    points = {tuple(sorted(a.items())): v for a, v in cap.metrics()[A.METRIC_TOOL_DURATION]}
+    by_error = {dict(k).get(A.M_ERROR, ""): v for k, v in points.items()}
+    assert by_error[""].count == 1 and by_error[""].sum == pytest.approx(0.5)
+    assert by_error[A.ERROR_EXIT_CODE].count == 1 and by_error[A.ERROR_EXIT_CODE].sum == pytest.approx(3.0)
