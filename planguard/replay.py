@@ -10,7 +10,8 @@ from typing import Any
 from .loaders import LoadError, Trajectory, iter_trajectories
 from .phases import get_rules
 from .plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
-from .session import Pipeline, SessionSummary
+from .session import Pipeline, Session, SessionSummary
+from .sinks import Sink
 from .step import Step
 
 __all__ = ["ReplayResult", "replay", "replay_pipeline", "resolve_plans", "PAPER_SETTINGS"]
@@ -41,16 +42,21 @@ def resolve_plans(spec: str | Sequence[str] | None) -> tuple[Plan, ...]:
 
 
 def replay_pipeline(
-    plans: Sequence[Plan] = (PRESETS["plan"],), rules: str = "v351278e", *, diagnostics: bool = True
+    plans: Sequence[Plan] = (PRESETS["plan"],),
+    rules: str = "v351278e",
+    *,
+    diagnostics: bool = True,
+    sinks: Sequence[Sink] = (),
 ) -> Pipeline:
-    """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``."""
+    """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``;
+    ``sinks`` receive the replayed sessions (``planguard replay --export otlp``)."""
     kwargs: dict[str, Any] = {}
     if diagnostics:
         from .actions import classify_action
         from .detectors import default_detectors
 
         kwargs = {"actions": classify_action, "detectors": default_detectors()}
-    return Pipeline(rules=get_rules(rules), plans=tuple(plans), **kwargs)
+    return Pipeline(rules=get_rules(rules), plans=tuple(plans), sinks=tuple(sinks), **kwargs)
 
 
 def replay(
@@ -65,7 +71,9 @@ def replay(
         if isinstance(item, LoadError):
             yield item
             continue
-        session = pipeline.session(item.id, **item.meta)
+        # A recorded run keeps its own clock: its session starts when its first call did (when recorded).
+        first = next((e.start_time for e in item.events if e.start_time is not None), None)
+        session = Session(item.id, pipeline, metadata=item.meta, started_at=first)
         steps: list[Step] = []
         observe = session.observe
         if keep_steps:

@@ -108,6 +108,8 @@ class _SessionState:
         "hosts",
         "pre",
         "pre_step",
+        "recorded_end",
+        "live_seen",
         "score_attrs",
         "scores",
         "session",
@@ -152,6 +154,14 @@ class _SessionState:
         self.tail_head = ""  # the tail up to the last run's count: finished runs, then the last run's letter
         self.tail_letter = ""  # the last run's letter
         self.ended = False
+        # Replayed sessions (only calls reported after the fact) end at their last recorded call, and their
+        # session-span events are stamped then, not at replay time.
+        self.recorded_end = 0
+        self.live_seen = False
+
+    def now_ns(self) -> int:
+        """Now, on the session's clock: a replayed session's last recorded end."""
+        return self.recorded_end if self.recorded_end and not self.live_seen else time.time_ns()
 
 
 #: Work for the worker: build and end a recorded tool span (``call``), or add the deferred events to the
@@ -321,6 +331,8 @@ class OTelSink(Sink):
         if blocked:
             attrs[A.BLOCKED] = True
             attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
+        if live:
+            st.live_seen = True
         start = ev.start_time
         tools[index] = (
             self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
@@ -394,6 +406,8 @@ class OTelSink(Sink):
         # Live calls end now (None: the SDK reads the clock), after the findings and decisions about them;
         # replayed ones at the recorded end, where their events were stamped.
         end_ns = None if live else _ns(ev.end_time)
+        if end_ns is not None and end_ns > st.recorded_end:
+            st.recorded_end = end_ns
         events = st.events.pop(index, None) if st.events else None
         if duration is not None:
             self._metrics.record_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
@@ -688,7 +702,7 @@ class OTelSink(Sink):
         if evicted:
             attrs[A.SESSION_EVICTED] = True
         span.set_attributes(attrs)
-        end_ns = time.time_ns()
+        end_ns = st.now_ns()
         if not self._submit((None, span, None, st.deferred, None, None, None, end_ns)):
             _add_events(span, st.deferred)  # no worker, or its queue is full: the span goes out now
             span.end(end_ns)
@@ -740,7 +754,9 @@ class OTelSink(Sink):
             if bounded and len(deferred) >= MAX_DEFERRED_EVENTS:
                 del deferred[0]
                 self.drops.add("session_events_full")
-            deferred.append((name, attrs, time.time_ns(), content_key, content if self._capture_on else None))
+            deferred.append((name, attrs, st.now_ns(), content_key, content if self._capture_on else None))
+        elif st.recorded_end and not st.live_seen:
+            st.span.add_event(name, attrs, st.recorded_end)
         else:
             st.span.add_event(name, attrs)
 
