@@ -11,14 +11,20 @@ from __future__ import annotations
 from typing import Final
 
 # --------------------------------------------------------------------------- GenAI semantic conventions
-GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
-GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
-GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
-GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
-GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
-GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
-GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_OPERATION_NAME: Final = (
+    "gen_ai.operation.name"  # `invoke_agent` on session spans, `execute_tool` on tool spans
+)
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"  # telemetry.agent_name, or the session's agent_name metadata
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"  # the session's agent_id metadata
+GEN_AI_CONVERSATION_ID: Final = (
+    "gen_ai.conversation.id"  # the session id (e.g. the LangGraph thread_id), on every span
+)
+GEN_AI_PROVIDER_NAME: Final = (
+    "gen_ai.provider.name"  # on invoke_agent: telemetry.provider_name, the provider metadata, or unknown
+)
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"  # the session's model metadata
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # the tool called
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"  # the model's id for the call, when it has one
 #: ``function`` for every call planguard sees: tools the agent's own code runs (the conventions' values are
 #: ``function``, ``extension``, ``datastore``).
 GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
@@ -27,8 +33,8 @@ TOOL_TYPE_FUNCTION: Final = "function"
 PROVIDER_UNKNOWN: Final = "unknown"
 #: Opt-in content attributes (only with content capture on; redacted before export).
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
-GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
-ERROR_TYPE: Final = "error.type"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"  # content: only with capture on
+ERROR_TYPE: Final = "error.type"  # why a tool span has status ERROR
 
 #: ``gen_ai.operation.name`` values.
 OP_INVOKE_AGENT: Final = "invoke_agent"
@@ -44,11 +50,11 @@ ERROR_EXIT_CODE: Final = "nonzero_exit"  # a shell command exited non-zero
 ERROR_BLOCKED: Final = "planguard_blocked"  # a policy denied or stopped the call; it never ran
 
 # --------------------------------------------------------------------------- planguard, per tool call
-STEP_INDEX: Final = "planguard.step.index"
+STEP_INDEX: Final = "planguard.step.index"  # 0-based position of the call among the session's accepted calls
 #: Plan letters of the step's phase roles (``"R"``, ``"NP"``; ``""`` for a general step). Letters map
 #: one-to-one to classifier roles (``planguard.phases.ROLE_OF_LETTER``), so roles are not repeated.
 PHASE: Final = "planguard.phase"
-ACTION_TYPE: Final = "planguard.action.type"
+ACTION_TYPE: Final = "planguard.action.type"  # canonical action (read, search, edit, run_tests, ...)
 #: What the call achieved as far as known when it ends: the effect tracker's label (``SURVIVED``, ``FAILED``,
 #: ``REVERTED``, …) when the pipeline has one, else ``FAILED`` / ``SUCCEEDED`` from the call's outcome.
 EFFECT: Final = "planguard.effect"
