@@ -45,6 +45,10 @@ _OVERFLOW_ATTRS: dict[str, bool] = {"otel.metric.overflow": True}
 #: Tallies of sessions gone that wait to be folded into the totals. A collection folds them; with no metric
 #: reader nothing ever collects, so past this a new session's tally folds them first.
 MAX_RETIRING = 1024
+#: Tool durations waiting for the next collection (a histogram's ``record`` costs several microseconds, so
+#: the agent's thread only queues the value; the reader's thread records it). With no reader collecting
+#: (no metrics configured) nothing ever drains the queue: it keeps the newest this many.
+MAX_PENDING_DURATIONS = 16_384
 
 
 class Snapshot(NamedTuple):
@@ -99,7 +103,7 @@ class Counts:
     may run on any thread, at any point).
     """
 
-    __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops")
+    __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops", "durations")
 
     def __init__(self, drops: DropCounter, errors: ErrorCounter) -> None:
         self._lock = threading.Lock()  # guards the tally registry and the error counters, not the counts
@@ -108,6 +112,11 @@ class Counts:
         self._retired = Tally()  # counts of sessions gone
         self._errors: dict[int, ErrorCounter] = {id(errors): errors}
         self.drops = drops
+        # (action type, error type, seconds) of finished calls; deque appends and pops are thread-safe.
+        self.durations: deque[tuple[str, str, float]] = deque(maxlen=MAX_PENDING_DURATIONS)
+
+    def add_duration(self, seconds: float, action: str, error: str) -> None:
+        self.durations.append((action, error, seconds))
 
     def tally(self, owner: object) -> Tally:
         """A new tally, counted until ``owner`` is freed (then folded into the totals)."""
@@ -226,7 +235,19 @@ class Instruments:
             counts = list(self._counts)
         return [c.snapshot() for c in counts]
 
+    def _record_durations(self) -> None:
+        """Record the queued tool durations into the histogram (on the reader's thread, as a collection
+        starts: the SDK runs observable callbacks before it reads the synchronous instruments)."""
+        with self._lock:
+            counts = list(self._counts)
+        for c in counts:
+            queue = c.durations
+            for _ in range(len(queue)):
+                action, error, seconds = queue.popleft()
+                self.record_duration(seconds, action, error)
+
     def _tool_calls(self, options: CallbackOptions) -> Iterable[Observation]:
+        self._record_durations()
         total: dict[tuple[str, str], int] = {}
         for snap in self._snapshots():
             for key, n in snap.tool_calls.items():

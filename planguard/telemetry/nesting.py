@@ -15,6 +15,9 @@ SDK tracer provider) hands the first span started there with the tool's name to 
 sink puts its attributes on that span, and its findings and decisions as events while the span is open;
 what is known only after the framework ended its span (the call's effect, findings on its result) goes to
 the session span as events naming the call (``gen_ai.tool.call.id``, ``planguard.step.index``).
+
+Cost to the application: the adopter is one span processor on its tracer provider, whose ``on_start`` is a
+context lookup per span (about a third of a microsecond); ``telemetry.tool_spans: own`` adds none.
 """
 
 from __future__ import annotations

@@ -214,8 +214,11 @@ class OTelSink(Sink):
             raise ValueError(f"tool_spans: expected auto, own or enrich, got {tool_spans!r}")
         self.tool_spans = tool_spans
         self._enrich = tool_spans != "own"
-        # Tool spans a framework starts inside a tool_scope are handed to adopt_tool_span (SDK providers).
-        self._adopting = self._enrich and watch_tool_spans(tp, self)
+        # Tool spans a framework starts inside a tool_scope are handed to adopt_tool_span (SDK providers),
+        # once an integration first runs a call in one (see watch_tool_spans).
+        self._tracer_provider = tp
+        self._can_adopt = self._enrich and hasattr(tp, "add_span_processor")
+        self._adopting = False
         # Live calls that may still get a framework's tool span: id(event) -> (session state, step index).
         self._scoped: dict[int, tuple[_SessionState, int]] = {}
         self.capture = capture if capture is not None else capture_mode_from_env()
@@ -346,11 +349,24 @@ class OTelSink(Sink):
                 host.set_attributes(attrs)
                 st.hosts[index] = host
             elif self._adopting:
-                if len(self._scoped) >= MAX_SESSIONS:  # calls whose end never came: forget the oldest
-                    del self._scoped[next(iter(self._scoped))]
-                self._scoped[id(ev)] = (st, index)
+                scoped = self._scoped
+                if len(scoped) >= MAX_SESSIONS:  # calls whose end never came: forget the oldest
+                    scoped.pop(next(iter(scoped), None), None)  # type: ignore[arg-type]
+                scoped[id(ev)] = (st, index)
         if st.pre and st.pre_step is step:  # decisions made while the call was being gated
             self._take_pre(st, index)
+
+    @property
+    def adopts_tool_spans(self) -> bool:
+        """Tool spans a framework opens inside :meth:`Guard.tool_scope` can become the calls' spans (an SDK
+        tracer provider and ``tool_spans`` other than ``own``)."""
+        return self._can_adopt
+
+    def watch_tool_spans(self) -> None:
+        """Start adopting tool spans (called when an integration first runs a call in a tool scope): one
+        span processor on the tracer provider; until then no call pays for it."""
+        if self._can_adopt and not self._adopting:
+            self._adopting = watch_tool_spans(self._tracer_provider, self)
 
     def adopt_tool_span(self, event: ToolEvent, span: Span) -> None:
         """A framework started ``span`` for ``event``'s call inside :func:`~.nesting.tool_scope`: it becomes
@@ -383,7 +399,7 @@ class OTelSink(Sink):
         duration = ev.duration
         if call is _UNTRACED:
             if duration is not None:
-                self._metrics.record_duration(duration, self._action_of(step), _error_of(ev))
+                self._counts.add_duration(duration, self._action_of(step), _error_of(ev))
             return
         name, attrs, start_ns, live = call
         # the effect tracker's label (SURVIVED, REVERTED, …), when there is one
@@ -410,7 +426,7 @@ class OTelSink(Sink):
             st.recorded_end = end_ns
         events = st.events.pop(index, None) if st.events else None
         if duration is not None:
-            self._metrics.record_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
+            self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
         host = st.hosts.pop(index, None) if st.hosts else None
         if host is not None:
             self._enrich_host(st, host, attrs, events, status)
@@ -672,6 +688,10 @@ class OTelSink(Sink):
         st.tools.clear()
         st.events.clear()
         st.hosts.clear()
+        if self._scoped:  # calls of this session still waiting for a framework's span
+            for key, (owner, _index) in list(self._scoped.items()):
+                if owner is st:
+                    self._scoped.pop(key, None)
         span = st.span
         attrs: dict[str, Any] = {
             A.SESSION_STEPS: summary.n_steps,

@@ -105,6 +105,14 @@ class GuardHooks:
         # Stop decisions made on a tool call, applied at the session's next model call.
         self._stops: dict[str, Decision] = {}
         self._suspended: OrderedDict[tuple[str, str], None] = OrderedDict()
+        # Tools run in the guard's tool scope (see _scope): a tool span OpenInference's LangChain tracer
+        # opens for a call is then the call's span, enriched by planguard, not duplicated.
+        watch = getattr(guard, "watch_tool_spans", None)
+        if callable(watch):
+            try:
+                watch()
+            except Exception as exc:  # fail-open
+                self.errors.record("GuardHooks.watch_tool_spans", exc)
 
     # ------------------------------------------------------------------ sessions
 
