@@ -99,6 +99,9 @@ def test_one_trace_and_one_span_per_tool_call(traced: tuple[TracerProvider, InMe
     assert root.name == "LangGraph"
     (agent,) = [s for s in spans if s.name == "invoke_agent coder"]
     assert agent.parent is not None and agent.parent.span_id == root.context.span_id
+    # the provider and model named by the LangChain chat model (its LangSmith parameters)
+    assert (agent.attributes or {})[A.GEN_AI_PROVIDER_NAME] == "scriptedchatmodel"
+    assert (agent.attributes or {})[A.GEN_AI_REQUEST_MODEL] == "scripted"
 
     tools = tool_spans(spans)
     assert sorted(s.name for s in tools) == ["bash", "read_file"]  # OpenInference's, no second one

@@ -142,7 +142,7 @@ class GuardHooks:
         return None if sid is None else str(sid)
 
     def open_session(
-        self, config: RunnableConfig | None, state: Any = None, **metadata: Any
+        self, config: RunnableConfig | None, state: Any = None, model: Any = None, **metadata: Any
     ) -> tuple[str, bool]:
         """Open (or resume) the run's session. Returns ``(session_id, generated)``: ``generated`` is true when
         the run had no id and one was made up for it, to be kept in the agent state.
@@ -150,7 +150,9 @@ class GuardHooks:
         Called by hooks that run many times per run: the guard is asked to open the session (with
         ``metadata``) only if it is not live yet, so a run's session opens at its first model call and every
         later call costs one lookup. (Sinks read a session's metadata when it opens, so re-applying it to a
-        live session would change nothing they record.)"""
+        live session would change nothing they record.) ``model``: the chat model of the call, whose
+        LangSmith parameters name the session's ``provider`` and ``model`` (``gen_ai.provider.name``,
+        ``gen_ai.request.model``) when it opens."""
         sid = self._key(config)
         generated = False
         if not sid:
@@ -161,8 +163,23 @@ class GuardHooks:
                 sid, generated = f"run-{uuid.uuid4().hex}", True
         is_live = self._is_live
         if generated or is_live is None or not is_live(sid):
+            if model is not None:
+                metadata = {**self._model_metadata(model), **metadata}
             self._guarded("session", self.guard.session, sid, **metadata)
         return sid, generated
+
+    def _model_metadata(self, model: Any) -> dict[str, str]:
+        try:
+            params = model._get_ls_params()  # what LangSmith records: ls_provider, ls_model_name
+        except Exception as exc:  # not a LangChain chat model (or another version): no metadata
+            self.errors.record("GuardHooks.model_metadata", exc)
+            return {}
+        out = {}
+        for key, name in (("ls_provider", "provider"), ("ls_model_name", "model")):
+            value = params.get(key) if isinstance(params, dict) else None
+            if isinstance(value, str) and value:
+                out[name] = value
+        return out
 
     def end(self, session_id: str) -> Any:
         self._forget(session_id)
