@@ -26,6 +26,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -67,7 +68,13 @@ class _Entry:
 
 
 class Guard:
-    """Live plan monitoring for many concurrent agent sessions (see the module docstring)."""
+    """Live plan monitoring for many concurrent agent sessions (see the module docstring).
+
+    ``tracer_provider`` / ``meter_provider``: where planguard's spans and metrics go. Omitted, planguard uses
+    the application's global providers once it has set them, and otherwise builds its own from the
+    standard ``OTEL_*`` variables (see :func:`planguard.telemetry.build_sinks`); pass the application's
+    providers to keep planguard's telemetry with the rest of it without making them global.
+    """
 
     def __init__(
         self,
@@ -94,6 +101,8 @@ class Guard:
         self._sweep_at = float("inf") if self._idle is None else 0.0
         self._ticks = 0
         self.pipeline = self._build_pipeline(tracer_provider, meter_provider, detectors, policies, sinks)
+        self._scopes_tools = any(getattr(s, "adopts_tool_spans", False) for s in self.pipeline.sinks)
+        self._watching_tools = False
         self._fail_closed: tuple[Gate, ...] = tuple(
             p for p in self.pipeline.policies if isinstance(p, Gate) and p.fail_closed
         )
@@ -363,6 +372,28 @@ class Guard:
         except Exception as exc:
             self.errors.record("Guard.end", exc)
             return None
+
+    def tool_scope(self, event: ToolEvent) -> AbstractContextManager[None]:
+        """Wrap a tool call's execution in this (between ``before_tool`` and ``after_tool``) so that a tool
+        span an instrumented framework opens for it (OpenInference's LangChain tracer does, inside the
+        tool's run) carries planguard's attributes and events instead of planguard opening a second one
+        (``telemetry.tool_spans``; see :mod:`planguard.telemetry.nesting`). A no-op when no sink wants it."""
+        if not self._watching_tools:
+            return nullcontext()
+        from .telemetry.nesting import tool_scope
+
+        return tool_scope(event)
+
+    def watch_tool_spans(self) -> None:
+        """Called once by an integration that runs its tools in :meth:`tool_scope` (the LangChain one does):
+        the OpenTelemetry sink then watches the tracer provider for tool spans started in a scope (one span
+        processor). Integrations that never use scopes leave this off and pay nothing for it."""
+        if self._watching_tools or not self._scopes_tools:
+            return
+        for sink in self.pipeline.sinks:
+            if getattr(sink, "adopts_tool_spans", False):
+                sink.watch_tool_spans()  # type: ignore[attr-defined]
+        self._watching_tools = True
 
     def _failed(self, where: str, exc: BaseException, event: ToolEvent) -> Decision:
         self.errors.record(where, exc)

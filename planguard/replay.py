@@ -105,9 +105,14 @@ def resolve_plans(spec: str | Sequence[str] | None) -> tuple[Plan, ...]:
 
 
 def replay_pipeline(
-    plans: Sequence[Plan] = (PRESETS["plan"],), rules: str = "v351278e", *, diagnostics: bool = True
+    plans: Sequence[Plan] = (PRESETS["plan"],),
+    rules: str = "v351278e",
+    *,
+    diagnostics: bool = True,
+    sinks: Sequence[Sink] = (),
 ) -> Pipeline:
-    """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``."""
+    """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``;
+    ``sinks`` receive the replayed sessions (``planguard replay --export otlp``)."""
     kwargs: dict[str, Any] = {}
     if diagnostics:
         from .actions import classify_action
@@ -116,13 +121,15 @@ def replay_pipeline(
         kwargs = {"actions": classify_action, "detectors": default_detectors()}
     # The first plan's declared phases, when it declares them, classify instead of the coding rules.
     vocabulary = kwargs.get("actions")
-    return Pipeline(rules=rules_for(plans[0], rules, vocabulary), plans=tuple(plans), **kwargs)
+    return Pipeline(
+        rules=rules_for(plans[0], rules, vocabulary), plans=tuple(plans), sinks=tuple(sinks), **kwargs
+    )
 
 
-def config_pipeline(config: Config) -> Pipeline:
+def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
     """The pipeline a config describes (plan and scored plans, phase rules or the plan's declared phases,
     actions vocabulary, detectors, policies), as a ``Guard`` builds it but without its sinks: a replay
-    records nothing and exports nothing."""
+    records nothing and exports nothing unless given ``sinks`` (``--export otlp``)."""
     from .actions.config import build_classifier
     from .detectors import build_detectors
     from .policies.config import build_policies
@@ -136,6 +143,7 @@ def config_pipeline(config: Config) -> Pipeline:
         actions=actions,
         detectors=tuple(detectors),
         policies=tuple(build_policies(config.policies, plans[0], fail_closed_gates=config.fail_closed_gates)),
+        sinks=tuple(sinks),
     )
 
 
@@ -153,7 +161,9 @@ def replay(
         if isinstance(item, LoadError):
             yield item
             continue
-        session = pipeline.session(item.id, **item.meta)
+        # A recorded run keeps its own clock: its session starts when its first call did (when recorded).
+        first = next((e.start_time for e in item.events if e.start_time is not None), None)
+        session = Session(item.id, pipeline, metadata=item.meta, started_at=first)
         steps: list[Step] = []
         observe = session.observe
         for event in item.events:

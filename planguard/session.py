@@ -147,7 +147,15 @@ class Session:
         "_hooks",
     )
 
-    def __init__(self, session_id: str, pipeline: Pipeline, *, metadata: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        session_id: str,
+        pipeline: Pipeline,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        started_at: float | None = None,
+    ):
+        """``started_at``: when the run started, if not now (a recorded run being replayed)."""
         self.id = session_id
         self.pipeline = pipeline
         self.metadata: dict[str, Any] = dict(metadata or {})
@@ -170,6 +178,8 @@ class Session:
         self.finding_counts: Counter[str] = Counter()
         self.decision_counts: Counter[str] = Counter()
         self.started_at = self.last_activity = time.time()
+        if started_at is not None:
+            self.started_at = started_at
         self.ended = False
         self.last_step: Step | None = None
         self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)

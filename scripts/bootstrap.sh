@@ -12,7 +12,7 @@ stamp="$ROOT/.venv/.planguard-installed"
 # Reinstall when a manifest changed since the last install.
 if [ ! -f "$stamp" ] || [ -n "$(find "$ROOT/pyproject.toml" "$ROOT"/integrations/*/pyproject.toml -newer "$stamp" 2>/dev/null)" ]; then
   "$VENV_PY" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$VENV_PY" -m pip install -q --disable-pip-version-check -e "$ROOT[dev,otlp,prometheus,experiment]"
+  "$VENV_PY" -m pip install -q --disable-pip-version-check -e "$ROOT[dev,otlp,otlp-grpc,prometheus,experiment]"
   for pkg in "$ROOT"/integrations/*/; do
     [ -f "$pkg/pyproject.toml" ] && "$VENV_PY" -m pip install -q --disable-pip-version-check -e "$pkg[test]"
   done

@@ -444,7 +444,9 @@ def test_sessions_open_at_the_first_model_call_with_the_integrations_metadata() 
     _run(agent, "t-meta", "sync")
     _run(agent, None, "async")
 
-    assert seen == [{"integration": "langchain"}] * 2
+    # the integration, and the provider and model its LangChain chat model names (LangSmith parameters)
+    meta = {"integration": "langchain", "provider": "scriptedchatmodel", "model": "scripted"}
+    assert seen == [meta] * 2
     assert len(rec.started) == len(rec.summaries) == 2
 
 

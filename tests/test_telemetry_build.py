@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from planguard.console import ConsoleSink
@@ -65,8 +66,15 @@ def test_the_store_stays_on_with_an_otlp_endpoint(tmp_path: Path, monkeypatch: p
 def test_passed_providers_win_and_nothing_is_owned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
     provider = TracerProvider()
-    (otel,) = build_sinks(TelemetryConfig(), StoreConfig(enabled=False), tracer_provider=provider)
+    meters = MeterProvider()
+    (otel,) = build_sinks(
+        TelemetryConfig(), StoreConfig(enabled=False), tracer_provider=provider, meter_provider=meters
+    )
     assert isinstance(otel, OTelSink) and otel._owned == []
+    # one signal passed in: planguard builds (and owns) only the other one, from the variables
+    (otel,) = build_sinks(TelemetryConfig(), StoreConfig(enabled=False), tracer_provider=provider)
+    assert isinstance(otel, OTelSink) and [type(p).__name__ for p in otel._owned] == ["MeterProvider"]
+    otel.shutdown()
 
 
 def test_disabled_and_console(tmp_path: Path) -> None:

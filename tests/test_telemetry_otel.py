@@ -336,7 +336,7 @@ def test_offline_observe_uses_the_recorded_times() -> None:
     for i, span in steps.items():
         assert span.start_time == int((t0 + 10 * i) * 1e9)
         assert span.end_time == int((t0 + 10 * i + 3) * 1e9)
-    assert event_names(steps[2]) == [A.EVENT_FINDING, A.EVENT_DECISION]
+    assert event_names(steps[2]) == [A.EVENT_FINDING, A.EVENT_EVALUATION_RESULT, A.EVENT_DECISION]
     assert all(e.timestamp == steps[2].end_time for e in steps[2].events)
 
 
@@ -595,10 +595,18 @@ def metric_points(reader: InMemoryMetricReader) -> dict[str, list[tuple[tuple[An
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
             for m in sm.metrics:
+                # (tool durations are clock readings: their counts are compared, not their sums)
+                timed = m.name == A.METRIC_TOOL_DURATION
                 points = [
                     (
                         tuple(sorted((dp.attributes or {}).items())),
-                        dp.value if hasattr(dp, "value") else (dp.count, dp.sum, tuple(dp.bucket_counts)),
+                        dp.value
+                        if hasattr(dp, "value")
+                        else (
+                            dp.count,
+                            None if timed else dp.sum,
+                            None if timed else tuple(dp.bucket_counts),
+                        ),
                     )
                     for dp in m.data.data_points
                 ]
@@ -731,9 +739,13 @@ def test_session_events_waiting_for_the_worker_stay_bounded(monkeypatch: pytest.
     s.end()
     assert cap.flush()
     (agent,) = cap.spans("invoke_agent")
-    assert [e.attributes[A.DECISION_MESSAGE] for e in agent.events] == [  # type: ignore[index]
-        f"reminder {i}" for i in range(n - 2, n + 1)
-    ]
+    assert [
+        e.attributes[A.DECISION_MESSAGE]  # type: ignore[index]
+        for e in agent.events
+        if e.name == A.EVENT_DECISION
+    ] == [f"reminder {i}" for i in range(n - 2, n + 1)]
+    # the session's evaluation results are never what makes room
+    assert [e.name for e in agent.events].count(A.EVENT_EVALUATION_RESULT) == 4
     assert cap.sink.drops["session_events_full"] == n - 3
 
 
@@ -785,3 +797,69 @@ def test_tallies_of_sessions_gone_are_folded_without_a_collection(monkeypatch: p
         counts = cap.sink._counts
         assert len(counts._retiring) <= 3 and len(counts._live) <= 3 + 1
     assert cap.metric(A.METRIC_TOOL_CALLS, **{A.M_PHASE: "N"}) == n
+
+
+# ------------------------------------------------------------------- evaluation results, provider, latency
+
+
+def test_compliance_and_findings_are_evaluation_results() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("evaluated")
+    run_live(s, [fresh(e) for e in (NAVIGATE, CREATE, RUN_FAIL)], {"c2": 1})
+    summary = s.end()
+    cap.flush()
+    (agent,) = cap.spans("invoke_agent")
+    results = {r[A.GEN_AI_EVALUATION_NAME]: r for r in events_of(agent, A.EVENT_EVALUATION_RESULT)}
+    scores = summary.scores[s.pipeline.plan.name]
+    for name in ("PC", "PPC", "POC", "PPF"):
+        r = results[name]
+        assert r[A.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(getattr(scores, name))
+        assert r[A.GEN_AI_EVALUATION_SCORE_LABEL] in (A.LABEL_COMPLETE, A.LABEL_PARTIAL, A.LABEL_NONE)
+        assert A.EVALUATIONS[name].split(":")[0] in r[A.GEN_AI_EVALUATION_EXPLANATION]
+    # the run never patched: PPC < 1, and the explanation names what is missing
+    assert results["PPC"][A.GEN_AI_EVALUATION_SCORE_LABEL] == A.LABEL_PARTIAL
+    assert "missing phases" in results["PPC"][A.GEN_AI_EVALUATION_EXPLANATION]
+    # a finding: an evaluation result on the span of the call that completed it
+    failed = by_index(cap.spans("execute_tool bash"))[2]
+    (finding,) = events_of(failed, A.EVENT_EVALUATION_RESULT)
+    assert finding[A.GEN_AI_EVALUATION_NAME] == A.FINDING_EVALUATION_PREFIX + "failed_run"
+    assert finding[A.GEN_AI_EVALUATION_SCORE_LABEL] == A.LABEL_DETECTED
+    assert "python" not in finding[A.GEN_AI_EVALUATION_EXPLANATION]  # steps, not content
+
+
+def test_provider_name_and_tool_type() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("p1")
+    run_live(s, [fresh(NAVIGATE)])
+    s.end()
+    s = pipeline(cap).session("p2", provider="anthropic")
+    s.end()
+    cap.flush()
+    by_conv = {a.attributes[A.GEN_AI_CONVERSATION_ID]: a.attributes for a in cap.spans("invoke_agent")}  # type: ignore[index]
+    assert by_conv["p1"][A.GEN_AI_PROVIDER_NAME] == A.PROVIDER_UNKNOWN
+    assert by_conv["p2"][A.GEN_AI_PROVIDER_NAME] == "anthropic"
+    (tool_span,) = cap.spans("execute_tool bash")
+    assert tool_span.attributes[A.GEN_AI_TOOL_TYPE] == A.TOOL_TYPE_FUNCTION  # type: ignore[index]
+
+    configured = TelemetryCapture(provider_name="openai")
+    s = pipeline(configured).session("p3", provider="anthropic")
+    s.end()
+    configured.flush()
+    (agent,) = configured.spans("invoke_agent")
+    assert agent.attributes[A.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
+
+
+def test_tool_latency_histogram() -> None:
+    cap = TelemetryCapture()
+    s = pipeline(cap).session("timed")
+    t0 = 1_700_000_000.0
+    for i, (ev, seconds) in enumerate([(NAVIGATE, 0.5), (RUN_FAIL, 3.0)]):
+        ev = fresh(ev)
+        ev.start_time, ev.end_time = t0 + 10 * i, t0 + 10 * i + seconds
+        ev.exit_code = 1 if ev.call_id == "c2" else 0
+        s.observe(ev)
+    s.end()
+    points = {tuple(sorted(a.items())): v for a, v in cap.metrics()[A.METRIC_TOOL_DURATION]}
+    by_error = {dict(k).get(A.M_ERROR, ""): v for k, v in points.items()}
+    assert by_error[""].count == 1 and by_error[""].sum == pytest.approx(0.5)
+    assert by_error[A.ERROR_EXIT_CODE].count == 1 and by_error[A.ERROR_EXIT_CODE].sum == pytest.approx(3.0)

@@ -1,4 +1,5 @@
-"""``planguard replay PATH... [--config FILE | --plan PRESET|FILE --rules VERSION] [--format F] [-o OUT]``
+"""``planguard replay PATH... [--config FILE | --plan PRESET|FILE --rules VERSION] [--format F] [-o OUT]
+[--export otlp [--otlp-endpoint URL]]``
 
 The output contract (``--format jsonl``: one object per trajectory, input order) is what acceptance is
 measured through; keep its keys stable. ``n_steps``, ``step_roles`` and ``actions`` count the calls that ran;
@@ -47,6 +48,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--no-diagnostics", action="store_true", help="phases and metrics only (no actions/detectors)"
     )
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
+    p.add_argument(
+        "--export",
+        choices=("otlp",),
+        help="also send each replayed run to an OpenTelemetry backend as spans (with the recording's own "
+        "timestamps where it has them), configured by the standard OTEL_EXPORTER_OTLP_* variables",
+    )
+    p.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="OTLP base URL for --export otlp (default: OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     p.set_defaults(func=run)
 
 
@@ -91,15 +103,17 @@ def run(args: argparse.Namespace) -> int:
     from ..replay import config_pipeline, replay, replay_pipeline, resolve_plans
 
     try:
+        exporter, endpoint = _exporter(args)
+        sinks = [] if exporter is None else [exporter]
         if args.config is not None:
             if args.plan or args.rules:
                 raise ValueError("--config describes the plan and rules; leave out --plan and --rules")
-            pipeline = config_pipeline(load_config(args.config))
+            pipeline = config_pipeline(load_config(args.config), sinks=sinks)
             plans = pipeline.plans
         else:
             plans = resolve_plans(args.plan)
             pipeline = replay_pipeline(
-                plans, args.rules or DEFAULT_VERSION, diagnostics=not args.no_diagnostics
+                plans, args.rules or DEFAULT_VERSION, diagnostics=not args.no_diagnostics, sinks=sinks
             )
     except (ValueError, ConfigError) as exc:
         print(f"planguard replay: {exc}", file=sys.stderr)
@@ -113,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(out, io.TextIOWrapper):
             out.reconfigure(errors="backslashreplace")
     fmt = args.format or ("table" if out.isatty() else "jsonl")
-    failed = 0
+    failed = replayed = 0
     rows: list[dict[str, Any]] = []
     progress = _Progress(enabled=fmt == "table" and sys.stderr.isatty())
     try:
@@ -124,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 progress.print_error(str(item))
                 continue
             record = result_record(item)
+            replayed += 1
             progress.advance(record["id"])
             if fmt == "jsonl":
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -131,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(record)
     finally:
         progress.close()
+        if exporter is not None:
+            _finish_export(exporter, replayed, endpoint)
         if fmt == "table":
             _print_table(rows, [p.name for p in plans if p.scored], out)
         if out is not sys.stdout:
@@ -138,6 +155,37 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print(f"planguard replay: {failed} input(s) failed", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _exporter(args: argparse.Namespace) -> tuple[Any, str]:
+    """The OpenTelemetry sink for ``--export otlp`` and where it sends (None without the option); a
+    ValueError when no OTLP endpoint is configured."""
+    if getattr(args, "export", None) != "otlp":
+        return None, ""
+    from ..store.config import StoreConfig
+    from ..telemetry import build_sinks
+    from ..telemetry.config import TelemetryConfig
+    from ..telemetry.settings import export_settings
+
+    config = TelemetryConfig(otlp_endpoint=args.otlp_endpoint)
+    settings = export_settings(config)
+    if settings.sdk_disabled or not settings.traces.otlp:
+        raise ValueError(
+            "--export otlp needs an OTLP endpoint: --otlp-endpoint URL or OTEL_EXPORTER_OTLP_ENDPOINT "
+            "(and OTEL_SDK_DISABLED/OTEL_TRACES_EXPORTER not turning it off)"
+        )
+    (sink,) = build_sinks(config, StoreConfig(enabled=False))
+    return sink, settings.traces.endpoint
+
+
+def _finish_export(sink: Any, runs: int, endpoint: str) -> None:
+    sink.shutdown()  # flushes every span to the backend (bounded by the exporter's timeout)
+    dropped = sink.drops.total
+    print(
+        f"planguard replay: exported {runs} run(s) over OTLP to {endpoint}"
+        + (f" ({dropped} item(s) dropped: {dict(sink.drops.counts)})" if dropped else ""),
+        file=sys.stderr,
+    )
 
 
 class _Progress:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -31,8 +32,27 @@ class TelemetryConfig(BaseModel):
     otlp_endpoint: str | None = Field(
         None,
         description=(
-            "OTLP/HTTP base URL (e.g. http://127.0.0.1:6006); '/v1/traces' and '/v1/metrics' are appended. "
-            "None reads OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT."
+            "OTLP base URL (e.g. http://127.0.0.1:6006); over HTTP '/v1/traces' and '/v1/metrics' are "
+            "appended. None reads OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT."
+            " "
+            "Used only when planguard builds its own providers (none passed in, none set globally by the "
+            "application)."
+        ),
+    )
+    provider_name: str | None = Field(
+        None,
+        description=(
+            "gen_ai.provider.name on invoke_agent spans (e.g. openai, anthropic). None: the session's "
+            "'provider' metadata (the integrations set it from the model), else 'unknown'."
+        ),
+    )
+    tool_spans: Literal["auto", "own", "enrich"] = Field(
+        "auto",
+        description=(
+            "auto/enrich: when the current span is already a tool span for the same call (OpenInference, "
+            "an instrumented framework), add planguard's attributes and events to it instead of opening "
+            "an execute_tool span of its own; own: always open one. auto also nests under OpenInference's "
+            "current span when its LangChain instrumentation is active."
         ),
     )
     console: bool = Field(False, description="Print a live timeline of each session to stderr.")

@@ -1,5 +1,5 @@
-"""Getting spans and metrics out of the process: OTLP/HTTP from the standard ``OTEL_*`` variables, and a
-Prometheus scrape endpoint.
+"""Getting spans and metrics out of the process: OTLP (HTTP or gRPC) and console exporters from the standard
+``OTEL_*`` variables (see :mod:`planguard.telemetry.settings`), and a Prometheus scrape endpoint.
 
 Exporters run on background threads behind bounded queues: an endpoint that refuses connections or
 hangs costs the agent nothing but a rising drop counter (``planguard.telemetry.dropped``).
@@ -21,8 +21,9 @@ from opentelemetry.sdk.trace import Span as SDKSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..errors import ErrorCounter
-from .config import TelemetryConfig, resolve_metrics_endpoint, resolve_traces_endpoint
+from .config import TelemetryConfig
 from .drops import DropCounter
+from .settings import PROTOCOL_GRPC, PROTOCOL_HTTP, ExportSettings, SignalSettings, export_settings
 from .worker import BackgroundWorker
 
 __all__ = [
@@ -56,7 +57,7 @@ class BoundedSpanProcessor(SpanProcessor):
         drops: DropCounter | None = None,
         max_queue_size: int = 2048,
         max_export_batch_size: int = 512,
-        schedule_delay_s: float = 1.0,
+        schedule_delay_s: float = 5.0,
         shutdown_timeout_s: float = 5.0,
         errors: ErrorCounter | None = None,
     ) -> None:
@@ -74,6 +75,9 @@ class BoundedSpanProcessor(SpanProcessor):
             max_batch=max_export_batch_size,
             interval_s=schedule_delay_s,
             errors=errors,
+            # As the SDK's BatchSpanProcessor: export every ``schedule_delay_s``, or as soon as a full batch
+            # is queued (``OTEL_BSP_SCHEDULE_DELAY``, ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``).
+            wake_at=max_export_batch_size,
         )
 
     def on_start(self, span: SDKSpan, parent_context: Context | None = None) -> None:
@@ -177,74 +181,153 @@ def configure_otlp(
     resource_attributes: Mapping[str, str] | None = None,
     drops: DropCounter | None = None,
     errors: ErrorCounter | None = None,
-    metric_interval_s: float = 60.0,
+    metric_interval_s: float | None = None,
     set_global: bool = False,
+    settings: ExportSettings | None = None,
 ) -> OtlpProviders | None:
-    """SDK providers exporting over OTLP/HTTP (protobuf), configured like any OTel SDK app.
+    """SDK providers configured like any OTel SDK app, from ``config`` and the standard variables.
 
-    Endpoints come from the arguments, ``config.otlp_endpoint``, or the standard variables
-    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT``); headers,
-    timeout, compression and certificates from ``OTEL_EXPORTER_OTLP_*`` as the exporter reads them;
-    the resource from ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``. Metrics are skipped with
-    ``OTEL_METRICS_EXPORTER=none``. ``None`` when no endpoint is configured or ``OTEL_SDK_DISABLED``.
-    The providers are *not* made global unless ``set_global``.
+    What is built follows :func:`~planguard.telemetry.settings.export_settings`: ``OTEL_TRACES_EXPORTER`` /
+    ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``; OTLP by default once an endpoint is set),
+    ``OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL`` (``http/protobuf`` or ``grpc``), the endpoints,
+    ``OTEL_BSP_*`` for the span processor and ``OTEL_METRIC_EXPORT_INTERVAL``/``_TIMEOUT`` for the metric
+    reader; headers, timeout, compression and certificates are read by the exporters themselves; the
+    resource from ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``. ``traces_endpoint`` (an OTLP/HTTP URL)
+    forces OTLP/HTTP spans there and no metrics unless ``metrics_endpoint`` is given too.
+
+    ``None`` with ``OTEL_SDK_DISABLED=true`` or when no signal has an exporter. The providers are *not*
+    made global unless ``set_global``.
     """
-    import os
-
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return None
     config = config if config is not None else TelemetryConfig()
-    traces_url = traces_endpoint or resolve_traces_endpoint(config)
-    metrics_url = metrics_endpoint or (resolve_metrics_endpoint(config) if traces_endpoint is None else None)
-    if traces_url is None and metrics_url is None:
+    settings = settings if settings is not None else export_settings(config)
+    if settings.sdk_disabled:
         return None
-    try:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "OTLP export needs opentelemetry-exporter-otlp-proto-http: pip install 'planguard[otlp]'"
-        ) from exc
+    traces, metrics = settings.traces, settings.metrics
+    if traces_endpoint is not None:
+        traces = SignalSettings(("otlp",), PROTOCOL_HTTP, traces_endpoint)
+        metrics = (
+            SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
+            if metrics_endpoint is not None
+            else SignalSettings((), PROTOCOL_HTTP, "")
+        )
+    elif metrics_endpoint is not None:
+        metrics = SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
+    if not traces.exporters and not metrics.exporters:
+        return None
     drops = drops if drops is not None else DropCounter()
     resource = _resource(config.service_name, resource_attributes)
     out = OtlpProviders(None, None, drops, shutdown_timeout_s=config.shutdown_timeout_s)
-    if traces_url is not None:
-        exporter = OTLPSpanExporter(
-            endpoint=traces_url, headers=dict(headers) if headers else None, timeout=config.export_timeout_s
-        )
-        processor = BoundedSpanProcessor(
-            exporter,
-            drops=drops,
-            max_queue_size=config.max_queue_size,
-            errors=errors,
-            shutdown_timeout_s=config.shutdown_timeout_s,
-        )
+    header_map = dict(headers) if headers else None
+    if traces.exporters:
         tp = TracerProvider(resource=resource)
-        tp.add_span_processor(processor)
-        out.tracer_provider, out.span_processor = tp, processor
+        for name in traces.exporters:
+            span_exporter = (
+                _otlp_span_exporter(traces, header_map, settings.export_timeout_s(config.export_timeout_s))
+                if name == "otlp"
+                else _console_span_exporter()
+            )
+            processor = BoundedSpanProcessor(
+                span_exporter,
+                drops=drops,
+                max_queue_size=settings.bsp_max_queue_size,
+                max_export_batch_size=settings.bsp_max_export_batch_size,
+                schedule_delay_s=settings.bsp_schedule_delay_ms / 1000,
+                errors=errors,
+                shutdown_timeout_s=config.shutdown_timeout_s,
+            )
+            tp.add_span_processor(processor)
+            if out.span_processor is None:
+                out.span_processor = processor
+        out.tracer_provider = tp
         out.owned.append(tp)
-    if metrics_url is not None:
+    readers: list[Any] = []
+    for name in metrics.exporters:
+        if name == "prometheus":
+            continue  # served by start_prometheus_exporter (telemetry.prometheus_port)
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(
-                endpoint=metrics_url,
-                headers=dict(headers) if headers else None,
-                timeout=config.export_timeout_s,
-            ),
-            export_interval_millis=metric_interval_s * 1000,
+        metric_exporter = (
+            _otlp_metric_exporter(metrics, header_map, config.export_timeout_s)
+            if name == "otlp"
+            else _console_metric_exporter()
         )
-        mp = MeterProvider(metric_readers=[reader], resource=resource)
+        interval_ms = (
+            metric_interval_s * 1000 if metric_interval_s is not None else settings.metric_interval_ms
+        )
+        readers.append(
+            PeriodicExportingMetricReader(
+                metric_exporter,
+                export_interval_millis=interval_ms,
+                export_timeout_millis=settings.metric_timeout_ms,
+            )
+        )
+    if readers:
+        mp = MeterProvider(metric_readers=readers, resource=resource)
         out.meter_provider = mp
         out.owned.append(mp)
     if set_global:
-        from opentelemetry import metrics, trace
+        from opentelemetry import metrics as otel_metrics
+        from opentelemetry import trace
 
         if out.tracer_provider is not None:
             trace.set_tracer_provider(out.tracer_provider)
         if out.meter_provider is not None:
-            metrics.set_meter_provider(out.meter_provider)
+            otel_metrics.set_meter_provider(out.meter_provider)
     return out
+
+
+def _otlp_span_exporter(signal: SignalSettings, headers: dict[str, str] | None, timeout: float | None) -> Any:
+    if signal.protocol == PROTOCOL_GRPC:
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError(_GRPC_MISSING) from exc
+        return GrpcSpans(endpoint=signal.endpoint, headers=headers, timeout=timeout)
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(_HTTP_MISSING) from exc
+    return OTLPSpanExporter(endpoint=signal.endpoint, headers=headers, timeout=timeout)
+
+
+def _otlp_metric_exporter(
+    signal: SignalSettings, headers: dict[str, str] | None, timeout: float | None
+) -> Any:
+    if signal.protocol == PROTOCOL_GRPC:
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetrics,
+            )
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError(_GRPC_MISSING) from exc
+        return GrpcMetrics(endpoint=signal.endpoint, headers=headers, timeout=timeout)
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(_HTTP_MISSING) from exc
+    return OTLPMetricExporter(endpoint=signal.endpoint, headers=headers, timeout=timeout)
+
+
+def _console_span_exporter() -> SpanExporter:
+    import sys
+
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)
+
+
+def _console_metric_exporter() -> Any:
+    import sys
+
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+
+    return ConsoleMetricExporter(out=sys.stdout)
+
+
+_HTTP_MISSING = "OTLP/HTTP export needs opentelemetry-exporter-otlp-proto-http: pip install 'planguard[otlp]'"
+_GRPC_MISSING = (
+    "OTLP/gRPC export needs opentelemetry-exporter-otlp-proto-grpc: pip install 'planguard[otlp-grpc]'"
+)
 
 
 @dataclass

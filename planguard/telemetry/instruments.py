@@ -45,6 +45,10 @@ _OVERFLOW_ATTRS: dict[str, bool] = {"otel.metric.overflow": True}
 #: Tallies of sessions gone that wait to be folded into the totals. A collection folds them; with no metric
 #: reader nothing ever collects, so past this a new session's tally folds them first.
 MAX_RETIRING = 1024
+#: Tool durations waiting for the next collection (a histogram's ``record`` costs several microseconds, so
+#: the agent's thread only queues the value; the reader's thread records it). With no reader collecting
+#: (no metrics configured) nothing ever drains the queue: it keeps the newest this many.
+MAX_PENDING_DURATIONS = 16_384
 
 
 class Snapshot(NamedTuple):
@@ -99,7 +103,7 @@ class Counts:
     may run on any thread, at any point).
     """
 
-    __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops")
+    __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops", "durations")
 
     def __init__(self, drops: DropCounter, errors: ErrorCounter) -> None:
         self._lock = threading.Lock()  # guards the tally registry and the error counters, not the counts
@@ -108,6 +112,11 @@ class Counts:
         self._retired = Tally()  # counts of sessions gone
         self._errors: dict[int, ErrorCounter] = {id(errors): errors}
         self.drops = drops
+        # (action type, error type, seconds) of finished calls; deque appends and pops are thread-safe.
+        self.durations: deque[tuple[str, str, float]] = deque(maxlen=MAX_PENDING_DURATIONS)
+
+    def add_duration(self, seconds: float, action: str, error: str) -> None:
+        self.durations.append((action, error, seconds))
 
     def tally(self, owner: object) -> Tally:
         """A new tally, counted until ``owner`` is freed (then folded into the totals)."""
@@ -190,6 +199,25 @@ class Instruments:
             explicit_bucket_boundaries_advisory=list(A.PC_BUCKETS),
         )
 
+        self.tool_duration: Histogram = meter.create_histogram(
+            A.METRIC_TOOL_DURATION,
+            unit="s",
+            description="Wall-clock duration of tool calls, by action type (and error.type when failed).",
+            explicit_bucket_boundaries_advisory=list(A.DURATION_BUCKETS),
+        )
+        self._duration_attrs: dict[tuple[str, str], dict[str, str]] = {}
+
+    def record_duration(self, seconds: float, action: str, error: str) -> None:
+        key = (action, error)
+        attrs = self._duration_attrs.get(key)
+        if attrs is None:
+            attrs = {A.M_ACTION: action or "unknown"}
+            if error:
+                attrs[A.M_ERROR] = error
+            if len(self._duration_attrs) < MAX_CALL_KEYS:  # custom classifiers' types are not bounded
+                self._duration_attrs[key] = attrs
+        self.tool_duration.record(seconds, attrs)
+
     def attach(self, counts: Counts) -> None:
         with self._lock:
             self._counts.add(counts)
@@ -207,7 +235,19 @@ class Instruments:
             counts = list(self._counts)
         return [c.snapshot() for c in counts]
 
+    def _record_durations(self) -> None:
+        """Record the queued tool durations into the histogram (on the reader's thread, as a collection
+        starts: the SDK runs observable callbacks before it reads the synchronous instruments)."""
+        with self._lock:
+            counts = list(self._counts)
+        for c in counts:
+            queue = c.durations
+            for _ in range(len(queue)):
+                action, error, seconds = queue.popleft()
+                self.record_duration(seconds, action, error)
+
     def _tool_calls(self, options: CallbackOptions) -> Iterable[Observation]:
+        self._record_durations()
         total: dict[tuple[str, str], int] = {}
         for snap in self._snapshots():
             for key, n in snap.tool_calls.items():

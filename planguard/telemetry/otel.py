@@ -52,6 +52,7 @@ from . import attributes as A
 from .capture import CaptureMode, capture_mode_from_env
 from .drops import DropCounter
 from .instruments import Counts, count_calls, instruments_for
+from .nesting import current_parent, is_tool_span_for, watch_tool_spans
 from .redact import Redactor, redact_value, render_content
 from .worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 
@@ -105,8 +106,11 @@ class _SessionState:
         "deferred",
         "ended",
         "events",
+        "hosts",
         "pre",
         "pre_step",
+        "recorded_end",
+        "live_seen",
         "score_attrs",
         "scores",
         "session",
@@ -134,6 +138,8 @@ class _SessionState:
         self.untraced = untraced
         self.tools: dict[int, _ToolCall] = {}
         self.events: dict[int, list[_Deferred]] = {}  # span events of open calls, for those that have any
+        # Open calls whose tool span a framework opened: planguard enriches it instead of opening one.
+        self.hosts: dict[int, Span] = {}
         # Decisions made in before_tool, before the call is accepted and its record exists.
         self.pre_step: Step | None = None
         self.pre: list[tuple[Decision, int]] = []
@@ -149,6 +155,14 @@ class _SessionState:
         self.tail_head = ""  # the tail up to the last run's count: finished runs, then the last run's letter
         self.tail_letter = ""  # the last run's letter
         self.ended = False
+        # Replayed sessions (only calls reported after the fact) end at their last recorded call, and their
+        # session-span events are stamped then, not at replay time.
+        self.recorded_end = 0
+        self.live_seen = False
+
+    def now_ns(self) -> int:
+        """Now, on the session's clock: a replayed session's last recorded end."""
+        return self.recorded_end if self.recorded_end and not self.live_seen else time.time_ns()
 
 
 #: Work for the worker: build and end a recorded tool span (``call``), or add the deferred events to the
@@ -190,11 +204,25 @@ class OTelSink(Sink):
         max_sessions: int = MAX_SESSIONS,
         defer_spans: bool = False,
         shutdown_timeout_s: float = 2.0,
+        provider_name: str | None = None,
+        tool_spans: str = "auto",
     ) -> None:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
         self._tracer = tp.get_tracer(A.TRACER_NAME, __version__)
         self.agent_name = agent_name
+        self.provider_name = provider_name
+        if tool_spans not in ("auto", "own", "enrich"):
+            raise ValueError(f"tool_spans: expected auto, own or enrich, got {tool_spans!r}")
+        self.tool_spans = tool_spans
+        self._enrich = tool_spans != "own"
+        # Tool spans a framework starts inside a tool_scope are handed to adopt_tool_span (SDK providers),
+        # once an integration first runs a call in one (see watch_tool_spans).
+        self._tracer_provider = tp
+        self._can_adopt = self._enrich and hasattr(tp, "add_span_processor")
+        self._adopting = False
+        # Live calls that may still get a framework's tool span: id(event) -> (session state, step index).
+        self._scoped: dict[int, tuple[_SessionState, int]] = {}
         self.capture = capture if capture is not None else capture_mode_from_env()
         self._capture_on = self.capture.enabled
         self._max_content = max_content_chars
@@ -279,6 +307,7 @@ class OTelSink(Sink):
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
             A.GEN_AI_TOOL_NAME: ev.tool,
+            A.GEN_AI_TOOL_TYPE: A.TOOL_TYPE_FUNCTION,
             A.GEN_AI_CONVERSATION_ID: session.id,
             A.STEP_INDEX: index,
             A.PHASE: letters,
@@ -308,6 +337,8 @@ class OTelSink(Sink):
         if blocked:
             attrs[A.BLOCKED] = True
             attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
+        if live:
+            st.live_seen = True
         start = ev.start_time
         tools[index] = (
             self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
@@ -315,8 +346,47 @@ class OTelSink(Sink):
             None if start is None else int(start * 1e9),
             live,
         )
+        if self._enrich and live and not blocked:
+            host = trace.get_current_span()
+            if is_tool_span_for(host, ev, strict=self.tool_spans == "auto"):
+                host.set_attributes(attrs)
+                st.hosts[index] = host
+            elif self._adopting:
+                scoped = self._scoped
+                if len(scoped) >= MAX_SESSIONS:  # calls whose end never came: forget the oldest
+                    scoped.pop(next(iter(scoped), None), None)  # type: ignore[arg-type]
+                scoped[id(ev)] = (st, index)
         if st.pre and st.pre_step is step:  # decisions made while the call was being gated
             self._take_pre(st, index)
+
+    @property
+    def adopts_tool_spans(self) -> bool:
+        """Tool spans a framework opens inside :meth:`Guard.tool_scope` can become the calls' spans (an SDK
+        tracer provider and ``tool_spans`` other than ``own``)."""
+        return self._can_adopt
+
+    def watch_tool_spans(self) -> None:
+        """Start adopting tool spans (called when an integration first runs a call in a tool scope): one
+        span processor on the tracer provider; until then no call pays for it."""
+        if self._can_adopt and not self._adopting:
+            self._adopting = watch_tool_spans(self._tracer_provider, self)
+
+    def adopt_tool_span(self, event: ToolEvent, span: Span) -> None:
+        """A framework started ``span`` for ``event``'s call inside :func:`~.nesting.tool_scope`: it becomes
+        the call's span (planguard's attributes now, its events and outcome when the call ends)."""
+        entry = self._scoped.pop(id(event), None)
+        if entry is None:
+            return
+        st, index = entry
+        call = st.tools.get(index)
+        if call is None or call is _UNTRACED or st.ended:
+            return
+        try:
+            span.set_attributes(call[1])
+        except Exception as exc:
+            self.errors.record("OTelSink.adopt_tool_span", exc)
+            return
+        st.hosts[index] = span
 
     def on_tool_end(self, session: Session, step: Step) -> None:
         last = self._sessions.last
@@ -326,10 +396,15 @@ class OTelSink(Sink):
         if call is None:  # offline observe(): the call is reported once, finished
             self.on_tool_start(session, step, False)
             call = st.tools.pop(index)
+        ev = step.event
+        if self._scoped:
+            self._scoped.pop(id(ev), None)
+        duration = ev.duration
         if call is _UNTRACED:
+            if duration is not None:
+                self._counts.add_duration(duration, self._action_of(step), _error_of(ev))
             return
         name, attrs, start_ns, live = call
-        ev = step.event
         # the effect tracker's label (SURVIVED, REVERTED, …), when there is one
         effect = getattr(step, "effect", None)
         if effect is not None:
@@ -353,8 +428,47 @@ class OTelSink(Sink):
         # Live calls end now (None: the SDK reads the clock), after the findings and decisions about them;
         # replayed ones at the recorded end, where their events were stamped.
         end_ns = None if live else _ns(ev.end_time)
+        if end_ns is not None and end_ns > st.recorded_end:
+            st.recorded_end = end_ns
         events = st.events.pop(index, None) if st.events else None
+        if duration is not None:
+            self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
+        host = st.hosts.pop(index, None) if st.hosts else None
+        if host is not None:
+            self._enrich_host(st, host, attrs, events, status)
+            return
         self._emit(st, name, attrs, start_ns, events, status, ev, end_ns)
+
+    def _action_of(self, step: Step) -> str:
+        action = step.action
+        kind = None if action is None else getattr(action, "type", None)
+        return "" if kind is None else self._action_names.get(kind) or self._label(kind)
+
+    def _enrich_host(
+        self,
+        st: _SessionState,
+        host: Span,
+        attrs: dict[str, Any],
+        events: list[_Deferred] | None,
+        status: Status | None,
+    ) -> None:
+        """Put a finished call's outcome and events on the framework's tool span while it is open; once the
+        framework has ended it, on the session span, naming the call. Content is never added here (it is
+        rendered and redacted on the worker, after the host span may have ended)."""
+        try:
+            if host.is_recording():
+                host.set_attributes(attrs)
+                for ev_name, ev_attrs, ts, _key, _content in events or ():
+                    host.add_event(ev_name, ev_attrs, ts)
+                if status is not None:
+                    host.set_status(status)
+                return
+            call_attrs = {k: attrs[k] for k in _CALL_KEYS if k in attrs}
+            self._session_event(st, A.EVENT_TOOL_OUTCOME, call_attrs, A.DECISION_MESSAGE, None)
+            for ev_name, ev_attrs, _ts, _key, _content in events or ():
+                self._session_event(st, ev_name, {**ev_attrs, **_call_ref(attrs)}, A.DECISION_MESSAGE, None)
+        except Exception as exc:
+            self.errors.record("OTelSink.enrich", exc)
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
         last = self._sessions.last
@@ -369,21 +483,25 @@ class OTelSink(Sink):
             A.FINDING_LAST_STEP: finding.last_step,
             A.FINDING_AT_END: finding.at_end,
         }
+        evaluation = _finding_evaluation(finding)
         if step is None:
             self._session_event(st, A.EVENT_FINDING, attrs, A.FINDING_EVIDENCE, finding.evidence)
+            self._session_event(st, A.EVENT_EVALUATION_RESULT, evaluation, A.FINDING_EVIDENCE, None)
             return
         live = self._tool_for(st, session, step)[3]
+        stamp = _stamp(live, step)
         _add_event(
             st,
             step.index,
             (
                 A.EVENT_FINDING,
                 attrs,
-                _stamp(live, step),
+                stamp,
                 A.FINDING_EVIDENCE,
                 finding.evidence if self._capture_on else None,
             ),
         )
+        _add_event(st, step.index, (A.EVENT_EVALUATION_RESULT, evaluation, stamp, None, None))
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
         last = self._sessions.last
@@ -453,10 +571,12 @@ class OTelSink(Sink):
         return st if st is not None else self._start_session(session)
 
     def _start_session(self, session: Session) -> _SessionState:
-        # The caller's current span (if any) becomes the parent; nothing is attached here.
-        parent = otel_context.get_current()
+        # The caller's current span (if any; OpenInference's LangChain run span first) becomes the parent;
+        # nothing is attached here.
+        parent = current_parent() if self._enrich else otel_context.get_current()
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
             A.GEN_AI_CONVERSATION_ID: session.id,
             A.PLAN: session.pipeline.plan.name,
         }
@@ -476,6 +596,8 @@ class OTelSink(Sink):
             value = meta.get(key)
             if isinstance(value, str) and value:
                 attrs[attr] = value
+        if self.provider_name:
+            attrs[A.GEN_AI_PROVIDER_NAME] = self.provider_name
         span = self._tracer.start_span(
             self._session_span_name,
             context=parent,
@@ -580,9 +702,16 @@ class OTelSink(Sink):
             return
         now = time.time_ns()
         for index, (name, tool_attrs, start_ns, _live) in list(st.tools.items()):
+            if index in st.hosts:  # the framework's span: it ends it
+                continue
             self._emit(st, name, tool_attrs, start_ns, st.events.pop(index, None), None, None, now)
         st.tools.clear()
         st.events.clear()
+        st.hosts.clear()
+        if self._scoped:  # calls of this session still waiting for a framework's span
+            for key, (owner, _index) in list(self._scoped.items()):
+                if owner is st:
+                    self._scoped.pop(key, None)
         span = st.span
         attrs: dict[str, Any] = {
             A.SESSION_STEPS: summary.n_steps,
@@ -599,14 +728,23 @@ class OTelSink(Sink):
             attrs[A.PPF] = primary.PPF
             attrs[A.PC] = primary.PC
             comp = st.session.primary_compliance
+            missing = list(comp.missing()) if comp is not None else []
             if comp is not None:
-                attrs[A.SESSION_MISSING] = list(comp.missing())
+                attrs[A.SESSION_MISSING] = missing
+            for name, value in (
+                ("PC", primary.PC),
+                ("PPC", primary.PPC),
+                ("POC", primary.POC),
+                ("PPF", primary.PPF),
+            ):
+                evaluation = _score_evaluation(name, value, plan, missing)
+                self._session_event(st, A.EVENT_EVALUATION_RESULT, evaluation, "", None, bounded=False)
         if evicted:
             attrs[A.SESSION_EVICTED] = True
         if summary.todo is not None:
             self._todo_attrs(st.session, attrs, at_end=True)
         span.set_attributes(attrs)
-        end_ns = time.time_ns()
+        end_ns = st.now_ns()
         if not self._submit((None, span, None, st.deferred, None, None, None, end_ns)):
             _add_events(span, st.deferred)  # no worker, or its queue is full: the span goes out now
             span.end(end_ns)
@@ -643,14 +781,24 @@ class OTelSink(Sink):
         span.end(end_ns)
 
     def _session_event(
-        self, st: _SessionState, name: str, attrs: dict[str, Any], content_key: str, content: Any
+        self,
+        st: _SessionState,
+        name: str,
+        attrs: dict[str, Any],
+        content_key: str,
+        content: Any,
+        bounded: bool = True,
     ) -> None:
+        """``bounded=False``: an event that must not be dropped to make room (the session's few final
+        evaluation results), added past ``MAX_DEFERRED_EVENTS``."""
         if self._worker is not None:
             deferred = st.deferred
-            if len(deferred) >= MAX_DEFERRED_EVENTS:
+            if bounded and len(deferred) >= MAX_DEFERRED_EVENTS:
                 del deferred[0]
                 self.drops.add("session_events_full")
-            deferred.append((name, attrs, time.time_ns(), content_key, content if self._capture_on else None))
+            deferred.append((name, attrs, st.now_ns(), content_key, content if self._capture_on else None))
+        elif st.recorded_end and not st.live_seen:
+            st.span.add_event(name, attrs, st.recorded_end)
         else:
             st.span.add_event(name, attrs)
 
@@ -741,3 +889,62 @@ def _decision_attrs(decision: Decision) -> dict[str, Any]:
     if decision.finding is not None:
         attrs[A.DECISION_FINDING] = decision.finding.detector
     return attrs
+
+
+#: A call's keys repeated on the session-span events of a call whose framework span had ended.
+_CALL_KEYS = (
+    A.GEN_AI_TOOL_NAME,
+    A.GEN_AI_TOOL_CALL_ID,
+    A.STEP_INDEX,
+    A.PHASE,
+    A.ACTION_TYPE,
+    A.EFFECT,
+    A.ERROR_TYPE,
+    A.EXIT_CODE,
+    A.FINDINGS_COUNT,
+)
+
+
+def _call_ref(attrs: dict[str, Any]) -> dict[str, Any]:
+    ref = {A.STEP_INDEX: attrs[A.STEP_INDEX]} if A.STEP_INDEX in attrs else {}
+    if A.GEN_AI_TOOL_CALL_ID in attrs:
+        ref[A.GEN_AI_TOOL_CALL_ID] = attrs[A.GEN_AI_TOOL_CALL_ID]
+    return ref
+
+
+def _error_of(ev: ToolEvent) -> str:
+    if ev.is_error:
+        return A.ERROR_TOOL
+    if ev.exit_code is not None and ev.exit_code != 0:
+        return A.ERROR_EXIT_CODE
+    return ""
+
+
+def _score_label(value: float) -> str:
+    if value >= 1.0:
+        return A.LABEL_COMPLETE
+    return A.LABEL_PARTIAL if value > 0.0 else A.LABEL_NONE
+
+
+def _score_evaluation(name: str, value: float, plan: str, missing: list[str]) -> dict[str, Any]:
+    explanation = f"{A.EVALUATIONS[name]}; plan {plan!r}"
+    if missing:
+        explanation += f"; missing phases: {', '.join(missing)}"
+    return {
+        A.GEN_AI_EVALUATION_NAME: name,
+        A.GEN_AI_EVALUATION_SCORE_VALUE: float(value),
+        A.GEN_AI_EVALUATION_SCORE_LABEL: _score_label(value),
+        A.GEN_AI_EVALUATION_EXPLANATION: explanation,
+    }
+
+
+def _finding_evaluation(finding: Finding) -> dict[str, Any]:
+    # The explanation names steps only: the finding's evidence is content (exported only with capture on,
+    # on the planguard.finding event, redacted).
+    where = "at the end of the run" if finding.at_end else f"steps {finding.first_step}-{finding.last_step}"
+    return {
+        A.GEN_AI_EVALUATION_NAME: A.FINDING_EVALUATION_PREFIX + finding.detector,
+        A.GEN_AI_EVALUATION_SCORE_VALUE: 0.0,
+        A.GEN_AI_EVALUATION_SCORE_LABEL: A.LABEL_DETECTED,
+        A.GEN_AI_EVALUATION_EXPLANATION: f"anti-pattern {finding.detector!r} detected over {where}",
+    }

@@ -1,12 +1,16 @@
 """End to end against a real Arize Phoenix (started by ``.ci/services/phoenix.sh``): a monitored session is
 exported over OTLP/HTTP from the standard ``OTEL_*`` variables and read back through Phoenix's REST API
-(``GET /v1/projects/{project}/spans``) — names, parentage, GenAI and planguard attributes, events."""
+(``GET /v1/projects/{project}/spans``) — names, parentage, GenAI and planguard attributes, events, and the
+evaluation results (compliance, findings) of a ``planguard demo`` run."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -172,3 +176,54 @@ def test_session_round_trip_through_phoenix(monkeypatch: pytest.MonkeyPatch) -> 
     assert blocked["status_code"] == "ERROR"
     assert blocked["attributes"][A.ERROR_TYPE] == A.ERROR_BLOCKED
     assert [e["attributes"][A.DECISION_KIND] for e in blocked["events"]] == ["deny"]
+
+
+def test_a_demo_run_shows_its_evaluation_results_in_phoenix(tmp_path: Path) -> None:
+    """``planguard demo`` exported to Phoenix from the standard variables: the session's compliance scores
+    and the run's findings are ``gen_ai.evaluation.result`` events Phoenix returns through its API."""
+    project = f"planguard-demo-{uuid.uuid4().hex[:10]}"
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": str(PHOENIX_URL),
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "planguard", "demo", "--no-color", "--store", str(tmp_path / "store")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    spans = fetch_spans(project, expected=2)
+    deadline = time.monotonic() + 60
+    while not any(s["name"].startswith("invoke_agent") for s in spans) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        spans = fetch_spans(project, expected=2)
+    (agent,) = [s for s in spans if s["name"].startswith("invoke_agent")]
+    assert agent["span_kind"] == "AGENT"
+    assert agent["attributes"][A.GEN_AI_PROVIDER_NAME]
+    results = {
+        e["attributes"][A.GEN_AI_EVALUATION_NAME]: e["attributes"]
+        for e in agent["events"]
+        if e["name"] == A.EVENT_EVALUATION_RESULT
+    }
+    assert set(results) == {"PC", "PPC", "POC", "PPF"}
+    for name, r in results.items():
+        assert 0.0 <= r[A.GEN_AI_EVALUATION_SCORE_VALUE] <= 1.0
+        assert r[A.GEN_AI_EVALUATION_SCORE_LABEL] in (A.LABEL_COMPLETE, A.LABEL_PARTIAL, A.LABEL_NONE)
+        assert A.EVALUATIONS[name].split(":")[0] in r[A.GEN_AI_EVALUATION_EXPLANATION]
+    assert results["PC"][A.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(agent["attributes"][A.PC])
+    # the demo's findings, on the tool spans of the calls that completed them
+    findings = [
+        e["attributes"][A.GEN_AI_EVALUATION_NAME]
+        for s in spans
+        if s["name"].startswith("execute_tool")
+        for e in s["events"]
+        if e["name"] == A.EVENT_EVALUATION_RESULT
+    ]
+    assert findings and all(f.startswith(A.FINDING_EVALUATION_PREFIX) for f in findings)
+    tools = [s for s in spans if s["name"].startswith("execute_tool")]
+    assert tools and all(t["attributes"][A.GEN_AI_TOOL_TYPE] == A.TOOL_TYPE_FUNCTION for t in tools)

@@ -79,5 +79,7 @@ def test_counters_reach_prometheus() -> None:
         assert query('sum(planguard_reminders_total{planguard_decision_kind="remind",job="planguard"})', 4)
         assert query('planguard_session_pc_count{job="planguard",planguard_plan="plan"}', 2)
         assert query('sum(planguard_tool_calls_total{planguard_phase="N",job="planguard"})', 6)
+        # tool latency: one observation per call, recorded on the scrape's thread
+        assert query('sum(planguard_tool_duration_seconds_count{job="planguard"})', 6)
     finally:
         prom.shutdown()

@@ -12,8 +12,9 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -104,6 +105,14 @@ class GuardHooks:
         # Stop decisions made on a tool call, applied at the session's next model call.
         self._stops: dict[str, Decision] = {}
         self._suspended: OrderedDict[tuple[str, str], None] = OrderedDict()
+        # Tools run in the guard's tool scope (see _scope): a tool span OpenInference's LangChain tracer
+        # opens for a call is then the call's span, enriched by planguard, not duplicated.
+        watch = getattr(guard, "watch_tool_spans", None)
+        if callable(watch):
+            try:
+                watch()
+            except Exception as exc:  # fail-open
+                self.errors.record("GuardHooks.watch_tool_spans", exc)
 
     # ------------------------------------------------------------------ sessions
 
@@ -133,7 +142,7 @@ class GuardHooks:
         return None if sid is None else str(sid)
 
     def open_session(
-        self, config: RunnableConfig | None, state: Any = None, **metadata: Any
+        self, config: RunnableConfig | None, state: Any = None, model: Any = None, **metadata: Any
     ) -> tuple[str, bool]:
         """Open (or resume) the run's session. Returns ``(session_id, generated)``: ``generated`` is true when
         the run had no id and one was made up for it, to be kept in the agent state.
@@ -141,7 +150,9 @@ class GuardHooks:
         Called by hooks that run many times per run: the guard is asked to open the session (with
         ``metadata``) only if it is not live yet, so a run's session opens at its first model call and every
         later call costs one lookup. (Sinks read a session's metadata when it opens, so re-applying it to a
-        live session would change nothing they record.)"""
+        live session would change nothing they record.) ``model``: the chat model of the call, whose
+        LangSmith parameters name the session's ``provider`` and ``model`` (``gen_ai.provider.name``,
+        ``gen_ai.request.model``) when it opens."""
         sid = self._key(config)
         generated = False
         if not sid:
@@ -152,8 +163,23 @@ class GuardHooks:
                 sid, generated = f"run-{uuid.uuid4().hex}", True
         is_live = self._is_live
         if generated or is_live is None or not is_live(sid):
+            if model is not None:
+                metadata = {**self._model_metadata(model), **metadata}
             self._guarded("session", self.guard.session, sid, **metadata)
         return sid, generated
+
+    def _model_metadata(self, model: Any) -> dict[str, str]:
+        try:
+            params = model._get_ls_params()  # what LangSmith records: ls_provider, ls_model_name
+        except Exception as exc:  # not a LangChain chat model (or another version): no metadata
+            self.errors.record("GuardHooks.model_metadata", exc)
+            return {}
+        out = {}
+        for key, name in (("ls_provider", "provider"), ("ls_model_name", "model")):
+            value = params.get(key) if isinstance(params, dict) else None
+            if isinstance(value, str) and value:
+                out[name] = value
+        return out
 
     def end(self, session_id: str) -> Any:
         self._forget(session_id)
@@ -179,7 +205,8 @@ class GuardHooks:
             if decision is not ALLOW and decision.blocks:
                 return self._blocked(sid, request, decision)
         try:
-            result = handler(request)
+            with self._scope(event):
+                result = handler(request)
         except GraphBubbleUp:
             self._suspend(sid, event)
             raise
@@ -209,7 +236,8 @@ class GuardHooks:
             if decision is not ALLOW and decision.blocks:
                 return self._blocked(sid, request, decision)
         try:
-            result = await handler(request)
+            with self._scope(event):
+                result = await handler(request)
         except GraphBubbleUp:
             self._suspend(sid, event)
             raise
@@ -224,6 +252,18 @@ class GuardHooks:
             except Exception as exc:  # fail-open
                 self.errors.record("GuardHooks.after_tool", exc)
         return result
+
+    def _scope(self, event: ToolEvent | None) -> AbstractContextManager[None]:
+        """The tool's execution runs in the guard's tool scope: a tool span OpenInference's LangChain tracer
+        opens for the call then carries planguard's attributes instead of planguard opening a second one."""
+        scope = getattr(self.guard, "tool_scope", None)
+        if event is None or scope is None:
+            return nullcontext()
+        try:
+            return cast(AbstractContextManager[None], scope(event))
+        except Exception as exc:  # fail-open
+            self.errors.record("GuardHooks.tool_scope", exc)
+            return nullcontext()
 
     def _take_result(self, event: ToolEvent, result: ToolResult) -> None:
         try:

@@ -139,7 +139,7 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        sid, generated = self.hooks.open_session(_current_config(), request.state, **_METADATA)
+        sid, generated = self.hooks.open_session(_current_config(), request.state, request.model, **_METADATA)
         call = self.hooks.model_call(sid, request.messages)
         if call is None and not generated:  # nothing to add (most calls)
             return handler(request)
@@ -157,7 +157,7 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        sid, generated = self.hooks.open_session(_current_config(), request.state, **_METADATA)
+        sid, generated = self.hooks.open_session(_current_config(), request.state, request.model, **_METADATA)
         call = await self.hooks.amodel_call(sid, request.messages)
         if call is None and not generated:
             return await handler(request)
