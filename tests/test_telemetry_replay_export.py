@@ -65,7 +65,7 @@ def test_replay_exports_runs_with_their_recorded_times(
     url, spans = receiver
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
-    path = shared / "data/realtraj/claude-code/spotter_short.jsonl"
+    path = shared / "data/realtraj/claude-code/spotter_tool_heavy.jsonl"
     (trajectory,) = list(iter_trajectories([path]))
     recorded = [e for e in trajectory.events if e.start_time is not None]
     assert recorded, "the recording has timestamps"
@@ -108,6 +108,6 @@ def test_export_without_an_endpoint_is_a_clear_error(
 ) -> None:
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER"):
         monkeypatch.delenv(name, raising=False)
-    path = shared / "data/realtraj/claude-code/spotter_short.jsonl"
+    path = shared / "data/realtraj/claude-code/spotter_tool_heavy.jsonl"
     assert main(["replay", str(path), "--export", "otlp", "--format", "jsonl"]) == 2
     assert "--export otlp needs an OTLP endpoint" in capsys.readouterr().err
