@@ -288,23 +288,28 @@ def test_step_lines_equal_the_step_records(store: dict[str, Any], events: list[T
 
 
 def _redact_value_before(value: Any, r: Redactor, depth: int = 0) -> Any:
-    """redact_value as it was, without the inlined string case."""
+    """redact_value spelled out, without the inlined string and key cases."""
     if isinstance(value, str):
         return r(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
     if depth > 32:
         return REDACTED
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
-            if redact_value({key: 1}, r) == {key: REDACTED} and isinstance(v, (str, int, float)) and v != "":
-                out[key] = REDACTED
+            named_secret = redact_value({key: "x"}, r) == {r(key): REDACTED}
+            if named_secret and v is not None and v != "" and not isinstance(v, bool):
+                out[r(key)] = REDACTED
             else:
-                out[key] = _redact_value_before(v, r, depth + 1)
+                out[r(key)] = _redact_value_before(v, r, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [_redact_value_before(v, r, depth + 1) for v in value]
-    return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return r(bytes(value).decode("utf-8", "replace"))
+    return r(str(value))
 
 
 def _every_pattern(r: Redactor, text: str) -> str:
