@@ -25,7 +25,8 @@ from planguard.store import writer as writer_module
 from planguard.store.config import StoreConfig
 from planguard.store.records import EventRecord, StepRecord
 from planguard.store.writer import _ENCODER, StoreSink, _encode
-from planguard.telemetry.redact import REDACTED, Redactor, redact_value, truncate
+from planguard.telemetry.capture import ContentPolicy
+from planguard.telemetry.redact import REDACTED, Redactor, redact_value
 from planguard.testing import ScriptedDetector
 
 
@@ -217,23 +218,19 @@ def _step_record_before(
 ) -> StepRecord:
     """The step record as the writer built it before it wrote JSON directly: through the record classes."""
     ev = step.event
-    result = ev.result
-    if result is not None:
-        result = truncate(result, sink.config.max_result_chars)
-        if sink.config.redact:
-            result = sink._clean(result)
+    c = sink.content
     args = ev.arguments
     event = EventRecord(
         tool=ev.tool,
-        arguments=sink._clean(dict(args) if not isinstance(args, str) else args),
-        call_id=ev.call_id,
-        action=sink._clean(ev.action) if ev.action is not None else None,
-        result=result,
+        arguments=(c.value(args) if isinstance(args, str) or c.redact else dict(args)) if c.include else None,
+        call_id=c.clean(ev.call_id) if ev.call_id is not None else None,
+        action=c.text(ev.action, 0) if ev.action is not None else None,
+        result=c.text(ev.result) if ev.result is not None else None,
         is_error=ev.is_error,
         exit_code=ev.exit_code,
         start_time=ev.start_time,
         end_time=ev.end_time,
-        metadata=sink._clean(dict(ev.metadata)) if ev.metadata else {},
+        metadata=c.clean(dict(ev.metadata)) if ev.metadata and c.include else {},
     )
     cls = step.classification
     roles = list(cls.roles)
@@ -242,16 +239,19 @@ def _step_record_before(
         event=event,
         roles=roles,
         letters="".join(LETTER_OF.get(r, "?") for r in roles),
-        commands=[(str(c.label), str(c.role)) for c in getattr(cls, "commands", ())],
-        action=writer_module._action(step.action),
-        findings=[writer_module._finding(f) for f in step.findings],
-        decisions=[writer_module._decision(d) for d in decisions or ()],
+        commands=[(c.clean(str(x.label)), str(x.role)) for x in getattr(cls, "commands", ())],
+        action=writer_module._action(step.action, c),
+        findings=[writer_module._finding(f, c) for f in step.findings],
+        decisions=[writer_module._decision(d, c) for d in decisions or ()],
         scores=scores.as_dict() if scores is not None else None,
         n_model_calls=n_model_calls,
     )
 
 
-@pytest.mark.parametrize("store", [{}, {"redact": False}, {"max_result_chars": 10}])
+@pytest.mark.parametrize(
+    "store",
+    [{}, {"content": True}, {"content": True, "redact": False}, {"content": True, "max_result_chars": 10}],
+)
 @settings(max_examples=60, deadline=None)
 @given(events=st.lists(_events, min_size=1, max_size=6))
 def test_step_lines_equal_the_step_records(store: dict[str, Any], events: list[ToolEvent]) -> None:
@@ -362,4 +362,7 @@ _maybe_text = st.one_of(st.none(), st.text(max_size=8))
     )
 )
 def test_action_fast_path_equals_the_field_loop(action: Action) -> None:
-    assert writer_module._action(action) == writer_module._action_fields(action)
+    for content in (ContentPolicy(include=True), ContentPolicy(include=False)):
+        assert writer_module._action(action, content) == writer_module._action_fields(action, content)
+    without = writer_module._action(action, ContentPolicy(include=False))
+    assert without is not None and "target" not in without and "path" not in without

@@ -285,13 +285,17 @@ def _cut_mark(n: int) -> str:
 
 # Characters a secret never spans (except a PEM block, which its pattern redacts to the end of the text).
 _BREAKS = (" ", "\n", "\t", "\r", '"', "'")
+#: Most of the word a cut goes through that is dropped with it. A longer word keeps its first part: every
+#: token pattern recognises a prefix this long (their fixed parts and minimum lengths are far shorter).
+_MAX_DROP = 256
 
 
 def _cut(text: str, limit: int) -> str:
     """``text[:limit]`` without the word the cut goes through (no prefix of a secret is left behind)."""
     head = text[:limit]
     if len(text) > limit and text[limit] not in _BREAKS:
-        head = head[: max(head.rfind(c) for c in _BREAKS) + 1]
+        start = max(head.rfind(c) for c in _BREAKS) + 1  # where the word the cut goes through starts
+        head = head[: max(start, limit - _MAX_DROP)]
     return head
 
 
