@@ -7,6 +7,10 @@ webhook that is down or hangs therefore costs the agent nothing but a counter.
 
 Events: ``finding`` (every finding) or ``finding:<kind>``; ``decision:<kind>`` (``deny``, ``stop``, ``nudge``,
 ``remind``, ``notify``, ``log``, or ``*``); ``session_start``; ``session_end``.
+
+Private by default: a finding's ``evidence`` and a decision's ``message`` (which quote the tool calls) are
+sent as null unless ``notify.content`` or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in,
+and then redacted; session metadata and ids are always redacted. All of it on the worker thread.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .decisions import DecisionKind
 from .sinks import Sink
+from .telemetry.capture import ContentPolicy
 
 if TYPE_CHECKING:
     import httpx
@@ -43,6 +48,8 @@ logger = logging.getLogger("planguard.notify")
 EVENT_NAMES = ("finding", "finding:<kind>", "decision:<kind>", "decision:*", "session_start", "session_end")
 _DECISION_KINDS = {k.value for k in DecisionKind}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: Longest evidence or message text an event carries (when content is sent at all).
+MAX_CONTENT_CHARS = 2000
 
 
 class NotifyConfig(BaseModel):
@@ -70,6 +77,11 @@ class NotifyConfig(BaseModel):
     max_backoff_s: float = Field(10.0, ge=0, description="Longest retry delay.")
     queue_size: int = Field(
         1000, ge=1, description="Events waiting for delivery; beyond this they are dropped."
+    )
+    content: bool | None = Field(
+        None,
+        description="Send finding evidence and decision messages (redacted). null: only when "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT opts in; false: never (they are sent as null).",
     )
 
     @field_validator("url")
@@ -121,6 +133,7 @@ class WebhookSink(Sink):
         self.config = config
         self.url = config.url
         self._transport = transport
+        self.content = ContentPolicy.resolve(config.content, max_chars=MAX_CONTENT_CHARS)
         ev = set(config.events)
         self._all_findings = "finding" in ev
         self._finding_kinds = frozenset(e.split(":", 1)[1] for e in ev if e.startswith("finding:"))
@@ -319,7 +332,7 @@ class WebhookSink(Sink):
     def _deliver(self, client: httpx.Client, item: dict[str, Any]) -> bool:
         import httpx
 
-        body = json.dumps({"source": "planguard", **item}, default=str).encode()
+        body = json.dumps({"source": "planguard", **self._private(item)}, default=str).encode()
         cfg = self.config
         for attempt in range(cfg.max_retries + 1):
             if attempt:
@@ -341,6 +354,18 @@ class WebhookSink(Sink):
                 return False  # a client error will not go away by retrying
             self._warn_once(f"HTTP {r.status_code}")
         return False
+
+    def _private(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The event as it may leave the process: content only as the policy allows, redacted."""
+        c = self.content
+        out = dict(item)
+        out["session_id"] = c.clean(out.get("session_id"))
+        for key in ("evidence", "message"):
+            if key in out:
+                out[key] = c.text(out[key])
+        if "metadata" in out:
+            out["metadata"] = c.clean(out["metadata"])
+        return out
 
     def _done(self, *, ok: bool = False, dropped: bool = False) -> None:
         with self._cond:

@@ -58,16 +58,26 @@ def run(sink: ConsoleSink) -> str:
     return sink.stream.getvalue()  # type: ignore[attr-defined,no-any-return]
 
 
-def test_plain_timeline() -> None:
-    out = run(ConsoleSink(io.StringIO(), color=False))
+@pytest.mark.parametrize(
+    ("content", "remind", "deny"),
+    [
+        (None, "remind (gate)", "deny (gate)"),  # private by default: kind and policy, no message
+        (True, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
+    ],
+)
+def test_plain_timeline(
+    monkeypatch: pytest.MonkeyPatch, content: bool | None, remind: str, deny: str
+) -> None:
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    out = run(ConsoleSink(io.StringIO(), color=False, content=content))
     assert not ANSI.search(out)
     lines = out.splitlines()
     assert lines[0] == "▶ dev-1  plan=plan"
     assert re.match(r"  dev-1 #0   bash {16}N   {14}PC 0\.40  N1$", lines[1]), lines[1]
-    assert lines[2].startswith("  dev-1       ↳ remind: PLAN REMINDER: navigate first")
+    assert lines[2] == f"  dev-1       ↳ {remind}"
     step1 = lines[3]
     assert "#1" in step1 and "✗ failed" in step1 and "⚑ slow_start" in step1 and "→ nudge" in step1
-    assert lines[4] == "  dev-1 #2   bash                ✗ blocked  → deny: destructive command refused"
+    assert lines[4] == f"  dev-1 #2   bash                ✗ blocked  → {deny}"
     assert lines[5].startswith("  dev-1 #2   bash                N")
     assert lines[6].startswith("■ dev-1  3 steps  N")
     assert "findings: slow_start" in lines[6]

@@ -2,8 +2,8 @@
 URL credentials, command-line passwords, secret-named keys (whatever they hold), bytes, JSON inside strings.
 
 The one redaction pass every sink and the webhook use (through :func:`redact_text`, :func:`redact_value`
-and :func:`render_content`). It runs before any cut: text is cut first at a word boundary (so no part of a
-secret straddling the cut survives), then redacted. It runs off the agent's path (on the sinks' worker
+and :func:`render_content`). It runs before any cut, on a window past the limit, so a secret straddling
+the cut is replaced whole and no prefix of it survives. It runs off the agent's path (on the sinks' worker
 threads) and is bounded: every pattern is linear in its input, and a text longer than ``MAX_TEXT_CHARS``
 is cut (at a word boundary) before it is redacted.
 """
@@ -299,16 +299,27 @@ def _cut(text: str, limit: int) -> str:
     return head
 
 
-def redact_text(text: str, limit: int = 0, redactor: Redactor | None = None) -> str:
-    """``text`` redacted, cut to at most ``limit`` characters first (0: no limit) with the cut marked.
+#: Characters past a limit that redaction looks at before the cut (longer than any secret's match but a
+#: PEM block's, which its pattern redacts to the end of the text).
+_SLACK = 1024
 
-    The cut drops the word it goes through, so a secret straddling ``limit`` never leaks as a prefix.
+
+def redact_text(text: str, limit: int = 0, redactor: Redactor | None = None) -> str:
+    """``text`` redacted, then cut to ``limit`` characters (0: no limit) with the cut marked.
+
+    Redaction sees ``limit`` plus ``_SLACK`` characters, cut at a word boundary, so a secret straddling
+    ``limit`` is recognised whole and replaced before the cut: no prefix of it survives.
     """
     r = redactor or _DEFAULT
     if limit <= 0 or len(text) <= limit:
         return r(text)
-    head = _cut(text, limit)
-    return r(head) + _cut_mark(len(text) - len(head))
+    window = _cut(text, limit + _SLACK)
+    cleaned = r(window)
+    left_out = len(text) - len(window)
+    if len(cleaned) > limit:
+        left_out += len(cleaned) - limit
+        cleaned = cleaned[:limit]
+    return cleaned + _cut_mark(left_out) if left_out else cleaned
 
 
 # Argument names come from a small vocabulary (command, path, ...) and the key pattern is the costliest
