@@ -1,5 +1,5 @@
 """The local store is private by default: metadata only, 0600 files in a 0700 directory with its own
-.gitignore; a metadata-only store still replays to the live letters and metrics; version 1 files still read."""
+.gitignore; a metadata-only store still replays to the live letters and metrics; v1 files still read."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: P
         live[t.id] = guard.end(t.id)
     guard.shutdown()
     raw = "".join(p.read_text() for p in tmp_path.glob("*.jsonl"))
-    assert "\"arguments\"" not in raw and "\"result\"" not in raw
+    assert '"arguments"' not in raw and '"result"' not in raw
     original = {}
     offline = replay_pipeline()
     for t in runs:  # the original trajectory, replayed with its arguments
@@ -165,7 +165,8 @@ def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: P
         for ev in t.events:
             session.observe(ev)
         original[t.id] = session.end()
-    stored = {r.trajectory.id: r.summary for r in replay([tmp_path], replay_pipeline()) if hasattr(r, "summary")}
+    replayed = replay([tmp_path], replay_pipeline())
+    stored = {r.trajectory.id: r.summary for r in replayed if hasattr(r, "summary")}
     assert set(stored) == set(live)
     for sid, summary in live.items():
         assert stored[sid].letters == summary.letters, sid
