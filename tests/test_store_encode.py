@@ -234,12 +234,19 @@ def _step_record_before(
     )
     cls = step.classification
     roles = list(cls.roles)
+    shown_event = event.to_json()
+    shown = f"{shown_event.get('tool')} {shown_event.get('action') or ''} {shown_event.get('arguments')}"
     return StepRecord(
         index=step.index,
         event=event,
         roles=roles,
         letters="".join(LETTER_OF.get(r, "?") for r in roles),
-        commands=[(c.clean(str(x.label)), str(x.role)) for x in getattr(cls, "commands", ())],
+        # (a label only with content, and only where the redacted call shows it)
+        commands=[
+            (label if c.include and label in shown else "", str(x.role))
+            for x in getattr(cls, "commands", ())
+            if (label := str(x.label)) is not None
+        ],
         action=writer_module._action(step.action, c),
         findings=[writer_module._finding(f, c) for f in step.findings],
         decisions=[writer_module._decision(d, c) for d in decisions or ()],

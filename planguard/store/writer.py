@@ -424,15 +424,14 @@ class StoreSink(Sink):
     ) -> dict[str, Any]:
         cls = step.classification
         roles = list(cls.roles)
-        clean = self.content.clean
+        event = self.event_json(step.event)
         d: dict[str, Any] = {
             "type": "step",
             "index": step.index,
-            "event": self.event_json(step.event),
+            "event": event,
             "roles": roles,
             "letters": "".join([LETTER_OF.get(r, "?") for r in roles]),
-            # (a label is a command word or a tool name: metadata, as the tool name is, but redacted)
-            "commands": [[clean(str(c.label)), str(c.role)] for c in getattr(cls, "commands", ())],
+            "commands": self._commands(cls, event),
         }
         action = _action(step.action, self.content)
         if action is not None:
@@ -445,6 +444,16 @@ class StoreSink(Sink):
             d["scores"] = scores.as_dict()
         d["n_model_calls"] = n_model_calls
         return d
+
+    def _commands(self, cls: Any, event: dict[str, Any]) -> list[list[str]]:
+        """Each sub-command's ``[label, role]``. A label is a word of the call — a command word, and a
+        multi-line command makes every line's first word one, a key's body included — so it is kept only
+        with content, and only where the redacted call still shows it. Replay needs only the roles."""
+        commands = getattr(cls, "commands", ())
+        if not self.content.include:
+            return [["", str(c.role)] for c in commands]
+        shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
+        return [[label if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         c = self.content

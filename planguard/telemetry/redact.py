@@ -42,6 +42,9 @@ _SECRET_KEY = r"[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*"
 _QUOTE = r"(?:\\{0,4}[\"'])?"
 # A value: up to whitespace, a quote, a separator or a backslash (the escape of a closing quote).
 _VALUE = r"[^\s\"',;}&\\]+"
+# A JSON list or object as a secret-named key's value, in text (``"password": ["a", "b"]``): whole, up to
+# its first closing bracket (a nested one ends it early; what follows is then matched as text again).
+_LIST_OR_OBJECT = r"\[[^\]]{0,512}+\]|\{[^}]{0,512}+\}"
 
 # Order matters: whole-block and prefixed tokens first, generic key=value last. Every repetition is bounded
 # or anchored on a literal, so each pattern runs in time linear in the text (see the adversarial tests in
@@ -99,7 +102,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
             + r"\s{0,16}+[=:]\s{0,16}+"
             + _QUOTE
             + r")"
-            r"(?!\[REDACTED\])(" + _VALUE + ")"
+            r"(?!\[REDACTED\])(" + _LIST_OR_OBJECT + "|" + _VALUE + ")"
         ),
         r"\1" + REDACTED,
     ),
