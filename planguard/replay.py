@@ -97,7 +97,7 @@ class RecordedRules:
 
 class RecordedActions:
     """An action classifier that rebuilds a step's recorded action (its type, tool, intent, write kind
-    and flags; no target or path: those were content) when it has one."""
+    and flags; for target and path, their digests: the texts were content) when it has one."""
 
     def __init__(self, classify: Callable[[ToolEvent], Any]) -> None:
         self.classify = classify
@@ -112,9 +112,9 @@ class RecordedActions:
         write = fields.get("write")
         return Action(
             ActionType(fields["type"]),
-            target=fields.get("target"),
+            target=fields.get("target") or _digest(fields.get("target_id")),
             tool=str(fields.get("tool") or event.tool),
-            path=fields.get("path"),
+            path=fields.get("path") or _digest(fields.get("path_id")),
             intent=fields.get("intent"),
             is_validation=bool(fields.get("is_validation")),
             is_source_write=bool(fields.get("is_source_write")),
@@ -124,6 +124,11 @@ class RecordedActions:
             structured=bool(fields.get("structured")),
             scaffold=fields.get("scaffold"),
         )
+
+
+def _digest(value: Any) -> str | None:
+    """A recorded target's or path's digest, as the text detectors compare (``#`` marks it one)."""
+    return f"#{value}" if isinstance(value, str) and value else None
 
 
 _ACTION_TYPES = frozenset(t.value for t in ActionType)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from planguard.actions import Action, ActionType, WriteKind
 from planguard.decisions import Decision, DecisionKind
+from planguard.detectors.repeats import call_key
 from planguard.events import ToolEvent
 from planguard.metrics import Scores
 from planguard.phases import LETTER_OF
@@ -231,6 +232,7 @@ def _step_record_before(
         start_time=ev.start_time,
         end_time=ev.end_time,
         metadata=c.clean(dict(ev.metadata)) if ev.metadata and c.include else {},
+        digest=None if c.include else sink.digest(call_key(ev)),
     )
     cls = step.classification
     roles = list(cls.roles)
@@ -247,7 +249,7 @@ def _step_record_before(
             for x in getattr(cls, "commands", ())
             if (label := str(x.label)) is not None
         ],
-        action=writer_module._action(step.action, c),
+        action=writer_module._action(step.action, c, sink.digest),
         findings=[writer_module._finding(f, c) for f in step.findings],
         decisions=[writer_module._decision(d, c) for d in decisions or ()],
         scores=scores.as_dict() if scores is not None else None,
@@ -350,6 +352,10 @@ def test_redact_value_equals_the_general_path(value: dict[Any, Any]) -> None:
 _maybe_text = st.one_of(st.none(), st.text(max_size=8))
 
 
+def _digest(value: Any) -> str:
+    return f"digest({value!r})"
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     action=st.builds(
@@ -370,6 +376,9 @@ _maybe_text = st.one_of(st.none(), st.text(max_size=8))
 )
 def test_action_fast_path_equals_the_field_loop(action: Action) -> None:
     for content in (ContentPolicy(include=True), ContentPolicy(include=False)):
-        assert writer_module._action(action, content) == writer_module._action_fields(action, content)
-    without = writer_module._action(action, ContentPolicy(include=False))
+        fast = writer_module._action(action, content, _digest)
+        assert fast == writer_module._action_fields(action, content, _digest)
+    without = writer_module._action(action, ContentPolicy(include=False), _digest)
     assert without is not None and "target" not in without and "path" not in without
+    if action.target:
+        assert without["target_id"] == _digest(action.target)  # a digest in its place

@@ -71,6 +71,10 @@ def test_by_default_the_store_keeps_no_content(tmp_path: Path) -> None:
     # What replay and reports need is there: phases, commands' roles, action types, findings, decisions.
     assert [s.letters for s in stored.steps] and all(s.commands for s in stored.steps)
     assert all(s.action and "type" in s.action and "target" not in s.action for s in stored.steps)
+    # ... and which calls were the same: keyed digests (of the call, its action's target), not the text.
+    digests = [s.event.digest for s in stored.steps]
+    assert digests[0] == digests[4] != digests[5] and all(d and len(d) == 18 for d in digests)
+    assert stored.steps[-1].action is not None and "target_id" in stored.steps[-1].action
     findings = [f for s in stored.steps for f in s.findings]
     assert findings and all(f.evidence == "" for f in findings)
     assert all(isinstance(v, (int, float, list)) for f in findings for v in f.data.values())
@@ -140,7 +144,8 @@ def test_a_version_1_file_still_reads(tmp_path: Path) -> None:
 def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: Path, tmp_path: Path) -> None:
     """Real SWE-agent runs, driven live through a guard with the default (metadata-only) store, then replayed
     from the store: every run's letters and compliance scores equal the live ones and those of replaying
-    the original trajectory (the store keeps each step's commands and action type, not their text)."""
+    the original trajectory (the store keeps each step's commands and action type, not their text), and
+    so do its findings but tool_oscillation's (which needs the written texts to see a revert)."""
     runs = [
         t
         for t in islice(iter_trajectories([shared / "data" / "swe-agent" / "trajectories.jsonl"]), 12)
@@ -175,3 +180,5 @@ def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: P
             assert stored[sid].scores[plan].as_dict() == pytest.approx(scores.as_dict()), (sid, plan)
     for sid, summary in original.items():
         assert stored[sid].letters == summary.letters
+        found = {k: n for k, n in summary.finding_counts.items() if k != "tool_oscillation"}
+        assert {k: n for k, n in stored[sid].finding_counts.items() if k != "tool_oscillation"} == found, sid

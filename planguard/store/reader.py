@@ -85,13 +85,16 @@ class StoredSession:
         """The accepted tool calls in order, ready to replay (blocked calls never ran and are left out).
 
         A session kept without content has no arguments to classify again: each event then carries its
-        step's recorded commands and action (``RECORDED_KEY`` in its metadata), which replay takes instead.
+        step's recorded commands and action (``RECORDED_KEY`` in its metadata), which replay takes instead,
+        and its call's digest as its only argument.
         """
         events = [s.event.to_event() for s in self.steps]
         if not self.header.content:
             for step, event in zip(self.steps, events, strict=True):
                 recorded = {"commands": [list(c) for c in step.commands], "action": step.action}
                 event.metadata = {**event.metadata, RECORDED_KEY: recorded}
+                if step.event.digest is not None:  # the same calls stay the same for the detectors
+                    event.arguments = {RECORDED_KEY: step.event.digest}
         return events
 
     @property

@@ -14,9 +14,11 @@ strict JSON: a NaN or infinity in a tool's arguments or metadata, which JSON can
 null, and an Enum as its value (see planguard/store/writer.py).
 
 Version 2 (``"content"`` in the header): without content (the default, see ``StoreConfig.content``) an
-event has no ``arguments``, ``result``, ``action`` text or ``metadata``; findings no evidence and only
-numeric data; decisions no message; canonical actions no ``target``/``path``. What replay needs to
-recompute letters and metrics — each step's ``commands`` (label, role) and action type — is always kept.
+event has no ``arguments``, ``result``, ``action`` text or ``metadata`` but a keyed ``digest`` of the call;
+findings no evidence and only numeric data; decisions no message; commands no labels; canonical actions
+``target_id``/``path_id`` digests instead of ``target``/``path``. What replay needs — each step's
+command roles and action (letters and metrics exactly; digests tell detectors which calls, targets and
+paths were the same within the run) — is always kept.
 Version 1 files (content always kept) still read.
 """
 
@@ -97,6 +99,7 @@ class EventRecord:
     start_time: float | None = None
     end_time: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    digest: str | None = None  # without content: the call's keyed digest (equal calls, equal digests)
 
     def to_event(self) -> ToolEvent:
         args = self.arguments if isinstance(self.arguments, (str, Mapping)) else {}
@@ -117,6 +120,8 @@ class EventRecord:
         d: dict[str, Any] = {"tool": self.tool}
         if self.arguments is not None:
             d["arguments"] = self.arguments
+        if self.digest is not None:
+            d["digest"] = self.digest
         for key in ("call_id", "action", "result", "exit_code", "start_time", "end_time"):
             value = getattr(self, key)
             if value is not None:
@@ -146,6 +151,7 @@ class EventRecord:
             start_time=_num(d.get("start_time")),
             end_time=_num(d.get("end_time")),
             metadata=dict(_opt(d, "metadata", Mapping, "an object", {})),
+            digest=_opt(d, "digest", str, "a string"),
         )
 
 

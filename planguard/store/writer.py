@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import hashlib
 import itertools
 import json
 import math
@@ -22,6 +23,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -30,6 +32,7 @@ import orjson
 
 from .. import __version__
 from ..actions.types import Action
+from ..detectors.repeats import call_key
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
 from ..sinks import SessionRegistry, Sink, forget_oldest_call
@@ -172,6 +175,10 @@ class StoreSink(Sink):
             redact=self.config.redact,
             redactor=redactor,
         )
+        # Without content, a call's identity is kept as a keyed digest (of what the repeat detectors compare,
+        # and of its action's target and path), so that replay still sees which calls were the same. The key
+        # is this sink's own and is never written: digests compare within a run, and reveal nothing.
+        self._digest_key = os.urandom(16)
         self._sessions: SessionRegistry[_State] = SessionRegistry(MAX_SESSIONS)
         self._seq = itertools.count(1)  # file keys; next() is atomic
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
@@ -433,7 +440,7 @@ class StoreSink(Sink):
             "letters": "".join([LETTER_OF.get(r, "?") for r in roles]),
             "commands": self._commands(cls, event),
         }
-        action = _action(step.action, self.content)
+        action = _action(step.action, self.content, self.digest)
         if action is not None:
             d["action"] = action
         if step.findings:
@@ -455,6 +462,10 @@ class StoreSink(Sink):
         shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
         return [[label if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
 
+    def digest(self, value: Any) -> str:
+        """``value``'s keyed digest (see ``_digest_key``): equal values, equal digests, within this sink."""
+        return hashlib.blake2b(repr(value).encode(), key=self._digest_key, digest_size=9).hexdigest()
+
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         c = self.content
         d: dict[str, Any] = {"tool": ev.tool}
@@ -462,6 +473,8 @@ class StoreSink(Sink):
             args = ev.arguments
             # (a copy either way: the event's dict stays the agent's)
             d["arguments"] = c.value(args) if isinstance(args, str) or c.redact else dict(args)
+        else:
+            d["digest"] = self.digest(call_key(ev))
         if ev.call_id is not None:
             d["call_id"] = c.clean(ev.call_id)
         if c.include:
@@ -514,20 +527,27 @@ def _open_private(path: Path) -> IO[bytes]:
     return os.fdopen(fd, "ab")
 
 
-def _action(action: Any, c: ContentPolicy) -> dict[str, Any] | None:
+def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
     """The canonical action's fields; ``target`` and ``path`` (argument text) only with content, and
-    redacted (a URL's credentials); ``intent`` and ``shell`` (a program name) always, redacted."""
+    redacted (a URL's credentials), else their digests (``target_id``, ``path_id``); ``intent`` and
+    ``shell`` (a program name) always, redacted."""
     if action is None:
         return None
     clean = c.clean
     if type(action) is Action:  # the classifier's (every step): _action_fields, spelled out
         out: dict[str, Any] = {"type": str(action.type)}  # (a StrEnum's str() is its value)
-        if action.target and c.include:
-            out["target"] = clean(action.target)
+        if action.target:
+            if c.include:
+                out["target"] = clean(action.target)
+            else:
+                out["target_id"] = digest(action.target)
         if action.tool:
             out["tool"] = action.tool
-        if action.path and c.include:
-            out["path"] = clean(action.path)
+        if action.path:
+            if c.include:
+                out["path"] = clean(action.path)
+            else:
+                out["path_id"] = digest(action.path)
         if action.intent:
             out["intent"] = clean(action.intent)
         if action.write is not None:
@@ -545,16 +565,18 @@ def _action(action: Any, c: ContentPolicy) -> dict[str, Any] | None:
         if action.structured:
             out["structured"] = True
         return out
-    return _action_fields(action, c)
+    return _action_fields(action, c, digest)
 
 
-def _action_fields(action: Any, c: ContentPolicy) -> dict[str, Any]:
+def _action_fields(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any]:
     """Any action-like object's fields, as ``_action`` writes an ``Action``'s."""
     out: dict[str, Any] = {}
     for name in _ACTION_FIELDS:
-        if name in _ACTION_CONTENT and not c.include:
-            continue
         value = getattr(action, name, None)
+        if name in _ACTION_CONTENT and not c.include:
+            if value is not None and value != "":
+                out[f"{name}_id"] = digest(str(getattr(value, "value", value)))
+            continue
         if value is not None and value != "":
             text = str(getattr(value, "value", value))
             out[name] = c.clean(text) if name in _ACTION_TEXTS else text
