@@ -38,7 +38,7 @@ from ..phases import LETTER_OF
 from ..sinks import SessionRegistry, Sink, forget_oldest_call
 from ..telemetry.capture import ContentPolicy
 from ..telemetry.drops import DropCounter
-from ..telemetry.redact import Redactor
+from ..telemetry.redact import Redactor, redact
 from ..telemetry.worker import BackgroundWorker
 from .config import StoreConfig
 from .records import (
@@ -138,7 +138,7 @@ def _encode(record: dict[str, Any]) -> bytes:
 def session_file_name(session_id: str, started_at: float) -> str:
     """``20250101T120000-<id>-<random>.jsonl``: sorts by start time; ids may repeat across runs."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
-    safe = _UNSAFE.sub("_", session_id).strip("._")[:80] or "session"
+    safe = _UNSAFE.sub("_", redact(session_id)).strip("._")[:80] or "session"  # (an id may hold anything)
     return f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.jsonl"
 
 
