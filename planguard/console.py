@@ -12,9 +12,10 @@ Colour (phase letters, findings, decisions) when the stream is a terminal, using
 then); ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on. Lines are formatted and written by a background
 worker, so a slow terminal or pipe never holds up the agent.
 
-Private by default: a decision is shown by its kind and policy, a finding by its detector; their messages
-and evidence (which quote the tool calls) only when ``content`` or
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in, and then redacted (on the worker).
+Private by default: a finding is shown by its detector, a decision answering one by its kind and policy;
+their evidence and message (which quote the tool calls) only when ``content`` or
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in. planguard's own messages (reminders, gate
+refusals) are shown either way. All redacted, on the worker.
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ class ConsoleSink(Sink):
     def _why(self, decision: Decision) -> str:
         """A decision as its line shows it: ``kind: message`` with content, else ``kind (policy)``."""
         kind = decision.kind.value
-        message = self.content.text(decision.message) if decision.message else None
+        message = self.content.message(decision)
         if message:
             return f"{kind}: {self._short(message)}"
         return f"{kind} ({decision.policy})" if decision.policy else kind

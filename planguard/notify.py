@@ -8,9 +8,10 @@ webhook that is down or hangs therefore costs the agent nothing but a counter.
 Events: ``finding`` (every finding) or ``finding:<kind>``; ``decision:<kind>`` (``deny``, ``stop``, ``nudge``,
 ``remind``, ``notify``, ``log``, or ``*``); ``session_start``; ``session_end``.
 
-Private by default: a finding's ``evidence`` and a decision's ``message`` (which quote the tool calls) are
-sent as null unless ``notify.content`` or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in,
-and then redacted; session metadata and ids are always redacted. All of it on the worker thread.
+Private by default: a finding's ``evidence`` and the message of a decision answering one (which quote the
+tool calls) are sent as null unless ``notify.content`` or
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in, and then redacted; planguard's own messages
+(reminders, gate refusals), session metadata and ids are always redacted. All of it on the worker thread.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class WebhookSink(Sink):
                     "session_id": session.id,
                     "kind": decision.kind.value,
                     "policy": decision.policy,
-                    "message": decision.message,
+                    "decision": decision,  # (its message, as the content policy allows, on the worker)
                     "finding": decision.finding.detector if decision.finding is not None else None,
                     "step": step.index if step is not None else None,
                     "tool": step.event.tool if step is not None else None,
@@ -360,9 +361,11 @@ class WebhookSink(Sink):
         c = self.content
         out = dict(item)
         out["session_id"] = c.clean(out.get("session_id"))
-        for key in ("evidence", "message"):
-            if key in out:
-                out[key] = c.text(out[key])
+        if "evidence" in out:
+            out["evidence"] = c.text(out["evidence"])
+        decision = out.pop("decision", None)
+        if decision is not None:
+            out["message"] = c.message(decision)
         if "metadata" in out:
             out["metadata"] = c.clean(out["metadata"])
         return out

@@ -45,7 +45,7 @@ MAX_SCORED_ROLES = 256
 #: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
 _DERIVED = frozenset({"pipeline", "_hooks", "_compliances"})
 #: ``Decision.policy`` of a denial read from a recording (the harness, not this pipeline, decided it).
-_RECORDED = "recorded"
+_RECORDED = "recorded"  # (telemetry.capture.RECORDED_POLICY: sinks treat its messages as content)
 # Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
 _ALLOW_KIND = DecisionKind.ALLOW
 _STOP_KIND = DecisionKind.STOP

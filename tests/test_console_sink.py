@@ -61,7 +61,8 @@ def run(sink: ConsoleSink) -> str:
 @pytest.mark.parametrize(
     ("content", "remind", "deny"),
     [
-        (None, "remind (gate)", "deny (gate)"),  # private by default: kind and policy, no message
+        # planguard's own messages (these answer no finding) are shown either way; a finding's is content
+        (None, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
         (True, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
     ],
 )
@@ -133,3 +134,17 @@ def test_decisions_of_calls_that_never_end_stay_bounded(monkeypatch: pytest.Monk
     steps = [line for line in sink.stream.getvalue().splitlines() if line.startswith("  orphans #")]  # type: ignore[union-attr]
     assert [re.match(r"  orphans #(\d+)", line).group(1) for line in steps] == ["5", "6", "7"]  # type: ignore[union-attr]
     assert all(line.endswith("→ log") for line in steps), steps
+
+
+def test_a_message_answering_a_finding_is_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nudge answering slow_start quotes nothing here, but a finding's answer may (escalation quotes the
+    evidence): without content it is shown by kind and policy only."""
+    from planguard.findings import Finding
+
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    sink = ConsoleSink(io.StringIO(), color=False)
+    finding = Finding("repeated_call", 0, 3, "bash cat secret-path")
+    quoting = Decision(DecisionKind.NUDGE, "repeated_call: bash cat secret-path", "responses", finding)
+    assert sink._why(quoting) == "nudge (responses)"
+    with_content = ConsoleSink(io.StringIO(), color=False, content=True)
+    assert with_content._why(quoting) == "nudge: repeated_call: bash cat secret-path"

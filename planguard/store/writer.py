@@ -514,7 +514,7 @@ def _is_number_data(value: Any) -> bool:
 def _decision(d: Decision, c: ContentPolicy) -> DecisionRecord:
     return DecisionRecord(
         str(d.kind),
-        c.text(d.message, 0) or "",  # (a message may quote the call: content)
+        c.message(d, 0) or "",  # (one answering a finding quotes the calls: content)
         d.policy,
         d.finding.detector if d.finding is not None else None,
         d.ephemeral,

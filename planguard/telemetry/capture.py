@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 ENV_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+#: The policy name of a decision replayed from a harness's recorded denial (see planguard/session.py).
+RECORDED_POLICY = "recorded"
 _log = logging.getLogger("planguard.telemetry")
 
 
@@ -97,8 +99,9 @@ def capture_mode_from_env(environ: Mapping[str, str] | None = None) -> CaptureMo
 @dataclass(frozen=True, slots=True)
 class ContentPolicy:
     """What one sink may write of tool-call content — arguments, results, finding evidence, decision
-    messages, action targets: nothing (``include`` False, metadata only: the default for everything that
-    leaves the process), or the content redacted (``redact``) and cut to ``max_chars`` after redaction."""
+    messages that quote the calls, action targets: nothing (``include`` False, metadata only: the default
+    for everything that leaves the process), or the content redacted (``redact``) and cut to
+    ``max_chars`` after redaction."""
 
     include: bool = False
     max_chars: int = 4096
@@ -138,3 +141,15 @@ class ContentPolicy:
     def clean(self, value: Any) -> Any:
         """Metadata (session facts, call ids) — written either way, redacted unless redaction is off."""
         return redact_value(value, self.redactor) if self.redact else value
+
+    def message(self, decision: Any, max_chars: int | None = None) -> str | None:
+        """A decision's message as the sink may write it. A message answering a finding quotes its
+        evidence, and a recorded harness denial (policy ``recorded``) the harness's reason: content. Any
+        other is planguard's own text (a plan reminder, a gate's refusal from its template): metadata,
+        written either way (redacted)."""
+        text = decision.message
+        if not text:
+            return None
+        if decision.finding is not None or decision.policy == RECORDED_POLICY:
+            return self.text(text, max_chars)
+        return redact_text(text, 0, self.redactor) if self.redact else text
