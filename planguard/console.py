@@ -11,6 +11,11 @@
 Colour (phase letters, findings, decisions) when the stream is a terminal, using ``rich`` (imported only
 then); ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on. Lines are formatted and written by a background
 worker, so a slow terminal or pipe never holds up the agent.
+
+Private by default: a finding is shown by its detector, a decision answering one by its kind and policy;
+their evidence and message (which quote the tool calls) only when ``content`` or
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in. planguard's own messages (reminders, gate
+refusals) are shown either way. All redacted, on the worker.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from .sinks import SessionRegistry, Sink, forget_oldest_call
+from .telemetry.capture import ContentPolicy
 from .telemetry.drops import DropCounter
 from .telemetry.worker import BackgroundWorker
 
@@ -81,11 +87,14 @@ class ConsoleSink(Sink):
         color: bool | None = None,
         drops: DropCounter | None = None,
         max_message_chars: int = 100,
+        content: bool | None = None,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.color = _want_color(self.stream) if color is None else color
         self.drops = drops if drops is not None else DropCounter()
         self._max_msg = max_message_chars
+        # (redacted before it is shortened: the cut never keeps part of a secret)
+        self.content = ContentPolicy.resolve(content, max_chars=max(4 * max_message_chars, 400))
         self._console: Any = None  # rich Console, created on the worker thread when colour is on
         # Per session: decisions waiting for their step's line, and a gate's decisions in progress.
         self._states: SessionRegistry[tuple[dict[int, list[Decision]], list[Any]]] = SessionRegistry(
@@ -147,7 +156,7 @@ class ConsoleSink(Sink):
             return
         decisions, pre = self._state(session)
         if step is None:
-            self._worker.submit(("decision", session.id, decision.kind.value, decision.message))
+            self._worker.submit(("decision", session.id, decision))
         elif step.index >= session.n_steps:  # gating the call
             if not pre or pre[0] is not step:
                 pre[:] = [step]
@@ -159,7 +168,7 @@ class ConsoleSink(Sink):
                         session.id,
                         step.index,
                         step.event.tool,
-                        [(d.kind.value, d.message) for d in pre[1:]],
+                        list(pre[1:]),
                     )
                 )
                 pre.clear()
@@ -216,6 +225,14 @@ class ConsoleSink(Sink):
         text = " ".join(text.split())
         return text if len(text) <= self._max_msg else text[: self._max_msg - 1] + "…"
 
+    def _why(self, decision: Decision) -> str:
+        """A decision as its line shows it: ``kind: message`` with content, else ``kind (policy)``."""
+        kind = decision.kind.value
+        message = self.content.message(decision)
+        if message:
+            return f"{kind}: {self._short(message)}"
+        return f"{kind} ({decision.policy})" if decision.policy else kind
+
     def _line(self, item: tuple[Any, ...]) -> list[tuple[str, str]]:
         kind, sid = item[0], item[1]
         if kind == "step":
@@ -237,7 +254,7 @@ class ConsoleSink(Sink):
             )
         if kind == "blocked":
             _, _, index, tool, decisions = item
-            why = "; ".join(f"{k}: {self._short(m)}" if m else k for k, m in decisions)
+            why = "; ".join(self._why(d) for d in decisions)
             return [
                 (f"  {sid} ", "dim"),
                 (f"#{index:<4}", "bold"),
@@ -246,21 +263,19 @@ class ConsoleSink(Sink):
                 (f"  → {why}", "red"),
             ]
         if kind == "decision":
-            _, _, dkind, message = item
-            style = "bold red" if dkind in _BLOCK_KINDS else "yellow"
-            return [
-                (f"  {sid} ", "dim"),
-                ("      ↳ ", "dim"),
-                (dkind, style),
-                (f": {self._short(message)}" if message else "", "dim"),
-            ]
+            _, _, decision = item
+            kind = decision.kind.value
+            style = "bold red" if kind in _BLOCK_KINDS else "yellow"
+            why = self._why(decision)  # starts with the kind
+            return [(f"  {sid} ", "dim"), ("      ↳ ", "dim"), (kind, style), (why[len(kind) :], "dim")]
         if kind == "finding":
             _, _, detector, evidence = item
+            shown = self.content.text(evidence) if evidence else None
             return [
                 (f"  {sid} ", "dim"),
                 ("      ⚑ ", "bold red"),
                 (detector, "bold red"),
-                (f": {self._short(evidence)}" if evidence else "", "dim"),
+                (f": {self._short(shown)}" if shown else "", "dim"),
             ]
         if kind == "start":
             return [("▶ ", "bold green"), (sid, "bold"), (f"  plan={item[2]}", "dim")]

@@ -7,7 +7,11 @@ from enum import StrEnum
 
 from .findings import Finding
 
-__all__ = ["Decision", "DecisionKind", "ALLOW"]
+__all__ = ["ALLOW", "RECORDED_POLICY", "Decision", "DecisionKind"]
+
+#: The policy name of a decision replayed from a recorded denial (a harness or hook refused the call when
+#: it was recorded); sinks treat its message as content, since it may quote the call.
+RECORDED_POLICY = "recorded"
 
 
 class DecisionKind(StrEnum):

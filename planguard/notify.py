@@ -12,6 +12,11 @@ deadline the same way, and counts it as dropped: when it returns, nothing is pen
 
 Events: ``finding`` (every finding) or ``finding:<kind>``; ``decision:<kind>`` (``deny``, ``stop``, ``nudge``,
 ``remind``, ``notify``, ``log``, or ``*``); ``session_start``; ``session_end``.
+
+Private by default: a finding's ``evidence`` and the message of a decision answering one (which quote the
+tool calls) are sent as null unless ``notify.content`` or
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in, and then redacted; planguard's own messages
+(reminders, gate refusals), session metadata and ids are always redacted. All of it on the worker thread.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .decisions import DecisionKind
 from .sinks import Sink
+from .telemetry.capture import ContentPolicy
 
 if TYPE_CHECKING:
     import httpx
@@ -50,6 +56,8 @@ logger = logging.getLogger("planguard.notify")
 EVENT_NAMES = ("finding", "finding:<kind>", "decision:<kind>", "decision:*", "session_start", "session_end")
 _DECISION_KINDS = {k.value for k in DecisionKind}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: Longest evidence or message text an event carries (when content is sent at all).
+MAX_CONTENT_CHARS = 2000
 
 
 class NotifyConfig(BaseModel):
@@ -79,6 +87,11 @@ class NotifyConfig(BaseModel):
     max_backoff_s: float = Field(10.0, ge=0, description="Longest retry delay.")
     queue_size: int = Field(
         1000, ge=1, description="Events waiting for delivery; beyond this they are dropped."
+    )
+    content: bool | None = Field(
+        None,
+        description="Send finding evidence and decision messages (redacted). null: only when "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT opts in; false: never (they are sent as null).",
     )
 
     @field_validator("url")
@@ -130,6 +143,7 @@ class WebhookSink(Sink):
         self.config = config
         self.url = config.url
         self._transport = transport
+        self.content = ContentPolicy.resolve(config.content, max_chars=MAX_CONTENT_CHARS)
         ev = set(config.events)
         self._all_findings = "finding" in ev
         self._finding_kinds = frozenset(e.split(":", 1)[1] for e in ev if e.startswith("finding:"))
@@ -189,7 +203,7 @@ class WebhookSink(Sink):
                     "session_id": session.id,
                     "kind": decision.kind.value,
                     "policy": decision.policy,
-                    "message": decision.message,
+                    "decision": decision,  # (its message, as the content policy allows, on the worker)
                     "finding": decision.finding.detector if decision.finding is not None else None,
                     "step": step.index if step is not None else None,
                     "tool": step.event.tool if step is not None else None,
@@ -345,7 +359,7 @@ class WebhookSink(Sink):
     def _deliver(self, client: httpx.Client, item: dict[str, Any]) -> bool:
         import httpx
 
-        body = json.dumps({"source": "planguard", **item}, default=str).encode()
+        body = json.dumps({"source": "planguard", **self._private(item)}, default=str).encode()
         cfg = self.config
         for attempt in range(cfg.max_retries + 1):
             if attempt:
@@ -413,6 +427,20 @@ class WebhookSink(Sink):
             with self._cond:
                 self._cut_in_flight = None
         return response
+
+    def _private(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The event as it may leave the process: content only as the policy allows, redacted."""
+        c = self.content
+        out = dict(item)
+        out["session_id"] = c.clean(out.get("session_id"))
+        if "evidence" in out:
+            out["evidence"] = c.text(out["evidence"])
+        decision = out.pop("decision", None)
+        if decision is not None:
+            out["message"] = c.message(decision)
+        if "metadata" in out:
+            out["metadata"] = c.clean(out["metadata"])
+        return out
 
     def _done(self, *, ok: bool = False, dropped: bool = False) -> None:
         with self._cond:

@@ -10,18 +10,22 @@ metadata, as the session store writes it).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from .actions.types import Action, ActionType, WriteKind
+from .events import ToolEvent
 from .loaders import LoadError, Trajectory, iter_trajectories
-from .phases import LETTER_OF
-from .phases.classifier import rules_for
+from .phases import LETTER_OF, PhaseRules
+from .phases.classifier import PhaseClassifier, letter_map, rules_for
+from .phases.roles import GENERAL, Classification, Command
 from .plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
 from .session import RECORDED_POLICY, Pipeline, Session, SessionSummary
 from .sinks import Sink
 from .step import Step
+from .store.records import RECORDED_KEY
 
 if TYPE_CHECKING:
     from .config import Config
@@ -32,6 +36,8 @@ __all__ = [
     "DecisionLog",
     "ReplayResult",
     "config_pipeline",
+    "RecordedActions",
+    "RecordedRules",
     "replay",
     "replay_pipeline",
     "resolve_plans",
@@ -112,18 +118,22 @@ def replay_pipeline(
     sinks: Sequence[Sink] = (),
 ) -> Pipeline:
     """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``;
-    ``sinks`` receive the replayed sessions (``planguard replay --export otlp``)."""
+    ``sinks`` receive the replayed sessions (``planguard replay --export otlp``).
+
+    A step recorded without content (a store kept metadata only) is taken as recorded — its commands'
+    roles and its action type — since there is nothing to classify again; every other step is classified.
+    """
     kwargs: dict[str, Any] = {}
     if diagnostics:
         from .actions import classify_action
         from .detectors import default_detectors
 
-        kwargs = {"actions": classify_action, "detectors": default_detectors()}
+        kwargs = {"actions": RecordedActions(classify_action), "detectors": default_detectors()}
     # The first plan's declared phases, when it declares them, classify instead of the coding rules.
     vocabulary = kwargs.get("actions")
-    return Pipeline(
-        rules=rules_for(plans[0], rules, vocabulary), plans=tuple(plans), sinks=tuple(sinks), **kwargs
-    )
+    # (the pipeline asks its rules only for new_state() and classify(), and reads their name and letters)
+    recorded_first = cast(PhaseRules, RecordedRules(rules_for(plans[0], rules, vocabulary)))
+    return Pipeline(rules=recorded_first, plans=tuple(plans), sinks=tuple(sinks), **kwargs)
 
 
 def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
@@ -145,6 +155,72 @@ def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
         policies=tuple(build_policies(config.policies, plans[0], fail_closed_gates=config.fail_closed_gates)),
         sinks=tuple(sinks),
     )
+
+
+def _recorded(event: ToolEvent) -> dict[str, Any] | None:
+    meta = event.metadata
+    recorded = meta.get(RECORDED_KEY) if meta else None
+    return recorded if isinstance(recorded, dict) else None
+
+
+class RecordedRules:
+    """Phase rules that take a step's recorded commands (see ``RECORDED_KEY``) when it has them."""
+
+    def __init__(self, rules: PhaseClassifier) -> None:
+        self.rules = rules
+        self.name = getattr(rules, "name", None)
+        self.letter_of = letter_map(rules)
+        self.needs_result = bool(getattr(rules, "needs_result", False))
+
+    def new_state(self) -> Any:
+        return self.rules.new_state()
+
+    def classify(self, event: ToolEvent, state: Any) -> Classification:
+        recorded = _recorded(event)
+        if recorded is None:
+            return self.rules.classify(event, state)
+        commands = tuple(Command(str(label), str(role)) for label, role in recorded.get("commands") or ())
+        return Classification(commands or (Command(event.tool or "unknown", GENERAL),))
+
+
+class RecordedActions:
+    """An action classifier that rebuilds a step's recorded action (its type, tool, intent, write kind
+    and flags; for target and path, their digests: the texts were content) when it has one."""
+
+    def __init__(self, classify: Callable[[ToolEvent], Any]) -> None:
+        self.classify = classify
+
+    def __call__(self, event: ToolEvent) -> Any:
+        recorded = _recorded(event)
+        if recorded is None:
+            return self.classify(event)
+        fields = recorded.get("action")
+        if not isinstance(fields, dict) or fields.get("type") not in _ACTION_TYPES:
+            return None
+        write = fields.get("write")
+        return Action(
+            ActionType(fields["type"]),
+            target=fields.get("target") or _digest(fields.get("target_id")),
+            tool=str(fields.get("tool") or event.tool),
+            path=fields.get("path") or _digest(fields.get("path_id")),
+            intent=fields.get("intent"),
+            is_validation=bool(fields.get("is_validation")),
+            is_source_write=bool(fields.get("is_source_write")),
+            is_completion=bool(fields.get("is_completion")),
+            write=WriteKind(write) if write in _WRITE_KINDS else None,
+            shell=fields.get("shell"),
+            structured=bool(fields.get("structured")),
+            scaffold=fields.get("scaffold"),
+        )
+
+
+def _digest(value: Any) -> str | None:
+    """A recorded target's or path's digest, as the text detectors compare (``#`` marks it one)."""
+    return f"#{value}" if isinstance(value, str) and value else None
+
+
+_ACTION_TYPES = frozenset(t.value for t in ActionType)
+_WRITE_KINDS = frozenset(k.value for k in WriteKind)
 
 
 def replay(

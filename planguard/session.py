@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from .actions.types import Action, ActionType
-from .decisions import ALLOW, Decision, DecisionKind
+from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
 from .detectors.base import Detector
 from .detectors.todo import todo_state
 from .errors import ErrorCounter
@@ -46,8 +46,6 @@ MAX_QUEUED_MESSAGES = 16
 MAX_SCORED_ROLES = 256
 #: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
 _DERIVED = frozenset({"pipeline", "_hooks", "_compliances"})
-#: ``Decision.policy`` of a denial read from a recording (the harness, not this pipeline, decided it).
-RECORDED_POLICY = "recorded"
 # Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
 _ALLOW_KIND = DecisionKind.ALLOW
 _STOP_KIND = DecisionKind.STOP

@@ -58,16 +58,27 @@ def run(sink: ConsoleSink) -> str:
     return sink.stream.getvalue()  # type: ignore[attr-defined,no-any-return]
 
 
-def test_plain_timeline() -> None:
-    out = run(ConsoleSink(io.StringIO(), color=False))
+@pytest.mark.parametrize(
+    ("content", "remind", "deny"),
+    [
+        # planguard's own messages (these answer no finding) are shown either way; a finding's is content
+        (None, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
+        (True, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
+    ],
+)
+def test_plain_timeline(
+    monkeypatch: pytest.MonkeyPatch, content: bool | None, remind: str, deny: str
+) -> None:
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    out = run(ConsoleSink(io.StringIO(), color=False, content=content))
     assert not ANSI.search(out)
     lines = out.splitlines()
     assert lines[0] == "▶ dev-1  plan=plan"
     assert re.match(r"  dev-1 #0   bash {16}N   {14}PC 0\.40  N1$", lines[1]), lines[1]
-    assert lines[2].startswith("  dev-1       ↳ remind: PLAN REMINDER: navigate first")
+    assert lines[2] == f"  dev-1       ↳ {remind}"
     step1 = lines[3]
     assert "#1" in step1 and "✗ failed" in step1 and "⚑ slow_start" in step1 and "→ nudge" in step1
-    assert lines[4] == "  dev-1 #2   bash                ✗ blocked  → deny: destructive command refused"
+    assert lines[4] == f"  dev-1 #2   bash                ✗ blocked  → {deny}"
     assert lines[5].startswith("  dev-1 #2   bash                N")
     assert lines[6].startswith("■ dev-1  3 steps  N")
     assert "findings: slow_start" in lines[6]
@@ -123,3 +134,17 @@ def test_decisions_of_calls_that_never_end_stay_bounded(monkeypatch: pytest.Monk
     steps = [line for line in sink.stream.getvalue().splitlines() if line.startswith("  orphans #")]  # type: ignore[union-attr]
     assert [re.match(r"  orphans #(\d+)", line).group(1) for line in steps] == ["5", "6", "7"]  # type: ignore[union-attr]
     assert all(line.endswith("→ log") for line in steps), steps
+
+
+def test_a_message_answering_a_finding_is_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nudge answering slow_start quotes nothing here, but a finding's answer may (escalation quotes the
+    evidence): without content it is shown by kind and policy only."""
+    from planguard.findings import Finding
+
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    sink = ConsoleSink(io.StringIO(), color=False)
+    finding = Finding("repeated_call", 0, 3, "bash cat secret-path")
+    quoting = Decision(DecisionKind.NUDGE, "repeated_call: bash cat secret-path", "responses", finding)
+    assert sink._why(quoting) == "nudge (responses)"
+    with_content = ConsoleSink(io.StringIO(), color=False, content=True)
+    assert with_content._why(quoting) == "nudge: repeated_call: bash cat secret-path"

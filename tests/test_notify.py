@@ -102,8 +102,13 @@ def webhook(guard) -> WebhookSink:
     return sink
 
 
-def test_chosen_events_are_delivered_as_json(endpoint):
-    guard, _ = notify_guard(endpoint.url, events=["finding:loop", "decision:notify", "session_end"])
+@pytest.mark.parametrize(("content", "evidence"), [(None, None), (True, "loop evidence")])
+def test_chosen_events_are_delivered_as_json(endpoint, monkeypatch, content, evidence):
+    # Evidence (which quotes the calls) goes out only when content is opted into.
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    guard, _ = notify_guard(
+        endpoint.url, events=["finding:loop", "decision:notify", "session_end"], content=content
+    )
     drive(guard, "s1", [SEARCH, ToolEvent("edit")], end=True)
     sink = webhook(guard)
     assert sink.flush(5)
@@ -114,7 +119,7 @@ def test_chosen_events_are_delivered_as_json(endpoint):
         "event": "finding",
         "session_id": "s1",
         "kind": "loop",
-        "evidence": "loop evidence",
+        "evidence": evidence,
         "first_step": 0,
         "last_step": 0,
         "at_end": False,

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from planguard.actions import Action, ActionType, WriteKind
 from planguard.decisions import Decision, DecisionKind
+from planguard.detectors.repeats import call_key
 from planguard.events import ToolEvent
 from planguard.metrics import Scores
 from planguard.phases import LETTER_OF
@@ -25,7 +26,8 @@ from planguard.store import writer as writer_module
 from planguard.store.config import StoreConfig
 from planguard.store.records import EventRecord, StepRecord
 from planguard.store.writer import _ENCODER, StoreSink, _encode
-from planguard.telemetry.redact import REDACTED, Redactor, redact_value, truncate
+from planguard.telemetry.capture import ContentPolicy
+from planguard.telemetry.redact import REDACTED, Redactor, redact_value
 from planguard.testing import ScriptedDetector
 
 
@@ -217,41 +219,48 @@ def _step_record_before(
 ) -> StepRecord:
     """The step record as the writer built it before it wrote JSON directly: through the record classes."""
     ev = step.event
-    result = ev.result
-    if result is not None:
-        result = truncate(result, sink.config.max_result_chars)
-        if sink.config.redact:
-            result = sink._clean(result)
+    c = sink.content
     args = ev.arguments
     event = EventRecord(
         tool=ev.tool,
-        arguments=sink._clean(dict(args) if not isinstance(args, str) else args),
-        call_id=ev.call_id,
-        action=sink._clean(ev.action) if ev.action is not None else None,
-        result=result,
+        arguments=(c.value(args) if isinstance(args, str) or c.redact else dict(args)) if c.include else None,
+        call_id=c.clean(ev.call_id) if ev.call_id is not None else None,
+        action=c.text(ev.action, 0) if ev.action is not None else None,
+        result=c.text(ev.result) if ev.result is not None else None,
         is_error=ev.is_error,
         exit_code=ev.exit_code,
         start_time=ev.start_time,
         end_time=ev.end_time,
-        metadata=sink._clean(dict(ev.metadata)) if ev.metadata else {},
+        metadata=c.clean(dict(ev.metadata)) if ev.metadata and c.include else {},
+        digest=None if c.include else sink.digest(call_key(ev)),
     )
     cls = step.classification
     roles = list(cls.roles)
+    shown_event = event.to_json()
+    shown = f"{shown_event.get('tool')} {shown_event.get('action') or ''} {shown_event.get('arguments')}"
     return StepRecord(
         index=step.index,
         event=event,
         roles=roles,
         letters="".join(LETTER_OF.get(r, "?") for r in roles),
-        commands=[(str(c.label), str(c.role)) for c in getattr(cls, "commands", ())],
-        action=writer_module._action(step.action),
-        findings=[writer_module._finding(f) for f in step.findings],
-        decisions=[writer_module._decision(d) for d in decisions or ()],
+        # (a label only with content, and only where the redacted call shows it)
+        commands=[
+            (label if c.include and label in shown else "", str(x.role))
+            for x in getattr(cls, "commands", ())
+            if (label := str(x.label)) is not None
+        ],
+        action=writer_module._action(step.action, c, sink.digest),
+        findings=[writer_module._finding(f, c) for f in step.findings],
+        decisions=[writer_module._decision(d, c) for d in decisions or ()],
         scores=scores.as_dict() if scores is not None else None,
         n_model_calls=n_model_calls,
     )
 
 
-@pytest.mark.parametrize("store", [{}, {"redact": False}, {"max_result_chars": 10}])
+@pytest.mark.parametrize(
+    "store",
+    [{}, {"content": True}, {"content": True, "redact": False}, {"content": True, "max_result_chars": 10}],
+)
 @settings(max_examples=60, deadline=None)
 @given(events=st.lists(_events, min_size=1, max_size=6))
 def test_step_lines_equal_the_step_records(store: dict[str, Any], events: list[ToolEvent]) -> None:
@@ -288,23 +297,28 @@ def test_step_lines_equal_the_step_records(store: dict[str, Any], events: list[T
 
 
 def _redact_value_before(value: Any, r: Redactor, depth: int = 0) -> Any:
-    """redact_value as it was, without the inlined string case."""
+    """redact_value spelled out, without the inlined string and key cases."""
     if isinstance(value, str):
         return r(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
     if depth > 32:
         return REDACTED
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
-            if redact_value({key: 1}, r) == {key: REDACTED} and isinstance(v, (str, int, float)) and v != "":
-                out[key] = REDACTED
+            named_secret = redact_value({key: "x"}, r) == {r(key): REDACTED}
+            if named_secret and v is not None and v != "" and not isinstance(v, bool):
+                out[r(key)] = REDACTED
             else:
-                out[key] = _redact_value_before(v, r, depth + 1)
+                out[r(key)] = _redact_value_before(v, r, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [_redact_value_before(v, r, depth + 1) for v in value]
-    return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return r(bytes(value).decode("utf-8", "replace"))
+    return r(str(value))
 
 
 def _every_pattern(r: Redactor, text: str) -> str:
@@ -338,6 +352,10 @@ def test_redact_value_equals_the_general_path(value: dict[Any, Any]) -> None:
 _maybe_text = st.one_of(st.none(), st.text(max_size=8))
 
 
+def _digest(value: Any) -> str:
+    return f"digest({value!r})"
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     action=st.builds(
@@ -357,4 +375,10 @@ _maybe_text = st.one_of(st.none(), st.text(max_size=8))
     )
 )
 def test_action_fast_path_equals_the_field_loop(action: Action) -> None:
-    assert writer_module._action(action) == writer_module._action_fields(action)
+    for content in (ContentPolicy(include=True), ContentPolicy(include=False)):
+        fast = writer_module._action(action, content, _digest)
+        assert fast == writer_module._action_fields(action, content, _digest)
+    without = writer_module._action(action, ContentPolicy(include=False), _digest)
+    assert without is not None and "target" not in without and "path" not in without
+    if action.target:
+        assert without["target_id"] == _digest(action.target)  # a digest in its place

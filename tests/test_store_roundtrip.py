@@ -73,7 +73,7 @@ class Policies(Policy):
 def live(
     tmp_path: Path, *, session_id: str = "live-1", result: str = "ok", **store: Any
 ) -> tuple[StoreSink, RecordingSink, Session]:
-    sink = StoreSink(StoreConfig(path=str(tmp_path), **store))
+    sink = StoreSink(StoreConfig(content=True, path=str(tmp_path), **store))
     rec = RecordingSink()
     pipe = Pipeline(
         detectors=(ScriptedDetector("failing_run", lambda s: s.event.failed),),
@@ -155,11 +155,12 @@ def test_replaying_stored_events_reproduces_the_live_numbers(tmp_path: Path) -> 
 
 def test_secrets_are_redacted_and_results_cut(tmp_path: Path) -> None:
     token = "ghp_" + "s" * 36
-    sink, _, _ = live(tmp_path, result=f"{'x' * 50} token {token}", max_result_chars=20)
+    # The cut (at 20) goes through the token: it is redacted before the cut, so no prefix of it is kept.
+    sink, _, _ = live(tmp_path, result=f"word word {token} and more", max_result_chars=20)
     raw = sink.written[0].read_text()
-    assert token not in raw
+    assert token not in raw and "ssss" not in raw
     stored = read_session(sink.written[0])
-    assert stored.steps[0].event.result is not None and stored.steps[0].event.result.startswith("x" * 20)
+    assert stored.steps[0].event.result is not None and stored.steps[0].event.result.startswith("word word")
     assert "truncated" in stored.steps[0].event.result
 
 
@@ -227,7 +228,7 @@ def test_files_that_are_not_sessions(tmp_path: Path) -> None:
 def test_a_full_queue_drops_and_counts_and_a_dropped_header_is_made_up(tmp_path: Path) -> None:
     gate = threading.Event()
     drops = DropCounter()
-    sink = StoreSink(StoreConfig(path=str(tmp_path), max_queue=3), drops=drops)
+    sink = StoreSink(StoreConfig(content=True, path=str(tmp_path), max_queue=3), drops=drops)
     real_write = sink._write
     sink._worker._handle = lambda batch: (gate.wait(10), real_write(batch))  # type: ignore[method-assign]
     s = Pipeline(sinks=(sink,)).session("slow")
@@ -251,7 +252,7 @@ def test_unwritable_directory_counts_a_drop(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     drops = DropCounter()
-    sink = StoreSink(StoreConfig(path=str(blocker / "sessions")), drops=drops)
+    sink = StoreSink(StoreConfig(content=True, path=str(blocker / "sessions")), drops=drops)
     s = Pipeline(sinks=(sink,)).session("nowhere")
     s.observe(ToolEvent.shell("ls"))
     s.end()
@@ -269,7 +270,7 @@ def test_a_record_that_cannot_be_written_costs_only_itself(tmp_path: Path) -> No
         __str__ = __repr__
 
     drops = DropCounter()
-    sink = StoreSink(StoreConfig(path=str(tmp_path)), drops=drops)
+    sink = StoreSink(StoreConfig(content=True, path=str(tmp_path)), drops=drops)
     s = Pipeline(sinks=(sink,)).session("mixed")
     s.observe(ToolEvent.shell("ls a"))
     s.observe(ToolEvent(tool="weird", arguments={"x": Unprintable()}))
@@ -354,7 +355,9 @@ def test_a_cyclic_argument_is_cut_or_costs_only_its_record(tmp_path: Path) -> No
     cyclic["self"] = cyclic
     for redact in (True, False):
         drops = DropCounter()
-        sink = StoreSink(StoreConfig(path=str(tmp_path / str(redact)), redact=redact), drops=drops)
+        sink = StoreSink(
+            StoreConfig(content=True, path=str(tmp_path / str(redact)), redact=redact), drops=drops
+        )
         s = Pipeline(sinks=(sink,)).session("cyclic")
         s.observe(ToolEvent(tool="weird", arguments={"x": cyclic}))
         s.observe(ToolEvent.shell("ls b"))
@@ -389,7 +392,7 @@ def test_overlapping_calls_keep_their_own_decisions_in_order(tmp_path_factory: A
     """Calls started before others end (parallel tool calls), in any interleaving, with a denied call among
     them: each step record holds its gate's note, then its after-call reminder, and nothing else."""
     path = tmp_path_factory.mktemp("overlap")
-    sink = StoreSink(StoreConfig(path=str(path)))
+    sink = StoreSink(StoreConfig(content=True, path=str(path)))
     s = Pipeline(policies=(GateEverything(),), sinks=(sink,)).session("overlap")
     events = {f"c{i}": ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}") for i in range(3)}
     started: set[str] = set()
@@ -421,7 +424,7 @@ def test_a_lone_surrogate_is_kept_escaped_not_dropped(tmp_path: Path, redact: bo
     # A model's JSON may escape a lone surrogate ("\ud800"), which UTF-8 cannot carry: the record is written
     # with its non-ASCII characters escaped, and reads back as it was.
     drops = DropCounter()
-    sink = StoreSink(StoreConfig(path=str(tmp_path), redact=redact), drops=drops)
+    sink = StoreSink(StoreConfig(content=True, path=str(tmp_path), redact=redact), drops=drops)
     s = Pipeline(sinks=(sink,)).session("odd-\udc80-id")
     text = "naïve \ud800 lone"
     s.observe(ToolEvent(tool="write", arguments={"content": text}, result="ok \udfff"))
@@ -441,7 +444,7 @@ def test_a_key_json_cannot_write_is_kept_as_text(tmp_path: Path) -> None:
     # Only a Python-made event can carry one (tool arguments from a model are JSON); with redaction off
     # nothing else turns keys into text, and the record used to be dropped.
     drops = DropCounter()
-    sink = StoreSink(StoreConfig(path=str(tmp_path), redact=False), drops=drops)
+    sink = StoreSink(StoreConfig(content=True, path=str(tmp_path), redact=False), drops=drops)
     s = Pipeline(sinks=(sink,)).session("keys")
     s.observe(ToolEvent(tool="python_tool", arguments={(1, 2): "pair", "n": {3: "three"}}))
     s.end()
@@ -464,7 +467,7 @@ def test_decisions_of_calls_that_never_end_stay_bounded(
 
     monkeypatch.setattr(session_module, "MAX_PENDING", 3)
     monkeypatch.setattr(sinks, "MAX_OPEN_CALLS", 3)
-    sink = StoreSink(StoreConfig(path=str(tmp_path)))
+    sink = StoreSink(StoreConfig(content=True, path=str(tmp_path)))
     s = Pipeline(policies=(GateEverything(),), sinks=(sink,)).session("orphans")
     n = 8
     for i in range(n):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import string
 import sys
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -16,11 +18,13 @@ from planguard.telemetry.redact import (
     _MEMO_MAX_CHARS,
     _MEMO_SIZE,
     _NEEDLES_OF,
+    MAX_TEXT_CHARS,
     REDACTED,
     Redactor,
     _fold,
     may_hold_secret,
     redact,
+    redact_text,
     redact_value,
     render_content,
 )
@@ -149,7 +153,7 @@ def test_folding_maps_every_character_the_patterns_take_for_ascii() -> None:
     patterns match as an ASCII letter (or key-name character, space, quote, ``=``/``:``) folds to exactly
     one character of the same kind, and a value character folds to text starting with a value character."""
     key = re.compile(r"(?i)[A-Za-z0-9_.-]")
-    value = re.compile(r"(?i)[^\s\"',;}&]")
+    value = re.compile(r"(?i)[^\s\"',;}&\\]")
     for cp in range(sys.maxunicode + 1):
         if 0xD800 <= cp <= 0xDFFF:
             continue
@@ -165,7 +169,7 @@ def test_folding_maps_every_character_the_patterns_take_for_ascii() -> None:
         if c in "\"'=:":
             assert f == c
         if value.fullmatch(c):
-            assert f and re.match(r"[^\s\"',;}&]", f), (hex(cp), f)
+            assert f and re.match(r"[^\s\"',;}&\\]", f), (hex(cp), f)
 
 
 def test_dotted_capital_i_still_reaches_the_key_patterns() -> None:
@@ -216,3 +220,123 @@ def test_memo_answers_repeats_as_the_first_time_per_redactor_and_stays_bounded()
         plain(f"cat file_{i}.py")
     assert len(plain._memo) <= _MEMO_SIZE
     assert plain("export DB_PASSWORD=hunter2") == f"export DB_PASSWORD={REDACTED}"
+
+
+# --------------------------------------------------------------------------- the shapes of issue #21 item 3
+
+PGP = (
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXpgpgSECRETBODYabc123\n=Xy9z\n"
+    "-----END PGP PRIVATE KEY BLOCK-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("git clone https://admin:pa/ss9word@git.example.com/r.git", "pa/ss9word"),
+        ("https://admin:p@ss9word@db.example.com/x", "p@ss9word"),
+        ("https://admin:hunter2pass@example.com/x", "hunter2pass"),
+        (f"key:\n{PGP}\n", "lQOYBGXpgpgSECRETBODYabc123"),
+        ("-----BEGIN CERTIFICATE-----\nMIIBsecretcertbody\n-----END CERTIFICATE-----", "MIIBsecretcertbody"),
+        (json.dumps(json.dumps({"password": "hunter2x"})), "hunter2x"),
+        (json.dumps({"cfg": json.dumps({"password": ["hunter2x", "y2"]})}), "hunter2x"),
+        ('{"password": ["hunter2x", "other"]}', "hunter2x"),
+        ('{"credentials": {"user": "u", "pw": "hunter2x"}}', "hunter2x"),
+        ("mysql -u root -phunter2x appdb", "hunter2x"),
+        ("mysqldump -h db -phunter2x -P 3306 appdb", "hunter2x"),
+        ("curl -u admin:hunter2x https://api.example.com", "hunter2x"),
+        ("curl --user admin:hunter2x https://api.example.com", "hunter2x"),
+        ("DB_PASS=hunter2x ./migrate", "hunter2x"),
+        ("export APP_PASSWORD=hunter2x", "hunter2x"),
+        ("CI_DEPLOY_TOKEN=hunter2x make deploy", "hunter2x"),
+        ("MYSQL_PWD=hunter2x mysql", "hunter2x"),
+        ("sshpass -p hunter2x ssh deploy@host", "hunter2x"),
+        ("sshpass -phunter2x scp f host:", "hunter2x"),
+    ],
+)
+def test_issue_21_shapes_are_redacted(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out, out
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["mysql -P 3306 -h db", "5 passed, 1 skipped", "bypass=1", "sort -u names.txt", "ssh user@host"],
+)
+def test_lookalikes_of_the_new_shapes_are_untouched(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_secret_named_keys_lose_whatever_they_hold_and_bytes_are_text() -> None:
+    value = {
+        "password": ["hunter2x", "b"],
+        "api_token": {"value": "hunter2x"},
+        "secret": b"hunter2x",
+        "blob": b"auth ghp_" + b"z" * 36,
+        "bad": b"\xff\xfe token=hunter2x",
+        "obj": _Holder("password=hunter2x"),
+        "flag_auth": True,
+        "n": 3,
+    }
+    out = redact_value(value)
+    text = json.dumps(out)
+    assert "hunter2x" not in text and "zzzz" not in text
+    assert out["flag_auth"] is True and out["n"] == 3  # booleans and plain numbers are no secrets
+    assert out["password"] == out["api_token"] == out["secret"] == REDACTED
+
+
+class _Holder:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def test_a_secret_in_a_key_is_redacted() -> None:
+    token = "ghp_" + "k" * 36
+    assert token not in json.dumps(redact_value({token: 1}))
+
+
+@pytest.mark.parametrize("limit", [10, 50, 96, 100, 110, 4096])
+def test_cut_before_redaction_never_leaves_a_prefix(limit: int) -> None:
+    # A token straddling the limit: the cut drops the word it goes through before redaction.
+    for secret in (
+        "ghp_" + "k" * 36,
+        "https://admin:hunter2pass@h/x",
+        "sshpass -p hunter2x",
+        "mysql -phunter2x",
+    ):
+        text = "a" * (limit - 12) + " " + secret + " tail"
+        out = redact_text(text, limit)
+        assert "kkkk" not in out and "hunter2" not in out, (limit, out)
+        assert len(out) <= limit + len("…[99999 chars truncated]")
+
+
+# Inputs built to make a backtracking pattern retry at every position; every pattern is bounded, so each
+# finishes in well under a second at the size cap (a quadratic one would take minutes).
+_ADVERSARIAL = {
+    "url": "a://b:" * (MAX_TEXT_CHARS // 6),
+    "key-dots": "a." * (MAX_TEXT_CHARS // 2) + " password=x",
+    "key-run": "token" * (MAX_TEXT_CHARS // 5) + "=x",
+    "flags": "--token" * (MAX_TEXT_CHARS // 7),
+    "dashes": "-" * MAX_TEXT_CHARS + " --password x",
+    "mysql": "mysql " * (MAX_TEXT_CHARS // 6) + "-px",
+    "sshpass": "sshpass -" * (MAX_TEXT_CHARS // 9),
+    "curl": "-u " * (MAX_TEXT_CHARS // 3) + "a:b",
+    "pem": "-----BEGIN A-----" * (MAX_TEXT_CHARS // 17),
+    "bearer": "Bearer " * (MAX_TEXT_CHARS // 7),
+    "escaped": '\\"password\\": ' * (MAX_TEXT_CHARS // 15),
+    "deep-json": "[" * 100_000 + '"password=x"',
+    "over-cap": "token=x " * MAX_TEXT_CHARS,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ADVERSARIAL))
+def test_adversarial_input_finishes_fast(name: str) -> None:
+    text = _ADVERSARIAL[name]
+    began = time.perf_counter()
+    out = Redactor()(text)
+    assert time.perf_counter() - began < 2.0, name
+    assert len(out) <= max(len(text), MAX_TEXT_CHARS) + 64

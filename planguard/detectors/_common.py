@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..actions.types import Action
 from ..actions.vocabulary import SURFACES, ToolSurface, classify_action
+from ..telemetry.redact import redact
 
 if TYPE_CHECKING:
     from ..step import Step
@@ -49,7 +50,10 @@ class SurfaceTracker:
 
 
 def clip(text: str | None, limit: int = 80) -> str:
+    """``text`` on one line, at most ``limit`` characters, for a finding's evidence. Redacted before it is
+    cut: a cut through a secret would leave a prefix no pattern recognises (this runs only as a detector
+    fires, a few times a session)."""
     if not text:
         return ""
-    text = " ".join(text.split())
+    text = redact(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"

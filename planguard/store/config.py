@@ -27,4 +27,11 @@ class StoreConfig(BaseModel):
     max_result_chars: int = Field(
         4096, ge=0, description="Tool results are cut to this many characters (0: keep whole)."
     )
+    content: bool | None = Field(
+        None,
+        description="Keep tool arguments, results, finding evidence, decision messages and action "
+        "targets (redacted unless 'redact' is false). null: only when "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT opts in; false: never. Without content a "
+        "session keeps its metadata: tools, phases, actions, scores.",
+    )
     redact: bool = Field(True, description="Redact secrets (keys, tokens, passwords) from stored content.")

@@ -18,6 +18,7 @@ from ..events import ToolEvent
 from .config import DEFAULT_STORE_PATH
 from .records import (
     HEADER_TYPE,
+    RECORDED_KEY,
     BlockedRecord,
     DecisionRecord,
     FindingRecord,
@@ -81,8 +82,20 @@ class StoredSession:
         return self.end is not None
 
     def events(self) -> list[ToolEvent]:
-        """The accepted tool calls in order, ready to replay (blocked calls never ran and are left out)."""
-        return [s.event.to_event() for s in self.steps]
+        """The accepted tool calls in order, ready to replay (blocked calls never ran and are left out).
+
+        A session kept without content has no arguments to classify again: each event then carries its
+        step's recorded commands and action (``RECORDED_KEY`` in its metadata), which replay takes instead,
+        and its call's digest as its only argument.
+        """
+        events = [s.event.to_event() for s in self.steps]
+        if not self.header.content:
+            for step, event in zip(self.steps, events, strict=True):
+                recorded = {"commands": [list(c) for c in step.commands], "action": step.action}
+                event.metadata = {**event.metadata, RECORDED_KEY: recorded}
+                if step.event.digest is not None:  # the same calls stay the same for the detectors
+                    event.arguments = {RECORDED_KEY: step.event.digest}
+        return events
 
     def replay_events(self) -> list[ToolEvent]:
         """Every call the agent made, in order: the accepted ones, and the blocked ones (``blocked`` set to

@@ -2,7 +2,7 @@
 
 A session file is::
 
-    {"type": "planguard.session", "v": 1, "session_id": ..., "started_at": ..., "plan": ..., ...}
+    {"type": "planguard.session", "v": 2, "session_id": ..., "plan": ..., "content": false, ...}
     {"type": "step", "index": 0, "event": {...}, "roles": [...], "decisions": [...], "scores": {...}, ...}
     {"type": "blocked", "event": {...}, "decisions": [...]}        # a call a policy refused to run
     {"type": "finding", ...}  /  {"type": "decision", ...}          # session-level (no step)
@@ -12,6 +12,14 @@ The writer builds these records from live objects and the reader parses them bac
 records (``from_json(to_json(r)) == r``), so replay and reports see exactly what was written. Lines are
 strict JSON: a NaN or infinity in a tool's arguments or metadata, which JSON cannot express, is written as
 null, and an Enum as its value (see planguard/store/writer.py).
+
+Version 2 (``"content"`` in the header): without content (the default, see ``StoreConfig.content``) an
+event has no ``arguments``, ``result``, ``action`` text or ``metadata`` but a keyed ``digest`` of the call;
+findings no evidence and only numeric data; decisions no message; commands no labels; canonical actions
+``target_id``/``path_id`` digests instead of ``target``/``path``. What replay needs — each step's
+command roles and action (letters and metrics exactly; digests tell detectors which calls, targets and
+paths were the same within the run) — is always kept.
+Version 1 files (content always kept) still read.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from ..events import ToolEvent
 
 __all__ = [
     "HEADER_TYPE",
+    "RECORDED_KEY",
     "SCHEMA_VERSION",
     "BlockedRecord",
     "DecisionRecord",
@@ -35,7 +44,11 @@ __all__ = [
     "StepRecord",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: ``ToolEvent.metadata`` key under which the reader hands replay a step's recorded classification —
+#: ``{"commands": [[label, role], ...], "action": {...}}`` — when the session was kept without content
+#: (there are no arguments to classify again; see planguard/replay.py).
+RECORDED_KEY = "planguard.recorded"
 #: ``type`` of a session file's first line (also how the loaders recognise the format).
 HEADER_TYPE = "planguard.session"
 
@@ -77,7 +90,7 @@ class EventRecord:
     """A :class:`~planguard.events.ToolEvent` as stored (content possibly redacted and truncated)."""
 
     tool: str
-    arguments: Any = field(default_factory=dict)
+    arguments: Any = None  # None: not recorded (a store without content)
     call_id: str | None = None
     action: str | None = None
     result: str | None = None
@@ -86,6 +99,7 @@ class EventRecord:
     start_time: float | None = None
     end_time: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    digest: str | None = None  # without content: the call's keyed digest (equal calls, equal digests)
 
     def to_event(self) -> ToolEvent:
         args = self.arguments if isinstance(self.arguments, (str, Mapping)) else {}
@@ -103,7 +117,11 @@ class EventRecord:
         )
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"tool": self.tool, "arguments": self.arguments}
+        d: dict[str, Any] = {"tool": self.tool}
+        if self.arguments is not None:
+            d["arguments"] = self.arguments
+        if self.digest is not None:
+            d["digest"] = self.digest
         for key in ("call_id", "action", "result", "exit_code", "start_time", "end_time"):
             value = getattr(self, key)
             if value is not None:
@@ -118,13 +136,13 @@ class EventRecord:
     def from_json(cls, d: Any) -> EventRecord:
         if not isinstance(d, Mapping):
             raise RecordError(f"'event' is {type(d).__name__}; expected an object")
-        args = d.get("arguments", {})
-        if not isinstance(args, (str, Mapping)):
+        args = d.get("arguments")
+        if args is not None and not isinstance(args, (str, Mapping)):
             raise RecordError(f"'event.arguments' is {type(args).__name__}; expected an object or a string")
         exit_code = _opt(d, "exit_code", int, "an integer")
         return cls(
             tool=_req(d, "tool", str, "the tool name (string)"),
-            arguments=dict(args) if isinstance(args, Mapping) else args,
+            arguments=dict(args) if isinstance(args, Mapping) else args,  # (None: not recorded)
             call_id=_opt(d, "call_id", str, "a string"),
             action=_opt(d, "action", str, "a string"),
             result=_opt(d, "result", str, "a string"),
@@ -133,6 +151,7 @@ class EventRecord:
             start_time=_num(d.get("start_time")),
             end_time=_num(d.get("end_time")),
             metadata=dict(_opt(d, "metadata", Mapping, "an object", {})),
+            digest=_opt(d, "digest", str, "a string"),
         )
 
 
@@ -312,6 +331,7 @@ class SessionHeader:
     metadata: dict[str, Any] = field(default_factory=dict)
     planguard_version: str = ""
     partial: bool = False  # the real header was dropped; this one was made up from a later record
+    content: bool = True  # tool-call content was kept (version 1 files always kept it)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -324,6 +344,7 @@ class SessionHeader:
             "rules": self.rules,
             "metadata": self.metadata,
             "planguard_version": self.planguard_version,
+            "content": self.content,
         }
         if self.partial:
             d["partial"] = True
@@ -343,6 +364,7 @@ class SessionHeader:
             metadata=dict(_opt(d, "metadata", Mapping, "an object", {})),
             planguard_version=_opt(d, "planguard_version", str, "a string", ""),
             partial=bool(_opt(d, "partial", bool, "true/false", False)),
+            content=bool(_opt(d, "content", bool, "true/false", True)),
         )
 
 

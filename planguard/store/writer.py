@@ -3,20 +3,27 @@
 The sink's hooks only hand references (the finished ``Step``, the frozen ``Scores``) to a bounded queue;
 building records, redacting, serialising and writing all happen on the worker thread. When the queue is
 full a record is dropped and counted (``store_queue_full``) — the agent never waits for the disk.
+
+Private by default: what a record may carry of tool-call content is the sink's :class:`ContentPolicy`
+(metadata only unless ``store.content`` or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in;
+content is then redacted before it is cut). The directory is created 0700 with a ``.gitignore`` of ``*``,
+and session files 0600.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import hashlib
 import itertools
 import json
 import math
+import os
 import re
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -25,11 +32,13 @@ import orjson
 
 from .. import __version__
 from ..actions.types import Action
+from ..detectors.repeats import call_key
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
 from ..sinks import SessionRegistry, Sink, forget_oldest_call
+from ..telemetry.capture import ContentPolicy
 from ..telemetry.drops import DropCounter
-from ..telemetry.redact import Redactor, redact_value, truncate
+from ..telemetry.redact import Redactor, redact
 from ..telemetry.worker import BackgroundWorker
 from .config import StoreConfig
 from .records import (
@@ -56,6 +65,13 @@ MAX_SESSIONS = 10_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", "scaffold")
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
+#: Action fields that hold argument text (a path, a query, a URL): kept only with content.
+_ACTION_CONTENT = frozenset({"target", "path"})
+#: Action fields that hold text taken from the call (argument text, a program name): written redacted.
+_ACTION_TEXTS = frozenset({"target", "path", "intent", "shell"})
+#: Modes of what the store creates: only the user may read the sessions (tool calls, perhaps secrets).
+DIR_MODE = 0o700
+FILE_MODE = 0o600
 
 
 # Lines are orjson's JSON. Values JSON has no form for follow the standard library's conventions (see
@@ -122,7 +138,7 @@ def _encode(record: dict[str, Any]) -> bytes:
 def session_file_name(session_id: str, started_at: float) -> str:
     """``20250101T120000-<id>-<random>.jsonl``: sorts by start time; ids may repeat across runs."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
-    safe = _UNSAFE.sub("_", session_id).strip("._")[:80] or "session"
+    safe = _UNSAFE.sub("_", redact(session_id)).strip("._")[:80] or "session"  # (an id may hold anything)
     return f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.jsonl"
 
 
@@ -153,6 +169,16 @@ class StoreSink(Sink):
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
         self._redactor = redactor
+        self.content = ContentPolicy.resolve(
+            self.config.content,
+            max_chars=self.config.max_result_chars,
+            redact=self.config.redact,
+            redactor=redactor,
+        )
+        # Without content, a call's identity is kept as a keyed digest (of what the repeat detectors compare,
+        # and of its action's target and path), so that replay still sees which calls were the same. The key
+        # is this sink's own and is never written: digests compare within a run, and reveal nothing.
+        self._digest_key = os.urandom(16)
         self._sessions: SessionRegistry[_State] = SessionRegistry(MAX_SESSIONS)
         self._seq = itertools.count(1)  # file keys; next() is atomic
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
@@ -276,6 +302,7 @@ class StoreSink(Sink):
             rules=rules_version if isinstance(rules_version, str) else None,
             metadata=dict(session.metadata),
             planguard_version=__version__,
+            content=self.content.include,
         )
         self._worker.submit(("start", st.key, session.id, header))
         return st
@@ -316,7 +343,7 @@ class StoreSink(Sink):
             return handle
         path = self._paths.get(key)
         if path is None:  # a new session (or its start record was dropped: make the header up)
-            self.path.mkdir(parents=True, exist_ok=True)
+            self._make_dir()
             started = header.started_at if header is not None else time.time()
             path = self.path / session_file_name(session_id, started)
             self._paths[key] = path
@@ -324,23 +351,37 @@ class StoreSink(Sink):
                 self._paths.popitem(last=False)
             self.written.append(path)
             del self.written[:-MAX_SESSIONS]
-            handle = path.open("ab")
+            handle = _open_private(path)
             if header is None:
                 made_up = SessionHeader(
-                    session_id=session_id,
+                    session_id=self.content.clean(session_id),
                     started_at=started,
                     plan="",
                     partial=True,
                     planguard_version=__version__,
+                    content=self.content.include,
                 )
                 handle.write(_encode(made_up.to_json()))
         else:
-            handle = path.open("ab")
+            handle = _open_private(path)
         self._files[key] = handle
         while len(self._files) > MAX_OPEN_FILES:
             _, old = self._files.popitem(last=False)
             old.close()
         return handle
+
+    def _make_dir(self) -> None:
+        """The store directory (and missing parents) 0700, with a ``.gitignore`` that keeps it out of git."""
+        missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
+        for p in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # (another writer made it meanwhile)
+                p.mkdir(mode=DIR_MODE)
+        ignore = self.path / ".gitignore"
+        if not ignore.exists():
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                with os.fdopen(fd, "w") as f:
+                    f.write("# planguard session store: tool calls, never to be committed\n*\n")
 
     def _line(self, item: tuple[Any, ...]) -> bytes:
         if item[0] == "step":
@@ -352,21 +393,23 @@ class StoreSink(Sink):
         kind = item[0]
         if kind == "start":
             header: SessionHeader = item[3]
-            header.metadata = self._clean(header.metadata)
+            header.session_id = self.content.clean(header.session_id)
+            header.metadata = self.content.clean(header.metadata)
             return header.to_json()
+        c = self.content
         if kind == "blocked":
             _, _, _, event, decisions, at_step, n_model_calls = item
             return {
                 "type": "blocked",
                 "at_step": at_step,
                 "event": self.event_json(event),
-                "decisions": [_decision(d).to_json() for d in decisions],
+                "decisions": [_decision(d, c).to_json() for d in decisions],
                 "n_model_calls": n_model_calls,
             }
         if kind == "finding":
-            return {"type": "finding", **_finding(item[3]).to_json()}
+            return {"type": "finding", **_finding(item[3], c).to_json()}
         if kind == "decision":
-            return {"type": "decision", **_decision(item[3]).to_json()}
+            return {"type": "decision", **_decision(item[3], c).to_json()}
         if kind == "end":
             s: SessionSummary = item[3]
             return SessionEnd(
@@ -383,9 +426,6 @@ class StoreSink(Sink):
 
     # ------------------------------------------------------------------ record building (writer thread)
 
-    def _clean(self, value: Any) -> Any:
-        return redact_value(value, self._redactor) if self.config.redact else value
-
     # Step and event objects are built as JSON directly, as StepRecord(...).to_json() and
     # EventRecord(...).to_json() would (tests/test_store_encode.py checks they agree): a step record is
     # written for every tool call, and the two intermediate records cost as much as the rest of it.
@@ -400,42 +440,57 @@ class StoreSink(Sink):
     ) -> dict[str, Any]:
         cls = step.classification
         roles = list(cls.roles)
+        event = self.event_json(step.event)
         d: dict[str, Any] = {
             "type": "step",
             "index": step.index,
-            "event": self.event_json(step.event),
+            "event": event,
             "roles": roles,
             "letters": "".join([letter_of.get(r, "?") for r in roles]),
-            "commands": [[str(c.label), str(c.role)] for c in getattr(cls, "commands", ())],
+            "commands": self._commands(cls, event),
         }
-        action = _action(step.action)
+        action = _action(step.action, self.content, self.digest)
         if action is not None:
             d["action"] = action
         if step.findings:
-            d["findings"] = [_finding(f).to_json() for f in step.findings]
+            d["findings"] = [_finding(f, self.content).to_json() for f in step.findings]
         if decisions:
-            d["decisions"] = [_decision(x).to_json() for x in decisions]
+            d["decisions"] = [_decision(x, self.content).to_json() for x in decisions]
         if scores is not None:
             d["scores"] = scores.as_dict()
         d["n_model_calls"] = n_model_calls
         return d
 
+    def _commands(self, cls: Any, event: dict[str, Any]) -> list[list[str]]:
+        """Each sub-command's ``[label, role]``. A label is a word of the call — a command word, and a
+        multi-line command makes every line's first word one, a key's body included — so it is kept only
+        with content, and only where the redacted call still shows it. Replay needs only the roles."""
+        commands = getattr(cls, "commands", ())
+        if not self.content.include:
+            return [["", str(c.role)] for c in commands]
+        shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
+        return [[label if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
+
+    def digest(self, value: Any) -> str:
+        """``value``'s keyed digest (see ``_digest_key``): equal values, equal digests, within this sink."""
+        return hashlib.blake2b(repr(value).encode(), key=self._digest_key, digest_size=9).hexdigest()
+
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
-        redact = self.config.redact
-        args = ev.arguments
-        if redact:
-            args = redact_value(args, self._redactor)  # (a copy: the event's dict stays the agent's)
-        elif not isinstance(args, str):
-            args = dict(args)
-        d: dict[str, Any] = {"tool": ev.tool, "arguments": args}
+        c = self.content
+        d: dict[str, Any] = {"tool": ev.tool}
+        if c.include:
+            args = ev.arguments
+            # (a copy either way: the event's dict stays the agent's)
+            d["arguments"] = c.value(args) if isinstance(args, str) or c.redact else dict(args)
+        else:
+            d["digest"] = self.digest(call_key(ev))
         if ev.call_id is not None:
-            d["call_id"] = ev.call_id
-        if ev.action is not None:
-            d["action"] = redact_value(ev.action, self._redactor) if redact else ev.action
-        result = ev.result
-        if result is not None:
-            result = truncate(result, self.config.max_result_chars)
-            d["result"] = redact_value(result, self._redactor) if redact else result
+            d["call_id"] = c.clean(ev.call_id)
+        if c.include:
+            if ev.action is not None:
+                d["action"] = c.text(ev.action, 0)
+            if ev.result is not None:
+                d["result"] = c.text(ev.result)  # redacted, then cut to max_result_chars
         if ev.exit_code is not None:
             d["exit_code"] = ev.exit_code
         if ev.start_time is not None:
@@ -444,38 +499,70 @@ class StoreSink(Sink):
             d["end_time"] = ev.end_time
         if ev.is_error:
             d["is_error"] = True
-        if ev.metadata:
-            d["metadata"] = self._clean(dict(ev.metadata))
+        if ev.metadata and c.include:  # (free-form: loaders keep thoughts and tool output there)
+            d["metadata"] = c.clean(dict(ev.metadata))
         return d
 
 
-def _finding(f: Finding) -> FindingRecord:
-    return FindingRecord(f.detector, f.first_step, f.last_step, f.evidence, dict(f.data), f.at_end)
+def _finding(f: Finding, c: ContentPolicy) -> FindingRecord:
+    if c.include:
+        return FindingRecord(
+            f.detector, f.first_step, f.last_step, c.text(f.evidence) or "", c.clean(dict(f.data)), f.at_end
+        )
+    # Without content: counts and step numbers only (the data's texts are paths, queries, commands).
+    data = {k: v for k, v in f.data.items() if _is_number_data(v)}
+    return FindingRecord(f.detector, f.first_step, f.last_step, "", data, f.at_end)
 
 
-def _decision(d: Decision) -> DecisionRecord:
+def _is_number_data(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(v, (int, float)) for v in value)
+    return isinstance(value, (int, float))
+
+
+def _decision(d: Decision, c: ContentPolicy) -> DecisionRecord:
     return DecisionRecord(
-        str(d.kind), d.message, d.policy, d.finding.detector if d.finding is not None else None, d.ephemeral
+        str(d.kind),
+        c.message(d, 0) or "",  # (one answering a finding quotes the calls: content)
+        d.policy,
+        d.finding.detector if d.finding is not None else None,
+        d.ephemeral,
     )
 
 
-def _action(action: Any) -> dict[str, Any] | None:
+def _open_private(path: Path) -> IO[bytes]:
+    """``path`` opened for appending, created 0600 when new."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    return os.fdopen(fd, "ab")
+
+
+def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
+    """The canonical action's fields; ``target`` and ``path`` (argument text) only with content, and
+    redacted (a URL's credentials), else their digests (``target_id``, ``path_id``); ``intent`` and
+    ``shell`` (a program name) always, redacted."""
     if action is None:
         return None
+    clean = c.clean
     if type(action) is Action:  # the classifier's (every step): _action_fields, spelled out
         out: dict[str, Any] = {"type": str(action.type)}  # (a StrEnum's str() is its value)
         if action.target:
-            out["target"] = action.target
+            if c.include:
+                out["target"] = clean(action.target)
+            else:
+                out["target_id"] = digest(action.target)
         if action.tool:
             out["tool"] = action.tool
         if action.path:
-            out["path"] = action.path
+            if c.include:
+                out["path"] = clean(action.path)
+            else:
+                out["path_id"] = digest(action.path)
         if action.intent:
-            out["intent"] = action.intent
+            out["intent"] = clean(action.intent)
         if action.write is not None:
             out["write"] = str(action.write)
         if action.shell:
-            out["shell"] = action.shell
+            out["shell"] = clean(action.shell)
         if action.scaffold:
             out["scaffold"] = action.scaffold
         if action.is_validation:
@@ -487,17 +574,24 @@ def _action(action: Any) -> dict[str, Any] | None:
         if action.structured:
             out["structured"] = True
         return out
-    return _action_fields(action)
+    return _action_fields(action, c, digest)
 
 
-def _action_fields(action: Any) -> dict[str, Any]:
+def _action_fields(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any]:
     """Any action-like object's fields, as ``_action`` writes an ``Action``'s."""
     out: dict[str, Any] = {}
     for name in _ACTION_FIELDS:
         value = getattr(action, name, None)
+        if name in _ACTION_CONTENT and not c.include:
+            if value is not None and value != "":
+                out[f"{name}_id"] = digest(str(getattr(value, "value", value)))
+            continue
         if value is not None and value != "":
-            out[name] = str(getattr(value, "value", value))
+            text = str(getattr(value, "value", value))
+            out[name] = c.clean(text) if name in _ACTION_TEXTS else text
     for name in _ACTION_FLAGS:
         if getattr(action, name, False):
             out[name] = True
-    return out or {"repr": repr(action)}
+    if out:
+        return out
+    return {"repr": c.clean(repr(action))} if c.include else {"type": type(action).__name__}

@@ -3,6 +3,10 @@
 Read from ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` as the OpenTelemetry GenAI
 instrumentations do: the old boolean form (``true``/``false``) and the new enum form (``NO_CONTENT``,
 ``SPAN_ONLY``, ``EVENT_ONLY``, ``SPAN_AND_EVENT``). Off unless set; an unknown value is off, with a warning.
+
+:class:`ContentPolicy` is what every sink (store, webhook, console; the OTel sink reads the mode itself)
+asks before writing content: metadata only unless the sink's own opt-in or the variable says otherwise, and
+then always through the one redaction pass (:mod:`planguard.telemetry.redact`), cut after redaction starts.
 """
 
 from __future__ import annotations
@@ -10,9 +14,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-__all__ = ["ENV_CAPTURE", "VALID_VALUES", "CaptureMode", "capture_mode_from_env", "parse_capture_mode"]
+from ..decisions import RECORDED_POLICY
+from .redact import Redactor, redact_text, redact_value
+
+__all__ = [
+    "ENV_CAPTURE",
+    "VALID_VALUES",
+    "CaptureMode",
+    "ContentPolicy",
+    "capture_mode_from_env",
+    "parse_capture_mode",
+]
 
 ENV_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _log = logging.getLogger("planguard.telemetry")
@@ -77,3 +93,62 @@ def capture_mode_from_env(environ: Mapping[str, str] | None = None) -> CaptureMo
         )
         return CaptureMode.NO_CONTENT
     return mode
+
+
+@dataclass(frozen=True, slots=True)
+class ContentPolicy:
+    """What one sink may write of tool-call content — arguments, results, finding evidence, decision
+    messages that quote the calls, action targets: nothing (``include`` False, metadata only: the default
+    for everything that leaves the process), or the content redacted (``redact``) and cut to
+    ``max_chars`` after redaction."""
+
+    include: bool = False
+    max_chars: int = 4096
+    redact: bool = True
+    redactor: Redactor | None = None
+
+    @classmethod
+    def resolve(
+        cls,
+        opt_in: bool | None,
+        *,
+        max_chars: int = 4096,
+        redact: bool = True,
+        redactor: Redactor | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> ContentPolicy:
+        """The sink's own setting when it has one (``opt_in`` True/False), else what
+        ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says (any mode but ``NO_CONTENT``: include)."""
+        include = opt_in if opt_in is not None else capture_mode_from_env(environ).enabled
+        return cls(include, max_chars, redact, redactor)
+
+    def text(self, text: str | None, max_chars: int | None = None) -> str | None:
+        """``text`` as the sink may write it: None without content, else redacted and cut."""
+        if not self.include or text is None:
+            return None
+        limit = self.max_chars if max_chars is None else max_chars
+        if not self.redact:
+            return text if limit <= 0 or len(text) <= limit else text[:limit]
+        return redact_text(text, limit, self.redactor)
+
+    def value(self, value: Any) -> Any:
+        """A structure (tool arguments) as the sink may write it: None without content, else redacted."""
+        if not self.include:
+            return None
+        return redact_value(value, self.redactor) if self.redact else value
+
+    def clean(self, value: Any) -> Any:
+        """Metadata (session facts, call ids) — written either way, redacted unless redaction is off."""
+        return redact_value(value, self.redactor) if self.redact else value
+
+    def message(self, decision: Any, max_chars: int | None = None) -> str | None:
+        """A decision's message as the sink may write it. A message answering a finding quotes its
+        evidence, and a recorded harness denial (policy ``recorded``) the harness's reason: content. Any
+        other is planguard's own text (a plan reminder, a gate's refusal from its template): metadata,
+        written either way (redacted)."""
+        text = decision.message
+        if not text:
+            return None
+        if decision.finding is not None or decision.policy == RECORDED_POLICY:
+            return self.text(text, max_chars)
+        return redact_text(text, 0, self.redactor) if self.redact else text
