@@ -139,16 +139,18 @@ def replay_pipeline(
 def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
     """The pipeline a config describes (plan and scored plans, phase rules or the plan's declared phases,
     actions vocabulary, detectors, policies), as a ``Guard`` builds it but without its sinks: a replay
-    records nothing and exports nothing unless given ``sinks`` (``--export otlp``)."""
+    records nothing and exports nothing unless given ``sinks`` (``--export otlp``). As in
+    :func:`replay_pipeline`, a step recorded without content is taken as recorded."""
     from .actions.config import build_classifier
     from .detectors import build_detectors
     from .policies.config import build_policies
 
     plans = config.plans
-    actions, detectors = build_detectors(config.detectors)
-    vocabulary = actions if actions is not None else build_classifier(config.detectors.actions)
+    classifier, detectors = build_detectors(config.detectors)
+    actions = RecordedActions(classifier) if classifier is not None else None
+    vocabulary = actions or RecordedActions(build_classifier(config.detectors.actions))
     return Pipeline(
-        rules=rules_for(plans[0], config.rules, vocabulary),
+        rules=cast(PhaseRules, RecordedRules(rules_for(plans[0], config.rules, vocabulary))),
         plans=plans,
         actions=actions,
         detectors=tuple(detectors),

@@ -17,6 +17,9 @@ key            type                      meaning
 ``time``       number, optional          when the call started, seconds since the epoch
 ``blocked``    string, optional          the call did not run: the denial text the agent saw
 ``exit_code``  integer, optional         a shell command's exit status
+``recorded``   object, optional          planguard's own classification of a call stored without content
+                                         (``planguard export`` of a metadata-only store): replay takes it
+                                         instead of classifying the call again
 =============  ========================  =====================================================================
 
 Other keys are ignored, so producers may add their own. A line that is not such an object becomes a
@@ -31,6 +34,7 @@ from typing import Any
 
 from planguard.events import ToolEvent
 
+from ..store.records import RECORDED_KEY
 from ._base import LoadError, Trajectory, new_meta, type_name
 
 __all__ = ["FORMAT", "is_generic_record", "load_generic"]
@@ -98,6 +102,7 @@ def _event(record: Any, path: str, line: int) -> tuple[str, ToolEvent]:
     exit_code = record.get("exit_code")
     if exit_code is not None and (not isinstance(exit_code, int) or isinstance(exit_code, bool)):
         raise LoadError(path, f"'exit_code' is {type_name(exit_code)}; expected an integer", line)
+    recorded = _optional(record, "recorded", dict, "an object", path, line)
     event = ToolEvent(
         tool=tool,
         arguments=arguments,
@@ -107,6 +112,7 @@ def _event(record: Any, path: str, line: int) -> tuple[str, ToolEvent]:
         exit_code=exit_code,
         start_time=None if started is None else float(started),
         blocked=blocked,
+        metadata={RECORDED_KEY: recorded} if recorded is not None else {},
     )
     return session, event
 

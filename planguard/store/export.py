@@ -12,44 +12,32 @@ from collections.abc import Iterator
 from typing import Any
 
 from .reader import StoredSession
-from .records import BlockedRecord, DecisionRecord, EventRecord, StepRecord
+from .records import RECORDED_KEY
 
 __all__ = ["generic_records"]
 
 
 def generic_records(session: StoredSession) -> Iterator[dict[str, Any]]:
-    """The session's calls as generic-format records, in call order."""
-    # A refused call got no index; ``at_step`` is the index the next accepted call took, so it sorts just
-    # before that call. Steps are ordered by index (parallel calls may have been written out of order).
-    calls: list[tuple[int, int, StepRecord | BlockedRecord]] = [(s.index, 1, s) for s in session.steps]
-    calls += [(b.at_step, 0, b) for b in session.blocked]
-    calls.sort(key=lambda c: (c[0], c[1]))  # stable: refusals at one index keep their file order
-    for _, _, call in calls:
-        record = _record(session.id, call.event)
-        if isinstance(call, BlockedRecord):
-            record["blocked"] = _denial(call.decisions)
+    """The session's calls as generic-format records, in call order (see :meth:`StoredSession.replay_events`:
+    refused calls where they were attempted; a call stored without content carries its recorded
+    classification as ``recorded``)."""
+    for event in session.replay_events():
+        record: dict[str, Any] = {
+            "session": session.id,
+            "tool": event.tool,
+            "arguments": event.arguments if isinstance(event.arguments, (dict, str)) else {},
+            "result": event.result,
+            "is_error": event.is_error,
+        }
+        if event.call_id is not None:
+            record["call_id"] = event.call_id
+        if event.start_time is not None:
+            record["time"] = event.start_time
+        if event.exit_code is not None:
+            record["exit_code"] = event.exit_code
+        if event.blocked is not None:
+            record["blocked"] = event.blocked
+        recorded = (event.metadata or {}).get(RECORDED_KEY)
+        if recorded is not None:
+            record["recorded"] = recorded
         yield record
-
-
-def _record(session_id: str, event: EventRecord) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "session": session_id,
-        "tool": event.tool,
-        "arguments": event.arguments if isinstance(event.arguments, (dict, str)) else {},
-        "result": event.result,
-        "is_error": event.is_error,
-    }
-    if event.call_id is not None:
-        record["call_id"] = event.call_id
-    if event.start_time is not None:
-        record["time"] = event.start_time
-    if event.exit_code is not None:
-        record["exit_code"] = event.exit_code
-    return record
-
-
-def _denial(decisions: list[DecisionRecord]) -> str:
-    for d in decisions:
-        if d.kind in ("deny", "stop"):
-            return d.message or "denied"
-    return "denied"

@@ -101,15 +101,16 @@ class StoredSession:
         """Every call the agent made, in order: the accepted ones, and the blocked ones (``blocked`` set to
         the denial the model saw) where they were attempted, so a replay counts them as denials, not steps.
         Each event's metadata holds ``n_model_calls``, the model calls made by then, so a replay can put the
-        model calls (and what policies did at them) where they happened."""
+        model calls (and what policies did at them) where they happened. Accepted calls are as
+        :meth:`events` gives them (recorded commands and action when the session was kept without content)."""
         blocked = sorted(self.blocked, key=lambda b: b.at_step)
         out: list[ToolEvent] = []
         i = 0
-        for s in self.steps:
+        for s, event in zip(self.steps, self.events(), strict=True):
             while i < len(blocked) and blocked[i].at_step <= s.index:
                 out.append(_blocked_event(blocked[i]))
                 i += 1
-            out.append(_with_model_calls(s.event.to_event(), s.n_model_calls))
+            out.append(_with_model_calls(event, s.n_model_calls))
         out.extend(_blocked_event(b) for b in blocked[i:])
         return out
 
