@@ -29,12 +29,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .actions.config import build_classifier
 from .config import Config, default_config, load_config
 from .decisions import ALLOW, Decision
 from .detectors import build_detectors
 from .errors import ErrorCounter
 from .events import ToolEvent
-from .phases import get_rules
+from .phases import LiveRules, PhaseClassifier, get_rules
 from .policies.config import build_policies
 from .policies.gates import Gate
 from .session import Pipeline, Session, SessionSummary
@@ -61,6 +62,16 @@ class _Entry:
         self.session = session
         self.lock = threading.Lock()
         self.used = False  # CLOCK reference bit: set on every use after the first, cleared by the hand
+
+
+def _phase_rules(cfg: Config) -> PhaseClassifier:
+    """The config's phase rules; the live rules read tools through the config's action vocabulary."""
+    rules = get_rules(cfg.rules)
+    if isinstance(rules, LiveRules):
+        actions = build_classifier(cfg.detectors.actions)
+        if actions is not rules.actions:
+            rules = LiveRules(actions)
+    return rules
 
 
 class Guard:
@@ -103,7 +114,7 @@ class Guard:
     ) -> Pipeline:
         cfg = self.config
         plans = cfg.plans
-        rules = get_rules(cfg.rules)
+        rules = _phase_rules(cfg)
         if not cfg.enabled:
             return Pipeline(rules=rules, plans=plans, errors=self.errors)
         actions, detectors = build_detectors(cfg.detectors)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .loaders import LoadError, Trajectory, iter_trajectories
-from .phases import get_rules
+from .phases import DEFAULT_VERSION, get_rules
 from .plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
 from .session import Pipeline, SessionSummary
 from .step import Step
@@ -41,7 +41,7 @@ def resolve_plans(spec: str | Sequence[str] | None) -> tuple[Plan, ...]:
 
 
 def replay_pipeline(
-    plans: Sequence[Plan] = (PRESETS["plan"],), rules: str = "v351278e", *, diagnostics: bool = True
+    plans: Sequence[Plan] = (PRESETS["plan"],), rules: str = DEFAULT_VERSION, *, diagnostics: bool = True
 ) -> Pipeline:
     """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``."""
     kwargs: dict[str, Any] = {}

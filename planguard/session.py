@@ -25,7 +25,7 @@ from .errors import ErrorCounter
 from .events import ToolEvent
 from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
-from .phases import GENERAL, Classification, Command, PhaseRules, get_rules
+from .phases import GENERAL, Classification, Command, PhaseClassifier, get_rules
 from .plan import PRESETS, Plan
 from .policies.base import Policy
 from .sinks import Sink
@@ -59,7 +59,7 @@ class Pipeline:
     as the paper scores one run against each of its settings.
     """
 
-    rules: PhaseRules = field(default_factory=get_rules)
+    rules: PhaseClassifier = field(default_factory=get_rules)
     plans: tuple[Plan, ...] = (PRESETS["plan"],)
     actions: Callable[[ToolEvent], Any] | None = None
     detectors: tuple[Detector, ...] = ()

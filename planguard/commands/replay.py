@@ -29,7 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="plan to score against (repeatable); 'paper-settings' scores the paper's 7 settings "
         "(default: the standard plan)",
     )
-    p.add_argument("--rules", default="v351278e", help="phase rules: v351278e (default), v8ec988e, corrected")
+    p.add_argument(
+        "--rules",
+        default="live",
+        help="phase rules: live (default; PHASES_LIVE.md), v351278e, v8ec988e (the paper); corrected = live",
+    )
     p.add_argument(
         "--format", choices=("table", "jsonl"), help="output format (default: table on a terminal)"
     )
