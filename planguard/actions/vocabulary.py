@@ -327,6 +327,20 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     _r("web_read", "fetch", _OH, target=("url",)),
     _r("task_tracker", "plan", _OH),
     _r("delegate", "spawn", _OH, target=("agent",)),
+    # --- OpenHands action classes, as V0 event streams and the V1 SDK name them
+    *(
+        _r(name, "shell", _OH, structured=False)
+        for name in ("CmdRunAction", "ExecuteBashAction", "TerminalAction")
+    ),
+    *(_r(name, "editor", _OH) for name in ("FileEditorAction", "StrReplaceEditorAction")),
+    _r("FileReadAction", "read", _OH, target=("path",)),
+    _r("FileEditAction", "edit", _OH, target=("path",), text=("content", "new_str")),
+    _r("FileWriteAction", "write", _OH, target=("path",), text=("content",)),
+    _r("IPythonRunCellAction", "code", _OH, target=("code",)),
+    *(_r(name, "finish", _OH) for name in ("AgentFinishAction", "FinishAction")),
+    *(_r(name, "reason", _OH, text=("thought",)) for name in ("AgentThinkAction", "ThinkAction")),
+    _r("TaskTrackerAction", "plan", _OH),
+    *(_r(name, "fetch", _OH, target=("url",)) for name in ("BrowseURLAction", "BrowseInteractiveAction")),
     # --- Codex
     _r("apply_patch", "apply_patch", "codex", text=("input", "patch")),
     _r("update_plan", "plan", "codex", text=("explanation",)),

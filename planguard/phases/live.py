@@ -651,11 +651,16 @@ def _line_plans(line: str, depth: int = 0) -> list[_Sub]:
         # A pipeline means what its first stage does, unless a later stage writes a file (``| tee f``).
         for stage in pipeline[1:]:
             later = _stage_plans(_substitute(stage.words, loop_vars), stage.outputs, stage.body, depth)
-            writes = [p for p in later if p.does in (_WRITE, _REDIRECT)]
-            if writes and not any(p.does in (_TESTS, _SNIPPET, _RUN, _CHECK) for p in first):
+            writes = [p for p in later if p.does in (_WRITE, _REDIRECT) and _writes_a_file(p)]
+            if writes:
                 first = writes
         plans.extend(first)
     return plans
+
+
+def _writes_a_file(sub: _Sub) -> bool:
+    """A write into the repository or a test script, not a log or an output capture (``| tee out.log``)."""
+    return any(_write_kind(p, redirected=True) in (_W_TEST, _W_SOURCE) for p in sub.paths)
 
 
 def _is_submission(line: str) -> bool:
