@@ -30,6 +30,7 @@ from .plan import PRESETS, Plan
 from .policies.base import Policy
 from .sinks import Sink
 from .step import Step
+from .unclassified import Unclassified
 
 __all__ = ["Pipeline", "Session", "SessionSummary"]
 
@@ -98,6 +99,9 @@ class SessionSummary:
     findings: list[Finding]
     decision_counts: dict[str, int]
     duration: float
+    #: Calls whose tool no mapping rule knows, and those tools' names with their call counts.
+    unclassified: int = 0
+    unknown_tools: dict[str, int] = field(default_factory=dict)
 
     @property
     def primary(self) -> Scores | None:
@@ -129,6 +133,7 @@ class Session:
         "last_activity",
         "ended",
         "last_step",
+        "unclassified",
         "_hooks",
     )
 
@@ -137,6 +142,7 @@ class Session:
         self.pipeline = pipeline
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.phase_state = pipeline.rules.new_state()
+        self.phase_state.root = _work_dir(self.metadata)
         self.langutory = Langutory()
         self.compliance: dict[str, Compliance] = {
             layout.plan.name: Compliance(layout) for layout in pipeline.layouts if layout.plan is not None
@@ -155,6 +161,7 @@ class Session:
         self.started_at = self.last_activity = time.time()
         self.ended = False
         self.last_step: Step | None = None
+        self.unclassified = Unclassified()
         self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
         for sink in pipeline.sinks:
             self._guarded(sink.on_session_start, self)
@@ -279,7 +286,14 @@ class Session:
             findings=list(self.findings),
             decision_counts=dict(self.decision_counts),
             duration=self.last_activity - self.started_at,
+            unclassified=self.unclassified.calls,
+            unknown_tools=dict(self.unclassified.tools),
         )
+
+    def phases_unobserved(self) -> str | None:
+        """Why the run's phases cannot be judged (most calls use tools no mapping rule knows), or None.
+        Policies that judge phases stand down while this is set."""
+        return self.unclassified.reason(self.n_steps) if self.unclassified.calls else None
 
     # ------------------------------------------------------------------ persistence
 
@@ -361,6 +375,10 @@ class Session:
                 at += 1
         self.n_steps += 1
         self.last_step = step
+        if step.classification.unknown:
+            self.unclassified.add(step.event.tool)
+        if self.unclassified.calls:
+            self.unclassified.notice(self.id, self.n_steps)
 
     def _finish(self, step: Step) -> None:
         step.done = True
@@ -429,6 +447,18 @@ class Session:
         except Exception as exc:  # fail-open is the contract
             self.pipeline.errors.record(_where(fn), exc)
             return None
+
+
+#: Session metadata keys that name the run's working directory (loaders: ``cwd``; the Claude Code hook).
+_WORK_DIR_KEYS = ("cwd", "claude_code.cwd")
+
+
+def _work_dir(metadata: Mapping[str, Any]) -> str | None:
+    for key in _WORK_DIR_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.startswith("/") and len(value) > 1:
+            return value.rstrip("/")
+    return None
 
 
 def _where(fn: Callable[..., Any]) -> str:

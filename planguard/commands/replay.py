@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 import sys
 from typing import IO, Any
 
@@ -79,6 +80,10 @@ def result_record(result: Any) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from ..loaders import LoadError
     from ..replay import replay, replay_pipeline, resolve_plans
+    from ..unclassified import logger as unclassified_logger
+    from ..unclassified import unobserved_reason
+
+    unclassified_logger.setLevel(logging.ERROR)  # each file's line below says it, naming the file
 
     try:
         plans = resolve_plans(args.plan)
@@ -106,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
                 continue
             record = result_record(item)
             progress.advance(record["id"])
+            s = item.summary
+            unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
+            if unobserved is not None:  # a warning, not a failure: the run replayed
+                progress.print_warning(f"{item.trajectory.source or record['id']}: {unobserved}")
             if fmt == "jsonl":
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
@@ -146,6 +155,12 @@ class _Progress:
             self._progress.console.print(f"[red]error[/red] {message}", highlight=False, markup=True)
         else:
             print(message, file=sys.stderr)
+
+    def print_warning(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(f"[yellow]warning[/yellow] {message}", highlight=False, markup=True)
+        else:
+            print(f"warning: {message}", file=sys.stderr)
 
     def close(self) -> None:
         if self._progress is not None:

@@ -695,6 +695,8 @@ class LiveRules:
                 # SWE-agent 0.x ``edit``/``insert`` change the open file; a recording may not name it.
                 call = ToolCall("write", paths=(state.open_file,))
             c = _resolve(self._plans(call, event), state, per_file=call.kind == "write")
+            if not call.mapped:
+                return Classification(c.commands, unknown=True)
             if call.kind == "read" and len(call.paths) == 1:
                 return Classification(c.commands, c.created, c.patched, opened=call.paths[0])
             return c
@@ -741,8 +743,18 @@ def _new_or_regression(new: bool, patched: bool) -> str:
     return REPRODUCE_NEW if new else REPRODUCE_REGRESSION
 
 
+def _in_repo(path: str, root: str | None) -> str:
+    """``path`` relative to the run's working directory when it lies under it (``/tmp/w/src/a.py`` with root
+    ``/tmp/w`` is ``src/a.py``): a repository that lives under /tmp is still a repository."""
+    if root is not None and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) + 1 :]
+    return path
+
+
 def _role(sub: _Sub, patched: bool, state: PhaseState, local: list[str]) -> str:
     does = sub.does
+    if state.root is not None and sub.paths:
+        sub = sub._replace(paths=tuple(_in_repo(p, state.root) for p in sub.paths))
     if does == _NAV:
         files = [p for p in sub.paths if _pathish(p)]
         if files and all(_is_harness_output(p) or _is_artifact(p) for p in files):
@@ -787,7 +799,8 @@ def _resolve(plans: Sequence[_Sub], state: PhaseState, per_file: bool = False) -
         if role == PATCH:
             patched = True
         elif role in (REPRODUCE_NEW, VALIDATE_NEW) and sub.created:
-            local.extend(p.lower() for p in sub.created if _write_kind(p) == _W_TEST)
+            created = [_in_repo(p, state.root) for p in sub.created]
+            local.extend(p.lower() for p in created if _write_kind(p) == _W_TEST)
         command = Command(sub.label, role)
         if not (per_file and commands and commands[-1] == command):
             commands.append(command)

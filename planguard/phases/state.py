@@ -42,6 +42,9 @@ class PhaseState:
     node_count: int = 0
     #: The file last opened in a windowed editor (live rules: the target of an ``edit`` naming no file).
     open_file: str | None = None
+    #: The run's working directory when the source records it (Claude Code's ``cwd``): the live rules judge
+    #: a path under it as a repository path, even when the repository itself lives under ``/tmp``.
+    root: str | None = None
 
     def is_created(self, path: str) -> bool:
         """``path`` (lower-cased) equals, or has the file name of, a test created in this run."""

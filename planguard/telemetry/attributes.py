@@ -67,6 +67,9 @@ LANGUTORY: Final = "planguard.langutory"
 SESSION_FINDINGS: Final = "planguard.session.findings"
 SESSION_DECISIONS: Final = "planguard.session.decisions"
 SESSION_MISSING: Final = "planguard.compliance.missing"
+#: Calls of tools no mapping rule knows (their phases are unobserved), and those tools' names.
+SESSION_UNCLASSIFIED: Final = "planguard.session.unclassified_calls"
+SESSION_UNKNOWN_TOOLS: Final = "planguard.session.unknown_tools"
 SESSION_EVICTED: Final = "planguard.session.evicted"
 MAX_LETTERS: Final = 4096
 
