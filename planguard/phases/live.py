@@ -746,7 +746,9 @@ def _new_or_regression(new: bool, patched: bool) -> str:
 def _in_repo(path: str, root: str | None) -> str:
     """``path`` relative to the run's working directory when it lies under it (``/tmp/w/src/a.py`` with root
     ``/tmp/w`` is ``src/a.py``): a repository that lives under /tmp is still a repository."""
-    if root is not None and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+    if root is None or root + "/" in _SCRATCH_DIRS:
+        return path  # working in /tmp itself: its files are scratch (§4)
+    if path.startswith(root) and path[len(root) : len(root) + 1] == "/":
         return path[len(root) + 1 :]
     return path
 
