@@ -83,7 +83,6 @@ def run(args: argparse.Namespace) -> int:
     from ..unclassified import logger as unclassified_logger
     from ..unclassified import unobserved_reason
 
-    unclassified_logger.setLevel(logging.ERROR)  # each file's line below says it, naming the file
 
     try:
         plans = resolve_plans(args.plan)
@@ -103,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     rows: list[dict[str, Any]] = []
     progress = _Progress(enabled=fmt == "table" and sys.stderr.isatty())
+    level = unclassified_logger.level
+    unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
     try:
         for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
             if isinstance(item, LoadError):
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 rows.append(record)
     finally:
+        unclassified_logger.setLevel(level)
         progress.close()
         if fmt == "table":
             _print_table(rows, [p.name for p in plans if p.scored], out)
