@@ -83,7 +83,6 @@ def run(args: argparse.Namespace) -> int:
     from ..unclassified import logger as unclassified_logger
     from ..unclassified import unobserved_reason
 
-
     try:
         plans = resolve_plans(args.plan)
         pipeline = replay_pipeline(plans, args.rules, diagnostics=not args.no_diagnostics)
