@@ -547,9 +547,15 @@ def _merge_result(into: ToolEvent, src: ToolEvent) -> None:
         into.metadata = {**into.metadata, **src.metadata}
 
 
-def replay_events(events: Iterable[ToolEvent], pipeline: Pipeline, session_id: str = "replay") -> Session:
-    """Feed a finished run through a fresh session (offline)."""
-    session = pipeline.session(session_id)
+def replay_events(
+    events: Iterable[ToolEvent],
+    pipeline: Pipeline,
+    session_id: str = "replay",
+    metadata: Mapping[str, Any] | None = None,
+) -> Session:
+    """Feed a finished run through a fresh session (offline); ``metadata``: the run's (its ``cwd`` is the
+    directory the live rules judge paths against)."""
+    session = pipeline.session(session_id, **(metadata or {}))
     for e in events:
         session.observe(e)
     return session

@@ -18,7 +18,7 @@ resolved against the session state: whether the run has patched, and which files
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -543,6 +543,8 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
         touched, added = patch_files(body or " ".join(args))
         return _Sub(label, _WRITE, tuple(touched) or ("?",), tuple(added))
     if prog.startswith(("./", "/", "../")) or "/" in prog:
+        if name.startswith(("submit", "finish")):
+            return _Sub(label, _GENERAL)  # ``./submit.sh``: a submission, not a run of the program (§3)
         return _Sub(label, _RUN, (prog,))  # ``./bin/tool``, ``./reproduce.sh``: a program of the repository
     return _Sub(label, _GENERAL)
 
@@ -694,7 +696,9 @@ class LiveRules:
             if call.kind == "write" and not call.paths and state.open_file is not None:
                 # SWE-agent 0.x ``edit``/``insert`` change the open file; a recording may not name it.
                 call = ToolCall("write", paths=(state.open_file,))
-            c = _resolve(self._plans(call, event), state, per_file=call.kind == "write")
+            c = _resolve(
+                self._plans(call, event), state, _work_dir(event) or state.root, call.kind == "write"
+            )
             if not call.mapped:
                 return Classification(c.commands, unknown=True)
             if call.kind == "read" and len(call.paths) == 1:
@@ -743,6 +747,13 @@ def _new_or_regression(new: bool, patched: bool) -> str:
     return REPRODUCE_NEW if new else REPRODUCE_REGRESSION
 
 
+def _work_dir(event: ToolEvent) -> str | None:
+    """The working directory an integration recorded on the call (``metadata["cwd"]``), if any."""
+    meta = event.metadata
+    cwd = meta.get("cwd") if isinstance(meta, Mapping) else None
+    return cwd.rstrip("/") if isinstance(cwd, str) and cwd.startswith("/") and len(cwd) > 1 else None
+
+
 def _in_repo(path: str, root: str | None) -> str:
     """``path`` relative to the run's working directory when it lies under it (``/tmp/w/src/a.py`` with root
     ``/tmp/w`` is ``src/a.py``): a repository that lives under /tmp is still a repository."""
@@ -753,10 +764,10 @@ def _in_repo(path: str, root: str | None) -> str:
     return path
 
 
-def _role(sub: _Sub, patched: bool, state: PhaseState, local: list[str]) -> str:
+def _role(sub: _Sub, patched: bool, state: PhaseState, local: list[str], root: str | None) -> str:
     does = sub.does
-    if state.root is not None and sub.paths:
-        sub = sub._replace(paths=tuple(_in_repo(p, state.root) for p in sub.paths))
+    if root is not None and sub.paths:
+        sub = sub._replace(paths=tuple(_in_repo(p, root) for p in sub.paths))
     if does == _NAV:
         files = [p for p in sub.paths if _pathish(p)]
         if files and all(_is_harness_output(p) or _is_artifact(p) for p in files):
@@ -787,7 +798,9 @@ def _role(sub: _Sub, patched: bool, state: PhaseState, local: list[str]) -> str:
     return GENERAL
 
 
-def _resolve(plans: Sequence[_Sub], state: PhaseState, per_file: bool = False) -> Classification:
+def _resolve(
+    plans: Sequence[_Sub], state: PhaseState, root: str | None = None, per_file: bool = False
+) -> Classification:
     """Roles of a step's sub-commands in order: a patch early in the step makes later tests validation.
 
     ``per_file``: the plans are the files of one structured write (``apply_patch``), which has one role
@@ -797,11 +810,11 @@ def _resolve(plans: Sequence[_Sub], state: PhaseState, per_file: bool = False) -
     local: list[str] = []
     commands: list[Command] = []
     for sub in plans:
-        role = _role(sub, patched, state, local)
+        role = _role(sub, patched, state, local, root)
         if role == PATCH:
             patched = True
         elif role in (REPRODUCE_NEW, VALIDATE_NEW) and sub.created:
-            created = [_in_repo(p, state.root) for p in sub.created]
+            created = [_in_repo(p, root) for p in sub.created]
             local.extend(p.lower() for p in created if _write_kind(p) == _W_TEST)
         command = Command(sub.label, role)
         if not (per_file and commands and commands[-1] == command):
