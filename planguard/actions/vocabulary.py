@@ -508,6 +508,20 @@ class ToolCall:
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
+#: First words of SWE-agent's tool commands given as shell lines (``ShellClassifier.swe_command``'s).
+_SWE_WORDS = (
+    "str_replace_editor",
+    "submit",
+    "open",
+    "goto",
+    "scroll_",
+    "create",
+    "edit",
+    "insert",
+    "find_file",
+    "search_",
+    "filemap",
+)
 _OTHER_CALL = ToolCall("other")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
@@ -648,10 +662,10 @@ class ActionClassifier:
             line = _shell_line(rule, event)
             if line is None:
                 return _OTHER_CALL
-            if self.shell.swe_agent_commands:  # ``str_replace_editor view f``, ``open f``, ``edit 1:2`` …
-                verdict = self.shell.swe_command(line)
-                if verdict is not None:
-                    return self._verdict_call(verdict, event)
+            if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
+                call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
+                if call is not None:
+                    return call
             return ToolCall("shell", line)
         if kind == "editor":
             args = event.arguments
@@ -665,8 +679,8 @@ class ActionClassifier:
                         return ToolCall("write", paths=(path,), created=(path,) if sub == "create" else ())
                     return _OTHER_CALL
             text = _raw_text(event)  # the SWE-agent action string
-            verdict = self.shell.swe_command(text) if text else None
-            return self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
+            call = self._swe_line_call(text, event) if text else None
+            return call if call is not None else _OTHER_CALL
         if kind == "swe_command":
             if rule.tool in _FILE_SHAPED and _names_a_file(event):
                 raw_path = _str_arg(event, ("filePath", "file_path", "path"))
@@ -697,6 +711,21 @@ class ActionClassifier:
             )
             return ToolCall(call_kind, paths=paths, created=paths if creates else ())
         return ToolCall(call_kind) if call_kind != "other" else _OTHER_CALL
+
+    def _swe_line_call(self, line: str, event: ToolEvent) -> ToolCall | None:
+        """A SWE-agent tool command given as a line, or None. The editor's subcommand and path decide its
+        call (its file texts are not needed, so not unquoted); the 0.x commands go through their verdict."""
+        if line[:64].lstrip().startswith("str_replace_editor "):
+            parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
+            if len(parts) < 3 or parts[1] not in _EDITOR_SUBS:
+                return None
+            raw = parts[2]
+            path = self.norm(unquote(raw) if "'" in raw or '"' in raw or "\\" in raw else raw)
+            if parts[1] == "view":
+                return ToolCall("read", paths=(path,))
+            return ToolCall("write", paths=(path,), created=(path,) if parts[1] == "create" else ())
+        verdict = self.shell.swe_command(line)
+        return self._verdict_call(verdict, event) if verdict is not None else None
 
     def _verdict_call(self, v: ShellVerdict, event: ToolEvent) -> ToolCall:
         """A SWE-agent tool command's verdict as a call (``edit``/``insert`` act on the open file)."""

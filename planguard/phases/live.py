@@ -18,7 +18,7 @@ resolved against the session state: whether the run has patched, and which files
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -468,6 +468,20 @@ def _copy(label: str, args: Sequence[str]) -> _Sub:
     return _Sub(label, _WRITE, (dest,), (dest,))  # a copy onto a file (restoring a backup), or a new script
 
 
+def _find(label: str, args: list[str], body: str | None) -> _Sub:
+    """``find`` lists, unless it runs a command on what it finds (``-exec sed -i …``) or deletes it."""
+    for k, a in enumerate(args):
+        if a in ("-exec", "-execdir", "-ok") and k + 1 < len(args):
+            inner = args[k + 1 :]
+            end = next((j for j, w in enumerate(inner) if w in (";", "+", "\\;")), len(inner))
+            sub = _program(inner[0], inner[1:end], body)
+            if sub.does != _NAV:
+                return sub._replace(label=label)
+        if a == "-delete":
+            return _Sub(label, _GENERAL)  # cleaning up (``-name '*.pyc' -delete``)
+    return _Sub(label, _NAV, tuple(_operands(args)))
+
+
 def _program(prog: str, args: list[str], body: str | None) -> _Sub:
     """The plan of one simple command whose program is ``prog`` (wrappers already stripped)."""
     label = prog
@@ -528,6 +542,8 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
         return _Sub(label, _NAV)
     if name == "git":
         return _git(label, args)
+    if name == "find":
+        return _find(label, args, body)
     if name in _READERS:
         return _Sub(label, _NAV, tuple(_operands(args)))
     if name in ("touch", "tee"):
@@ -678,13 +694,17 @@ class LiveRules:
 
     ``actions`` is the canonical-action classifier whose vocabulary (built-in rules plus the user's
     ``actions.rules``) says what each tool is.
+
+    One bounded memo: a call (its tool, how the vocabulary reads it, the working directory) → its
+    :class:`_CallPlan`, which also keeps the few classifications it has resolved to (they depend only on
+    whether the run has patched and on which of the plan's files the run created).
     """
 
     name = "live"
 
     def __init__(self, actions: ActionClassifier | None = None, cache_size: int = 4096) -> None:
         self.actions = actions if actions is not None else DEFAULT_CLASSIFIER
-        self._line_plans = lru_cache(maxsize=cache_size)(self._plan_line)
+        self._memo = lru_cache(maxsize=cache_size)(_plan_call)
 
     def new_state(self) -> PhaseState:
         return PhaseState()
@@ -696,61 +716,172 @@ class LiveRules:
             if call.kind == "write" and not call.paths and state.open_file is not None:
                 # SWE-agent 0.x ``edit``/``insert`` change the open file; a recording may not name it.
                 call = ToolCall("write", paths=(state.open_file,))
-            c = _resolve(
-                self._plans(call, event), state, _work_dir(event) or state.root, call.kind == "write"
-            )
-            if not call.mapped:
-                return Classification(c.commands, unknown=True)
-            if call.kind == "read" and len(call.paths) == 1:
-                return Classification(c.commands, c.created, c.patched, opened=call.paths[0])
-            return c
+            tool = event.tool if isinstance(event.tool, str) and event.tool else "think"
+            root = _work_dir(event) or state.root
+            text = call.command
+            if text is not None and len(text) > MEMO_TEXT_MAX:
+                plan = _plan_call(tool, call, root)  # long texts rarely repeat: not kept
+            else:
+                plan = self._memo(tool, call, root)
+            return plan.resolve(state)
         except Exception:
             label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
             return Classification(commands=(Command(label, GENERAL),))
 
-    def _plans(self, call: ToolCall, event: ToolEvent) -> tuple[_Sub, ...]:
-        tool = event.tool if isinstance(event.tool, str) and event.tool else "think"
-        kind = call.kind
-        if kind == "shell":
-            line = call.command or ""
-            return self._line_plans(line) if len(line) <= MEMO_TEXT_MAX else self._plan_line(line)
-        if kind == "read":
-            if any(_is_harness_output(p) for p in call.paths):
-                return (_Sub(tool, _GENERAL),)
-            return (_Sub(tool, _NAV),)
-        if kind == "search":
-            return (_Sub(tool, _NAV),)
-        if kind == "write":
-            paths = call.paths or ("?",)
-            return tuple(_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in paths)
-        if kind == "test":
-            return (_Sub(tool, _TESTS),)
-        if kind == "code":
-            return (_snippet(tool, call.command or ""),)
-        return (_Sub(tool, _GENERAL),)
 
-    @staticmethod
-    def _plan_line(line: str) -> tuple[_Sub, ...]:
+def _plan_call(tool: str, call: ToolCall, root: str | None) -> _CallPlan:
+    """The judged plan of one call (pure: the text, the vocabulary's reading and the working directory)."""
+    kind = call.kind
+    if kind == "shell":
+        line = call.command or ""
         if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
-            return (_Sub("submit", _GENERAL),)
-        return tuple(_line_plans(line)) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
+            subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
+        else:
+            subs = _line_plans(line) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
+    elif kind == "read":
+        subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
+    elif kind == "search":
+        subs = (_Sub(tool, _NAV),)
+    elif kind == "write":
+        subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
+    elif kind == "test":
+        subs = (_Sub(tool, _TESTS),)
+    elif kind == "code":
+        subs = (_snippet(tool, call.command or ""),)
+    else:
+        subs = (_Sub(tool, _GENERAL),)
+    opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
+    return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
 
 
-def _created(path: str, state: PhaseState, local: Sequence[str]) -> bool:
-    p = path.lower()
-    return state.is_created(p) or p in local or basename(p) in (basename(c) for c in local)
+# What a judged sub-command's role depends on (besides ``patched``, which picks the family).
+_J_GENERAL, _J_NAV, _J_PATCH, _J_NEW, _J_CHECK = 0, 1, 2, 3, 4
+_J_NEW_IF_CREATED = 5  # a run or test run: new when the run created one of ``paths``, else regression
+_J_PATCH_UNLESS_CREATED = 6  # a removal: a patch unless the run created every one of ``paths``
 
 
-def _new_or_regression(new: bool, patched: bool) -> str:
-    if patched:
-        return VALIDATE_NEW if new else VALIDATE_REGRESSION
-    return REPRODUCE_NEW if new else REPRODUCE_REGRESSION
+class _Judged(NamedTuple):
+    """A sub-command's plan with every judgement of its text made: what is left depends on the state."""
+
+    label: str
+    kind: int
+    paths: tuple[str, ...] = ()  # lower-cased: the files whose creation decides a conditional kind
+    records: tuple[str, ...] = ()  # test files it writes, recorded as created when its role is R/V
+
+
+def _judge(sub: _Sub, root: str | None) -> _Judged:
+    paths = tuple(_in_repo(p, root) for p in sub.paths) if root is not None else sub.paths
+    does = sub.does
+    label = sub.label
+    if does == _NAV:
+        files = [p for p in paths if _pathish(p)]
+        if files and all(_is_harness_output(p) or _is_artifact(p) for p in files):
+            return _Judged(label, _J_GENERAL)  # reading a background run's output or a patch artifact (§5)
+        return _Judged(label, _J_NAV)
+    if does in (_WRITE, _REDIRECT):
+        kinds = [_write_kind(p, redirected=does == _REDIRECT) for p in paths]
+        if _W_SOURCE in kinds:
+            return _Judged(label, _J_PATCH)
+        if _W_TEST in kinds:
+            created = (_in_repo(p, root) for p in sub.created)
+            return _Judged(
+                label, _J_NEW, records=tuple(p.lower() for p in created if _write_kind(p) == _W_TEST)
+            )
+        return _Judged(label, _J_GENERAL)
+    if does == _REMOVE:
+        sources = tuple(p.lower() for p in paths if _pathish(p) and _write_kind(p) == _W_SOURCE)
+        return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
+    if does == _SNIPPET:
+        return _Judged(label, _J_NEW)
+    if does == _RUN:
+        script = paths[0]
+        if _is_check_script(script) or not is_test_target(script):
+            return _Judged(label, _J_NEW)  # a check script, or the repository's program
+        return _Judged(label, _J_NEW_IF_CREATED, (script.lower(),))
+    if does == _TESTS:
+        return _Judged(label, _J_NEW_IF_CREATED, tuple(p.lower() for p in paths))
+    if does == _CHECK:
+        return _Judged(label, _J_CHECK)
+    return _Judged(label, _J_GENERAL)
+
+
+class _CallPlan:
+    """A call's judged sub-commands, and the classifications they resolved to (at most ``MAX_RESOLVED``,
+    keyed by ``patched`` and by which of the plan's deciding files the run created)."""
+
+    __slots__ = ("depends", "opened", "per_file", "resolved", "subs", "unknown")
+
+    MAX_RESOLVED = 8
+
+    def __init__(self, subs: tuple[_Judged, ...], per_file: bool, opened: str | None, unknown: bool) -> None:
+        self.subs = subs
+        #: The files of one structured write (``apply_patch``) give one role per distinct kind of file.
+        self.per_file = per_file
+        self.opened = opened  # the file a read leaves open in a windowed editor
+        self.unknown = unknown  # no mapping rule knows the tool
+        self.depends = tuple(dict.fromkeys(p for j in subs for p in j.paths))
+        self.resolved: dict[tuple[bool, tuple[bool, ...]], Classification] = {}
+
+    def resolve(self, state: PhaseState) -> Classification:
+        key = (state.has_patch, tuple(state.is_created(p) for p in self.depends) if self.depends else ())
+        c = self.resolved.get(key)
+        if c is None:
+            c = self._resolve(state.has_patch, dict(zip(self.depends, key[1], strict=True)))
+            if len(self.resolved) < self.MAX_RESOLVED:
+                self.resolved[key] = c
+        return c
+
+    def _resolve(self, patched: bool, created: dict[str, bool]) -> Classification:
+        """Roles in order: a patch early in the step makes later tests validation, and a test file written
+        early in the step is a created one for the sub-commands after it."""
+        local: list[str] = []
+
+        def made(path: str) -> bool:
+            return created.get(path, False) or path in local or basename(path) in (basename(c) for c in local)
+
+        commands: list[Command] = []
+        for j in self.subs:
+            k = j.kind
+            if k == _J_NAV:
+                role = NAVIGATE
+            elif k == _J_PATCH:
+                role = PATCH
+            elif k == _J_NEW:
+                role = VALIDATE_NEW if patched else REPRODUCE_NEW
+                local.extend(j.records)
+            elif k == _J_CHECK:
+                role = VALIDATE_REGRESSION if patched else GENERAL
+            elif k == _J_NEW_IF_CREATED:
+                new = any(made(p) for p in j.paths)
+                role = (
+                    (VALIDATE_NEW if new else VALIDATE_REGRESSION)
+                    if patched
+                    else (REPRODUCE_NEW if new else REPRODUCE_REGRESSION)
+                )
+            elif k == _J_PATCH_UNLESS_CREATED:
+                role = (
+                    PATCH if not all(made(p) for p in j.paths) else GENERAL
+                )  # else: cleanup of its own files
+            else:
+                role = GENERAL
+            if role == PATCH:
+                patched = True
+            command = Command(j.label, role)
+            if not (self.per_file and commands and commands[-1] == command):
+                commands.append(command)
+        if self.unknown:
+            return Classification(tuple(commands), unknown=True)
+        return Classification(
+            tuple(commands),
+            created=tuple(dict.fromkeys(local)),
+            patched=any(c.role == PATCH for c in commands),
+            opened=self.opened,
+        )
 
 
 def _work_dir(event: ToolEvent) -> str | None:
     """The working directory an integration recorded on the call (``metadata["cwd"]``), if any."""
-    meta = event.metadata
-    cwd = meta.get("cwd") if isinstance(meta, Mapping) else None
+    cwd = event.metadata.get("cwd") if event.metadata else None
     return cwd.rstrip("/") if isinstance(cwd, str) and cwd.startswith("/") and len(cwd) > 1 else None
 
 
@@ -762,65 +893,3 @@ def _in_repo(path: str, root: str | None) -> str:
     if path.startswith(root) and path[len(root) : len(root) + 1] == "/":
         return path[len(root) + 1 :]
     return path
-
-
-def _role(sub: _Sub, patched: bool, state: PhaseState, local: list[str], root: str | None) -> str:
-    does = sub.does
-    if root is not None and sub.paths:
-        sub = sub._replace(paths=tuple(_in_repo(p, root) for p in sub.paths))
-    if does == _NAV:
-        files = [p for p in sub.paths if _pathish(p)]
-        if files and all(_is_harness_output(p) or _is_artifact(p) for p in files):
-            return GENERAL  # reading a background run's output or a patch artifact (§5)
-        return NAVIGATE
-    if does in (_WRITE, _REDIRECT):
-        kinds = [_write_kind(p, redirected=does == _REDIRECT) for p in sub.paths]
-        if _W_SOURCE in kinds:
-            return PATCH
-        if _W_TEST in kinds:
-            return _new_or_regression(True, patched)
-        return GENERAL
-    if does == _REMOVE:
-        for p in sub.paths:
-            if _pathish(p) and _write_kind(p) == _W_SOURCE and not _created(p, state, local):
-                return PATCH
-        return GENERAL  # cleanup of the run's own files
-    if does == _SNIPPET:
-        return _new_or_regression(True, patched)
-    if does == _RUN:
-        script = sub.paths[0]
-        new = _created(script, state, local) or _is_check_script(script) or not is_test_target(script)
-        return _new_or_regression(new, patched)
-    if does == _TESTS:
-        return _new_or_regression(any(_created(p, state, local) for p in sub.paths), patched)
-    if does == _CHECK:
-        return VALIDATE_REGRESSION if patched else GENERAL
-    return GENERAL
-
-
-def _resolve(
-    plans: Sequence[_Sub], state: PhaseState, root: str | None = None, per_file: bool = False
-) -> Classification:
-    """Roles of a step's sub-commands in order: a patch early in the step makes later tests validation.
-
-    ``per_file``: the plans are the files of one structured write (``apply_patch``), which has one role
-    per distinct kind of file it touches, not one per file.
-    """
-    patched = state.has_patch
-    local: list[str] = []
-    commands: list[Command] = []
-    for sub in plans:
-        role = _role(sub, patched, state, local, root)
-        if role == PATCH:
-            patched = True
-        elif role in (REPRODUCE_NEW, VALIDATE_NEW) and sub.created:
-            created = [_in_repo(p, root) for p in sub.created]
-            local.extend(p.lower() for p in created if _write_kind(p) == _W_TEST)
-        command = Command(sub.label, role)
-        if not (per_file and commands and commands[-1] == command):
-            commands.append(command)
-    return Classification(
-        tuple(commands),
-        created=tuple(dict.fromkeys(local)),
-        patched=any(c.role == PATCH for c in commands),
-    )
