@@ -469,3 +469,31 @@ def test_cleanup_of_the_runs_own_files_is_general_and_removing_source_is_a_patch
 def test_odd_calls_never_raise(event: ToolEvent) -> None:
     rules = get_rules("live")
     rules.classify(event, rules.new_state())
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("Read", "Grep", "Glob", "LS", "Edit", "MultiEdit", "Write", "NotebookEdit", "Bash", "TodoWrite"),
+        *("Task", "WebFetch", "WebSearch", "ExitPlanMode", "BashOutput", "TaskOutput"),
+        *("shell", "exec_command", "local_shell", "apply_patch", "update_plan"),
+        *(
+            "read",
+            "grep",
+            "glob",
+            "list",
+            "edit",
+            "write",
+            "patch",
+            "multiedit",
+            "bash",
+            "todowrite",
+            "todoread",
+        ),
+        *("webfetch", "task", "execute_bash", "str_replace_editor", "think", "finish", "submit", "browser"),
+        *("find_file", "search_dir", "search_file", "open", "goto", "scroll_up", "scroll_down", "create"),
+    ],
+)
+def test_every_scaffold_tool_of_the_page_is_known(name: str) -> None:
+    rules = get_rules("live")
+    assert not rules.classify(tool(name, {}), rules.new_state()).unknown
