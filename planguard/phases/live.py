@@ -11,8 +11,9 @@ these follow the definition a live monitor needs instead, with the same roles, l
   are transparent, and each sub-command gets one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
 
-A sub-command's *plan* depends on its text alone and is memoised per line (one bounded table); its role is
-resolved against the session state: whether the run has patched, and which files it created.
+A call's *plan* (its sub-commands, each judged as far as its text allows) is memoised per call in one
+bounded table; the roles are then resolved against the session state: whether the run has patched, and
+which of the files that decide a role the run created.
 """
 
 from __future__ import annotations
@@ -464,7 +465,7 @@ def _copy(label: str, args: Sequence[str]) -> _Sub:
         return _Sub(label, _GENERAL)
     dest = ops[-1]
     if label == "mv":
-        return _Sub(label, _REMOVE, tuple(ops[:-1]), (dest,))
+        return _Sub(label, _REMOVE, tuple(ops[:-1]))  # moving files away: cleanup, or a change
     return _Sub(label, _WRITE, (dest,), (dest,))  # a copy onto a file (restoring a backup), or a new script
 
 
