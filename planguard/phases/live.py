@@ -338,7 +338,11 @@ def _python_script(label: str, script: str, rest: Sequence[str]) -> _Sub:
     name = basename(script.lower())
     ops = _operands(rest)
     if name == "setup.py":
-        return _Sub(label, _TESTS if "test" in ops else _CHECK if ops[:1] != ["install"] else _GENERAL)
+        if "test" in ops:
+            return _Sub(label, _TESTS)
+        if ops[:1] and ops[0].startswith("build"):
+            return _Sub(label, _CHECK)  # ``build_ext --inplace``: a build (§5)
+        return _Sub(label, _GENERAL)  # install, develop, egg_info, --version: environment
     if name == "manage.py":
         return _Sub(label, _TESTS if ops[:1] == ["test"] else _SNIPPET)
     if name in _PY_TEST_SCRIPTS:
