@@ -159,6 +159,7 @@ def test_writing_a_test_or_check_script_is_not_a_patch(command: str) -> None:
     "command",
     [
         "pip install -e .",
+        "python setup.py develop",
         "npm ci",
         "mkdir -p build",
         "which python",
@@ -368,6 +369,7 @@ def test_a_test_file_the_run_created_is_a_new_test_when_run() -> None:
     "command",
     [
         "mix compile",
+        "python setup.py build_ext --inplace",
         "cargo build",
         "go build ./...",
         "go vet ./...",
