@@ -36,7 +36,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from ..events import THINK_TOOL, ToolEvent
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
@@ -493,8 +493,7 @@ _CALL_KIND_OF_TYPE = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """A tool call as the phase rules read it, through the same mapping rule as its canonical action.
 
     ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a ``shell`` call (a Codex argv
@@ -539,6 +538,10 @@ def _argv_line(argv: Sequence[str]) -> str:
 
 def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
     args = event.arguments
+    if type(args) is dict and not rule.target:  # the usual call: {"command": "<line>"}
+        line = args.get("command")
+        if line.__class__ is str and line and args.get("is_input") not in (True, "true"):
+            return line
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return None  # input typed into a running process, not a command
     value = _arg(event, rule.target or _COMMAND_KEYS)
