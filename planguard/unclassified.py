@@ -20,6 +20,8 @@ logger = logging.getLogger("planguard.unclassified")
 
 #: At most this many distinct unknown tool names are kept per session (their calls are all counted).
 MAX_UNKNOWN_TOOLS = 32
+#: Longer tool names are clipped (a name is text the agent or the framework chose).
+MAX_TOOL_NAME = 100
 #: A session is warned about once it has this many calls (one odd call is not a pattern).
 NOTICE_AFTER = 3
 
@@ -32,8 +34,10 @@ class Unclassified:
     tools: dict[str, int] = field(default_factory=dict)
     noticed: bool = False
 
-    def add(self, tool: str) -> None:
+    def add(self, tool: object) -> None:
+        """Count one call of ``tool`` (whatever the source put there: named by its text, clipped)."""
         self.calls += 1
+        tool = (tool if isinstance(tool, str) else repr(tool))[:MAX_TOOL_NAME]
         if tool in self.tools or len(self.tools) < MAX_UNKNOWN_TOOLS:
             self.tools[tool] = self.tools.get(tool, 0) + 1
 

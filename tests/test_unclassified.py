@@ -83,3 +83,11 @@ def test_a_session_logs_once_and_counts_every_unknown_call(caplog: pytest.LogCap
     assert session.phases_unobserved() is not None
     summary = session.end()
     assert summary.unclassified == 6 and summary.unknown_tools == {"frob": 4, "quux": 1, "zork": 1}
+
+
+def test_odd_tool_names_are_counted_by_their_text() -> None:
+    session = Pipeline(rules=get_rules("live")).session("s")
+    for name in [7, {1, 2}, "x" * 10_000]:
+        session.observe(ToolEvent(tool=name, arguments={}))  # type: ignore[arg-type]
+    summary = session.end()
+    assert summary.unclassified == 3 and "7" in summary.unknown_tools and "x" * 100 in summary.unknown_tools
