@@ -1,7 +1,9 @@
 """Per-event cost of the per-tool-call pipeline, stage by stage, and its memory over a long session.
 
     python benchmarks/bench_pipeline.py [--corpus PATH] [--passes 9] [--events 100000] [--skip-memory]
-                                        [--instructions]
+                                        [--instructions] [--rules live|v351278e|v8ec988e]
+
+``--rules`` picks the phase rules measured (default: ``live``, the default of ``Guard`` and ``replay``).
 
 The budget line is ``+ default policies``: canonical actions + phase classification + Langutory and
 compliance + every default detector + the default policies, per ``Session.observe``, ≤ 10 µs median on
@@ -12,9 +14,10 @@ the 81 real SWE-agent runs.
    event is its minimum over ``--passes`` identical passes, taken round-robin across the lines: the
    machine may be shared, and other processes' load only ever adds time.
 
-   * **cold**: every pass starts from new stage objects with empty memos (a fresh ``PaperRules`` and
-     ``ActionClassifier``), so each action is classified as if seen for the first time in the process —
-     what a live session sees for most of its calls. Memos still fill within the pass.
+   * **cold**: every pass starts from new stage objects with empty memos (fresh phase rules and
+     ``ActionClassifier``; the live rules read calls through that same classifier, as in ``Guard``), so
+     each action is classified as if seen for the first time in the process — what a live session sees
+     for most of its calls. Memos still fill within the pass.
    * **warm**: the same stage objects pass after pass, so every repeated action is a memo hit — what a
      long-lived process sees for calls it has classified before.
 
@@ -55,7 +58,7 @@ from planguard.config import Config  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
 from planguard.events import ToolEvent  # noqa: E402
 from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
-from planguard.phases import PaperRules  # noqa: E402
+from planguard.phases import LIVE, LiveRules, PaperRules, PhaseClassifier  # noqa: E402
 from planguard.plan import PRESETS  # noqa: E402
 from planguard.policies import build_policies  # noqa: E402
 from planguard.replay import resolve_plans  # noqa: E402
@@ -63,6 +66,13 @@ from planguard.session import Pipeline  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
 clock = time.perf_counter_ns
+#: The phase rules measured (``--rules``).
+RULES = LIVE
+
+
+def new_rules(actions: ActionClassifier) -> PhaseClassifier:
+    """Fresh phase rules (empty memos); the live ones read calls through ``actions``, as in a Guard."""
+    return LiveRules(actions) if RULES == LIVE else PaperRules(RULES)
 
 
 def load(corpus: Path) -> list[Trajectory]:
@@ -87,12 +97,13 @@ FULL = STAGES[-1][1]
 
 def make_pipeline(stages: frozenset[str], **overrides: Any) -> Pipeline:
     """A pipeline with brand-new stage objects: empty parse memos (cold)."""
+    classifier = ActionClassifier()
     kwargs: dict[str, Any] = {
-        "rules": PaperRules("v351278e"),
+        "rules": new_rules(classifier),
         "plans": resolve_plans("paper-settings") if "plans7" in stages else (PRESETS["plan"],),
     }
     if "actions" in stages:
-        kwargs["actions"] = ActionClassifier()
+        kwargs["actions"] = classifier
     if "detectors" in stages:
         kwargs["detectors"] = default_detectors()
     if "policies" in stages:
@@ -174,7 +185,7 @@ def breakdown(runs: list[Trajectory], passes: int) -> None:
         acts: list[int] = []
         phases: list[int] = []
         classify_action = ActionClassifier()
-        rules = PaperRules("v351278e")
+        rules = new_rules(classify_action)
         classify = rules.classify
 
         def timed_actions(event: ToolEvent, _a: list[int] = acts, _c: Any = classify_action) -> Any:
@@ -235,7 +246,7 @@ COUNTED = (STAGES[0], STAGES[-1])
 
 def instructions(corpus: Path) -> None:
     t0 = time.perf_counter()
-    per_label = _callgrind.run(__file__, ["--corpus", str(corpus)])
+    per_label = _callgrind.run(__file__, ["--corpus", str(corpus), "--rules", RULES])
     # What a segment costs with nothing in it (the switches' own calls and the loop): taken off every event.
     empty = statistics.median(per_label.pop("empty"))
     print(
@@ -340,16 +351,21 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--instructions", action="store_true", help="also count instructions per event")
+    ap.add_argument(
+        "--rules", default=LIVE, choices=(LIVE, "v351278e", "v8ec988e"), help="phase rules measured"
+    )
     ap.add_argument("--segments", metavar="LIB", help=argparse.SUPPRESS)  # internal: run under callgrind
     args = ap.parse_args()
+    global RULES
+    RULES = args.rules
     runs = load(args.corpus)
     if args.segments:
         count_segments(args.segments, runs)
         return
     n = sum(len(t.events) for t in runs)
     print(
-        f"python {sys.version.split()[0]}; corpus: {len(runs)} runs, {n} events; {args.passes} passes; "
-        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+        f"python {sys.version.split()[0]}; rules {RULES}; corpus: {len(runs)} runs, {n} events; "
+        f"{args.passes} passes; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )
     # The loaded corpus is input data, not pipeline state: keep the collector from re-scanning it (its
     # full collections otherwise show up as multi-millisecond outliers on arbitrary events).

@@ -58,8 +58,9 @@ __all__ = [
 
 #: Environment variable naming the config file ``Guard()`` loads when given no config.
 ENV_CONFIG = "PLANGUARD_CONFIG"
-#: The classifier rule versions (PHASE_RULES.md): the paper's newest, its older one, and a corrected mode.
-RULES = ("v351278e", "v8ec988e", "corrected")
+#: The phase rules: the live rules (PHASES_LIVE.md), the paper's newest and older classifier (PHASE_RULES.md),
+#: and ``corrected``, an alias of ``live``.
+RULES = ("live", "v351278e", "v8ec988e", "corrected")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -105,8 +106,10 @@ class Config(BaseModel):
     score_plans: list[str | PlanSpec] = Field(
         default_factory=list, description="Further plans to score the run against (not enforced)."
     )
-    rules: Literal["v351278e", "v8ec988e", "corrected"] = Field(
-        "v351278e", description="Phase classifier rules (PHASE_RULES.md)."
+    rules: Literal["live", "v351278e", "v8ec988e", "corrected"] = Field(
+        "live",
+        description="Phase classifier rules: live (PHASES_LIVE.md, any scaffold and language), or the "
+        "paper's v351278e / v8ec988e (PHASE_RULES.md, exact); corrected is an alias of live.",
     )
     policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
     detectors: DetectorsConfig = Field(default_factory=DetectorsConfig)

@@ -112,7 +112,7 @@ def resolve_plans(spec: str | Sequence[str] | None) -> tuple[Plan, ...]:
 
 def replay_pipeline(
     plans: Sequence[Plan] = (PRESETS["plan"],),
-    rules: str = "v351278e",
+    rules: str | None = None,
     *,
     diagnostics: bool = True,
     sinks: Sequence[Sink] = (),
@@ -129,10 +129,10 @@ def replay_pipeline(
         from .detectors import default_detectors
 
         kwargs = {"actions": RecordedActions(classify_action), "detectors": default_detectors()}
-    # The first plan's declared phases, when it declares them, classify instead of the coding rules.
-    vocabulary = kwargs.get("actions")
-    # (the pipeline asks its rules only for new_state() and classify(), and reads their name and letters)
-    recorded_first = cast(PhaseRules, RecordedRules(rules_for(plans[0], rules, vocabulary)))
+    # The first plan's declared phases, when it declares them, classify instead of the coding rules (both
+    # over the built-in vocabulary). The pipeline asks its rules only for new_state() and classify(), and
+    # reads their name and letters.
+    recorded_first = cast(PhaseRules, RecordedRules(rules_for(plans[0], rules)))
     return Pipeline(rules=recorded_first, plans=tuple(plans), sinks=tuple(sinks), **kwargs)
 
 
@@ -148,7 +148,7 @@ def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
     plans = config.plans
     classifier, detectors = build_detectors(config.detectors)
     actions = RecordedActions(classifier) if classifier is not None else None
-    vocabulary = actions or RecordedActions(build_classifier(config.detectors.actions))
+    vocabulary = classifier if classifier is not None else build_classifier(config.detectors.actions)
     return Pipeline(
         rules=cast(PhaseRules, RecordedRules(rules_for(plans[0], config.rules, vocabulary))),
         plans=plans,

@@ -32,6 +32,7 @@ from .plan import PRESETS, Plan
 from .policies.base import Policy
 from .sinks import Sink
 from .step import Step
+from .unclassified import Unclassified
 
 __all__ = ["RECORDED_POLICY", "Pipeline", "Session", "SessionSummary"]
 
@@ -111,6 +112,9 @@ class SessionSummary:
     #: The agent's own todo list at the end (done, total, active, open, updates, calls_since_update); None
     #: when it wrote none (or the pipeline has no todo tracker).
     todo: dict[str, Any] | None = None
+    #: Calls whose tool no mapping rule knows, and those tools' names with their call counts.
+    unclassified: int = 0
+    unknown_tools: dict[str, int] = field(default_factory=dict)
 
     @property
     def primary(self) -> Scores | None:
@@ -142,6 +146,7 @@ class Session:
         "last_activity",
         "ended",
         "last_step",
+        "unclassified",
         "_hooks",
     )
 
@@ -158,6 +163,7 @@ class Session:
         self.pipeline = pipeline
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.phase_state = pipeline.rules.new_state()
+        self.phase_state.root = _work_dir(self.metadata)
         self.langutory = Langutory()
         self.compliance: dict[str, Compliance] = {
             layout.plan.name: Compliance(layout) for layout in pipeline.layouts if layout.plan is not None
@@ -180,6 +186,7 @@ class Session:
             self.started_at = started_at
         self.ended = False
         self.last_step: Step | None = None
+        self.unclassified = Unclassified()
         self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
         for sink in pipeline.sinks:
             self._guarded(sink.on_session_start, self)
@@ -320,7 +327,14 @@ class Session:
             decision_counts=dict(self.decision_counts),
             duration=self.last_activity - self.started_at,
             todo=todo.summary(self.n_steps) if todo is not None and todo.active else None,
+            unclassified=self.unclassified.calls,
+            unknown_tools=dict(self.unclassified.tools),
         )
+
+    def phases_unobserved(self) -> str | None:
+        """Why the run's phases cannot be judged (most calls use tools no mapping rule knows), or None.
+        Policies that judge phases stand down while this is set."""
+        return self.unclassified.reason(self.n_steps) if self.unclassified.calls else None
 
     # ------------------------------------------------------------------ persistence
 
@@ -398,6 +412,10 @@ class Session:
             self._score(step)
         self.n_steps += 1
         self.last_step = step
+        if step.classification.unknown:
+            self.unclassified.add(step.event.tool)
+        if self.unclassified.calls:
+            self.unclassified.notice(self.id, self.n_steps)
 
     def _score(self, step: Step) -> None:
         self.phase_state.apply(step.classification)
@@ -483,6 +501,18 @@ class Session:
         except Exception as exc:  # fail-open is the contract
             self.pipeline.errors.record(_where(fn), exc)
             return None
+
+
+#: Session metadata keys that name the run's working directory (loaders: ``cwd``; the Claude Code hook).
+_WORK_DIR_KEYS = ("cwd", "claude_code.cwd")
+
+
+def _work_dir(metadata: Mapping[str, Any]) -> str | None:
+    for key in _WORK_DIR_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.startswith("/") and len(value) > 1:
+            return value.rstrip("/")
+    return None
 
 
 def _where(fn: Callable[..., Any]) -> str:
@@ -571,9 +601,15 @@ def _merge_result(into: ToolEvent, src: ToolEvent) -> None:
         into.metadata = {**into.metadata, **src.metadata}
 
 
-def replay_events(events: Iterable[ToolEvent], pipeline: Pipeline, session_id: str = "replay") -> Session:
-    """Feed a finished run through a fresh session (offline)."""
-    session = pipeline.session(session_id)
+def replay_events(
+    events: Iterable[ToolEvent],
+    pipeline: Pipeline,
+    session_id: str = "replay",
+    metadata: Mapping[str, Any] | None = None,
+) -> Session:
+    """Feed a finished run through a fresh session (offline); ``metadata``: the run's (its ``cwd`` is the
+    directory the live rules judge paths against)."""
+    session = pipeline.session(session_id, **(metadata or {}))
     for e in events:
         session.observe(e)
     return session

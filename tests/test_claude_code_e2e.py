@@ -376,7 +376,7 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert len(transcripts) == 1
     (trajectory,) = [t for t in iter_trajectories([transcripts[0]]) if isinstance(t, Trajectory)]
     guard = Guard.from_file(workspace["config"])
-    offline = replay_events(trajectory.events, guard.pipeline, trajectory.id).end()
+    offline = replay_events(trajectory.events, guard.pipeline, trajectory.id, trajectory.meta).end()
     guard.shutdown()
     assert offline.letters == summary["letters"]
     assert offline.langutory == summary["langutory"]

@@ -34,7 +34,7 @@ def error_of(path: Path, env: dict[str, str] | None = None) -> str:
 
 def test_defaults_are_a_valid_config():
     c = Config()
-    assert c.followed_plan.name == "plan" and c.rules == "v351278e"
+    assert c.followed_plan.name == "plan" and c.rules == "live"
     assert c.policies.reminder.every_model_calls == 5
     assert c.sessions.max_sessions == 10_000
 
@@ -174,7 +174,7 @@ def test_unknown_plan_and_bad_rules(tmp_path):
     p = write(tmp_path, "c.yaml", "rules: v9\nplan: plan_with_typo\n")
     lines = error_of(p).splitlines()
     assert lines[0].startswith(f"{p}:2: plan: unknown plan 'plan_with_typo': expected a preset (")
-    assert lines[1] == f"{p}:1: rules: expected 'v351278e', 'v8ec988e' or 'corrected' (got 'v9')"
+    assert lines[1] == f"{p}:1: rules: expected 'live', 'v351278e', 'v8ec988e' or 'corrected' (got 'v9')"
 
 
 def test_model_level_errors_name_their_key(tmp_path):

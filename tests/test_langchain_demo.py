@@ -55,10 +55,12 @@ def test_demo_fixes_the_bug_and_planguard_reminds_nudges_and_gates(demo_run: tup
     result, _ = demo_run
     assert result.fixed  # the agent's edit really fixed the throw-away repository
     s = result.summary
-    assert s is not None and s.letters == "N" * 12 + "P" + "VVV"
+    # Live rules: the reproduction script written and run after the patch is V, the existing unittest suite v.
+    assert s is not None and s.letters == "N" * 12 + "P" + "VVv"
     assert s.decision_counts.get("deny") == 2 and s.decision_counts.get("nudge") == 1
     assert {"search_loop", "redundant_search"} <= set(s.finding_counts)
-    assert round(s.primary.PC, 2) == 0.83 and s.primary.PPC == 0.75  # the reproduction phase was skipped
+    # The reproduction phase was skipped, and regression tests are not a phase of the demo's plan.
+    assert round(s.primary.PC, 2) == 0.77 and s.primary.PPC == 0.75
 
     requests = result.model.requests
     periodic = [
@@ -90,8 +92,9 @@ def test_demo_prints_a_readable_timeline_and_records_the_session(demo_run: tuple
     assert sum("↳ remind: PLAN REMINDER" in ln for ln in lines) == 3
     assert any(ln.startswith("  agent ▸ ") for ln in lines)
     told = [ln for ln in lines if ln.startswith("  planguard ▸ to the model: ")]
-    assert len(told) == 2 and "searched and read" in told[0] and "without doing Reproduction" in told[1]
-    assert "compliance PC 0.83" in text and "tests pass" in text
+    assert len(told) == 3 and "searched and read" in told[0] and "without doing Reproduction" in told[1]
+    assert "Regression tests after the patch is not a phase of your plan" in told[2]
+    assert "compliance PC 0.77" in text and "tests pass" in text
 
     files = list(result.store_dir.glob("*.jsonl"))
     assert len(files) == 1 and result.session_id in files[0].name
@@ -118,7 +121,7 @@ def test_planguard_demo_command_on_a_clean_environment(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "compliance PC 0.83" in proc.stdout
+    assert "compliance PC 0.77" in proc.stdout
     assert len(list(store.glob("*.jsonl"))) == 1
     assert "Traceback" not in proc.stderr
 

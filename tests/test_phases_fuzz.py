@@ -19,7 +19,7 @@ from planguard.phases import (
     RULE_VERSIONS,
     Classification,
     Command,
-    CorrectedRules,
+    LiveRules,
     PaperRules,
     PhaseRules,
     PhaseState,
@@ -33,6 +33,8 @@ from planguard.phases.roles import make_classification
 from planguard.phases.rules import _ActionPlan, _Commands, _pathish, _resolve
 from planguard.phases.scaffolds import THINK, event_commands
 from planguard.phases.shell import Piece, clean_action, parse_action, plain_pieces, scan, split_words
+
+PAPER_VERSIONS = ("v351278e", "v8ec988e")
 
 SHELL_BITS = [
     "ls",
@@ -285,7 +287,7 @@ SHARING = st.sampled_from(
 @FUZZ
 @given(
     st.lists(events | shell_text.map(ToolEvent.shell) | SHARING, min_size=1, max_size=10),
-    st.sampled_from(RULE_VERSIONS),
+    st.sampled_from(PAPER_VERSIONS),
     st.sampled_from([None, 0, 12]),
 )
 def test_memoised_plans_classify_like_fresh_rules(
@@ -297,16 +299,29 @@ def test_memoised_plans_classify_like_fresh_rules(
     rules = get_rules(version)
     with pytest.MonkeyPatch.context() as monkeypatch:  # per example: hypothesis runs this many times
         if memo_max is not None:
-            rules = CorrectedRules() if version == "corrected" else PaperRules(version)
+            rules = PaperRules(version)
             monkeypatch.setattr(rules_module, "MEMO_TEXT_MAX", memo_max)
         _classify_like_fresh_rules(rules, seq, version)
+
+
+@FUZZ
+@given(st.lists(events | shell_text.map(ToolEvent.shell) | SHARING, min_size=1, max_size=10))
+def test_live_rules_memo_classifies_like_fresh_rules(seq: list[ToolEvent]) -> None:
+    """The live rules' one memo (plans per shell line) never changes a classification."""
+    rules = get_rules("live")
+    state = rules.new_state()
+    for event in seq + seq:
+        c = rules.classify(event, state)
+        assert c == LiveRules().classify(event, state)  # a fresh instance: an empty memo
+        assert c.roles == tuple(cmd.role for cmd in c.commands if cmd.role != GENERAL)
+        state.apply(c)
 
 
 def _classify_like_fresh_rules(rules: PhaseRules, seq: list[ToolEvent], version: str) -> None:
     state, ref_state = rules.new_state(), rules.new_state()
     for event in seq + seq:  # the second half hits the memos filled by the first
         c = rules.classify(event, state)
-        fresh = CorrectedRules() if version == "corrected" else PaperRules(version)  # empty memos
+        fresh = PaperRules(version)  # empty memos
         assert c == _unmemoised(fresh, event, ref_state)
         assert c.roles == tuple(cmd.role for cmd in c.commands if cmd.role != GENERAL)
         state.apply(c)

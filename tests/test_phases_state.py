@@ -40,16 +40,17 @@ def test_letters_round_trip() -> None:
 
 
 def test_get_rules_names() -> None:
-    assert RULE_VERSIONS == ("v351278e", "v8ec988e", "corrected")
-    assert get_rules().name == "v351278e"
-    for name in RULE_VERSIONS:
+    assert RULE_VERSIONS == ("live", "v351278e", "v8ec988e", "corrected")
+    assert get_rules().name == "live"  # the default: PHASES_LIVE.md
+    for name in ("live", "v351278e", "v8ec988e"):
         assert get_rules(name).name == name
-    with pytest.raises(ValueError, match="v351278e, v8ec988e, corrected"):
+    assert get_rules("corrected") is get_rules("live")  # a documented alias
+    with pytest.raises(ValueError, match="live, v351278e, v8ec988e, corrected"):
         get_rules("v2")
 
 
 def test_classify_does_not_mutate_state() -> None:
-    rules = get_rules()
+    rules = get_rules("v351278e")
     state = rules.new_state()
     event = ToolEvent.shell("str_replace_editor create /testbed/test_x.py --file_text 'x'")
     c = rules.classify(event, state)
@@ -146,7 +147,7 @@ def test_mini_swe_agent_block_is_a_shell_line() -> None:
 
 
 def test_unknown_tools_and_odd_arguments() -> None:
-    rules = get_rules()
+    rules = get_rules("v351278e")
     state = rules.new_state()
     for event in [
         ToolEvent(tool="frobnicate", arguments={"x": 1}),

@@ -101,7 +101,7 @@ def test_one_file_per_session_with_every_record(tmp_path: Path) -> None:
     assert len(files) == 2 and all("live-1" in f.name for f in files)
     stored = read_session(sink.written[0])
     assert stored.id == "live-1" and stored.complete and not stored.errors
-    assert stored.header.plan == "plan" and stored.header.rules == "v351278e"
+    assert stored.header.plan == "plan" and stored.header.rules == "live"
     assert stored.header.metadata == {
         "model": "gpt-test",
         "instance_id": "repo__1",

@@ -28,6 +28,7 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.detectors.base import Detector
 from planguard.events import ToolEvent
 from planguard.findings import Finding
+from planguard.phases import get_rules
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks import Sink
@@ -149,7 +150,7 @@ def test_spans_follow_genai_conventions() -> None:
     assert a[A.GEN_AI_AGENT_NAME] == "coder"
     assert a[A.GEN_AI_CONVERSATION_ID] == "s1"
     assert a[A.PLAN] == "plan"
-    assert a[A.RULES] == "v351278e"
+    assert a[A.RULES] == "live"
     assert a[A.SESSION_STEPS] == 5
     assert a[A.LANGUTORY] == "NRRPV"
     assert a[A.PC] == pytest.approx(1.0)
@@ -691,9 +692,11 @@ def test_text_memos_stay_bounded_and_names_stay_right(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(otel, "MAX_MEMO", 3)
     cap = TelemetryCapture()
-    s = Pipeline(sinks=(cap.sink,), actions=lambda ev: SimpleNamespace(type=f"kind-{ev.call_id}")).session(
-        "m"
-    )
+    s = Pipeline(
+        rules=get_rules("v351278e"),
+        sinks=(cap.sink,),
+        actions=lambda ev: SimpleNamespace(type=f"kind-{ev.call_id}"),
+    ).session("m")
     n = 8
     # k navigations in one call: a role tuple of length k, new for every k.
     run_live(

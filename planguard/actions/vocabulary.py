@@ -36,7 +36,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from ..events import THINK_TOOL, ToolEvent
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
@@ -68,10 +68,13 @@ __all__ = [
     "SURFACES",
     "ActionClassifier",
     "ActionVocabulary",
+    "CALL_KINDS",
     "MappingRule",
+    "ToolCall",
     "ToolSurface",
     "classify_action",
     "make_action",
+    "patch_files",
 ]
 
 
@@ -98,6 +101,7 @@ SURFACES: dict[str, ToolSurface] = {
     "swe-agent-0.x": ToolSurface(True, True, False),
     "mini-swe-agent": ToolSurface(False, False, False),
     "codex": ToolSurface(False, False, True),
+    "opencode": ToolSurface(True, True, True),
     "generic": ToolSurface(False, False, False),
 }
 
@@ -179,6 +183,7 @@ KINDS = (
     "submit",
     "command",
     "apply_patch",
+    "code",
 )
 
 _KIND_OF_TYPE = {
@@ -193,7 +198,17 @@ _KIND_OF_TYPE = {
     REASON: "reason",
 }
 
-_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "filepath", "uri")
+_PATH_KEYS = (
+    "file_path",
+    "filePath",
+    "path",
+    "filename",
+    "file",
+    "notebook_path",
+    "target_file",
+    "filepath",
+    "uri",
+)
 _COMMAND_KEYS = ("command", "cmd", "script", "commands")
 _QUERY_KEYS = ("pattern", "query", "regex", "q", "search", "term", "search_term")
 _TEXT_KEYS = ("thought", "text", "content", "message", "reasoning", "final_thought", "result", "summary")
@@ -238,6 +253,10 @@ class MappingRule:
         if self.tool.startswith("re:"):
             return re.fullmatch(self.tool[3:], tool) is not None
         return fnmatch.fnmatchcase(tool, self.tool)
+
+
+_SHELL_NAMES = ("run_command", "execute", "execute_command", "run_shell", "run_bash", "shell_exec", "exec")
+_CODE_KEYS = ("code", "script", "source", "input", "command")
 
 
 def _r(tool: str, kind: str, scaffold: str | None = None, **kw: Any) -> MappingRule:
@@ -298,21 +317,65 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     _r("WebSearch", "fetch", _CC, target=("query",)),
     _r("AskUserQuestion", "reason", _CC, text=("question", "questions")),
     _r("BashOutput", "command", _CC, target=("bash_id",)),
+    _r("TaskOutput", "command", _CC, target=("task_id",)),
+    _r("TaskStop", "command", _CC),
+    _r("Skill", "command", _CC, target=("skill",)),
     _r("KillShell", "command", _CC),
     _r("KillBash", "command", _CC),
     _r("SlashCommand", "command", _CC, target=("command",)),
     # --- OpenHands
     _r("think", "reason", _OH, text=("thought",)),
     _r("finish", "finish", _OH, text=("message", "final_thought", "outputs")),
-    _r("execute_ipython_cell", "command", _OH, target=("code",)),
+    _r("execute_ipython_cell", "code", _OH, target=("code",)),
     _r("edit_file", "edit", _OH, target=("path",), text=("content",)),
     _r("browser", "fetch", _OH, target=("url", "code")),
     _r("web_read", "fetch", _OH, target=("url",)),
     _r("task_tracker", "plan", _OH),
     _r("delegate", "spawn", _OH, target=("agent",)),
+    # --- OpenHands action classes, as V0 event streams and the V1 SDK name them
+    *(
+        _r(name, "shell", _OH, structured=False)
+        for name in ("CmdRunAction", "ExecuteBashAction", "TerminalAction")
+    ),
+    *(_r(name, "editor", _OH) for name in ("FileEditorAction", "StrReplaceEditorAction")),
+    _r("FileReadAction", "read", _OH, target=("path",)),
+    _r("FileEditAction", "edit", _OH, target=("path",), text=("content", "new_str")),
+    _r("FileWriteAction", "write", _OH, target=("path",), text=("content",)),
+    _r("IPythonRunCellAction", "code", _OH, target=("code",)),
+    *(_r(name, "finish", _OH) for name in ("AgentFinishAction", "FinishAction")),
+    *(_r(name, "reason", _OH, text=("thought",)) for name in ("AgentThinkAction", "ThinkAction")),
+    _r("TaskTrackerAction", "plan", _OH),
+    *(_r(name, "fetch", _OH, target=("url",)) for name in ("BrowseURLAction", "BrowseInteractiveAction")),
     # --- Codex
     _r("apply_patch", "apply_patch", "codex", text=("input", "patch")),
     _r("update_plan", "plan", "codex", text=("explanation",)),
+    # --- OpenCode (lower-case names, camelCase arguments; ``edit`` is read by argument shape, see
+    # ``_read_swe_command``, since SWE-agent 0.x has an ``edit`` of its own)
+    _r("read", "read", "opencode"),
+    _r("write", "write", "opencode"),
+    _r("multiedit", "multi_edit", "opencode"),
+    _r("patch", "apply_patch", "opencode", text=("patchText", "patch", "input")),
+    _r("grep", "search", "opencode", scope=("path", "include")),
+    _r("glob", "find", "opencode", scope=("path",)),
+    _r("list", "navigate", "opencode"),
+    _r("todowrite", "plan", "opencode"),
+    _r("todoread", "plan", "opencode"),
+    _r("webfetch", "fetch", "opencode"),
+    _r("task", "spawn", "opencode"),
+    # --- common tool names of other frameworks (LangChain toolkits, MCP servers, custom agents)
+    _r("exec_command", "shell", "codex", structured=False),
+    *(_r(name, "shell", structured=False) for name in _SHELL_NAMES),
+    *(_r(name, "read") for name in ("read_file", "view_file", "open_file", "cat_file", "get_file")),
+    *(_r(name, "write") for name in ("write_file", "create_file", "write_to_file", "save_file")),
+    *(_r(name, "edit") for name in ("replace_in_file", "str_replace", "apply_edit", "modify_file")),
+    *(_r(name, "search") for name in ("search", "search_code", "search_files", "code_search", "grep_search")),
+    *(_r(name, "find") for name in ("find_files", "file_search", "find_file_by_name")),
+    *(_r(name, "navigate") for name in ("list_dir", "list_files", "list_directory", "ls", "tree")),
+    *(_r(name, "command", validation=True) for name in ("run_tests", "run_test", "test", "pytest")),
+    *(
+        _r(name, "code", target=_CODE_KEYS)
+        for name in ("python", "run_python", "execute_python", "python_repl")
+    ),
     # --- name heuristics for any other framework's tools (last: specific rules win)
     _r("re:(?i).*(think|reason|reflect).*", "reason", structured=True),
     _r("re:(?i).*(todo|plan|task_?track).*", "plan"),
@@ -397,6 +460,117 @@ def _rule_index(rules: tuple[MappingRule, ...]) -> _RuleIndex:
 
 DEFAULT_VOCABULARY = ActionVocabulary()
 
+# ------------------------------------------------------------------------------ the call, for phases
+
+#: What kind of call a tool call is, for the phase rules (PHASES_LIVE.md §4): a shell line, a file read
+#: (or listing), a file write, a search, a test run, a code snippet run, a submission, a plan/todo update,
+#: or anything else.
+CALL_KINDS = ("shell", "read", "write", "search", "test", "code", "submit", "plan", "other")
+
+#: The call kind of each reader kind (``editor`` and ``swe_command`` depend on the call).
+_CALL_KIND_OF = {
+    "shell": "shell",
+    "read": "read",
+    "navigate": "read",
+    "write": "write",
+    "edit": "write",
+    "multi_edit": "write",
+    "apply_patch": "write",
+    "search": "search",
+    "find": "search",
+    "submit": "submit",
+    "finish": "submit",
+    "plan": "plan",
+    "code": "code",
+    "fetch": "other",
+    "spawn": "other",
+    "reason": "other",
+    "command": "other",
+}
+_CALL_KIND_OF_TYPE = {
+    FILE_READ: "read",
+    NAVIGATE: "read",
+    FILE_WRITE: "write",
+    SEARCH: "search",
+}
+
+
+class ToolCall(NamedTuple):
+    """A tool call as the phase rules read it, through the same mapping rule as its canonical action.
+
+    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a ``shell`` call (a Codex argv
+    array joined), or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call
+    addresses (normalised like action targets), ``created`` those of them the call creates as new files.
+    ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
+    """
+
+    kind: str
+    command: str | None = None
+    paths: tuple[str, ...] = ()
+    created: tuple[str, ...] = ()
+    mapped: bool = True
+
+
+_UNMAPPED_CALL = ToolCall("other", mapped=False)
+#: First words of SWE-agent's tool commands given as shell lines (``ShellClassifier.swe_command``'s).
+_SWE_WORDS = (
+    "str_replace_editor",
+    "submit",
+    "open",
+    "goto",
+    "scroll_",
+    "create",
+    "edit",
+    "insert",
+    "find_file",
+    "search_",
+    "filemap",
+)
+_OTHER_CALL = ToolCall("other")
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
+
+
+def _argv_line(argv: Sequence[str]) -> str:
+    """A Codex argv array as one shell line: ``["bash", "-lc", script]`` is the script itself."""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in ("-c", "-lc"):
+        return argv[2]
+    return shlex.join(argv)
+
+
+def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
+    args = event.arguments
+    if type(args) is dict and not rule.target:  # the usual call: {"command": "<line>"}
+        line = args.get("command")
+        if line.__class__ is str and line and args.get("is_input") not in (True, "true"):
+            return line
+    if _is_map(args) and args.get("is_input") in (True, "true"):
+        return None  # input typed into a running process, not a command
+    value = _arg(event, rule.target or _COMMAND_KEYS)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(x, str) for x in value):
+        return _argv_line(value)
+    return _raw_text(event)
+
+
+def patch_files(text: str) -> tuple[list[str], list[str]]:
+    """(files touched, files added) of a Codex ``apply_patch`` envelope or a unified diff."""
+    touched: list[str] = []
+    added: list[str] = []
+    for m in _PATCH_HEADER.finditer(text):
+        name = m.group(2).strip()
+        touched.append(name)
+        if m.group(1) == "Add":
+            added.append(name)
+    if not touched:
+        touched = [m.group(1) for m in _DIFF_FILE.finditer(text) if m.group(1) != "/dev/null"]
+    return touched, added
+
+
+_PATCH_HEADER = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTILINE)
+
+
 # ------------------------------------------------------------------------------------ classifier
 
 _Reader = Callable[["ActionClassifier", MappingRule, ToolEvent], Action]
@@ -472,6 +646,110 @@ class ActionClassifier:
             self._by_tool.clear()
         self._by_tool[tool] = hit
         return hit
+
+    def tool_call(self, event: ToolEvent) -> ToolCall:
+        """The call as the phase rules read it (see :class:`ToolCall`), by this vocabulary's rules. Never
+        raises."""
+        try:
+            return self._tool_call(event)
+        except Exception:
+            return _UNMAPPED_CALL
+
+    def _tool_call(self, event: ToolEvent) -> ToolCall:
+        tool = event.tool
+        hit = self._by_tool.get(tool)
+        if hit is None:
+            hit = self._resolve(tool)
+        rule = hit[0]
+        if rule is _NO_RULE:
+            return _UNMAPPED_CALL
+        if rule.validation:
+            return ToolCall("test")
+        kind = rule.kind
+        if kind == "shell":
+            line = _shell_line(rule, event)
+            if line is None:
+                return _OTHER_CALL
+            if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
+                call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
+                if call is not None:
+                    return call
+            return ToolCall("shell", line)
+        if kind == "editor":
+            args = event.arguments
+            if _is_map(args):
+                sub, raw = args.get("command"), args.get("path")
+                if isinstance(sub, str) and isinstance(raw, str):
+                    path = self.norm(raw)
+                    if sub == "view":
+                        return ToolCall("read", paths=(path,))
+                    if sub in _EDITOR_SUBS:
+                        return ToolCall("write", paths=(path,), created=(path,) if sub == "create" else ())
+                    return _OTHER_CALL
+            text = _raw_text(event)  # the SWE-agent action string
+            call = self._swe_line_call(text, event) if text else None
+            return call if call is not None else _OTHER_CALL
+        if kind == "swe_command":
+            if rule.tool in _FILE_SHAPED and _names_a_file(event):
+                raw_path = _str_arg(event, ("filePath", "file_path", "path"))
+                path = self.norm(raw_path or "")
+                return ToolCall("write", paths=(path,), created=(path,) if rule.tool == "create" else ())
+            text = event.action if isinstance(event.action, str) and event.action.strip() else None
+            if text is None:
+                args = event.arguments
+                values = list(args.values()) if _is_map(args) else ([args] if args else [])
+                text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
+            verdict = self.shell.swe_command(text)
+            return self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
+        if kind == "apply_patch":
+            text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
+            touched, added = patch_files(text)
+            return ToolCall(
+                "write", paths=tuple(map(self.norm, touched)), created=tuple(map(self.norm, added))
+            )
+        if kind == "code":
+            code = _str_arg(event, rule.target or _CODE_KEYS)
+            return ToolCall("code", code)
+        call_kind = _CALL_KIND_OF.get(kind or "command", "other")
+        if call_kind in ("read", "write"):
+            raw = _str_arg(event, rule.target or _PATH_KEYS)
+            paths = (self.norm(raw),) if raw else ()
+            creates = kind == "write" or (
+                kind == "edit" and rule.tool == "Edit" and not _arg(event, ("old_string",))
+            )
+            return ToolCall(call_kind, paths=paths, created=paths if creates else ())
+        return ToolCall(call_kind) if call_kind != "other" else _OTHER_CALL
+
+    def _swe_line_call(self, line: str, event: ToolEvent) -> ToolCall | None:
+        """A SWE-agent tool command given as a line, or None. The editor's subcommand and path decide its
+        call (its file texts are not needed, so not unquoted); the 0.x commands go through their verdict."""
+        if line[:64].lstrip().startswith("str_replace_editor "):
+            parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
+            if len(parts) < 3 or parts[1] not in _EDITOR_SUBS:
+                return None
+            raw = parts[2]
+            path = self.norm(unquote(raw) if "'" in raw or '"' in raw or "\\" in raw else raw)
+            if parts[1] == "view":
+                return ToolCall("read", paths=(path,))
+            return ToolCall("write", paths=(path,), created=(path,) if parts[1] == "create" else ())
+        verdict = self.shell.swe_command(line)
+        return self._verdict_call(verdict, event) if verdict is not None else None
+
+    def _verdict_call(self, v: ShellVerdict, event: ToolEvent) -> ToolCall:
+        """A SWE-agent tool command's verdict as a call (``edit``/``insert`` act on the open file)."""
+        if v.is_completion:
+            return ToolCall("submit")
+        kind = _CALL_KIND_OF_TYPE.get(v.type)
+        if kind is None:
+            return _OTHER_CALL
+        if kind == "search":
+            return ToolCall("search")
+        target = v.path or (v.target if v.type is not SEARCH else None)
+        if target is None:
+            open_file = _open_file(event)
+            target = self.norm(open_file) if open_file else None
+        paths = (target,) if target else ()
+        return ToolCall(kind, paths=paths, created=paths if v.write is WK_CREATE else ())
 
     # ------------------------------------------------------------------------------- helpers
 
@@ -722,8 +1000,10 @@ def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
 
 def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
-    old = _str_arg(event, ("old_string", "old_str", "old_text", "search"))
-    new = _str_arg(event, rule.text or ("new_string", "new_str", "new_text", "replace", "content"))
+    old = _str_arg(event, ("old_string", "oldString", "old_str", "old_text", "search"))
+    new = _str_arg(
+        event, rule.text or ("new_string", "newString", "new_str", "new_text", "replace", "content")
+    )
     # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
     kind = WK_EDIT if old else (WK_CREATE if rule.tool == "Edit" else WK_EDIT)
     return make_action(
@@ -752,7 +1032,7 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
     if isinstance(edits, list):
         for e in edits:
             if isinstance(e, Mapping):
-                o, n = e.get("old_string"), e.get("new_string")
+                o, n = e.get("old_string", e.get("oldString")), e.get("new_string", e.get("newString"))
                 if isinstance(o, str):
                     olds.append(o)
                 if isinstance(n, str):
@@ -890,21 +1170,25 @@ def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     )
 
 
+def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    """A tool that runs a code snippet (OpenHands' IPython cell, a ``python`` tool): ``python -c``."""
+    code = _str_arg(event, rule.target or _CODE_KEYS)
+    if code is None:
+        return _read_command(c, rule, event)
+    return make_action(
+        COMMAND,
+        "python -c",
+        str(event.tool),
+        None,
+        "python -c",
+        is_validation=rule.validation or "pytest" in code,
+        structured=False,
+        scaffold=rule.scaffold,
+    )
+
+
 def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     tool = str(event.tool)
-    if rule.target:
-        t = _str_arg(event, rule.target)
-        if t is not None and rule.tool == "execute_ipython_cell":
-            return make_action(
-                COMMAND,
-                "python -c",
-                tool,
-                None,
-                "python -c",
-                is_validation=rule.validation or "pytest" in t,
-                structured=False,
-                scaffold=rule.scaffold,
-            )
     return make_action(
         COMMAND,
         _clip(tool, 80),
@@ -941,7 +1225,16 @@ def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     )
 
 
+def _names_a_file(event: ToolEvent) -> bool:
+    """Arguments that address a file by path (OpenCode's ``edit {filePath, oldString, newString}``), not
+    SWE-agent 0.x's windowed ``edit``/``create``, which act on the open file or take a ``filename``."""
+    args = event.arguments
+    return _is_map(args) and any(isinstance(args.get(k), str) for k in ("filePath", "file_path", "path"))
+
+
 def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    if rule.tool in _FILE_SHAPED and _names_a_file(event):
+        return _read_edit(c, rule, event) if rule.tool != "create" else _read_write(c, rule, event)
     text = event.action if isinstance(event.action, str) and event.action.strip() else None
     if text is None:
         args = event.arguments
@@ -961,6 +1254,8 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
 
 
 _EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
+#: SWE-agent 0.x tool names that other scaffolds (OpenCode) use for path-addressed file tools.
+_FILE_SHAPED = frozenset({"edit", "create", "insert"})
 _MEMO_LINE_MAX = ShellClassifier.MEMO_LINE_MAX
 _EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
@@ -983,6 +1278,7 @@ _READERS: dict[str, _Reader] = {
     "submit": _read_submit,
     "command": _read_command,
     "apply_patch": _read_apply_patch,
+    "code": _read_code,
 }
 
 #: The classifier behind :func:`classify_action`: every built-in scaffold at once, default roots.

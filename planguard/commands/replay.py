@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 import sys
 from typing import IO, Any
 
@@ -33,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="plan to score against (repeatable); 'paper-settings' scores the paper's 7 settings "
         "(default: the standard plan)",
     )
-    p.add_argument("--rules", help="phase rules: v351278e (default), v8ec988e, corrected")
+    p.add_argument(
+        "--rules",
+        help="phase rules: live (default; PHASES_LIVE.md), v351278e, v8ec988e (the paper); corrected = live",
+    )
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -101,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from ..loaders import LoadError
     from ..phases import DEFAULT_VERSION
     from ..replay import config_pipeline, replay, replay_pipeline, resolve_plans
+    from ..unclassified import logger as unclassified_logger
+    from ..unclassified import unobserved_reason
 
     try:
         exporter, endpoint = _exporter(args)
@@ -130,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     failed = replayed = 0
     rows: list[dict[str, Any]] = []
     progress = _Progress(enabled=fmt == "table" and sys.stderr.isatty())
+    level = unclassified_logger.level
+    unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
     try:
         for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
             if isinstance(item, LoadError):
@@ -140,11 +148,16 @@ def run(args: argparse.Namespace) -> int:
             record = result_record(item)
             replayed += 1
             progress.advance(record["id"])
+            s = item.summary
+            unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
+            if unobserved is not None:  # a warning, not a failure: the run replayed
+                progress.print_warning(f"{item.trajectory.source or record['id']}: {unobserved}")
             if fmt == "jsonl":
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
                 rows.append(record)
     finally:
+        unclassified_logger.setLevel(level)
         progress.close()
         if exporter is not None:
             _finish_export(exporter, replayed, endpoint)
@@ -213,6 +226,12 @@ class _Progress:
             self._progress.console.print(f"[red]error[/red] {message}", highlight=False, markup=True)
         else:
             print(message, file=sys.stderr)
+
+    def print_warning(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(f"[yellow]warning[/yellow] {message}", highlight=False, markup=True)
+        else:
+            print(f"warning: {message}", file=sys.stderr)
 
     def close(self) -> None:
         if self._progress is not None:

@@ -26,11 +26,8 @@ finding (detector name)     predicate (defaults)                                
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from ..actions.config import build_classifier
-from ..events import ToolEvent
+from ..actions.vocabulary import ActionClassifier
 from ..plugins import load_plugin
 from .base import Detector
 from .config import DetectorsConfig
@@ -115,7 +112,7 @@ def default_detectors(
 
 def build_detectors(
     config: DetectorsConfig | None = None,
-) -> tuple[Callable[[ToolEvent], Any] | None, list[Detector]]:
+) -> tuple[ActionClassifier | None, list[Detector]]:
     """The canonical-action classifier and the detectors a config asks for (``(None, [])`` when disabled):
     the configured built-ins, then ``custom``."""
     cfg = config or DetectorsConfig()

@@ -1,16 +1,18 @@
-"""Plan phases of coding-agent tool calls: the plan-compliance paper's classifier, live.
+"""Plan phases of coding-agent tool calls.
 
 Every tool call is mapped to the roles of its sub-commands (navigate, reproduce, patch, validate,
-or general) by the rules of "From Plan to Action" (Liu et al., 2026), reproduced exactly for both
-published versions of its classifier, plus a ``corrected`` variant that fixes its known quirks::
+or general). The default ``live`` rules follow PHASES_LIVE.md: any scaffold, any language, tools read
+through the canonical-action vocabulary. The rules of "From Plan to Action" (Liu et al., 2026) are
+reproduced exactly for both published versions of its classifier (``corrected`` is an alias of ``live``)::
 
-    rules = get_rules()              # "v351278e" (default), "v8ec988e" or "corrected"
+    rules = get_rules()              # "live" (default), "v351278e", "v8ec988e"
     state = rules.new_state()        # one per session
     c = rules.classify(event, state) # pure: a policy may still deny the call
     state.apply(c)                   # once the call has run
     c.roles, c.letters
 """
 
+from planguard.phases.live import LiveRules, is_test_target
 from planguard.phases.roles import (
     GENERAL,
     LETTER_OF,
@@ -27,12 +29,14 @@ from planguard.phases.roles import (
 )
 from planguard.phases.rules import (
     DEFAULT_VERSION,
+    LIVE,
+    PAPER_VERSION,
+    RULE_ALIASES,
     RULE_VERSIONS,
-    CorrectedRules,
     PaperRules,
+    PhaseClassifier,
     PhaseRules,
     get_rules,
-    is_test_path_corrected,
     is_test_path_paper,
 )
 from planguard.phases.state import MAX_CREATED_TESTS, MAX_NODES, PhaseState
@@ -40,6 +44,12 @@ from planguard.phases.state import MAX_CREATED_TESTS, MAX_NODES, PhaseState
 __all__ = [
     "DEFAULT_VERSION",
     "GENERAL",
+    "LIVE",
+    "PAPER_VERSION",
+    "RULE_ALIASES",
+    "LiveRules",
+    "PhaseClassifier",
+    "is_test_target",
     "LETTER_OF",
     "MAX_CREATED_TESTS",
     "MAX_NODES",
@@ -54,11 +64,9 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
-    "CorrectedRules",
     "PaperRules",
     "PhaseRules",
     "PhaseState",
     "get_rules",
-    "is_test_path_corrected",
     "is_test_path_paper",
 ]

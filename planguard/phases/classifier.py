@@ -7,12 +7,15 @@ The coding rules (:class:`planguard.phases.PhaseRules`) and a declared plan's ma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from planguard.events import ToolEvent
 from planguard.phases.roles import LETTER_OF, Classification
 from planguard.plan import Plan
+
+if TYPE_CHECKING:
+    from planguard.actions.vocabulary import ActionClassifier
 
 __all__ = ["PhaseClassifier", "letter_map", "rules_for"]
 
@@ -34,15 +37,20 @@ def letter_map(rules: PhaseClassifier) -> Mapping[str, str]:
 
 
 def rules_for(
-    plan: Plan, rules: str | None = None, actions: Callable[[ToolEvent], Any] | None = None
+    plan: Plan, rules: str | None = None, actions: ActionClassifier | None = None
 ) -> PhaseClassifier:
     """The classifier for following ``plan``: its own matchers when it declares its phases, else the coding
-    rules named ``rules`` (default: the default version). ``actions`` is the pipeline's canonical-action
-    classifier, which declared ``action``/``target`` conditions read."""
+    rules named ``rules`` (default: the live rules). ``actions`` is the pipeline's canonical-action
+    classifier: its vocabulary (built-in tool rules plus the user's ``actions.rules``) is what declared
+    ``action``/``target`` conditions and the live rules read, so one mapping serves actions and phases."""
+    from planguard.phases.live import LiveRules
     from planguard.phases.rules import get_rules
 
     if plan.declarative:
         from planguard.phases.declarative import DeclarativeRules
 
         return DeclarativeRules(plan, actions)
-    return get_rules(rules) if rules is not None else get_rules()
+    chosen = get_rules(rules) if rules is not None else get_rules()
+    if isinstance(chosen, LiveRules) and actions is not None and actions is not chosen.actions:
+        return LiveRules(actions)
+    return chosen

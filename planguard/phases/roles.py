@@ -78,6 +78,11 @@ class Classification:
     created: tuple[str, ...] = ()
     patched: bool = False
     nodes: tuple[int, ...] = ()
+    #: The file the call opens in a windowed editor (SWE-agent 0.x ``open``), which a later ``edit`` of the
+    #: open file targets (the live rules only).
+    opened: str | None = None
+    #: No mapping rule knows the call's tool, so its phase could not be observed (the live rules only).
+    unknown: bool = False
     roles: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -105,11 +110,13 @@ class _Unfrozen:
     fifth of the cost.
     """
 
-    __slots__ = ("commands", "created", "patched", "nodes", "roles")
+    __slots__ = ("commands", "created", "patched", "nodes", "opened", "unknown", "roles")
     commands: tuple[Command, ...]
     created: tuple[str, ...]
     patched: bool
     nodes: tuple[int, ...]
+    opened: str | None
+    unknown: bool
     roles: tuple[str, ...]
 
 
@@ -125,6 +132,8 @@ def make_classification(
     c.created = created
     c.patched = patched
     c.nodes = nodes
+    c.opened = None
+    c.unknown = False
     c.roles = _roles_of(commands)
     c.__class__ = Classification  # type: ignore[assignment]
     return c  # type: ignore[return-value]

@@ -1,4 +1,4 @@
-"""The phase rules: the paper's classifier (two published versions) and a corrected variant.
+"""The paper's phase rules (two published versions, exact), and the registry of every rule set.
 
 Classification is split in two so that it is both exact and cheap:
 
@@ -13,7 +13,6 @@ so a sub-command sees the patch or the test file of an earlier one of the same s
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache, partial
@@ -21,7 +20,9 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from planguard.events import ToolEvent
-from planguard.phases.inline_python import written_files, written_files_lenient
+from planguard.phases.classifier import PhaseClassifier
+from planguard.phases.inline_python import written_files
+from planguard.phases.live import LiveRules
 from planguard.phases.roles import (
     GENERAL,
     NAVIGATE,
@@ -55,17 +56,25 @@ from planguard.phases.state import PhaseState, basename
 
 __all__ = [
     "DEFAULT_VERSION",
+    "LIVE",
+    "PAPER_VERSION",
+    "RULE_ALIASES",
     "RULE_VERSIONS",
-    "CorrectedRules",
+    "PhaseClassifier",
     "PaperRules",
     "PhaseRules",
     "get_rules",
-    "is_test_path_corrected",
     "is_test_path_paper",
 ]
 
-DEFAULT_VERSION = "v351278e"
-RULE_VERSIONS: tuple[str, ...] = ("v351278e", "v8ec988e", "corrected")
+LIVE = "live"
+#: The paper's newest classifier version (PHASE_RULES.md), what ``--rules v351278e`` selects.
+PAPER_VERSION = "v351278e"
+#: The rules a session uses unless told otherwise: the live rules.
+DEFAULT_VERSION = LIVE
+RULE_VERSIONS: tuple[str, ...] = (LIVE, "v351278e", "v8ec988e", "corrected")
+#: Former names: ``corrected`` (the paper's rules with its quirks fixed) is now the live rules.
+RULE_ALIASES = {"corrected": LIVE}
 
 _GENERAL, _NAV, _PATCH, _TEST = 0, 1, 2, 3
 
@@ -643,7 +652,7 @@ def _test_outcome(targets: Sequence[str], inline: bool = False) -> _Outcome:
 class PaperRules(PhaseRules):
     """The paper's rule classifier, version ``v351278e`` (newest) or ``v8ec988e`` (paper artifacts)."""
 
-    def __init__(self, version: str = DEFAULT_VERSION, cache_size: int = 4096) -> None:
+    def __init__(self, version: str = PAPER_VERSION, cache_size: int = 4096) -> None:
         if version not in ("v351278e", "v8ec988e"):
             raise ValueError(f"unknown paper rule version {version!r}; valid: v351278e, v8ec988e")
         self.name = version
@@ -755,255 +764,23 @@ def _redirect_plan(label: str, node: int, tokens: Sequence[str], fallback: _Outc
     return _make_plan(label, node, tuple(targets), out, out)
 
 
-# --------------------------------------------------------------------------- corrected rules
-
-_TEST_DIRS = frozenset(
-    {"test", "tests", "testing", "__tests__", "unittests", "unit_tests", "repro", "reproduce", "reproduction"}
-)
-_TEST_FILE = re.compile(
-    r"^(?:test_.+|.+_tests?\.[a-z0-9]+|tests?\.py|conftest\.py"
-    r"|(?:repro|reproduce|reproducer|reproduction)(?:[_\-.].*)?)$"
-)
-_HELPER_FILE = re.compile(
-    r"^(?:(?:debug|verify|verification|check|validate|validation|demo|sanity|scratch|temp|tmp|try|quick"
-    r"|simple|final|comprehensive|edge|minimal|example|investigate|explore)[_\-][^/]*"
-    r"|debug|verify|check|validate|demo|scratch|temp|tmp)\.py$"
-)
-_PY_VERSIONED = re.compile(r"^(python[23]?)(?:\.\d+)*$")
-
-
-def is_test_path_corrected(path: str) -> bool:
-    """Test detection by path component and file name (lower-cased path).
-
-    A directory named like a test suite (``tests/``, ``testing/``, ``repro/``), or a test-file name
-    (``test_*``, ``*_test.*``, ``tests.py``, ``conftest.py``, ``repro*``/``reproduce*``).
-    ``django/views/debug.py`` is not a test; ``repro_issue.py`` is.
-    """
-    parts = path.split("/")
-    name = parts[-1]
-    for d in parts[:-1]:
-        if d in _TEST_DIRS or d.startswith("test_"):
-            return True
-    return name in _TEST_DIRS or _TEST_FILE.match(name) is not None
-
-
-def _is_helper_script(path: str) -> bool:
-    """A throw-away script the agent writes for itself (``verify_fix.py``, ``/tmp/x.py``)."""
-    if path.startswith("/tmp/") and path.endswith(".py"):
-        return True
-    return _HELPER_FILE.match(basename(path)) is not None
-
-
-def _created_test(path: str) -> bool:
-    return is_test_path_corrected(path) or _is_helper_script(path)
-
-
-_SH_TOKEN = re.compile(
-    r"""(?P<sq>'[^']*')|(?P<dq>"(?:[^"\\]|\\.)*")|(?P<esc>\\.)"""
-    r"""|(?P<redir>\d*(?:>>|>\||>&|>)|&>>?)|(?P<pipe>\|&?)|(?P<ws>[ \t\n]+)"""
-    r"""|(?P<word>[^ \t\n'"\\|<>&;]+|[<&;]+|.)""",
-    re.S,
-)
-
-
-def _write_targets(text: str) -> tuple[str, ...]:
-    """Files a shell sub-command writes: unquoted stdout redirections and ``tee`` arguments.
-
-    Redirections of other descriptors (``2>``, ``2>&1``), descriptor duplication (``>&2``) and
-    ``/dev/null`` are not writes; a ``>`` inside quotes is text.
-    """
-    words: list[tuple[str, str]] = []  # (kind, value) with kind "w", "r" (redirect op) or "|"
-    buf: list[str] = []
-    in_word = False
-
-    def flush() -> None:
-        nonlocal in_word
-        if in_word:
-            words.append(("w", "".join(buf)))
-            buf.clear()
-            in_word = False
-
-    for m in _SH_TOKEN.finditer(text):
-        kind = m.lastgroup
-        value = m.group()
-        if kind == "ws":
-            flush()
-        elif kind == "redir":
-            flush()
-            words.append(("r", value))
-        elif kind == "pipe":
-            flush()
-            words.append(("|", value))
-        else:
-            if kind == "sq" or kind == "dq":
-                value = value[1:-1]
-            elif kind == "esc":
-                value = value[1:]
-            buf.append(value)
-            in_word = True
-    flush()
-    out: list[str] = []
-    i = 0
-    n = len(words)
-    while i < n:
-        kind, value = words[i]
-        if kind == "r" and i + 1 < n and words[i + 1][0] == "w":
-            target = words[i + 1][1]
-            fd = value.rstrip(">|&")
-            stdout = value.startswith("&") or fd in ("", "1")
-            if stdout and not value.endswith("&") and target != "/dev/null":
-                out.append(target)
-            i += 2
-            continue
-        if kind == "|" and i + 1 < n and words[i + 1] == ("w", "tee"):
-            i += 2
-            while i < n and words[i][0] == "w":
-                if not words[i][1].startswith("-") and words[i][1] != "/dev/null":
-                    out.append(words[i][1])
-                i += 1
-            continue
-        i += 1
-    return tuple(out)
-
-
-class CorrectedRules(PhaseRules):
-    """``v351278e`` with each known quirk of the paper's classifier fixed (PHASE_RULES section 4).
-
-    * only stdout writes are writes: ``2>/dev/null``, ``2>&1``, ``>&2``, ``> /dev/null``, a quoted
-      ``>`` and heredoc inputs are not (``grep ... 2>/dev/null`` is navigation);
-    * a python run keeps its meaning when its output is redirected (``python reproduce.py 2>&1``
-      runs the created reproduction script);
-    * tests are recognised by path component and file name, not by substring;
-    * helper scripts the run writes (``verify_*.py``, ``check_*.py``, ``debug_*.py``, anything under
-      ``/tmp``) are created test scripts: writing them is test work, not a patch, and running them is
-      reproduction or validation with a new test;
-    * inline Python that writes a test file records it as created (and falls back to a regular
-      expression when the code does not parse);
-    * ``complex_command`` and ``set_env`` are always general; ``python3.11`` is ``python3``.
-    """
-
-    name = "corrected"
-
-    def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
-        label = _label(cmd, action)
-        if cmd.kind == "think":
-            return _THINK_PLAN
-        node = _node(cmd, label)
-        if cmd.kind in ("other", "complex", "set_env") or (cmd.kind == "tool" and cmd.tool != SRE_TOOL):
-            return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
-        if cmd.kind == "tool":
-            return self._plan_editor(cmd, label, node)
-        return self._plan_shell(cmd, label, node)
-
-    def _editor_outcome(self, sub: str, raw_path: ToolArgValue | None) -> _EditorPlan:
-        sub = sub.lower()
-        paths: tuple[str, ...] = ()
-        test = False
-        if isinstance(raw_path, str):
-            paths = (raw_path.lower(),)
-            test = is_test_path_corrected(paths[0])
-        record: tuple[str, ...] = ()
-        if sub in _SRE_EDITS:
-            if sub == "create" and paths and _created_test(paths[0]):
-                record = paths
-            out = _test_outcome(paths) if test or record else _Outcome(_PATCH, created_alt=paths)
-        elif sub == "view":
-            out = _test_outcome(paths) if test else _Outcome(_NAV, created_alt=paths)
-        else:
-            out = _O_GENERAL
-        return record, out
-
-    def _plan_shell(self, cmd: ParsedCommand, label: str, node: int) -> _Plan:
-        name = cmd.command.strip().lower().rsplit("/", 1)[-1]
-        versioned = _PY_VERSIONED.match(name)
-        if versioned:
-            name = versioned.group(1)
-        arg_tokens = [a.lower() for a in cmd.args]
-        flag_tokens = _flatten_flags(cmd.flags)
-        tokens = arg_tokens + flag_tokens
-        paths = [t for t in arg_tokens if _pathish(t)]
-        command_word = cmd.command.strip().lower()
-        if _pathish(command_word):
-            paths.append(command_word)
-        paths.extend(t for t in flag_tokens if _pathish(t))
-        flags = dict(cmd.flags)
-        test_paths = tuple(p for p in paths if is_test_path_corrected(p))
-        alt = tuple(paths)
-        if cmd.heredoc:
-            writes = _heredoc_write_targets(cmd.args)
-        else:
-            writes = _write_targets(cmd.text) if (">" in cmd.text or "tee" in cmd.text) else ()
-        writes = tuple(w.lower() for w in writes)
-        written_tests = tuple(w for w in writes if _created_test(w))
-        patch_writes = [w for w in writes if not _created_test(w) and not w.startswith("/tmp/")]
-
-        def writing(fallback: _Outcome) -> _Outcome:
-            if written_tests:
-                return _test_outcome(written_tests)
-            if patch_writes:
-                return _O_PATCH
-            return fallback
-
-        if name in _PY:
-            heredoc = cmd.heredoc
-            code = _inline_code(cmd, flags)
-            edited = tuple(f.lower() for f in written_files_lenient(code)) if code else ()
-            if edited:
-                tests = tuple(f for f in edited if _created_test(f))
-                record = tuple(dict.fromkeys(written_tests + tests))
-                out = _test_outcome(tests) if tests else _O_PATCH
-                return _make_plan(label, node, record, out, out)
-            inline = _inline_key(name, tokens, paths) or heredoc
-            post = _Outcome(_TEST, test_paths, inline, alt)
-            if heredoc or test_paths or name == "pytest" or inline:
-                return _make_plan(label, node, written_tests, post, post)
-            return _make_plan(label, node, written_tests, _Outcome(_GENERAL, created_alt=alt), post)
-
-        sed_read = name == "sed" and "i" not in flags and "n" in flags
-        perl_read = name == "perl" and "i" not in flags and ("n" in flags or "p" in flags) and bool(paths)
-        if name in _READONLY or sed_read or perl_read:
-            base = _test_outcome(test_paths) if test_paths else _Outcome(_NAV, created_alt=alt)
-            out = writing(base)
-            return _make_plan(label, node, written_tests, out, out)
-        if name == "perl" and "i" not in flags and test_paths:
-            out = _test_outcome(test_paths)
-            return _make_plan(label, node, written_tests, out, out)
-        if name == "touch" or (name in ("sed", "perl") and "i" in flags):
-            record = written_tests
-            if name == "touch":
-                record = tuple(dict.fromkeys(written_tests + tuple(p for p in paths if _created_test(p))))
-            targets = test_paths or record
-            out = _test_outcome(targets) if targets else _Outcome(_PATCH, created_alt=alt)
-            return _make_plan(label, node, record, out, out)
-        if writes:
-            out = writing(_O_GENERAL)
-            return _make_plan(label, node, written_tests, out, out)
-        return _make_plan(label, node, (), _O_GENERAL, _O_GENERAL)
-
-
-def _heredoc_write_targets(args: Sequence[str]) -> tuple[str, ...]:
-    out: list[str] = []
-    last = len(args) - 1
-    for i, a in enumerate(args):
-        if a in (">", ">>", "1>", ">|", "&>") and i < last and args[i + 1] != "/dev/null":
-            out.append(args[i + 1])
-    return tuple(out)
-
-
 # --------------------------------------------------------------------------- registry
 
-_INSTANCES: dict[str, PhaseRules] = {}
+
+_INSTANCES: dict[str, PhaseClassifier] = {}
 
 
-def get_rules(name: str = DEFAULT_VERSION) -> PhaseRules:
-    """The rules named ``v351278e`` (default, the paper's newest), ``v8ec988e`` or ``corrected``.
+def get_rules(name: str = DEFAULT_VERSION) -> PhaseClassifier:
+    """The rules named ``live`` (default: PHASES_LIVE.md), ``v351278e`` (the paper's newest) or ``v8ec988e``
+    (the paper's artifacts); ``corrected`` is an alias of ``live``.
 
-    Instances are shared: rules hold no session state, only a bounded cache of parsed actions.
+    Instances are shared: rules hold no session state, only bounded caches of parsed actions.
     """
     if name not in RULE_VERSIONS:
         raise ValueError(f"unknown phase rules {name!r}; valid choices: {', '.join(RULE_VERSIONS)}")
+    name = RULE_ALIASES.get(name, name)
     rules = _INSTANCES.get(name)
     if rules is None:
-        rules = CorrectedRules() if name == "corrected" else PaperRules(name)
+        rules = LiveRules() if name == LIVE else PaperRules(name)
         _INSTANCES[name] = rules
     return rules

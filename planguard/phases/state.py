@@ -29,6 +29,7 @@ class PhaseState:
     * ``created``: lower-cased test paths written by the run, oldest first, at most
       :data:`MAX_CREATED_TESTS`; ``created_basenames`` counts their file names, since a test is
       recognised by its path or by its file name alone.
+    * ``open_file``: the file a windowed editor has open (SWE-agent 0.x), for the live rules.
     * ``nodes``: first-seen rank of each distinct sub-command. The paper's pipeline builds a graph
       whose nodes are distinct sub-commands and lists a step's sub-commands in node-creation order, so
       a sub-command seen in an earlier step is classified before the new ones of the same step.
@@ -39,6 +40,11 @@ class PhaseState:
     created_basenames: dict[str, int] = field(default_factory=dict)
     nodes: dict[int, int] = field(default_factory=dict)
     node_count: int = 0
+    #: The file last opened in a windowed editor (live rules: the target of an ``edit`` naming no file).
+    open_file: str | None = None
+    #: The run's working directory when the source records it (Claude Code's ``cwd``): the live rules judge
+    #: a path under it as a repository path, even when the repository itself lives under ``/tmp``.
+    root: str | None = None
 
     def is_created(self, path: str) -> bool:
         """``path`` (lower-cased) equals, or has the file name of, a test created in this run."""
@@ -64,6 +70,8 @@ class PhaseState:
         """Commit the effects of a classified call that has run."""
         if c.patched:
             self.has_patch = True
+        if c.opened is not None:
+            self.open_file = c.opened
         for path in c.created:
             self.add_created(path)
         for node in c.nodes:

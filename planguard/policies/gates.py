@@ -126,6 +126,7 @@ class Gate(Policy):
         self._need_success = self._pa is not None and self._pa.succeeded
         self._roles: dict[str, tuple[bool, bool, int]] = {}  # role -> (is phase, is after, seen bits)
         self._template = config.message or _DEFAULT_MESSAGE
+        self._judges_phases = self._tracks or u.plan_complete
 
     def new_state(self) -> _State:
         return _State()
@@ -142,6 +143,14 @@ class Gate(Policy):
             unmet = self.unmet(session, state)
             if not unmet:
                 return None
+            unobserved = session.phases_unobserved() if self._judges_phases else None
+            if unobserved is not None and not self._steps_unmet(session):
+                # The run's phases cannot be seen (its tools are unknown): a phase gate does not deny.
+                return Decision(
+                    DecisionKind.LOG,
+                    f"gate {self.config.name} let {step.event.tool} through unchecked: {unobserved}",
+                    self.name,
+                )
             cap = self.config.max_denials
             if cap is not None and state.denials >= cap:
                 return Decision(
@@ -231,6 +240,10 @@ class Gate(Policy):
         if u.min_steps and session.n_steps < u.min_steps:
             out.append(f"work for at least {u.min_steps} tool calls ({session.n_steps} so far)")
         return out
+
+    def _steps_unmet(self, session: Session) -> bool:
+        min_steps = self.config.until.min_steps
+        return bool(min_steps) and session.n_steps < min_steps
 
     def _name(self, prefix: str) -> str:
         return role_name(prefix, self.plan)

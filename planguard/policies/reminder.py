@@ -161,4 +161,21 @@ class PeriodicReminder(Policy):
         )
 
     def render(self, session: Session, count: int = 1) -> str:
-        return self._template.format_map(self.view.fields(session, count=count)).rstrip()
+        if session.phases_unobserved() is not None:
+            # The run's tools are unknown, so its phases are not seen: remind of the plan without claiming
+            # which phases are done or missing.
+            fields = self.view.fields(session, count=count, **_UNOBSERVED_FIELDS)
+        else:
+            fields = self.view.fields(session, count=count)
+        return self._template.format_map(fields).rstrip()
+
+
+_UNKNOWN = "unknown (planguard cannot tell which tool calls do what)"
+#: The progress fields of a reminder when the run's phases cannot be observed.
+_UNOBSERVED_FIELDS = {
+    "phase": _UNKNOWN,
+    "missing": _UNKNOWN,
+    "next": _UNKNOWN,
+    "done": _UNKNOWN,
+    "status": "Progress through the plan is not tracked for these tools.",
+}

@@ -155,6 +155,8 @@ class PlanViolations(Policy):
     def before_tool(self, step: Step, session: Session, state: _State) -> Decision | None:
         if not self._active or not self._check_finish or not self.is_finish(step):
             return None
+        if session.phases_unobserved() is not None:
+            return None  # phases the run's tools do not show are not missing
         missing = self._missing(state)
         if not missing:
             return None
@@ -219,8 +221,8 @@ class PlanViolations(Policy):
             state.seen |= bit
             if j > state.max_idx:
                 state.max_idx = j
-        if lines is None:
-            return ()
+        if lines is None or session.phases_unobserved() is not None:
+            return ()  # (most of the run's calls use unknown tools: its phases are not seen, so not judged)
         if cfg.max_per_session is not None and state.sent >= cfg.max_per_session:
             return ()
         state.sent += 1
@@ -229,6 +231,8 @@ class PlanViolations(Policy):
 
     def on_end(self, session: Session, state: _State) -> Iterable[Decision]:
         if not self._active or not self.config.missing_at_finish or state.finish_told:
+            return ()
+        if session.phases_unobserved() is not None:
             return ()
         missing = self._missing(state)
         if not missing:

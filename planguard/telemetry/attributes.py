@@ -92,6 +92,9 @@ SESSION_FINDINGS: Final = "planguard.session.findings"
 SESSION_DECISIONS: Final = "planguard.session.decisions"
 #: expected plan phases that never occurred
 SESSION_MISSING: Final = "planguard.compliance.missing"
+#: Calls of tools no mapping rule knows (their phases are unobserved), and those tools' names.
+SESSION_UNCLASSIFIED: Final = "planguard.session.unclassified_calls"
+SESSION_UNKNOWN_TOOLS: Final = "planguard.session.unknown_tools"
 #: true when planguard ended the session itself (idle, capacity, shutdown)
 SESSION_EVICTED: Final = "planguard.session.evicted"
 #: ``planguard.langutory`` keeps at most this many letters

@@ -727,6 +727,9 @@ class OTelSink(Sink):
             attrs[A.SESSION_FINDINGS] = sorted(summary.finding_counts)
         if summary.decision_counts:
             attrs[A.SESSION_DECISIONS] = sorted(summary.decision_counts)
+        if summary.unclassified:  # tool names only: never arguments
+            attrs[A.SESSION_UNCLASSIFIED] = summary.unclassified
+            attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(summary.unknown_tools)
         if primary is not None:
             attrs[A.PPC] = primary.PPC
             attrs[A.POC] = primary.POC

@@ -77,6 +77,9 @@ def call_event(payload: Mapping[str, Any]) -> ToolEvent:
     agent_type = payload.get("agent_type")
     if isinstance(agent_type, str):
         metadata["agent_type"] = agent_type
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        metadata["cwd"] = cwd  # the project directory: the live phase rules judge paths against it
     return ToolEvent(
         tool=name if isinstance(name, str) else "",
         arguments=tool_input if isinstance(tool_input, (dict, str)) else {},

@@ -1,0 +1,101 @@
+"""One tool vocabulary: the live phase rules read each call through the canonical-action mapping rules.
+
+The user's ``detectors.actions.rules`` (``MappingRule``: ``tool``, ``kind``/``type``, ``target``, …) decide
+both what a tool's call is as an action and what its phase is; the built-in rules map common tool names
+of other frameworks without any config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planguard import Guard
+from planguard.actions import classify_action
+from planguard.actions.types import ActionType
+from planguard.config import Config
+from planguard.events import ToolEvent
+from planguard.phases import get_rules
+
+
+def _config(**data: Any) -> Config:
+    return Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}, **data})
+
+
+def test_a_user_mapping_rule_decides_the_action_and_the_phase() -> None:
+    cfg = _config(
+        detectors={"actions": {"rules": [{"tool": "sandbox_exec", "kind": "shell", "target": ["script"]}]}}
+    )
+    guard = Guard(cfg)
+    event = ToolEvent(tool="sandbox_exec", arguments={"script": "sed -i 's/a/b/' src/app.py"}, call_id="c1")
+    assert not guard.before_tool("s", event).blocks
+    step = guard.after_tool("s", ToolEvent(tool="sandbox_exec", call_id="c1", result="", exit_code=0))
+    assert step is not None
+    assert step.action.type is ActionType.FILE_WRITE and step.action.target == "src/app.py"
+    assert step.classification.letters == "P"
+    guard.shutdown()
+
+
+def test_without_a_rule_an_unknown_tool_has_no_action_kind_and_no_phase() -> None:
+    event = ToolEvent(tool="sbx", arguments={"payload": "sed -i 's/a/b/' src/app.py"})
+    rules = get_rules()
+    assert rules.classify(event, rules.new_state()).letters == ""
+    cfg = _config(detectors={"actions": {"rules": [{"tool": "sbx", "kind": "shell", "target": ["payload"]}]}})
+    guard = Guard(cfg)
+    step = guard.session("s").observe(event)
+    assert step.action.type is ActionType.FILE_WRITE and step.classification.letters == "P"
+    guard.shutdown()
+
+
+def test_a_user_rule_for_a_test_tool_is_validation_after_a_patch() -> None:
+    cfg = _config(
+        detectors={"actions": {"rules": [{"tool": "ci_run", "type": "COMMAND", "validation": True}]}}
+    )
+    guard = Guard(cfg)
+    session = guard.session("s")
+    session.observe(ToolEvent(tool="write_file", arguments={"path": "src/app.py", "content": "x"}))
+    step = session.observe(ToolEvent(tool="ci_run", arguments={}))
+    assert step.classification.letters == "v" and step.action.is_validation
+    guard.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "action_type", "letters"),
+    [
+        ("read_file", {"path": "src/app.py"}, ActionType.FILE_READ, "N"),
+        ("view_file", {"file_path": "src/app.py"}, ActionType.FILE_READ, "N"),
+        ("write_file", {"path": "src/app.py", "content": "x"}, ActionType.FILE_WRITE, "P"),
+        ("create_file", {"path": "tests/test_new.py", "content": "x"}, ActionType.FILE_WRITE, "R"),
+        ("edit_file", {"path": "src/app.py", "content": "x"}, ActionType.FILE_WRITE, "P"),
+        ("search", {"query": "def f"}, ActionType.SEARCH, "N"),
+        ("grep", {"pattern": "def f", "path": "src"}, ActionType.SEARCH, "N"),
+        ("search_code", {"query": "def f"}, ActionType.SEARCH, "N"),
+        ("find_files", {"pattern": "*.py"}, ActionType.SEARCH, "N"),
+        ("list_dir", {"path": "src"}, ActionType.NAVIGATE, "N"),
+        ("run_tests", {}, ActionType.COMMAND, "r"),
+        ("run_command", {"command": "pytest -q"}, ActionType.COMMAND, "r"),
+        ("execute", {"command": "cat src/app.py"}, ActionType.FILE_READ, "N"),
+        ("shell", {"command": "go test ./..."}, ActionType.COMMAND, "r"),
+        ("python", {"code": "import app; print(app.f())"}, ActionType.COMMAND, "R"),
+    ],
+)
+def test_common_tool_names_are_mapped_without_config(
+    name: str, arguments: dict[str, Any], action_type: ActionType, letters: str
+) -> None:
+    event = ToolEvent(tool=name, arguments=arguments)
+    assert classify_action(event).type is action_type
+    rules = get_rules()
+    assert rules.classify(event, rules.new_state()).letters == letters
+
+
+def test_swe_agent_and_opencode_edit_are_told_apart_by_argument_shape() -> None:
+    rules = get_rules()
+    opencode = ToolEvent(
+        tool="edit", arguments={"filePath": "/p/src/app.ts", "oldString": "a", "newString": "b"}
+    )
+    action = classify_action(opencode)
+    assert action.type is ActionType.FILE_WRITE and action.target == "/p/src/app.ts"
+    assert rules.classify(opencode, rules.new_state()).letters == "P"
+    swe = ToolEvent(tool="edit", arguments={"search": "a", "replace": "b"}, action="edit 'a' 'b'")
+    assert classify_action(swe).type is ActionType.FILE_WRITE  # the open file's edit, as before
