@@ -128,6 +128,9 @@ class DeclarativeState:
     """The phases a session has seen (at most the plan's phases): what ordering conditions read."""
 
     seen: set[str] = field(default_factory=set)
+    #: The run's working directory, which the session sets on every phase state (declared matchers
+    #: compare tool names and arguments as given, so they do not read it).
+    root: str | None = None
 
     def apply(self, c: Classification) -> None:
         """Commit the phase of a classified call that has run."""
