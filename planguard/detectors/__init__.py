@@ -59,12 +59,38 @@ __all__ = [
     "ShellOverTool",
     "ToolOscillation",
     "UnsupportedCompletion",
+    "FINDING_KINDS",
     "build_detectors",
     "call_key",
+    "custom_detectors",
     "default_detectors",
     "effect_state",
     "set_anchors",
 ]
+
+
+#: The finding kinds of the built-in detectors (a detector's ``name`` is the kind of its findings).
+FINDING_KINDS: tuple[str, ...] = tuple(
+    d.name
+    for d in (
+        SearchLoop,
+        RereadChurn,
+        ToolOscillation,
+        RedundantSearch,
+        PlanAbsence,
+        ShellOverTool,
+        RepeatedCall,
+        NoTailValidation,
+        UnsupportedCompletion,
+    )
+)
+
+
+def custom_detectors(config: DetectorsConfig) -> list[Detector]:
+    """The ``detectors.custom`` entries, built (a bad entry raises ValueError naming its key)."""
+    from ..policies.config import load_plugin
+
+    return [load_plugin(spec, Detector, f"detectors.custom.{i}") for i, spec in enumerate(config.custom)]
 
 
 def default_detectors(
@@ -112,4 +138,4 @@ def build_detectors(
     cfg = config or DetectorsConfig()
     if not cfg.enabled:
         return None, []
-    return build_classifier(cfg.actions), list(default_detectors(cfg))
+    return build_classifier(cfg.actions), [*default_detectors(cfg), *custom_detectors(cfg)]

@@ -7,6 +7,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..actions.config import ActionsConfig
+from ..policies.config import PluginSpec
 
 __all__ = [
     "DetectorsConfig",
@@ -118,3 +119,8 @@ class DetectorsConfig(BaseModel):
     no_tail_validation: NoTailValidationConfig = Field(default_factory=NoTailValidationConfig)
     unsupported_completion: UnsupportedCompletionConfig = Field(default_factory=UnsupportedCompletionConfig)
     repeated_call: RepeatedCallConfig = Field(default_factory=RepeatedCallConfig)
+    custom: list[PluginSpec] = Field(
+        default_factory=list,
+        description="Your own Detector subclasses, run after the built-in ones; each one's name is a finding "
+        "kind policies.responses.findings may respond to.",
+    )
