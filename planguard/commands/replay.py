@@ -159,6 +159,7 @@ class _Progress:
     def advance(self, run_id: str, source: str) -> None:
         if self._progress is not None:
             self._runs += 1
+            # A trajectory's source is "path" or, for a line of a JSON Lines file, "path:line".
             self._files.add(source.rsplit(":", 1)[0] if source[-1:].isdigit() else source)
             self._progress.update(self._task, completed=len(self._files), runs=self._runs, description=run_id)
 
