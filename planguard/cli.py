@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from . import commands
+from ._version import __version__
 
 __all__ = ["main", "build_parser"]
 
@@ -19,6 +20,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or of ``only`` (a module name in ``planguard.commands``) when it
     exists: the hooks run one subcommand per tool call and need not import the others."""
     parser = argparse.ArgumentParser(prog="planguard", description="Live plan monitoring for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
     for name in [only] if only in names else names:

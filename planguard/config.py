@@ -17,9 +17,9 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -54,6 +54,7 @@ __all__ = [
     "config_schema",
     "default_config",
     "load_config",
+    "load_section",
 ]
 
 #: Environment variable naming the config file ``Guard()`` loads when given no config.
@@ -61,6 +62,7 @@ ENV_CONFIG = "PLANGUARD_CONFIG"
 #: The phase rules: the live rules (PHASES_LIVE.md), the paper's newest and older classifier (PHASE_RULES.md),
 #: and ``corrected``, an alias of ``live``.
 RULES = ("live", "v351278e", "v8ec988e", "corrected")
+_M = TypeVar("_M", bound=BaseModel)
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -262,11 +264,15 @@ def _parse(path: Path, text: str) -> Any:
         raise ConfigError(str(path), [(exc.line, "", exc.problem)]) from None
 
 
-def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path, *, env: Mapping[str, str] | None = None, other_sections: Collection[str] = ()
+) -> Config:
     """Read and validate a config file (.yaml/.yml, .toml, .json), then apply environment overrides.
 
     ``env`` defaults to ``os.environ``; pass ``{}`` to ignore the environment. A plan given as a relative
-    file path is resolved against the config file's folder. Raises :class:`ConfigError`.
+    file path is resolved against the config file's folder. ``other_sections`` are top-level keys another
+    component validates (the proxy's ``proxy:``, see :func:`load_section`); they are left out here.
+    Raises :class:`ConfigError`.
     """
     p = Path(path)
     try:
@@ -282,8 +288,31 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Co
         raise ConfigError(
             str(p), [(1, "", f"expected a mapping of sections at the top, got {type(data).__name__}")]
         )
+    data = {k: v for k, v in data.items() if k not in other_sections}
     _resolve_relative_plans(data, p.parent)
     return _validate(data, str(p), text, p.suffix.lower(), os.environ if env is None else env)
+
+
+def load_section(path: str | Path, key: str, model: type[_M]) -> _M | None:
+    """The top-level section ``key`` of a config file validated by ``model`` (``None`` when absent): for a
+    component's own section, such as the proxy's ``proxy:``. Errors name the file, line and key path."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
+    data = _parse(p, text)
+    if not isinstance(data, dict) or data.get(key) is None:
+        return None
+    try:
+        return model.model_validate(data[key])
+    except ValidationError as exc:
+        lines = _LineFinder(text, p.suffix.lower())
+        problems: list[tuple[int | None, str, str]] = []
+        for e in exc.errors(include_url=False):
+            loc = (key, *e["loc"])
+            problems.append((lines.find(loc), ".".join(str(x) for x in loc), _message(e, loc[1:])))
+        raise ConfigError(str(p), problems) from None
 
 
 def default_config(*, env: Mapping[str, str] | None = None) -> Config:
@@ -332,39 +361,57 @@ def _validate(data: dict[str, Any], source: str, text: str, kind: str, env: Mapp
         config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(source, _problems(exc, data, text, kind, from_env)) from None
-    unknown = _unknown_phase_references(config)
-    if unknown:
+    problems = _cross_check(config)
+    if problems:
         lines = _LineFinder(text, kind)
         raise ConfigError(
-            source, [(lines.find(loc), ".".join(str(x) for x in loc), msg) for loc, msg in unknown]
+            source, [(lines.find(loc), ".".join(str(x) for x in loc), msg) for loc, msg in problems]
         )
     return config
 
 
-def _unknown_phase_references(config: Config) -> list[tuple[tuple[str | int, ...], str]]:
-    """Gates naming a phase the followed plan lacks, when the plan declares its phases (a declared plan's
-    phase ids are its whole role vocabulary, so such a gate could never open)."""
-    plan = config.followed_plan
-    if not plan.declarative:
-        return []
-    ids = [p.id for p in plan.phases]
-
-    def known(ref: str) -> bool:
-        return any(phase_matches(i, ref) for i in ids)
+def _cross_check(config: Config) -> list[tuple[tuple[str | int, ...], str]]:
+    """What each section's model cannot see alone: a response to a finding kind no detector produces, and a
+    gate waiting for a phase the followed plan does not have (it would never open as the plan is followed).
+    Only configs read through this module are checked; code that adds detectors to a pipeline itself builds
+    its ``Config`` directly."""
+    from .detectors import FINDING_KINDS, custom_detectors
+    from .phases import PHASE_ROLES
+    from .plan import phase_matches
 
     out: list[tuple[tuple[str | int, ...], str]] = []
-    expected = f"expected a phase id of plan {plan.name!r} ({', '.join(ids)})"
-    for g, gate in enumerate(config.policies.gates):
-        at: tuple[str | int, ...] = ("policies", "gates", g, "until")
-        for j, ref in enumerate(gate.until.phases_seen):
-            if not known(ref):
-                out.append(((*at, "phases_seen", j), f"unknown phase {ref!r}; {expected}"))
+    try:
+        kinds = set(FINDING_KINDS) | {d.name for d in custom_detectors(config.detectors)}
+    except ValueError as exc:  # the message starts with the key: detectors.custom.N.class: ...
+        where, _, what = str(exc).partition(": ")
+        return [(tuple(int(x) if x.isdigit() else x for x in where.split(".")), what)]
+    for kind in config.policies.responses.findings:
+        if kind not in kinds:
+            out.append(
+                (
+                    ("policies", "responses", "findings", kind),
+                    f"unknown finding kind {kind!r}; expected one of: {', '.join(sorted(kinds))} "
+                    "(a custom detector's kind: list the detector under detectors.custom)",
+                )
+            )
+    plan = config.followed_plan
+    ids = [p.id for p in plan.phases] or list(PHASE_ROLES)
+    against = f"the plan {plan.name!r}" if plan.phases else "the classifier's phase roles"
+    for i, gate in enumerate(config.policies.gates):
+        named: list[tuple[tuple[str | int, ...], str]] = []
         pa = gate.until.phase_after
         if pa is not None:
-            for key in ("phase", "after"):
-                ref = getattr(pa, key)
-                if not known(ref):
-                    out.append(((*at, "phase_after", key), f"unknown phase {ref!r}; {expected}"))
+            named += [(("phase_after", "phase"), pa.phase), (("phase_after", "after"), pa.after)]
+        named += [(("phases_seen", j), p) for j, p in enumerate(gate.until.phases_seen)]
+        for loc, prefix in named:
+            if not any(phase_matches(pid, prefix) or phase_matches(prefix, pid) for pid in ids):
+                out.append(
+                    (
+                        ("policies", "gates", i, "until", *loc),
+                        f"{prefix!r} names no phase of {against} (its phases: {', '.join(ids)}); "
+                        "the gate would wait for a phase the agent is never asked to do",
+                    )
+                )
     return out
 
 

@@ -12,12 +12,13 @@ stamp="$ROOT/.venv/.planguard-installed"
 # Reinstall when a manifest changed since the last install.
 if [ ! -f "$stamp" ] || [ -n "$(find "$ROOT/pyproject.toml" "$ROOT"/integrations/*/pyproject.toml -newer "$stamp" 2>/dev/null)" ]; then
   "$VENV_PY" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$VENV_PY" -m pip install -q --disable-pip-version-check -e "$ROOT[dev,otlp,otlp-grpc,prometheus,experiment]"
+  # One resolution for the core and every integration, all editable: each integration requires
+  # planguard-agents>=X.Y, which the editable core satisfies, so pip keeps it (edits to the checkout are live).
+  editables=(-e "$ROOT[dev,otlp,otlp-grpc,prometheus,experiment]")
   for pkg in "$ROOT"/integrations/*/; do
-    [ -f "$pkg/pyproject.toml" ] && "$VENV_PY" -m pip install -q --disable-pip-version-check -e "$pkg[test]"
+    [ -f "$pkg/pyproject.toml" ] && editables+=(-e "$pkg[test]")
   done
-  # The integrations depend on planguard by path, which pip installs as a copy; put the editable core back.
-  "$VENV_PY" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
+  "$VENV_PY" -m pip install -q --disable-pip-version-check "${editables[@]}"
   touch "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"

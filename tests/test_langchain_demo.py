@@ -1,5 +1,6 @@
 """The README's first command, ``planguard demo``: a real ``create_agent`` run with a scripted model and real
-tools on a throw-away repository, monitored by planguard with ``examples/planguard.yaml``."""
+tools on a throw-away repository, monitored by planguard with the demo's packaged ``planguard.yaml``
+(``examples/planguard.yaml`` in the repository). tests/test_wheel_install.py runs it from built wheels."""
 
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ pytest.importorskip("langchain.agents", reason="the demo needs the LangChain int
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from planguard_langchain import is_planguard_message
-
-from planguard.commands.demo import find_demo, load_demo
+from planguard_langchain.demo import DEFAULT_CONFIG, run_demo
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,12 +38,9 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     import io
 
-    path = find_demo()
-    assert path is not None and path == REPO / "examples" / "demo" / "agent.py"
-    demo = load_demo(path)
     out = io.StringIO()
     store = tmp_path_factory.mktemp("store")
-    result = demo.run_demo(store_dir=store, stream=out, color=False)
+    result = run_demo(store_dir=store, stream=out, color=False)
     return result, out.getvalue()
 
 
@@ -110,13 +107,19 @@ def test_demo_prints_a_readable_timeline_and_records_the_session(demo_run: tuple
     assert record["letters"] == result.summary.letters  # the stored session replays to the same phases
 
 
+def test_the_packaged_config_is_the_example_config() -> None:
+    # examples/planguard.yaml (the README's annotated example) is a link to the file the wheel ships.
+    assert DEFAULT_CONFIG.is_file() and DEFAULT_CONFIG.parent.name == "demo"
+    assert (REPO / "examples" / "planguard.yaml").resolve() == DEFAULT_CONFIG
+
+
 def test_planguard_demo_command_on_a_clean_environment(tmp_path: Path) -> None:
     store = tmp_path / "sessions"
     proc = subprocess.run(
         [sys.executable, "-m", "planguard", "demo", "--store", str(store), "--no-color"],
         capture_output=True,
         text=True,
-        cwd=REPO,  # where the README runs it
+        cwd=tmp_path,  # not the checkout: the demo and its config come from the installed packages
         env=_clean_env(),
         timeout=300,
     )
@@ -140,7 +143,7 @@ def test_demo_without_the_integration_says_how_to_install_it(tmp_path: Path) -> 
         timeout=120,
     )
     assert proc.returncode == 2
-    assert "pip install -e integrations/langchain" in proc.stderr
+    assert 'pip install "planguard-agents[langchain]"' in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -127,10 +127,11 @@ def test_stages_passed_in_code_run_after_the_configured_ones():
     ],
 )
 def test_a_bad_name_is_an_error_naming_the_key(tmp_path, section, spec, message):
+    """Detectors are built when the file loads (their names are finding kinds the config may respond to);
+    policies and sinks when the guard is built."""
     path = _write(tmp_path, f'{section}:\n  custom: [{{class: "{spec}"}}]\n')
-    config = load_config(path)  # the names are resolved when the guard is built
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
-        Guard(config)
+        Guard(load_config(path))
 
 
 def test_bad_options_name_the_options_key():

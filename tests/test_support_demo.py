@@ -18,7 +18,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from planguard_langchain import is_planguard_message
 
 from planguard.commands import replay as replay_command
-from planguard.commands.demo import find_demo, load_demo
+from planguard_langchain.demo import agent as demo
+from planguard_langchain.demo import support
 from planguard.replay import DecisionLog
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,9 +28,6 @@ SUPPORT_CONFIG = REPO / "examples" / "demo" / "support.yaml"
 
 @pytest.fixture(scope="module")
 def support_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, DecisionLog, Path, str]:
-    path = find_demo()
-    assert path is not None
-    demo = load_demo(path)
     out = io.StringIO()
     store = tmp_path_factory.mktemp("store")
     live = DecisionLog()
@@ -41,7 +39,6 @@ def test_support_agent_is_classified_scored_reminded_and_gated(
     support_run: tuple[Any, Any, Path, str],
 ) -> None:
     result, _, _, timeline = support_run
-    support = load_demo(find_demo() or REPO)._sibling("support")
     tools = {t.name for t in support.make_tools(result.shop)}
     assert not tools & {"bash", "read_file", "edit_file", "submit"}  # no coding tools
     s = result.summary

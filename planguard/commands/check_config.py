@@ -2,6 +2,8 @@
 
 Exit status 0 when valid; 1 with one ``FILE:LINE: key.path: problem`` line per problem on standard error.
 Environment overrides (``PLANGUARD_*``) are applied as the guard would apply them; ``--no-env`` ignores them.
+A ``proxy:`` section (``planguard proxy``'s settings, in the same file) is checked with the proxy's own model
+when planguard-agents-proxy is installed, and reported as not checked otherwise.
 """
 
 from __future__ import annotations
@@ -33,10 +35,18 @@ def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_config
 
     env: Mapping[str, str] = {} if args.no_env else os.environ
+    problems: list[str] = []
+    config = None
     try:
-        config = load_config(args.file, env=env)
+        config = load_config(args.file, env=env, other_sections=("proxy",))
     except ConfigError as exc:
-        for line in str(exc).splitlines():
+        problems += str(exc).splitlines()
+    try:
+        proxy_line = _proxy_section(args.file)
+    except ConfigError as exc:
+        problems += str(exc).splitlines()
+    if problems or config is None:
+        for line in problems:
             print(f"error: {line}", file=sys.stderr)
         return 1
     problems = _unresolved_plugins(config)
@@ -47,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.file}: valid")
     for line in summarize(config, env):
         print(line)
+    if proxy_line:
+        print(proxy_line)
     return 0
 
 
@@ -67,6 +79,27 @@ def _unresolved_plugins(config: Config) -> list[str]:
             except ValueError as exc:
                 problems.append(str(exc))
     return problems
+
+
+def _proxy_section(path: str) -> str | None:
+    """The summary line of the file's ``proxy:`` section (None when it has none); ConfigError if invalid."""
+    from ..config import load_section
+
+    try:
+        from planguard_proxy.config import ProxyConfig
+    except ImportError:
+        from pydantic import BaseModel, ConfigDict
+
+        class _AnySection(BaseModel):  # only "is it a mapping": the proxy's own model is not installed
+            model_config = ConfigDict(extra="allow")
+
+        if load_section(path, "proxy", _AnySection) is None:
+            return None
+        return "proxy: present, not checked (its model comes with: pip install 'planguard-agents[proxy]')"
+    proxy = load_section(path, "proxy", ProxyConfig)
+    if proxy is None:
+        return None
+    return f"proxy: listen {proxy.listen}, gate {proxy.gate}, store {proxy.store.backend}"
 
 
 def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]:

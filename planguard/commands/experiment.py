@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         from ..experiment.format import to_csv, to_json, to_table
     except ImportError as exc:  # numpy missing
         sys.stderr.write(
-            f"planguard experiment report needs numpy: pip install 'planguard[experiment]' ({exc})\n"
+            f"planguard experiment report needs numpy: pip install 'planguard-agents[experiment]' ({exc})\n"
         )
         return 2
     from ..experiment.records import read_results

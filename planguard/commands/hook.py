@@ -16,7 +16,7 @@ __all__ = ["register", "run"]
 
 _MISSING = (
     "planguard hook claude-code: the Claude Code integration is not installed "
-    "(pip install planguard-claude-code, or pip install -e integrations/claude_code)"
+    "(pip install 'planguard-agents[claude-code]', or from a checkout: bash scripts/bootstrap.sh)"
 )
 
 

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print(
             "planguard install claude-code: the Claude Code integration is not installed "
-            "(pip install planguard-claude-code)",
+            "(pip install 'planguard-agents[claude-code]')",
             file=sys.stderr,
         )
         return 2

@@ -1,7 +1,7 @@
 """``planguard proxy --config FILE [--listen HOST:PORT] [--upstream URL] [--store-url redis://…]``
 
 A model-API proxy: point an agent's base URL at it and planguard monitors the agent with no code change.
-The server lives in the separate ``planguard-proxy`` package (an ASGI stack); it is imported only here.
+The server lives in the separate ``planguard-agents-proxy`` distribution (an ASGI stack), imported only here.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ __all__ = ["INSTALL_HINT", "register", "run"]
 
 INSTALL_HINT = (
     "planguard proxy: the proxy server is not installed.\n"
-    "  pip install planguard-proxy            (from a checkout: pip install -e integrations/proxy)\n"
-    "  pip install 'planguard-proxy[redis]'   (replicas sharing state in Redis)"
+    "  pip install 'planguard-agents[proxy]'          (from a checkout: bash scripts/bootstrap.sh)\n"
+    "  pip install 'planguard-agents-proxy[redis]'    (replicas sharing state in Redis)"
 )
 
 

@@ -135,7 +135,10 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or ("table" if out.isatty() else "jsonl")
     failed = replayed = 0
     rows: list[dict[str, Any]] = []
-    progress = _Progress(enabled=fmt == "table" and sys.stderr.isatty())
+    # Progress whenever a person watches standard error, whatever the output format; its total is the number
+    # of input files (a JSON Lines file holds many runs, counting those would mean reading everything twice).
+    progress = _Progress(args.paths if sys.stderr.isatty() else None)
+    replayed = 0
     level = unclassified_logger.level
     unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
     try:
@@ -145,9 +148,10 @@ def run(args: argparse.Namespace) -> int:
                     failed += 1
                 progress.print_error(str(item))
                 continue
+            replayed += 1
             record = result_record(item)
             replayed += 1
-            progress.advance(record["id"])
+            progress.advance(record["id"], item.trajectory.source)
             s = item.summary
             unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
             if unobserved is not None:  # a warning, not a failure: the run replayed
@@ -167,6 +171,13 @@ def run(args: argparse.Namespace) -> int:
             out.close()
     if failed:
         print(f"planguard replay: {failed} input(s) failed", file=sys.stderr)
+    elif not replayed:
+        print(
+            f"planguard replay: no trajectories found in {', '.join(args.paths)} (expected trajectory files: "
+            "*.jsonl, *.json, *.traj, *.yaml, or directories holding them)",
+            file=sys.stderr,
+        )
+        return 1
     return 1 if failed else 0
 
 
@@ -204,22 +215,37 @@ def _finish_export(sink: Any, runs: int, endpoint: str) -> None:
 class _Progress:
     """A progress line on standard error for long replays; errors print above it."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, paths: list[str] | None) -> None:
+        """``paths``: the inputs, to count their files for the total; ``None``: no progress line."""
         self._progress: Any = None
-        if enabled:
-            from rich.progress import Progress, SpinnerColumn, TextColumn
+        self._runs = 0
+        self._files: set[str] = set()
+        if paths is not None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
+            from ..loaders import trajectory_files
+
+            total = sum(1 for _ in trajectory_files(paths))
             self._progress = Progress(
                 SpinnerColumn(),
-                TextColumn("replayed {task.completed} runs · {task.description}"),
+                TextColumn("replayed"),
+                MofNCompleteColumn(),
+                TextColumn("files"),
+                BarColumn(),
+                TextColumn("{task.fields[runs]} runs · {task.description}"),
+                console=Console(file=sys.stderr),
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("", total=None)
+            self._task = self._progress.add_task("", total=total, runs=0)
 
-    def advance(self, run_id: str) -> None:
+    def advance(self, run_id: str, source: str) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=run_id)
+            self._runs += 1
+            # A trajectory's source is "path" or, for a line of a JSON Lines file, "path:line".
+            self._files.add(source.rsplit(":", 1)[0] if source[-1:].isdigit() else source)
+            self._progress.update(self._task, completed=len(self._files), runs=self._runs, description=run_id)
 
     def print_error(self, message: str) -> None:
         if self._progress is not None:

@@ -61,13 +61,37 @@ __all__ = [
     "TodoTracker",
     "ToolOscillation",
     "UnsupportedCompletion",
+    "FINDING_KINDS",
     "build_detectors",
     "call_key",
+    "custom_detectors",
     "default_detectors",
     "effect_state",
     "set_anchors",
     "todo_state",
 ]
+
+
+#: The finding kinds of the built-in detectors (a detector's ``name`` is the kind of its findings).
+FINDING_KINDS: tuple[str, ...] = tuple(
+    d.name
+    for d in (
+        SearchLoop,
+        RereadChurn,
+        ToolOscillation,
+        RedundantSearch,
+        PlanAbsence,
+        ShellOverTool,
+        RepeatedCall,
+        NoTailValidation,
+        UnsupportedCompletion,
+    )
+)
+
+
+def custom_detectors(config: DetectorsConfig) -> list[Detector]:
+    """The ``detectors.custom`` entries, built (a bad entry raises ValueError naming its key)."""
+    return [load_plugin("detectors", spec, f"detectors.custom.{i}") for i, spec in enumerate(config.custom)]
 
 
 def default_detectors(
@@ -118,5 +142,4 @@ def build_detectors(
     cfg = config or DetectorsConfig()
     if not cfg.enabled:
         return None, []
-    custom = [load_plugin("detectors", spec, f"detectors.custom.{i}") for i, spec in enumerate(cfg.custom)]
-    return build_classifier(cfg.actions), [*default_detectors(cfg), *custom]
+    return build_classifier(cfg.actions), [*default_detectors(cfg), *custom_detectors(cfg)]

@@ -129,6 +129,7 @@ class DetectorsConfig(BaseModel):
     custom: list[PluginSpec] = Field(
         default_factory=list,
         description="Further detectors (a built-in name, an entry-point name or an import path), run after "
-        "the configured built-ins.",
+        "the configured built-ins; each one's name is a finding kind policies.responses.findings may "
+        "respond to.",
     )
     todo: TodoTrackerConfig = Field(default_factory=TodoTrackerConfig)

@@ -2,7 +2,7 @@
 
 Live: :class:`ExperimentPolicy` (assigns the arm, injects its plan, labels the decision-window endpoint)
 and :class:`ResultRecorder` (one JSONL record per session). Offline: :func:`read_results` and
-``planguard.experiment.analysis.analyze`` (needs numpy: ``pip install planguard[experiment]``).
+``planguard.experiment.analysis.analyze`` (needs numpy: ``pip install 'planguard-agents[experiment]'``).
 """
 
 from __future__ import annotations

@@ -58,6 +58,7 @@ __all__ = [
     "detect_format",
     "iter_trajectories",
     "load_trajectories",
+    "trajectory_files",
 ]
 
 #: File name endings a directory walk considers; anything else in a directory is not a trajectory.
@@ -137,6 +138,17 @@ def load_trajectories(
         else:
             runs.append(item)
     return runs, errors
+
+
+def trajectory_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """The files :func:`iter_trajectories` would open for ``paths``, without opening them (e.g. for a
+    progress total): explicit files as given, directories walked as it walks them; missing paths skipped."""
+    for given in paths:
+        target = Path(given)
+        if target.is_dir():
+            yield from _walk(target)
+        elif target.exists():
+            yield target
 
 
 def run_id_from_name(name: str) -> str:
