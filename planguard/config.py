@@ -377,7 +377,6 @@ def _cross_check(config: Config) -> list[tuple[tuple[str | int, ...], str]]:
     its ``Config`` directly."""
     from .detectors import FINDING_KINDS, custom_detectors
     from .phases import PHASE_ROLES
-    from .plan import phase_matches
 
     out: list[tuple[tuple[str | int, ...], str]] = []
     try:

@@ -16,10 +16,10 @@ pytest.importorskip("langchain.agents", reason="the demo needs the LangChain int
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from planguard_langchain import is_planguard_message
-
-from planguard.commands import replay as replay_command
 from planguard_langchain.demo import agent as demo
 from planguard_langchain.demo import support
+
+from planguard.commands import replay as replay_command
 from planguard.replay import DecisionLog
 
 REPO = Path(__file__).resolve().parents[1]

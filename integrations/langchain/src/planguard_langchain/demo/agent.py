@@ -214,8 +214,6 @@ def run_demo(
 ) -> DemoResult:
     """Run the demo once; returns what happened (the timeline goes to ``stream``)."""
     from langchain.agents import create_agent
-    from langchain_core.messages import HumanMessage
-    from langchain_core.runnables import RunnableConfig
 
     from planguard_langchain import PlanGuardMiddleware
     from planguard_langchain.testing import ScriptedChatModel
@@ -279,6 +277,7 @@ def run_support_demo(
     when the order was refunded exactly once, after the customer confirmed. ``sinks`` are added to the
     guard's (a test's recorder)."""
     from langchain.agents import create_agent
+
     from planguard_langchain import PlanGuardMiddleware
     from planguard_langchain.testing import ScriptedChatModel
 
