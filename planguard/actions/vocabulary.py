@@ -7,8 +7,10 @@ plus the scaffolds' :class:`ToolSurface`. The built-in rules cover SWE-agent 1.x
 Code (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Bash``, ``Grep``, ``Glob``, ``LS``, ``Task``,
 ``TodoWrite``, ``WebFetch``, ``WebSearch``, …), OpenHands (``execute_bash``, ``str_replace_editor``,
 ``think``, ``finish``, ``browser``, …), mini-swe-agent (``bash`` blocks) and Codex (``shell``,
-``apply_patch``, ``update_plan``); any other tool falls through to name heuristics (``*read*`` → read,
-``*search*`` → search, …). User rules go first and win.
+``apply_patch``, ``update_plan``), Gemini CLI (``read_file``, ``replace``, ``run_shell_command``, …); any
+other tool falls through to name heuristics (``*read*`` → read, ``*search*`` → search, …). User rules go
+first and win. Gemini CLI's generic names (``read_file``, ``replace``, …) identify no scaffold (other
+frameworks use them too); its distinctive ones do.
 
 **Tool surfaces.** Two detectors only make sense where the scaffold offers an alternative: shell-over-tool
 needs structured read/search tools, structured-plan-absence needs a plan/TODO tool. Which scaffold a run
@@ -26,6 +28,8 @@ swe-agent          yes              no                 no          str_replace_e
 swe-agent-0.x      yes              yes                no          open, find_file, search_dir/file
 mini-swe-agent     no               no                 no          bash only
 codex              no               no                 yes         shell, apply_patch, update_plan
+gemini-cli         yes              yes                yes         read_file, glob, search_file_content,
+                                                                   write_todos
 =================  ===============  =================  ==========  ======================================
 """
 
@@ -98,6 +102,7 @@ SURFACES: dict[str, ToolSurface] = {
     "swe-agent-0.x": ToolSurface(True, True, False),
     "mini-swe-agent": ToolSurface(False, False, False),
     "codex": ToolSurface(False, False, True),
+    "gemini-cli": ToolSurface(True, True, True),
     "generic": ToolSurface(False, False, False),
 }
 
@@ -246,6 +251,7 @@ def _r(tool: str, kind: str, scaffold: str | None = None, **kw: Any) -> MappingR
 
 _CC = "claude-code"
 _OH = "openhands"
+_GC = "gemini-cli"
 
 BUILTIN_RULES: tuple[MappingRule, ...] = (
     # --- shells
@@ -313,6 +319,18 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     # --- Codex
     _r("apply_patch", "apply_patch", "codex", text=("input", "patch")),
     _r("update_plan", "plan", "codex", text=("explanation",)),
+    # --- Gemini CLI (packages/core/src/tools: the names its function declarations use)
+    _r("read_file", "read", target=("file_path", "absolute_path", "path")),
+    _r("read_many_files", "read", target=("include", "paths")),
+    _r("write_file", "write", target=("file_path",), text=("content",)),
+    _r("replace", "edit", target=("file_path",)),
+    _r("glob", "find", target=("pattern",), scope=("dir_path", "path")),
+    _r("search_file_content", "search", _GC, target=("pattern",), scope=("dir_path", "path", "include")),
+    _r("grep_search", "search", _GC, target=("pattern",), scope=("dir_path", "path", "include")),
+    _r("list_directory", "navigate", target=("dir_path", "path")),
+    _r("google_web_search", "fetch", _GC, target=("query",)),
+    _r("web_fetch", "fetch", target=("prompt", "url")),
+    _r("write_todos", "plan", _GC),
     # --- name heuristics for any other framework's tools (last: specific rules win)
     _r("re:(?i).*(think|reason|reflect).*", "reason", structured=True),
     _r("re:(?i).*(todo|plan|task_?track).*", "plan"),

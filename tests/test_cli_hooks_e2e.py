@@ -1,0 +1,257 @@
+"""End to end with the real coding CLIs from npm (Gemini CLI, Codex CLI, OpenCode) against scripted fake
+model servers on 127.0.0.1 (``cli_fakes``), in throw-away git repositories: planguard's hooks installed
+with ``planguard install <cli>``, answered by the one hook service (stdlib client, warm daemon) in each
+CLI's dialect. The scripted model navigates, reproduces, patches, tries to submit too early (denied, with
+a reason the model reads in its next request), validates and submits; reminders reach later requests;
+and replaying the CLI's own session file gives the live steps and denials.
+
+The CLIs are installed by ``.ci/services/clis.sh`` (pinned versions, ``~/.cache/planguard-clis``); a test
+skips when its CLI is not installed there, saying how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("planguard_claude_code")
+from claude_hook_support import daemon_sandbox
+from cli_fakes import FakeGemini, cli_binary, npm_missing
+from planguard_claude_code import client
+from planguard_claude_code.hook import read_summary
+
+pytestmark = pytest.mark.e2e
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
+GATE_TEXT = "PLANGUARD GATE (validate-before-submit)"
+REMINDER_TEXT = "PLAN REMINDER:"
+
+
+def _config(shell_tool: str) -> str:
+    return f"""\
+plan: plan
+telemetry: {{enabled: false}}
+store: {{enabled: false}}
+policies:
+  reminder: {{every_model_calls: 3, min_gap_model_calls: 0}}
+  gates:
+    - name: validate-before-submit
+      tool: {shell_tool}
+      arguments: {{command: 'submit\\.sh'}}
+      until: {{phase_after: {{phase: V, after: P, strict: true}}}}
+"""
+
+
+def _skip_unless(name: str) -> Path:
+    if npm_missing():
+        pytest.skip("npm/node are not installed: the coding-CLI e2e tests need them")
+    binary = cli_binary(name)
+    if binary is None:
+        pytest.skip(
+            f"{name} CLI not installed: run .ci/services/clis.sh (npm install --prefix into the cache)"
+        )
+    return binary
+
+
+@pytest.fixture
+def workspace() -> Iterator[dict[str, Path]]:
+    # Not under pytest's tmp_path: its "test_<name>" folders make every path "test-ish" for the paper's rules.
+    tmp = Path(tempfile.mkdtemp(prefix="pgcli-"))
+    work = tmp / "work"
+    work.mkdir()
+    (work / "calc.py").write_text(CALC)
+    (work / "submit.sh").write_text(SUBMIT)
+    (work / "submit.sh").chmod(0o755)
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    home = tmp / "home"
+    home.mkdir()
+    try:
+        with daemon_sandbox(tmp / "state") as run_dir:
+            yield {"tmp": tmp, "work": work, "home": home, "state": tmp / "state", "run": run_dir}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    """No proxies, no real keys, nothing from the outer planguard environment; the test's own runtime dir."""
+    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update(
+        {
+            "HOME": str(home),
+            "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+            "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],  # the test's own (see daemon_sandbox)
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "NO_PROXY": "127.0.0.1,localhost",
+            client.ENV_WATCH: os.environ[client.ENV_WATCH],
+            "TERM": "dumb",
+        }
+    )
+    return env
+
+
+def _install(agent: str, work: Path, config: Path, state: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planguard",
+            "install",
+            agent,
+            "--project-dir",
+            str(work),
+            "--config",
+            str(config),
+            "--state-dir",
+            str(state),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def _check_live(summary: dict[str, Any] | None, letters: str) -> dict[str, Any]:
+    assert summary is not None
+    assert summary["letters"] == letters
+    assert summary["n_steps"] == 6  # the denied call is not a step
+    assert summary["decision_counts"].get("deny") == 1
+    assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
+    return summary
+
+
+def _replay(path: Path, loader_module: str, config: Path) -> Any:
+    """The CLI's own session file replayed offline (skips while the loader is not on this branch)."""
+    pytest.importorskip(loader_module, reason=f"{loader_module} (the session-file loader) not merged yet")
+    from planguard.guard import Guard
+    from planguard.loaders import Trajectory, iter_trajectories
+    from planguard.session import replay_events
+
+    (trajectory,) = [t for t in iter_trajectories([path]) if isinstance(t, Trajectory)]
+    guard = Guard.from_file(config)
+    try:
+        return replay_events(trajectory.events, guard.pipeline, trajectory.id).end()
+    finally:
+        guard.shutdown()
+
+
+# --------------------------------------------------------------------------- Gemini CLI
+
+
+def _gemini_turns(work: Path) -> list[list[dict[str, Any]]]:
+    def shell(command: str) -> list[dict[str, Any]]:
+        return [{"name": "run_shell_command", "args": {"command": command}}]
+
+    calc = str(work / "calc.py")
+    return [
+        [{"name": "read_file", "args": {"file_path": calc}}],
+        shell(f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        shell("python3 test_calc.py"),
+        [
+            {
+                "name": "replace",
+                "args": {
+                    "file_path": calc,
+                    "old_string": "return a - b",
+                    "new_string": "return a + b",
+                    "instruction": "add must add",
+                },
+            }
+        ],
+        shell("./submit.sh"),  # too early: nothing validated the patch yet
+        shell("python3 test_calc.py"),
+        shell("./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _function_response(request: dict[str, Any], name: str) -> str:
+    """The last functionResponse for tool ``name`` in a Gemini request, as JSON text."""
+    for content in reversed(request["contents"]):
+        for part in content.get("parts", []):
+            response = part.get("functionResponse")
+            if isinstance(response, dict) and response.get("name") == name:
+                return json.dumps(response)
+    raise AssertionError(f"no functionResponse for {name}")
+
+
+def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    gemini = _skip_unless("gemini")
+    work, home, state = workspace["work"], workspace["home"], workspace["state"]
+    config = workspace["tmp"] / "planguard.yaml"
+    config.write_text(_config("run_shell_command"))
+    _install("gemini", work, config, state)
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps(
+            {
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+            }
+        )
+    )
+    with FakeGemini(_gemini_turns(work)) as fake:
+        env = _base_env(home)
+        env.update(
+            {
+                "GEMINI_API_KEY": "fake-key",
+                "GOOGLE_GEMINI_BASE_URL": fake.url,
+                "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a throw-away repository: its hooks may run
+            }
+        )
+        proc = subprocess.run(
+            [
+                str(gemini),
+                *("-p", "Fix the bug in calc.py, test it, then run ./submit.sh.", "--yolo"),
+                *("-m", "gemini-2.5-pro", "--output-format", "json"),
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        assert not fake.unknown, fake.unknown
+        errors = state / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        # The early submit never ran; the model read why, as the tool's error, in its next request.
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert len(fake.requests) == 8
+        assert GATE_TEXT in _function_response(fake.requests[5], "run_shell_command")
+        assert "submitted" in _function_response(fake.requests[7], "run_shell_command")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+        # Reminders reached later model requests (appended to a tool result by AfterTool).
+        reminded = fake.sent_after(0, REMINDER_TEXT)
+        assert reminded and reminded[0] >= 2, reminded
+
+    session_id = json.loads(proc.stdout)["session_id"]
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
+    assert summary["n_model_calls"] >= 7
+
+    (recording,) = (home / ".gemini" / "tmp").glob(f"*/chats/session-*{session_id[:8]}*.json*")
+    offline = _replay(recording, "planguard.loaders.gemini_cli", config)
+    assert offline.letters == summary["letters"]
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
