@@ -148,3 +148,62 @@ class FakeGemini(FakeModelServer):
         if route.endswith(":streamGenerateContent"):
             return 200, _sse([chunk]), "text/event-stream"
         return 200, json.dumps(chunk).encode(), "application/json"
+
+
+class FakeResponses(FakeModelServer):
+    """``POST /v1/responses`` of the OpenAI Responses API, streamed (``stream: true``) as SSE events
+    ``response.created``, ``response.output_item.added``/``.done`` per output item, ``response.completed``."""
+
+    def answer(self, path: str, req: Any) -> tuple[int, bytes, str]:
+        route = path.split("?", 1)[0]
+        if not route.endswith("/responses") or not isinstance(req, dict):
+            self.unknown.append(f"POST {path}")
+            return 404, b'{"error": {"message": "fake", "type": "not_found"}}', "application/json"
+        if req.get("tools"):
+            n, turn = self.next_turn(req)
+        else:
+            self.other.append(json.dumps(req)[:300])
+            n, turn = 0, [{"text": "ok"}]
+        rid = f"resp_{n:03d}_{len(self.other)}"
+        items: list[dict[str, Any]] = []
+        for i, block in enumerate(turn):
+            if "name" in block:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "id": f"fc_{n}_{i}",
+                        "call_id": block.get("id") or f"call_{n}_{i}",
+                        "name": block["name"],
+                        "arguments": json.dumps(block["args"]),
+                        "status": "completed",
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "type": "message",
+                        "id": f"msg_{n}_{i}",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
+                    }
+                )
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        base = {"id": rid, "object": "response", "model": req.get("model"), "status": "in_progress"}
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": {**base, "output": []}}]
+        for i, item in enumerate(items):
+            events.append({"type": "response.output_item.added", "output_index": i, "item": item})
+            events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+        done = {**base, "status": "completed", "output": items, "usage": usage}
+        events.append({"type": "response.completed", "response": done})
+        for seq, e in enumerate(events):
+            e["sequence_number"] = seq
+        if req.get("stream"):
+            return 200, _sse(events, event_names=True), "text/event-stream"
+        return 200, json.dumps(done).encode(), "application/json"

@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("planguard_claude_code")
 from claude_hook_support import daemon_sandbox
-from cli_fakes import FakeGemini, cli_binary, npm_missing
+from cli_fakes import FakeGemini, FakeResponses, cli_binary, npm_missing
 from planguard_claude_code import client
 from planguard_claude_code.hook import read_summary
 
@@ -252,6 +252,108 @@ def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) 
 
     (recording,) = (home / ".gemini" / "tmp").glob(f"*/chats/session-*{session_id[:8]}*.json*")
     offline = _replay(recording, "planguard.loaders.gemini_cli", config)
+    assert offline.letters == summary["letters"]
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
+
+
+# --------------------------------------------------------------------------- Codex CLI
+
+
+def _codex_turns() -> list[list[dict[str, Any]]]:
+    def shell(n: int, command: str) -> list[dict[str, Any]]:
+        return [{"name": "exec_command", "args": {"cmd": command}, "id": f"call_{n:02d}"}]
+
+    return [
+        shell(1, "cat calc.py"),
+        shell(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        shell(3, "python3 test_calc.py"),
+        shell(4, "sed -i 's/return a - b/return a + b/' calc.py"),
+        shell(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        shell(6, "python3 test_calc.py"),
+        shell(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _call_output(request: dict[str, Any], call_id: str) -> str:
+    """The ``function_call_output`` for ``call_id`` in a Responses request's ``input``, as JSON text."""
+    for item in request.get("input", []):
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            if item.get("call_id") == call_id:
+                return json.dumps(item.get("output"))
+    raise AssertionError(f"no function_call_output for {call_id}")
+
+
+def test_codex_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    codex = _skip_unless("codex")
+    work, home, state = workspace["work"], workspace["home"], workspace["state"]
+    config = workspace["tmp"] / "planguard.yaml"
+    config.write_text(_config("Bash"))  # Codex's hooks name its shell tool (exec_command) Bash
+    _install("codex", work, config, state)
+    codex_home = home / ".codex"
+    codex_home.mkdir()
+    with FakeResponses(_codex_turns()) as fake:
+        (codex_home / "config.toml").write_text(
+            f"""\
+model = "gpt-5.1-codex"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{fake.url}/v1"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_KEY"
+
+[projects."{work}"]
+trust_level = "trusted"
+
+[analytics]
+enabled = false
+"""
+        )
+        env = _base_env(home)
+        env.update({"CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"})
+        proc = subprocess.run(
+            [
+                str(codex),
+                "exec",
+                # The hooks were written by this test (planguard install codex): no review needed.
+                "--dangerously-bypass-hook-trust",
+                "--json",
+                "Fix the bug in calc.py, test it, then run ./submit.sh.",
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        assert not fake.unknown, fake.unknown
+        errors = state / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert len(fake.requests) == 8
+        assert GATE_TEXT in _call_output(fake.requests[5], "call_05")
+        assert "submitted" in _call_output(fake.requests[7], "call_07")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+        reminded = fake.sent_after(0, REMINDER_TEXT)
+        assert reminded and reminded[0] >= 2, reminded
+
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["thread_id"] for e in events if e.get("type") == "thread.started"}
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
+
+    (rollout,) = (codex_home / "sessions").rglob(f"rollout-*{session_id}.jsonl")
+    offline = _replay(rollout, "planguard.loaders.codex", config)
     assert offline.letters == summary["letters"]
     assert offline.n_steps == summary["n_steps"]
     assert offline.decision_counts.get("deny") == 1

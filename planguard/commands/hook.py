@@ -24,7 +24,7 @@ _MISSING = (
 _AGENTS = {
     "claude-code": "Claude Code hooks (PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, "
     "SessionEnd)",
-    "codex": "Codex CLI hooks (PreToolUse, PostToolUse, UserPromptSubmit, Stop)",
+    "codex": "Codex CLI hooks (PreToolUse, PostToolUse, UserPromptSubmit, SessionEnd)",
     "gemini": "Gemini CLI hooks (BeforeTool, AfterTool, BeforeAgent, SessionEnd)",
 }
 

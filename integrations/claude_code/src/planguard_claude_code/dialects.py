@@ -11,12 +11,12 @@ Contracts, as the CLIs' releases checked against define them (``README.md`` name
 
 * **Claude Code**: the common form itself.
 * **Codex CLI** (``codex-rs/hooks``; ``.codex/hooks.json``): Claude-compatible events ``PreToolUse``,
-  ``PostToolUse``, ``UserPromptSubmit``, ``Stop`` with ``session_id``, ``turn_id``, ``tool_name``,
+  ``PostToolUse``, ``UserPromptSubmit``, ``SessionEnd`` with ``session_id``, ``turn_id``, ``tool_name``,
   ``tool_input``, ``tool_use_id`` and ``tool_response``. A denial is ``permissionDecision: deny`` with its
   reason (the model reads it as the tool's output); Codex rejects ``continue``/``stopReason`` on
   ``PreToolUse``, so a STOP is answered as a denial. Reminders are ``additionalContext`` of
-  ``PostToolUse``/``UserPromptSubmit``. There is no session-end hook: ``Stop`` (the turn is over) ends the
-  planguard session, which resumes if the conversation goes on (``codex exec resume``).
+  ``PostToolUse``/``UserPromptSubmit``; ``SessionEnd`` (0.171) ends the session. Codex reports no
+  failed-call event: a failed call is a ``PostToolUse`` whose ``tool_response`` says so.
 * **Gemini CLI** (``docs/hooks/reference.md``; ``.gemini/settings.json``): ``BeforeTool``, ``AfterTool``,
   ``BeforeAgent``, ``SessionEnd`` with ``session_id``, ``tool_name``, ``tool_input`` and ``tool_response``
   ``{llmContent, returnDisplay, error}``, no call id. A denial is ``decision: deny`` with a ``reason`` the
@@ -83,7 +83,7 @@ class CodexDialect(Dialect):
         PRE_TOOL_USE: PRE_TOOL_USE,
         POST_TOOL_USE: POST_TOOL_USE,
         USER_PROMPT_SUBMIT: USER_PROMPT_SUBMIT,
-        "Stop": SESSION_END,
+        SESSION_END: SESSION_END,
     }
 
     def answer(self, answer: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,8 +93,6 @@ class CodexDialect(Dialect):
             # denial included): a STOP stays a denial the model reads.
             out.pop("continue", None)
             out.pop("stopReason", None)
-        if payload.get("hook_event_name") == "Stop":
-            return {}  # a Stop answer would be a "block" asking Codex to go on
         return out
 
 

@@ -22,7 +22,14 @@ from typing import Any, Literal
 
 from planguard.documents import DocumentError, loads_json
 
-from .translate import HOOK_EVENTS, POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_TOOL_USE, USER_PROMPT_SUBMIT
+from .translate import (
+    HOOK_EVENTS,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    PRE_TOOL_USE,
+    SESSION_END,
+    USER_PROMPT_SUBMIT,
+)
 
 __all__ = [
     "TARGETS",
@@ -70,7 +77,7 @@ TARGETS: dict[str, Target] = {
         "codex",
         ".codex",
         "hooks.json",
-        (PRE_TOOL_USE, POST_TOOL_USE, USER_PROMPT_SUBMIT, "Stop"),
+        (PRE_TOOL_USE, POST_TOOL_USE, USER_PROMPT_SUBMIT, SESSION_END),
         (PRE_TOOL_USE, POST_TOOL_USE),
         None,
     ),
