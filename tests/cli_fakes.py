@@ -207,3 +207,58 @@ class FakeResponses(FakeModelServer):
         if req.get("stream"):
             return 200, _sse(events, event_names=True), "text/event-stream"
         return 200, json.dumps(done).encode(), "application/json"
+
+
+class FakeChatCompletions(FakeModelServer):
+    """``POST /v1/chat/completions`` of an OpenAI-compatible provider, streamed as ``chat.completion.chunk``
+    SSE (``data: [DONE]`` last); ``GET /v1/models`` lists one model."""
+
+    def answer(self, path: str, req: Any) -> tuple[int, bytes, str]:
+        route = path.split("?", 1)[0]
+        if not route.endswith("/chat/completions") or not isinstance(req, dict):
+            self.unknown.append(f"POST {path}")
+            return 404, b'{"error": {"message": "fake", "type": "not_found"}}', "application/json"
+        if req.get("tools"):
+            n, turn = self.next_turn(req)
+        else:
+            self.other.append(json.dumps(req)[:300])
+            n, turn = 0, [{"text": "Fix calc.py"}]
+        cid = f"chatcmpl-{n:03d}-{len(self.other)}"
+        head = {"id": cid, "object": "chat.completion.chunk", "created": 1, "model": req.get("model")}
+        chunks: list[dict[str, Any]] = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+        calls = [b for b in turn if "name" in b]
+        for block in turn:
+            if "text" in block:
+                chunks.append({**head, "choices": [{"index": 0, "delta": {"content": block["text"]}}]})
+        for i, block in enumerate(calls):
+            delta = {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": block.get("id") or f"call_{n}_{i}",
+                        "type": "function",
+                        "function": {"name": block["name"], "arguments": json.dumps(block["args"])},
+                    }
+                ]
+            }
+            chunks.append({**head, "choices": [{"index": 0, "delta": delta}]})
+        finish = "tool_calls" if calls else "stop"
+        chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        chunks.append(
+            {
+                **head,
+                "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
+        body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        return 200, body.encode(), "text/event-stream"
+
+    def answer_get(self, path: str) -> tuple[int, bytes, str]:
+        if path.split("?", 1)[0].endswith("/models"):
+            return (
+                200,
+                b'{"object": "list", "data": [{"id": "fake-model", "object": "model"}]}',
+                "application/json",
+            )
+        return super().answer_get(path)

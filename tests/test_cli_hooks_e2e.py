@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("planguard_claude_code")
 from claude_hook_support import daemon_sandbox
-from cli_fakes import FakeGemini, FakeResponses, cli_binary, npm_missing
+from cli_fakes import FakeChatCompletions, FakeGemini, FakeResponses, cli_binary, npm_missing
 from planguard_claude_code import client
 from planguard_claude_code.hook import read_summary
 
@@ -279,9 +279,12 @@ def _codex_turns() -> list[list[dict[str, Any]]]:
 def _call_output(request: dict[str, Any], call_id: str) -> str:
     """The ``function_call_output`` for ``call_id`` in a Responses request's ``input``, as JSON text."""
     for item in request.get("input", []):
-        if isinstance(item, dict) and item.get("type") == "function_call_output":
-            if item.get("call_id") == call_id:
-                return json.dumps(item.get("output"))
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "function_call_output"
+            and item.get("call_id") == call_id
+        ):
+            return json.dumps(item.get("output"))
     raise AssertionError(f"no function_call_output for {call_id}")
 
 
@@ -354,6 +357,124 @@ enabled = false
 
     (rollout,) = (codex_home / "sessions").rglob(f"rollout-*{session_id}.jsonl")
     offline = _replay(rollout, "planguard.loaders.codex", config)
+    assert offline.letters == summary["letters"]
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
+
+
+# --------------------------------------------------------------------------- OpenCode (plugin)
+
+
+def _opencode_turns(work: Path) -> list[list[dict[str, Any]]]:
+    def bash(n: int, command: str) -> list[dict[str, Any]]:
+        args = {"command": command, "description": f"step {n}"}
+        return [{"name": "bash", "args": args, "id": f"call_{n:02d}"}]
+
+    calc = str(work / "calc.py")
+    return [
+        [{"name": "read", "args": {"filePath": calc}, "id": "call_01"}],
+        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        bash(3, "python3 test_calc.py"),
+        [
+            {
+                "name": "edit",
+                "args": {"filePath": calc, "oldString": "return a - b", "newString": "return a + b"},
+                "id": "call_04",
+            }
+        ],
+        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        bash(6, "python3 test_calc.py"),
+        bash(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _tool_message(request: dict[str, Any], call_id: str) -> str:
+    """The ``tool`` message answering ``call_id`` in a Chat Completions request, as JSON text."""
+    for message in request.get("messages", []):
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return json.dumps(message.get("content"))
+    raise AssertionError(f"no tool message for {call_id}")
+
+
+def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    opencode = _skip_unless("opencode")
+    work, home, state = workspace["work"], workspace["home"], workspace["state"]
+    config = workspace["tmp"] / "planguard.yaml"
+    config.write_text(_config("bash"))
+    _install("opencode", work, config, state)
+    assert (work / ".opencode" / "plugin" / "planguard.js").is_file()
+    with FakeChatCompletions(_opencode_turns(work)) as fake:
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Fake",
+            "options": {"baseURL": f"{fake.url}/v1", "apiKey": "sk-fake"},
+            "models": {"fake-model": {"name": "Fake", "tool_call": True}},
+        }
+        (work / "opencode.json").write_text(
+            json.dumps(
+                {
+                    "provider": {"fake": provider},
+                    "model": "fake/fake-model",
+                    "small_model": "fake/fake-model",
+                    "autoupdate": False,
+                    "share": "disabled",
+                    "permission": {"edit": "allow", "bash": "allow"},
+                }
+            )
+        )
+        env = _base_env(home)
+        env.update(
+            {
+                "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_SHARE": "1",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+            }
+        )
+        proc = subprocess.run(
+            [
+                str(opencode),
+                "run",
+                "--format",
+                "json",
+                "Fix the bug in calc.py, test it, then run ./submit.sh.",
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        assert not fake.unknown, fake.unknown
+        errors = state / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert len(fake.requests) == 8
+        assert GATE_TEXT in _tool_message(fake.requests[5], "call_05")
+        assert "submitted" in _tool_message(fake.requests[7], "call_07")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+        reminded = fake.sent_after(0, REMINDER_TEXT)
+        assert reminded and reminded[0] >= 2, reminded
+
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["sessionID"] for e in events if e.get("sessionID")}
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
+
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    if not storage.is_dir():
+        pytest.skip(
+            "live half passed; opencode 1.18 keeps sessions in opencode.db (SQLite), not the storage/ "
+            "JSON tree planguard.loaders.opencode reads: the replay half of this test cannot run yet"
+        )
+    offline = _replay(storage, "planguard.loaders.opencode", config)
     assert offline.letters == summary["letters"]
     assert offline.n_steps == summary["n_steps"]
     assert offline.decision_counts.get("deny") == 1

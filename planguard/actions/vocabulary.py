@@ -198,7 +198,17 @@ _KIND_OF_TYPE = {
     REASON: "reason",
 }
 
-_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "filepath", "uri")
+_PATH_KEYS = (
+    "file_path",
+    "path",
+    "filename",
+    "file",
+    "notebook_path",
+    "target_file",
+    "filepath",
+    "filePath",  # OpenCode
+    "uri",
+)
 _COMMAND_KEYS = ("command", "cmd", "script", "commands")
 _QUERY_KEYS = ("pattern", "query", "regex", "q", "search", "term", "search_term")
 _TEXT_KEYS = ("thought", "text", "content", "message", "reasoning", "final_thought", "result", "summary")

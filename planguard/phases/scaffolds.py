@@ -124,7 +124,7 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
         sub = _str(args, "command")
         if sub is None:
             sub = "view" if lowered == "read" else "str_replace"
-        return (_editor(sub, _str(args, "path", "file_path")),)
+        return (_editor(sub, _str(args, "path", "file_path", "filePath")),)  # filePath: OpenCode
     if lowered == "submit":
         return (ParsedCommand(kind="tool", tool="submit"),)
     return _general(name)
