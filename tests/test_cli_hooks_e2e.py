@@ -5,8 +5,8 @@ CLI's dialect. The scripted model navigates, reproduces, patches, tries to submi
 a reason the model reads in its next request), validates and submits; reminders reach later requests;
 and replaying the CLI's own session file gives the live steps and denials.
 
-The CLIs are installed by ``.ci/services/clis.sh`` (pinned versions, ``~/.cache/planguard-clis``); a test
-skips when its CLI is not installed there, saying how to install it.
+The CLIs are installed by ``.ci/services/clis.sh`` (pinned versions, ``~/.cache/planguard-clis``, or
+``$PLANGUARD_CLI_PREFIX``), by the test itself when missing; a test skips only without npm.
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ import pytest
 
 pytest.importorskip("planguard_claude_code")
 from claude_hook_support import daemon_sandbox
-from cli_fakes import FakeChatCompletions, FakeGemini, FakeResponses, cli_binary, npm_missing
+from cli_fakes import (
+    FakeChatCompletions,
+    FakeGemini,
+    FakeResponses,
+    cli_binary,
+    cli_prefix,
+    npm_missing,
+)
 from planguard_claude_code import client
 from planguard_claude_code.hook import read_summary
 
@@ -54,13 +61,17 @@ policies:
 
 
 def _skip_unless(name: str) -> Path:
+    """The CLI's executable; installed now (pinned, by ``.ci/services/clis.sh``) when npm is there but the
+    CLI is not. Skips only without npm/node."""
     if npm_missing():
         pytest.skip("npm/node are not installed: the coding-CLI e2e tests need them")
     binary = cli_binary(name)
     if binary is None:
-        pytest.skip(
-            f"{name} CLI not installed: run .ci/services/clis.sh (npm install --prefix into the cache)"
-        )
+        script = Path(__file__).resolve().parents[1] / ".ci" / "services" / "clis.sh"
+        env = {**os.environ, "PLANGUARD_CLI_PREFIX": str(cli_prefix())}
+        proc = subprocess.run(["bash", str(script), "start"], env=env, capture_output=True, text=True)
+        binary = cli_binary(name)
+        assert binary is not None, f"{script} start did not install {name}:\n{proc.stderr[-3000:]}"
     return binary
 
 
