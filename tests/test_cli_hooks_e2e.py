@@ -146,14 +146,18 @@ def _check_live(summary: dict[str, Any] | None, letters: str) -> dict[str, Any]:
     return summary
 
 
-def _replay(path: Path, loader_module: str, config: Path) -> Any:
+def _replay(path: Path, loader_module: str, config: Path, session_id: str | None = None) -> Any:
     """The CLI's own session file replayed offline (skips while the loader is not on this branch)."""
     pytest.importorskip(loader_module, reason=f"{loader_module} (the session-file loader) not merged yet")
     from planguard.guard import Guard
-    from planguard.loaders import Trajectory, iter_trajectories
+    from planguard.loaders import LoadError, Trajectory, iter_trajectories
     from planguard.session import replay_events
 
-    (trajectory,) = [t for t in iter_trajectories([path]) if isinstance(t, Trajectory)]
+    loaded = list(iter_trajectories([path]))
+    assert not [x for x in loaded if isinstance(x, LoadError)], loaded
+    (trajectory,) = [
+        t for t in loaded if isinstance(t, Trajectory) and (session_id is None or t.id == session_id)
+    ]
     guard = Guard.from_file(config)
     try:
         return replay_events(trajectory.events, guard.pipeline, trajectory.id).end()
@@ -479,13 +483,8 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
     summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
 
-    storage = home / ".local" / "share" / "opencode" / "storage"
-    if not storage.is_dir():
-        pytest.skip(
-            "live half passed; opencode 1.18 keeps sessions in opencode.db (SQLite), not the storage/ "
-            "JSON tree planguard.loaders.opencode reads: the replay half of this test cannot run yet"
-        )
-    offline = _replay(storage, "planguard.loaders.opencode", config)
+    database = home / ".local" / "share" / "opencode" / "opencode.db"  # where opencode 1.18 keeps sessions
+    offline = _replay(database, "planguard.loaders.opencode", config, session_id)
     assert offline.letters == summary["letters"]
     assert offline.n_steps == summary["n_steps"]
     assert offline.decision_counts.get("deny") == 1

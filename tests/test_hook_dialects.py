@@ -193,3 +193,34 @@ def test_install_writes_each_clis_own_settings(tmp_path: Path) -> None:
     plugin.write_text("// someone else's plugin\n")
     assert "not planguard's plugin" in install("opencode").stderr
     assert install("opencode", "--uninstall").returncode == 0 and plugin.exists()
+
+
+def test_opencode_database_loads_like_the_json_storage_and_names_bad_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    from planguard.loaders import LoadError, Trajectory, iter_trajectories
+
+    path = tmp_path / "opencode.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE session (id TEXT, directory TEXT, title TEXT, version TEXT, parent_id TEXT);"
+        "CREATE TABLE message (id TEXT, session_id TEXT, data TEXT);"
+        "CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, data TEXT);"
+    )
+    db.execute("INSERT INTO session VALUES ('ses_1', '/w', 't', '1.18.33', NULL)")
+    db.execute("INSERT INTO message VALUES ('msg_1', 'ses_1', ?)", (json.dumps({"role": "assistant"}),))
+    tool = {
+        "type": "tool",
+        "tool": "bash",
+        "callID": "call_1",
+        "state": {"status": "completed", "input": {"command": "ls"}, "output": "a.py", "time": {"start": 1}},
+    }
+    db.execute("INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_1', ?)", (json.dumps(tool),))
+    db.execute("INSERT INTO part VALUES ('prt_2', 'msg_1', 'ses_1', '{broken')")
+    db.commit()
+    db.close()
+    loaded = list(iter_trajectories([path]))
+    (run,) = [x for x in loaded if isinstance(x, Trajectory)]
+    assert run.id == "ses_1" and [e.tool for e in run.events] == ["bash"] and run.events[0].result == "a.py"
+    (error,) = [x for x in loaded if isinstance(x, LoadError)]
+    assert "part prt_2" in str(error) and "not JSON" in str(error)
