@@ -224,3 +224,19 @@ def test_opencode_database_loads_like_the_json_storage_and_names_bad_rows(tmp_pa
     assert run.id == "ses_1" and [e.tool for e in run.events] == ["bash"] and run.events[0].result == "a.py"
     (error,) = [x for x in loaded if isinstance(x, LoadError)]
     assert "part prt_2" in str(error) and "not JSON" in str(error)
+
+
+def test_fail_closed_gates_deny_in_each_clis_own_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = {"config": tmp_path / "broken.yaml", "state": tmp_path / "state"}
+    broken["config"].write_text("policies: [unclosed\n")
+    monkeypatch.setenv("PLANGUARD_FAIL_CLOSED_GATES", "1")
+    gemini = _ask(broken, _gemini("BeforeTool", tool_name="read_file", tool_input={}), "gemini")
+    assert gemini["decision"] == "deny" and "fail-closed" in gemini["reason"]
+    codex = _ask(broken, {"session_id": "c", "hook_event_name": "PreToolUse", "tool_name": "Bash"}, "codex")
+    assert codex["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # A payload too broken to read, but of the CLI's before-tool event: still denied.
+    assert _ask(broken, '{"hook_event_name": "BeforeTool", ', "gemini")["decision"] == "deny"
+    # Not a tool call: let through.
+    assert _ask(broken, _gemini("AfterTool", tool_name="read_file", tool_input={}), "gemini") == {}
