@@ -7,8 +7,10 @@ plus the scaffolds' :class:`ToolSurface`. The built-in rules cover SWE-agent 1.x
 Code (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Bash``, ``Grep``, ``Glob``, ``LS``, ``Task``,
 ``TodoWrite``, ``WebFetch``, ``WebSearch``, …), OpenHands (``execute_bash``, ``str_replace_editor``,
 ``think``, ``finish``, ``browser``, …), mini-swe-agent (``bash`` blocks) and Codex (``shell``,
-``apply_patch``, ``update_plan``); any other tool falls through to name heuristics (``*read*`` → read,
-``*search*`` → search, …). User rules go first and win.
+``apply_patch``, ``update_plan``), Gemini CLI (``read_file``, ``replace``, ``run_shell_command``, …); any
+other tool falls through to name heuristics (``*read*`` → read, ``*search*`` → search, …). User rules go
+first and win. Gemini CLI's generic names (``read_file``, ``replace``, …) identify no scaffold (other
+frameworks use them too); its distinctive ones do.
 
 **Tool surfaces.** Two detectors only make sense where the scaffold offers an alternative: shell-over-tool
 needs structured read/search tools, structured-plan-absence needs a plan/TODO tool. Which scaffold a run
@@ -26,6 +28,8 @@ swe-agent          yes              no                 no          str_replace_e
 swe-agent-0.x      yes              yes                no          open, find_file, search_dir/file
 mini-swe-agent     no               no                 no          bash only
 codex              no               no                 yes         shell, apply_patch, update_plan
+gemini-cli         yes              yes                yes         read_file, glob, search_file_content,
+                                                                   write_todos
 =================  ===============  =================  ==========  ======================================
 """
 
@@ -102,6 +106,7 @@ SURFACES: dict[str, ToolSurface] = {
     "mini-swe-agent": ToolSurface(False, False, False),
     "codex": ToolSurface(False, False, True),
     "opencode": ToolSurface(True, True, True),
+    "gemini-cli": ToolSurface(True, True, True),
     "generic": ToolSurface(False, False, False),
 }
 
@@ -207,6 +212,7 @@ _PATH_KEYS = (
     "notebook_path",
     "target_file",
     "filepath",
+    "absolute_path",  # Gemini CLI's read_file (older releases)
     "uri",
 )
 _COMMAND_KEYS = ("command", "cmd", "script", "commands")
@@ -265,6 +271,7 @@ def _r(tool: str, kind: str, scaffold: str | None = None, **kw: Any) -> MappingR
 
 _CC = "claude-code"
 _OH = "openhands"
+_GC = "gemini-cli"
 
 BUILTIN_RULES: tuple[MappingRule, ...] = (
     # --- shells
@@ -356,21 +363,31 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     _r("multiedit", "multi_edit", "opencode"),
     _r("patch", "apply_patch", "opencode", text=("patchText", "patch", "input")),
     _r("grep", "search", "opencode", scope=("path", "include")),
-    _r("glob", "find", "opencode", scope=("path",)),
+    _r("glob", "find", "opencode", scope=("path", "dir_path")),  # also Gemini CLI's glob
     _r("list", "navigate", "opencode"),
     _r("todowrite", "plan", "opencode"),
     _r("todoread", "plan", "opencode"),
     _r("webfetch", "fetch", "opencode"),
     _r("task", "spawn", "opencode"),
+    # --- Gemini CLI (packages/core/src/tools: the names its function declarations use; its
+    # read_file, write_file and glob are read by the common-name and OpenCode rules)
+    _r("read_many_files", "read", target=("include", "paths")),
+    _r("replace", "edit", target=("file_path",)),
+    _r("search_file_content", "search", _GC, target=("pattern",), scope=("dir_path", "path", "include")),
+    _r("grep_search", "search", _GC, target=("pattern",), scope=("dir_path", "path", "include")),
+    _r("list_directory", "navigate", target=("dir_path", "path")),
+    _r("google_web_search", "fetch", _GC, target=("query",)),
+    _r("web_fetch", "fetch", target=("prompt", "url")),
+    _r("write_todos", "plan", _GC),
     # --- common tool names of other frameworks (LangChain toolkits, MCP servers, custom agents)
     _r("exec_command", "shell", "codex", structured=False),
     *(_r(name, "shell", structured=False) for name in _SHELL_NAMES),
     *(_r(name, "read") for name in ("read_file", "view_file", "open_file", "cat_file", "get_file")),
     *(_r(name, "write") for name in ("write_file", "create_file", "write_to_file", "save_file")),
     *(_r(name, "edit") for name in ("replace_in_file", "str_replace", "apply_edit", "modify_file")),
-    *(_r(name, "search") for name in ("search", "search_code", "search_files", "code_search", "grep_search")),
+    *(_r(name, "search") for name in ("search", "search_code", "search_files", "code_search")),
     *(_r(name, "find") for name in ("find_files", "file_search", "find_file_by_name")),
-    *(_r(name, "navigate") for name in ("list_dir", "list_files", "list_directory", "ls", "tree")),
+    *(_r(name, "navigate") for name in ("list_dir", "list_files", "ls", "tree")),
     *(_r(name, "command", validation=True) for name in ("run_tests", "run_test", "test", "pytest")),
     *(
         _r(name, "code", target=_CODE_KEYS)

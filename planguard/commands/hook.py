@@ -1,7 +1,9 @@
 """``planguard hook AGENT``: run as an agent's hook command, one hook call per process.
 
-``planguard hook claude-code [--config FILE] [--state-dir DIR] [--no-daemon]`` reads a Claude Code hook
-payload on standard input and prints the answer (see ``planguard_claude_code.hook``). Claude Code starts
+``planguard hook claude-code|codex|gemini [--config FILE] [--state-dir DIR] [--no-daemon]`` reads one
+hook payload of that CLI on standard input and prints the answer in its idiom (see
+``planguard_claude_code.hook`` and ``planguard_claude_code.dialects``): one hook service, one daemon, for
+every CLI. Claude Code starts
 this once per tool call, so nothing is imported here at module level beyond argparse, and ``run`` imports
 only the integration's small client, which hands the call to a warm daemon
 (``planguard_claude_code.client``); planguard itself is imported only when the call is answered in-process.
@@ -15,9 +17,16 @@ import sys
 __all__ = ["register", "run"]
 
 _MISSING = (
-    "planguard hook claude-code: the Claude Code integration is not installed "
+    "planguard hook {agent}: the hook service (the Claude Code integration) is not installed "
     "(pip install 'planguard-agents[claude-code]', or from a checkout: bash scripts/bootstrap.sh)"
 )
+#: The CLIs with command hooks, and the hook events each registers.
+_AGENTS = {
+    "claude-code": "Claude Code hooks (PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, "
+    "SessionEnd)",
+    "codex": "Codex CLI hooks (PreToolUse, PostToolUse, UserPromptSubmit, SessionEnd)",
+    "gemini": "Gemini CLI hooks (BeforeTool, AfterTool, BeforeAgent, SessionEnd)",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,11 +36,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Answer one hook call of a coding agent: gate the tool call, record it, add reminders.",
     )
     agents = p.add_subparsers(dest="agent", metavar="AGENT", required=True)
+    for agent, about in _AGENTS.items():
+        _add_agent(agents, agent, about)
+    p.set_defaults(func=run)
+
+
+def _add_agent(agents: argparse._SubParsersAction, agent: str, about: str) -> None:  # type: ignore[type-arg]
     cc = agents.add_parser(
-        "claude-code",
-        help="Claude Code hooks (PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, SessionEnd)",
-        description="Read one Claude Code hook payload (JSON) on standard input; print the hook's JSON "
-        "answer. "
+        agent,
+        help=about,
+        description=f"Read one {about.split(' hooks')[0]} hook payload (JSON) on standard input; print the "
+        "hook's JSON answer. "
         "Always exits 0: planguard never breaks the agent (errors go to <state dir>/hook-errors.log).",
     )
     cc.add_argument(
@@ -58,18 +73,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="stop the hook daemons of the state directory (they also exit when idle), and exit",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         from planguard_claude_code import client
     except ImportError:
-        print(_MISSING, file=sys.stderr)
+        print(_MISSING.format(agent=args.agent), file=sys.stderr)
         # Exit 1 is a non-blocking hook error for Claude Code: the user sees it, the agent goes on.
         return 1
     if args.show or args.stop_daemons:
         from planguard_claude_code import hook
 
         return hook.run_arguments(args)
-    return client.main(args.config, args.state_dir, daemon=not args.no_daemon)
+    return client.main(args.config, args.state_dir, daemon=not args.no_daemon, dialect=args.agent)

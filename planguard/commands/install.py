@@ -1,14 +1,19 @@
-"""``planguard install claude-code [--scope project|local|user] [--config FILE] [--uninstall]``
+"""``planguard install claude-code|codex|gemini|opencode [--scope project|local|user] [--config FILE]
+[--uninstall]``
 
-Writes planguard's hook entries into Claude Code's settings: ``project`` → ``.claude/settings.json`` (shared
-with the team), ``local`` → ``.claude/settings.local.json``, ``user`` → ``~/.claude/settings.json``. Other
-settings and hooks are kept; running it again refreshes planguard's entries instead of adding more.
+Writes planguard's hook entries into a CLI's settings: Claude Code ``project`` → ``.claude/settings.json``
+(shared with the team), ``local`` → ``.claude/settings.local.json``, ``user`` → ``~/.claude/settings.json``;
+Codex CLI ``.codex/hooks.json``; Gemini CLI ``.gemini/settings.json`` (in the project, or the home folder
+for ``user``). OpenCode gets planguard's plugin in ``.opencode/plugin/planguard.js`` (``user``:
+``~/.config/opencode/plugin/``). Other settings and hooks are kept; running it again refreshes planguard's
+entries instead of adding more.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 __all__ = ["register", "run"]
 
@@ -16,17 +21,31 @@ __all__ = ["register", "run"]
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "install",
-        help="register planguard's hooks with an agent (claude-code)",
-        description="Register planguard's hook command in an agent's settings.",
+        help="register planguard's hooks with an agent (claude-code, codex, gemini, opencode)",
+        description="Register planguard's hook command in an agent's settings (or its plugin, OpenCode).",
     )
     agents = p.add_subparsers(dest="agent", metavar="AGENT", required=True)
-    cc = agents.add_parser("claude-code", help="write the hooks into Claude Code's settings.json")
+    for agent, about in _AGENTS.items():
+        _add_agent(agents, agent, about)
+    p.set_defaults(func=run)
+
+
+_AGENTS = {
+    "claude-code": "write the hooks into Claude Code's settings.json",
+    "codex": "write the hooks into Codex CLI's .codex/hooks.json",
+    "gemini": "write the hooks into Gemini CLI's .gemini/settings.json",
+    "opencode": "install planguard's OpenCode plugin into .opencode/plugin/",
+}
+
+
+def _add_agent(agents: argparse._SubParsersAction, agent: str, about: str) -> None:  # type: ignore[type-arg]
+    cc = agents.add_parser(agent, help=about, description=about[0].upper() + about[1:] + ".")
     cc.add_argument(
         "--scope",
         choices=("project", "local", "user"),
         default="project",
-        help="project: .claude/settings.json (default); local: .claude/settings.local.json; "
-        "user: ~/.claude/settings.json",
+        help="project: the project's settings (default); local: .claude/settings.local.json (Claude Code "
+        "only); user: the settings in your home folder",
     )
     cc.add_argument(
         "--project-dir", metavar="DIR", help="project folder for project/local scope (default: .)"
@@ -43,40 +62,71 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(slower start-up per call)",
     )
     cc.add_argument(
-        "--timeout", type=int, default=30, metavar="S", help="seconds Claude Code waits per hook call"
+        "--timeout", type=int, default=30, metavar="S", help="seconds the CLI waits per hook call"
     )
     cc.add_argument("--uninstall", action="store_true", help="remove planguard's hooks instead")
     cc.add_argument(
         "--print", dest="dry_run", action="store_true", help="print the settings instead of writing"
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from planguard_claude_code import settings
+        from planguard_claude_code import opencode, settings
     except ImportError:
         print(
-            "planguard install claude-code: the Claude Code integration is not installed "
-            "(pip install 'planguard-agents[claude-code]')",
+            f"planguard install {args.agent}: the hook service (the Claude Code integration) is not "
+            "installed (pip install 'planguard-agents[claude-code]')",
             file=sys.stderr,
         )
         return 2
-    path = settings.settings_path(args.scope, args.project_dir) if args.settings is None else args.settings
+    if args.agent == "opencode":
+        return _install_opencode(args, opencode, settings)
+    target = settings.TARGETS[args.agent]
     try:
+        path = (
+            settings.settings_path(args.scope, args.project_dir, target)
+            if args.settings is None
+            else args.settings
+        )
         if args.uninstall:
             removed = settings.uninstall(path)
             print(f"removed {removed} planguard hook(s) from {path}")
             return 0
-        command = settings.hook_command(args.config, args.state_dir, daemon=not args.no_daemon)
+        command = settings.hook_command(
+            args.config, args.state_dir, daemon=not args.no_daemon, dialect=target.dialect
+        )
         if args.dry_run:
             import json
 
-            print(json.dumps(settings.merged(path, command, timeout=args.timeout), indent=2))
+            merged = settings.merged(path, command, timeout=args.timeout, target=target)
+            print(json.dumps(merged, indent=2))
             return 0
-        settings.install(path, command, timeout=args.timeout)
+        settings.install(path, command, timeout=args.timeout, target=target)
     except (ValueError, OSError) as exc:
-        print(f"planguard install claude-code: {exc}", file=sys.stderr)
+        print(f"planguard install {args.agent}: {exc}", file=sys.stderr)
         return 2
     print(f"planguard hooks written to {path}\n  command: {command}")
+    return 0
+
+
+def _install_opencode(args: argparse.Namespace, opencode: Any, settings: Any) -> int:
+    try:
+        path = opencode.plugin_path(args.scope, args.project_dir) if args.settings is None else args.settings
+        if args.uninstall:
+            removed = opencode.uninstall(path)
+            print(f"removed planguard's plugin {path}" if removed else f"no planguard plugin at {path}")
+            return 0
+        command = settings.hook_command(
+            args.config, args.state_dir, daemon=not args.no_daemon, dialect="opencode"
+        )
+        text = opencode.plugin_text(command, timeout_s=args.timeout)
+        if args.dry_run:
+            print(text)
+            return 0
+        opencode.install(path, text)
+    except (ValueError, OSError) as exc:
+        print(f"planguard install opencode: {exc}", file=sys.stderr)
+        return 2
+    print(f"planguard plugin written to {path}\n  command: {command}")
     return 0

@@ -20,7 +20,8 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
   streamed; V0 and V1 event histories).
 * ``codex`` - Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
 * ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
-* ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``).
+* ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``),
+  or its database (``~/.local/share/opencode/opencode.db``, opencode 1.1x and later).
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.store.reader`).
 * ``generic`` - one JSON object per tool call (:mod:`planguard.loaders.generic`; ``planguard export``).
 
@@ -44,7 +45,13 @@ from .codex import load_codex
 from .gemini_cli import load_gemini_cli
 from .generic import load_generic
 from .mini_swe_agent import load_mini_document
-from .opencode import is_opencode_storage, load_opencode_session_file, load_opencode_storage
+from .opencode import (
+    is_opencode_db,
+    is_opencode_storage,
+    load_opencode_db,
+    load_opencode_session_file,
+    load_opencode_storage,
+)
 from .openhands import load_event_document, load_output_record
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
 
@@ -180,6 +187,8 @@ def _iterate(
                     yield from load_opencode_storage(storage)
                 else:
                     yield from _load_file(path, source_format, on_skip, explicit=False)
+        elif exists and source_format in (None, "opencode") and is_opencode_db(target):
+            yield from load_opencode_db(target)
         elif exists:
             yield from _load_file(target, source_format, on_skip, explicit=True)
         else:

@@ -54,6 +54,8 @@ _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _LEGACY_ITEM_TYPES = _CALL_TYPES | _OUTPUT_TYPES | {"message", "reasoning"}
 _REJECTED = ("exec command rejected by user", "patch rejected by user")
 _GUARDIAN_REJECTED = "This action was rejected due to unacceptable risk."
+# How codex 0.171 records a PreToolUse hook's denial as the call's output, before the hook's reason.
+_HOOK_BLOCKED = ("Command blocked by PreToolUse hook:", "Tool call blocked by PreToolUse hook:")
 # "Exit code: 1" (shell_command's freeform output) and "Process exited with code 1" (exec_command).
 _EXIT_CODE = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)", re.MULTILINE)
 # User messages Codex itself injects before the person's first prompt.
@@ -190,5 +192,15 @@ def _fill_result(event: ToolEvent, output: Any, timestamp: float | None) -> None
     stripped = text.strip()
     if stripped in _REJECTED:
         event.blocked = f"{stripped} (declined at the approval prompt)"
-    elif stripped.startswith(_GUARDIAN_REJECTED) or stripped.startswith(PLANGUARD_REASON_PREFIXES):
+    elif stripped.startswith(_GUARDIAN_REJECTED) or _hook_reason(stripped).startswith(
+        PLANGUARD_REASON_PREFIXES
+    ):
         event.blocked = stripped
+
+
+def _hook_reason(text: str) -> str:
+    """The reason of a PreToolUse hook's denial as Codex records it (the text itself otherwise)."""
+    for prefix in _HOOK_BLOCKED:
+        if text.startswith(prefix):
+            return text[len(prefix) :].lstrip()
+    return text

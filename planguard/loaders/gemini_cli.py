@@ -45,6 +45,7 @@ __all__ = ["load_gemini_cli"]
 
 # run_shell_command answers "Command: ...\nDirectory: ...\nOutput: ...\nExit Code: 1\n...".
 _EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)", re.MULTILINE)
+_HOOK_BLOCKED = "Tool execution blocked:"
 _UNFINISHED = frozenset({"validating", "scheduled", "awaiting_approval", "executing"})
 
 
@@ -141,9 +142,17 @@ def _tool_event(call: Any) -> ToolEvent | None:
         event.exit_code = int(match.group(1))
     if status == "cancelled":
         event.blocked = f"cancelled before it ran ({result.strip()[:200] or 'no reason recorded'})"
-    elif status == "error" and result.strip().startswith(PLANGUARD_REASON_PREFIXES):
+    elif status == "error" and _planguard_reason(result):
         event.blocked = result.strip()
     return event
+
+
+def _planguard_reason(result: str) -> bool:
+    """A planguard hook's denial: its reason, bare or as gemini-cli 0.61 records a ``BeforeTool`` hook's
+    ``decision: deny`` (``"Tool execution blocked: <reason>"``)."""
+    text = result.strip()
+    text = text.removeprefix(_HOOK_BLOCKED).lstrip() if text.startswith(_HOOK_BLOCKED) else text
+    return text.startswith(PLANGUARD_REASON_PREFIXES)
 
 
 def _result_text(result: Any) -> str:

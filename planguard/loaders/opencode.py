@@ -21,8 +21,10 @@ denials, not steps.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,10 @@ from ._json import loads
 from .claude_code import PLANGUARD_REASON_PREFIXES
 
 __all__ = [
+    "is_opencode_db",
     "is_opencode_session",
     "is_opencode_storage",
+    "load_opencode_db",
     "load_opencode_session_file",
     "load_opencode_storage",
 ]
@@ -108,12 +112,13 @@ def load_opencode_session_file(path: Path, info: dict[str, Any]) -> Iterator[Tra
 def _session_run(
     root: Path, session_file: Path, info: dict[str, Any], session_id: str
 ) -> Iterator[Trajectory | LoadError]:
-    events: list[ToolEvent] = []
-    task: str | None = None
-    final_text: str | None = None
-    model: str | None = None
-    n_assistant = 0
-    raw_parts: list[dict[str, Any]] = []
+    yield from _run(session_id, info, str(session_file), _stored_messages(root, session_id))
+
+
+def _stored_messages(
+    root: Path, session_id: str
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]] | LoadError]:
+    """A session's messages with their parts, from the JSON storage tree, in id order."""
     messages = sorted(_json_files(root / "message" / session_id, depth=1), key=lambda p: p.name)
     for message_file in messages[:_MAX_FILES]:
         try:
@@ -122,16 +127,36 @@ def _session_run(
             yield exc
             continue
         message_id = as_str(message.get("id")) or message_file.stem
-        role = message.get("role")
-        if role == "assistant":
-            n_assistant += 1
-            model = as_str(message.get("modelID")) or model
         parts: list[dict[str, Any]] = []
         for part_file in sorted(_json_files(root / "part" / message_id, depth=1), key=lambda p: p.name):
             try:
                 parts.append(_read(part_file))
             except LoadError as exc:
                 yield exc
+        yield message, parts
+
+
+def _run(
+    session_id: str,
+    info: dict[str, Any],
+    source: str,
+    messages: Iterable[tuple[dict[str, Any], list[dict[str, Any]]] | LoadError],
+) -> Iterator[Trajectory | LoadError]:
+    events: list[ToolEvent] = []
+    task: str | None = None
+    final_text: str | None = None
+    model: str | None = None
+    n_assistant = 0
+    raw_parts: list[dict[str, Any]] = []
+    for item in messages:
+        if isinstance(item, LoadError):
+            yield item
+            continue
+        message, parts = item
+        role = message.get("role")
+        if role == "assistant":
+            n_assistant += 1
+            model = as_str(message.get("modelID")) or model
         for part in parts:
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("text"), str) and not part.get("synthetic"):
@@ -156,8 +181,91 @@ def _session_run(
         parent_session_id=as_str(info.get("parentID")),
         unanswered_tool_calls=sum(1 for e in events if e.result is None and e.blocked is None),
     )
-    run = Trajectory(id=session_id, source=str(session_file), format="opencode", events=events, meta=meta)
-    yield from checked_run(run, raw_parts, str(session_file), None)
+    run = Trajectory(id=session_id, source=source, format="opencode", events=events, meta=meta)
+    yield from checked_run(run, raw_parts, source, None)
+
+
+# --------------------------------------------------------------------------- opencode.db (SQLite)
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_opencode_db(path: Path) -> bool:
+    """An OpenCode database (``~/.local/share/opencode/opencode.db``, where releases since 1.1x keep
+    sessions): an SQLite file with ``session``, ``message`` and ``part`` tables."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(16) != _SQLITE_MAGIC:
+                return False
+    except OSError:
+        return False
+    try:
+        with contextlib.closing(_connect(path)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return False
+    return {"session", "message", "part"} <= tables
+
+
+def load_opencode_db(path: Path) -> Iterator[Trajectory | LoadError]:
+    """Every session in an OpenCode database, one run each, in session-id order. The ``data`` column of a
+    ``message``/``part`` row is the object the JSON storage keeps in its file, without the ids (columns)."""
+    try:
+        with contextlib.closing(_connect(path)) as db:
+            sessions = db.execute(
+                "SELECT id, directory, title, version, parent_id FROM session ORDER BY id"
+            ).fetchall()
+            for sid, directory, title, version, parent in sessions:
+                info = {
+                    "id": sid,
+                    "directory": directory,
+                    "title": title,
+                    "version": version,
+                    "parentID": parent,
+                }
+                messages = list(_db_messages(db, str(path), sid))
+                yield from _run(sid, info, f"{path}#{sid}", messages)
+    except sqlite3.Error as exc:
+        yield LoadError(
+            str(path), f"OpenCode database not readable ({exc}); expected opencode.db of opencode 1.x"
+        )
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+
+
+def _db_messages(
+    db: sqlite3.Connection, source: str, session_id: str
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]] | LoadError]:
+    rows = db.execute(
+        "SELECT id, data FROM message WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, _MAX_FILES)
+    ).fetchall()
+    for message_id, data in rows:
+        try:
+            message = {**_row_object(data, f"{source} message {message_id}"), "id": message_id}
+        except LoadError as exc:
+            yield exc
+            continue
+        parts: list[dict[str, Any]] = []
+        for part_id, part_data in db.execute(
+            "SELECT id, data FROM part WHERE message_id = ? ORDER BY id LIMIT ?", (message_id, _MAX_FILES)
+        ):
+            try:
+                parts.append({**_row_object(part_data, f"{source} part {part_id}"), "id": part_id})
+            except LoadError as exc:
+                yield exc
+        yield message, parts
+
+
+def _row_object(data: Any, where: str) -> dict[str, Any]:
+    try:
+        value = loads(data if isinstance(data, str) else bytes(data).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LoadError(where, f"data is not JSON ({exc}); expected a JSON object") from None
+    if not isinstance(value, dict):
+        raise LoadError(where, f"data is {type_name(value)}; expected a JSON object")
+    return value
 
 
 def _tool_event(part: dict[str, Any]) -> ToolEvent | None:

@@ -11,6 +11,9 @@ vocabulary (PHASE_RULES section 6):
   create, ``Bash`` -> the bash rules, ``Grep``/``Glob``/``LS`` -> the read-only command rule on their
   path arguments (navigation, or a test interaction when they target tests), everything else
   (``Task``, ``TodoWrite``, ``WebFetch``, ...) -> general.
+* Gemini CLI, likewise: ``read_file`` -> view, ``replace`` -> str_replace, ``write_file`` -> create,
+  ``run_shell_command`` -> the bash rules, ``glob``/``search_file_content``/``grep_search``/
+  ``list_directory`` -> the read-only command rule on their path arguments.
 * Any unknown tool -> one general command labelled with the tool name.
 
 Arguments may be a mapping or a raw (possibly invalid) JSON string; neither ever raises.
@@ -42,8 +45,21 @@ _CLAUDE_EDIT = {
     "Write": "create",
     "NotebookEdit": "str_replace",
     "NotebookRead": "view",
+    # Gemini CLI
+    "read_file": "view",
+    "replace": "str_replace",
+    "write_file": "create",
 }
-_CLAUDE_SEARCH = {"Grep": "grep", "Glob": "find", "LS": "ls"}
+_CLAUDE_SEARCH = {
+    "Grep": "grep",
+    "Glob": "find",
+    "LS": "ls",
+    # Gemini CLI
+    "glob": "find",
+    "search_file_content": "grep",
+    "grep_search": "grep",
+    "list_directory": "ls",
+}
 
 
 # ``x.__class__ is dict or isinstance(x, Mapping)`` below: a dict (the usual arguments) skips the ABC
@@ -95,7 +111,8 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
         path = _str(args, "file_path", "notebook_path", "path")
         return (_editor(_CLAUDE_EDIT[name], path, label=name),)
     if name in _CLAUDE_SEARCH:
-        words = [w for w in (_str(args, "path"), _str(args, "pattern"), _str(args, "glob")) if w]
+        path = _str(args, "path", "dir_path")
+        words = [w for w in (path, _str(args, "pattern"), _str(args, "glob")) if w]
         return (ParsedCommand(kind="bash", command=_CLAUDE_SEARCH[name], args=tuple(words), label=name),)
     lowered = name.lower()
     if name == "Bash" or lowered in _SHELL_TOOLS:
@@ -107,7 +124,7 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
         sub = _str(args, "command")
         if sub is None:
             sub = "view" if lowered == "read" else "str_replace"
-        return (_editor(sub, _str(args, "path", "file_path")),)
+        return (_editor(sub, _str(args, "path", "file_path", "filePath")),)  # filePath: OpenCode
     if lowered == "submit":
         return (ParsedCommand(kind="tool", tool="submit"),)
     return _general(name)

@@ -117,8 +117,9 @@ class ClaudeCodeAdapter:
     in memory (bounded) unless the caller passes a :class:`HookState` it persists itself.
     """
 
-    def __init__(self, guard: GuardLike, *, max_sessions: int = 1024) -> None:
+    def __init__(self, guard: GuardLike, *, max_sessions: int = 1024, source: str = "claude-code") -> None:
         self.guard = guard
+        self.source = source  # the CLI the payloads come from (their hook dialect), kept on every event
         self._states: OrderedDict[str, HookState] = OrderedDict()
         self._max_sessions = max_sessions
 
@@ -139,7 +140,7 @@ class ClaudeCodeAdapter:
             state = self.state(key)
         now = time.time()
         if hook == PRE_TOOL_USE:
-            event = call_event(payload)
+            event = call_event(payload, self.source)
             decision = self.guard.before_tool(key, event)
             if decision.blocks:
                 injected = self.guard.before_model(key) if not state.running else []
@@ -147,7 +148,7 @@ class ClaudeCodeAdapter:
             state.start(event.call_id, now)
             return {}
         if hook in (POST_TOOL_USE, POST_TOOL_USE_FAILURE):
-            event = result_event(payload, now)
+            event = result_event(payload, now, self.source)
             self.guard.after_tool(key, event)
             state.finish(event.call_id, now)
             if state.running:

@@ -393,14 +393,16 @@ class Unavailable(Exception):
         self.quiet = quiet  # nothing the error log needs to hear again
 
 
-def request(payload: bytes, config: str | None, state_dir: str, rid: str) -> bytes:
-    """The daemon's answer to one hook payload (``b""``: no answer), starting the daemon if there is
-    none. Raises :class:`Unavailable` when the call must be answered in-process."""
+def request(
+    payload: bytes, config: str | None, state_dir: str, rid: str, dialect: str = "claude-code"
+) -> bytes:
+    """The daemon's answer to one hook payload of ``dialect``'s CLI (``b""``: no answer), starting the
+    daemon if there is none. Raises :class:`Unavailable` when the call must be answered in-process."""
     addr = locate(state_dir)
     if addr is None:
         raise Unavailable("no private directory for the daemon's socket (see XDG_RUNTIME_DIR)")
     wait = timeout_s()
-    head = _header(b"hook", rid, config, state_dir, addr.material)
+    head = _header(hook_op(dialect), rid, config, state_dir, addr.material)
     started: Popen[bytes] | None = None
     # Waiting for a starting daemon beats answering in-process on a busy machine: that would build
     # planguard a second time, competing with the daemon for the CPU.
@@ -441,6 +443,12 @@ def request(payload: bytes, config: str | None, state_dir: str, rid: str) -> byt
         delay = min(delay * 2, 0.025)
 
 
+def hook_op(dialect: str) -> bytes:
+    """The request's operation: ``hook`` for Claude Code's payloads, ``hook:<dialect>`` for another CLI's
+    (one daemon serves every dialect; see ``planguard_claude_code.dialects``)."""
+    return b"hook" if dialect == "claude-code" else b"hook:" + dialect.encode("ascii", "replace")
+
+
 # --------------------------------------------------------------------------- the hook command
 
 
@@ -459,12 +467,16 @@ def _in_process(
     rid: str | None,
     stdout: IO[str] | None,
     why: str | None = None,
+    dialect: str = "claude-code",
 ) -> int:
     try:
         _ensure_site()
         from planguard_claude_code import hook
+        from planguard_claude_code.dialects import dialect as dialect_named
+
+        speaks = dialect_named(dialect)
     except Exception as exc:  # planguard itself is broken or missing: let the agent go on
-        print(f"planguard hook claude-code: cannot load planguard ({exc})", file=sys.stderr)
+        print(f"planguard hook {dialect}: cannot load planguard ({exc})", file=sys.stderr)
         return 0
     import io
 
@@ -473,7 +485,12 @@ def _in_process(
 
         hook._log_error(SessionStore(state_dir), f"hook daemon unavailable: {why}; answered in-process")
     return hook.main(
-        config, state_dir, stdin=io.StringIO(raw.decode("utf-8", "replace")), stdout=stdout, rid=rid
+        config,
+        state_dir,
+        stdin=io.StringIO(raw.decode("utf-8", "replace")),
+        stdout=stdout,
+        rid=rid,
+        dialect=speaks,
     )
 
 
@@ -484,9 +501,11 @@ def main(
     daemon: bool = True,
     stdin: IO[bytes] | None = None,
     stdout: IO[str] | None = None,
+    dialect: str = "claude-code",
 ) -> int:
-    """Answer one hook call: through the daemon when there is one (or can be started), else in-process.
-    Always returns 0 (see :func:`planguard_claude_code.hook.main`)."""
+    """Answer one hook call of ``dialect``'s CLI (``claude-code``, ``codex``, ``gemini``): through the
+    daemon when there is one (or can be started), else in-process. Always returns 0 (see
+    :func:`planguard_claude_code.hook.main`)."""
     try:
         raw = (sys.stdin.buffer if stdin is None else stdin).read()
     except (AttributeError, OSError, ValueError):  # no standard input at all
@@ -503,7 +522,7 @@ def main(
     if daemon and daemon_enabled():
         rid = os.urandom(12).hex()
         try:
-            answer = request(raw, config, state, rid)
+            answer = request(raw, config, state, rid, dialect)
         except Unavailable as exc:
             why = None if exc.quiet else str(exc)
         except Exception as exc:  # never let the fast path cost the call
@@ -519,7 +538,7 @@ def main(
                     stdout.write(answer.decode("utf-8") + "\n")
                 stdout.flush()
             return 0
-    return _in_process(raw, config, state, rid, stdout, why)
+    return _in_process(raw, config, state, rid, stdout, why, dialect)
 
 
 def daemon_status(state_dir: str | None = None, environ: Any = None) -> list[dict[str, Any]]:
@@ -604,21 +623,26 @@ def cli(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     config: str | None = None
     state_dir: str | None = None
+    dialect = "claude-code"
     daemon = True
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg in ("--config", "--state-dir") and i + 1 < len(args):
+        if arg in ("--config", "--state-dir", "--dialect") and i + 1 < len(args):
             if arg == "--config":
                 config = args[i + 1]
-            else:
+            elif arg == "--state-dir":
                 state_dir = args[i + 1]
+            else:
+                dialect = args[i + 1]
             i += 2
             continue
         if arg.startswith("--config="):
             config = arg.split("=", 1)[1]
         elif arg.startswith("--state-dir="):
             state_dir = arg.split("=", 1)[1]
+        elif arg.startswith("--dialect="):
+            dialect = arg.split("=", 1)[1]
         elif arg == "--no-daemon":
             daemon = False
         else:
@@ -627,7 +651,7 @@ def cli(argv: list[str] | None = None) -> int:
 
             return full_cli(args)
         i += 1
-    return main(config, state_dir, daemon=daemon)
+    return main(config, state_dir, daemon=daemon, dialect=dialect)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import client
+from .dialects import CLAUDE_CODE, Dialect, dialect
 
 if TYPE_CHECKING:
     from .hook import HookRunner
@@ -378,8 +379,14 @@ class Daemon:
             conn.sendall(b"OK\n")
             self.stop("stop request")
             return
-        if op != b"hook":
+        hook_op, _, dialect_b = op.partition(b":")
+        if hook_op != b"hook":
             conn.sendall(b"ERR op\n")
+            return
+        try:
+            speaks = dialect(dialect_b.decode("ascii", "replace") or None)
+        except ValueError as exc:
+            conn.sendall(b"ERR " + str(exc).encode() + b"\n")
             return
         if (
             material_b.decode("utf-8", "surrogateescape") != self.addr.material
@@ -391,12 +398,14 @@ class Daemon:
         if payload is None:
             conn.sendall(b"ERR payload too large\n")
             return
-        answer = self.hook(os.fsdecode(config_b) or None, payload, rid.decode() or None)
+        answer = self.hook(os.fsdecode(config_b) or None, payload, rid.decode() or None, speaks)
         with self._mu:  # before the reply: once a hook process has its answer, the call is counted
             self.served += 1
         conn.sendall(b"OK\n" + (json.dumps(answer, ensure_ascii=False).encode() if answer else b""))
 
-    def hook(self, config: str | None, payload: bytes, rid: str | None) -> dict[str, Any]:
+    def hook(
+        self, config: str | None, payload: bytes, rid: str | None, speaks: Dialect = CLAUDE_CODE
+    ) -> dict[str, Any]:
         """One hook call, as :func:`planguard_claude_code.hook.main` answers it in a hook process."""
         from .hook import answer_text
 
@@ -414,7 +423,7 @@ class Daemon:
             return slot.runner
 
         try:
-            return answer_text(payload.decode("utf-8", "replace"), store, runner, rid)
+            return answer_text(payload.decode("utf-8", "replace"), store, runner, rid, speaks)
         finally:
             self._release(slot)
 

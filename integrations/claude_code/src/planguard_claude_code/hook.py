@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 from planguard.events import ToolEvent
 
 from .adapter import ClaudeCodeAdapter, HookState
+from .dialects import CLAUDE_CODE, Dialect
 from .state import Op, SessionStore, StoredSession, session_state, silent
 from .translate import HOOK_EVENTS, PRE_TOOL_USE, call_event, deny_answer, session_key
 
@@ -57,10 +58,12 @@ def main(
     stdin: IO[str] | None = None,
     stdout: IO[str] | None = None,
     rid: str | None = None,
+    dialect: Dialect = CLAUDE_CODE,
 ) -> int:
     """Read one hook payload, answer it in this process. Always returns 0 (see the module docstring).
 
-    ``rid``: the request id a hook process gave the daemon before answering the call itself."""
+    ``rid``: the request id a hook process gave the daemon before answering the call itself; ``dialect``:
+    the CLI's hook contract (:mod:`planguard_claude_code.dialects`)."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     store = SessionStore(state_dir)
@@ -70,7 +73,7 @@ def main(
         runners.append(HookRunner(config, store))
         return runners[-1]
 
-    answer = answer_text(stdin.read(), store, runner, rid)
+    answer = answer_text(stdin.read(), store, runner, rid, dialect)
     if answer:
         stdout.write(json.dumps(answer, ensure_ascii=False))
         stdout.write("\n")
@@ -81,23 +84,39 @@ def main(
 
 
 def answer_text(
-    text: str, store: SessionStore, runner: Callable[[], HookRunner], rid: str | None = None
+    text: str,
+    store: SessionStore,
+    runner: Callable[[], HookRunner],
+    rid: str | None = None,
+    dialect: Dialect = CLAUDE_CODE,
 ) -> dict[str, Any]:
-    """The answer to one hook payload (``{}``: none). Never raises: what goes wrong is logged and the call
-    let through — unless a fail-closed gate covers it, which then denies it (:func:`_failure_answer`).
-    ``runner`` is only called for payloads planguard handles."""
+    """The answer to one hook payload (``{}``: none) in ``dialect``'s idiom. Never raises: what goes wrong
+    is logged and the call let through — unless a fail-closed gate covers it, which then denies it
+    (:func:`_failure_answer`). ``runner`` is only called for payloads planguard handles."""
     from planguard.documents import loads_json
 
     try:
-        payload = loads_json(text or "null")
+        raw = loads_json(text or "null")
     except ValueError as exc:
         problem = f"standard input is not JSON planguard can read ({exc}); expected one hook payload object"
-        if '"PreToolUse"' not in text:  # nothing a gate could cover
+        if dialect.gate_mark() not in text:  # nothing a gate could cover
             _report_error(store, problem)
             return {}
-        return _failure_answer(store, problem, runner, None)
-    if not isinstance(payload, dict) or payload.get("hook_event_name") not in HOOK_EVENTS:
+        pre = {"hook_event_name": json.loads(dialect.gate_mark())}
+        return dialect.answer(_failure_answer(store, problem, runner, None), pre)
+    common = dialect.common(raw) if isinstance(raw, dict) else None
+    if common is None or common.get("hook_event_name") not in HOOK_EVENTS:
         return {}
+    return dialect.answer(_answer_common(common, store, runner, rid, dialect.name), raw)
+
+
+def _answer_common(
+    payload: dict[str, Any],
+    store: SessionStore,
+    runner: Callable[[], HookRunner],
+    rid: str | None,
+    source: str,
+) -> dict[str, Any]:
     from planguard.config import ConfigError
 
     try:
@@ -107,7 +126,7 @@ def answer_text(
     except Exception:
         return _failure_answer(store, traceback.format_exc(), None, payload)
     try:
-        return built.handle(payload, rid=rid)
+        return built.handle(payload, rid=rid, source=source)
     except Exception:
         return _failure_answer(store, traceback.format_exc(), built, payload)
 
@@ -238,24 +257,29 @@ class HookRunner:
         #: Sessions dropped from memory without having ended (their sinks may still hold them).
         self.abandoned = 0
 
-    def handle(self, payload: Mapping[str, Any], *, rid: str | None = None) -> dict[str, Any]:
+    def handle(
+        self, payload: Mapping[str, Any], *, rid: str | None = None, source: str = "claude-code"
+    ) -> dict[str, Any]:
+        """Answer one hook payload in the common (Claude Code) form; ``source`` names the CLI it came
+        from (see :mod:`planguard_claude_code.dialects`)."""
         key = session_key(payload)
         with self._one_at_a_time(key):
-            return self._handle(key, payload, rid)
+            return self._handle(key, payload, rid, source)
 
-    def _handle(self, key: str, payload: Mapping[str, Any], rid: str | None) -> dict[str, Any]:
+    def _handle(self, key: str, payload: Mapping[str, Any], rid: str | None, source: str) -> dict[str, Any]:
         with self.store.open(key) as stored:
             new = not stored.exists
             cached = self._cached(key, stored)
             if cached is not None:
                 session, hook_state, complete = cached.session, cached.hook, cached.complete
             else:
-                session, hook_state, complete = self._load(stored, key, payload)
+                session, hook_state, complete = self._load(stored, key, payload, source)
             if rid is not None and rid in hook_state.answered:
                 # Already applied (by a daemon this hook process stopped waiting for): same answer again.
                 self._keep(key, stored, session, hook_state, complete, saved=True)
                 return dict(hook_state.answered[rid])
-            answer = ClaudeCodeAdapter(_Recorder(self.guard, stored)).handle(payload, hook_state)
+            adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored), source=source)
+            answer = adapter.handle(payload, hook_state)
             hook_state.remember(rid, answer)
             saved = False
             try:
@@ -348,7 +372,7 @@ class HookRunner:
         return len(self._cache)
 
     def _load(
-        self, stored: StoredSession, key: str, payload: Mapping[str, Any]
+        self, stored: StoredSession, key: str, payload: Mapping[str, Any], source: str = "claude-code"
     ) -> tuple[Session, HookState, bool]:
         """The session as it stood after the previous hook call, adopted by the guard."""
         from planguard.session import Session
@@ -366,10 +390,10 @@ class HookRunner:
         if not ops:
             if stored.exists:
                 stored.problems.append("no usable journal either: starting the session afresh")
-            session = self.guard.session(key, **_metadata(payload))
+            session = self.guard.session(key, **_metadata(payload, source))
             return session, HookState(), not stored.exists or complete
         # Rebuild: replay the journal with the sinks silenced (they saw all of it already).
-        session = silent(self.guard.pipeline).session(key, **_metadata(payload))
+        session = silent(self.guard.pipeline).session(key, **_metadata(payload, source))
         state = HookState()
         adapter_now = time.time()
         for op in ops:
@@ -402,12 +426,13 @@ def _apply(session: Session, op: Op, state: HookState, now: float) -> None:
         state.running.clear()
 
 
-def _metadata(payload: Mapping[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = {"source": "claude-code"}
+def _metadata(payload: Mapping[str, Any], source: str = "claude-code") -> dict[str, Any]:
+    meta: dict[str, Any] = {"source": source}
+    prefix = source.replace("-", "_")
     for k in ("session_id", "cwd", "transcript_path", "agent_id", "agent_type"):
         v = payload.get(k)
         if isinstance(v, str) and v:
-            meta[f"claude_code.{k}"] = v
+            meta[f"{prefix}.{k}"] = v
     return meta
 
 

@@ -1,8 +1,12 @@
-"""Writes planguard's hook entries into a Claude Code ``settings.json`` (``planguard install claude-code``).
+"""Writes planguard's hook entries into a CLI's hook settings (``planguard install claude-code|codex|
+gemini``).
 
-Only planguard's own entries are touched: installing twice leaves one set, other hooks and settings are
-kept as they are, and ``uninstall`` removes exactly what ``install`` added. The file is replaced
-atomically; a file that is not a JSON object is an error naming it, never overwritten.
+Claude Code (``.claude/settings.json``), Codex CLI (``.codex/hooks.json``) and Gemini CLI
+(``.gemini/settings.json``) share one layout: ``hooks`` → event → groups ``{matcher?, hooks: [{type:
+"command", command, timeout}]}``; what differs (event names, the tool matcher, the timeout's unit) is a
+:class:`Target`. Only planguard's own entries are touched: installing twice leaves one set, other hooks
+and settings are kept as they are, and ``uninstall`` removes exactly what ``install`` added. The file is
+replaced atomically; a file that is not a JSON object is an error naming it, never overwritten.
 """
 
 from __future__ import annotations
@@ -12,20 +16,40 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from planguard.documents import DocumentError, loads_json
 
-from .translate import HOOK_EVENTS, POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_TOOL_USE
+from .translate import (
+    HOOK_EVENTS,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    PRE_TOOL_USE,
+    SESSION_END,
+    USER_PROMPT_SUBMIT,
+)
 
-__all__ = ["Scope", "hook_command", "install", "is_planguard_hook", "merged", "settings_path", "uninstall"]
+__all__ = [
+    "TARGETS",
+    "Scope",
+    "Target",
+    "hook_command",
+    "install",
+    "is_planguard_hook",
+    "merged",
+    "settings_path",
+    "uninstall",
+]
 
 Scope = Literal["project", "local", "user"]
 _TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, POST_TOOL_USE_FAILURE)
 #: What identifies planguard's handlers: the CLI form, the entry point, the hook client script.
 _MARKS = (
     "hook claude-code",
+    "hook codex",
+    "hook gemini",
     "planguard-claude-code-hook",
     "planguard_claude_code/launch.py",
     "planguard_claude_code/client.py",
@@ -34,14 +58,55 @@ _MARKS = (
 DEFAULT_TIMEOUT_S = 30
 
 
-def settings_path(scope: Scope, project_dir: str | os.PathLike[str] | None = None) -> Path:
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where and how one CLI registers command hooks."""
+
+    dialect: str  # the hook dialect its command speaks (planguard_claude_code.dialects)
+    folder: str  # the settings folder, in the project and in the home directory
+    file: str  # the settings file in it
+    events: tuple[str, ...]  # the CLI's hook events planguard registers
+    tool_events: tuple[str, ...]  # those that take a tool matcher
+    matcher: str | None  # the matcher for every tool (None: none, which matches all)
+    timeout_factor: int = 1  # the timeout's unit: 1 = seconds, 1000 = milliseconds
+
+
+TARGETS: dict[str, Target] = {
+    "claude-code": Target("claude-code", ".claude", "settings.json", HOOK_EVENTS, _TOOL_EVENTS, "*"),
+    "codex": Target(
+        "codex",
+        ".codex",
+        "hooks.json",
+        (PRE_TOOL_USE, POST_TOOL_USE, USER_PROMPT_SUBMIT, SESSION_END),
+        (PRE_TOOL_USE, POST_TOOL_USE),
+        None,
+    ),
+    "gemini": Target(
+        "gemini",
+        ".gemini",
+        "settings.json",
+        ("BeforeTool", "AfterTool", "BeforeAgent", "SessionEnd"),
+        ("BeforeTool", "AfterTool"),
+        ".*",
+        timeout_factor=1000,
+    ),
+}
+
+
+def settings_path(
+    scope: Scope, project_dir: str | os.PathLike[str] | None = None, target: Target = TARGETS["claude-code"]
+) -> Path:
     """``project``: ``<dir>/.claude/settings.json`` (shared with the team); ``local``:
-    ``<dir>/.claude/settings.local.json`` (yours only); ``user``: ``~/.claude/settings.json`` (all
-    projects)."""
+    ``<dir>/.claude/settings.local.json`` (yours only, Claude Code only); ``user``:
+    ``~/.claude/settings.json`` (all projects) — with ``target``'s folder and file for another CLI."""
     if scope == "user":
-        return Path.home() / ".claude" / "settings.json"
+        return Path.home() / target.folder / target.file
     base = Path(project_dir) if project_dir is not None else Path.cwd()
-    return base / ".claude" / ("settings.local.json" if scope == "local" else "settings.json")
+    if scope == "local":
+        if target.dialect != "claude-code":
+            raise ValueError(f"{target.dialect} has no local settings scope; use project or user")
+        return base / target.folder / "settings.local.json"
+    return base / target.folder / target.file
 
 
 def hook_command(
@@ -50,6 +115,7 @@ def hook_command(
     executable: str | None = None,
     *,
     daemon: bool = True,
+    dialect: str = "claude-code",
 ) -> str:
     """The shell command Claude Code runs.
 
@@ -57,12 +123,15 @@ def hook_command(
     only the standard library (it hands the call to the warm daemon), and skipping ``site`` (``.pth``
     files, editable-install finders) halves the start-up of every hook call; should it answer in-process,
     it loads ``site`` then. With ``executable``, that program is run as ``EXECUTABLE hook claude-code``
-    (e.g. a ``planguard`` script). ``daemon=False`` adds ``--no-daemon``."""
+    (e.g. a ``planguard`` script). ``daemon=False`` adds ``--no-daemon``; ``dialect`` is the CLI whose
+    payloads it reads (``--dialect`` of the client)."""
     if executable is None:
         launcher = Path(__file__).resolve().with_name("launch.py")
         parts = [sys.executable, "-S", str(launcher)]
+        if dialect != "claude-code":
+            parts += ["--dialect", dialect]
     else:
-        parts = [executable, "hook", "claude-code"]
+        parts = [executable, "hook", dialect]
     if config is not None:
         parts += ["--config", str(Path(config).resolve())]
     if state_dir is not None:
@@ -134,17 +203,20 @@ def merged(
     path: str | os.PathLike[str],
     command: str,
     *,
-    events: Sequence[str] = HOOK_EVENTS,
+    events: Sequence[str] | None = None,
     timeout: int = DEFAULT_TIMEOUT_S,
+    target: Target = TARGETS["claude-code"],
 ) -> dict[str, Any]:
-    """The settings at ``path`` with planguard's hooks added or refreshed (nothing written)."""
+    """The settings at ``path`` with planguard's hooks added or refreshed (nothing written); ``events``
+    default to ``target``'s, ``timeout`` is in seconds."""
     data = _read(Path(path))
     hooks: dict[str, Any] = dict(data.get("hooks") or {})
     _strip(hooks)
-    for event in events:
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
-        if event in _TOOL_EVENTS:
-            group = {"matcher": "*", **group}
+    handler = {"type": "command", "command": command, "timeout": timeout * target.timeout_factor}
+    for event in target.events if events is None else events:
+        group: dict[str, Any] = {"hooks": [handler]}
+        if event in target.tool_events and target.matcher is not None:
+            group = {"matcher": target.matcher, **group}
         hooks.setdefault(event, []).append(group)
     data["hooks"] = hooks
     return data
@@ -154,11 +226,12 @@ def install(
     path: str | os.PathLike[str],
     command: str,
     *,
-    events: Sequence[str] = HOOK_EVENTS,
+    events: Sequence[str] | None = None,
     timeout: int = DEFAULT_TIMEOUT_S,
+    target: Target = TARGETS["claude-code"],
 ) -> dict[str, Any]:
     """Add (or refresh) planguard's hooks in the settings file at ``path``; returns the new settings."""
-    data = merged(path, command, events=events, timeout=timeout)
+    data = merged(path, command, events=events, timeout=timeout, target=target)
     _write(Path(path), data)
     return data
 

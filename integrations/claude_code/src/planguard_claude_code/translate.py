@@ -68,12 +68,13 @@ def session_key(payload: Mapping[str, Any]) -> str:
     return f"{sid}/{agent}" if isinstance(agent, str) and agent else sid
 
 
-def call_event(payload: Mapping[str, Any]) -> ToolEvent:
-    """The tool call a ``PreToolUse``/``PostToolUse*`` payload is about, before it runs."""
+def call_event(payload: Mapping[str, Any], source: str = "claude-code") -> ToolEvent:
+    """The tool call a ``PreToolUse``/``PostToolUse*`` payload is about, before it runs. ``source``: the
+    CLI it came from (the hook dialect's name)."""
     name = payload.get("tool_name")
     tool_input = payload.get("tool_input")
     call_id = payload.get("tool_use_id")
-    metadata: dict[str, Any] = {"source": "claude-code"}
+    metadata: dict[str, Any] = {"source": source}
     agent_type = payload.get("agent_type")
     if isinstance(agent_type, str):
         metadata["agent_type"] = agent_type
@@ -88,9 +89,11 @@ def call_event(payload: Mapping[str, Any]) -> ToolEvent:
     )
 
 
-def result_event(payload: Mapping[str, Any], now: float | None = None) -> ToolEvent:
+def result_event(
+    payload: Mapping[str, Any], now: float | None = None, source: str = "claude-code"
+) -> ToolEvent:
     """The finished call of a ``PostToolUse`` (success) or ``PostToolUseFailure`` payload."""
-    event = call_event(payload)
+    event = call_event(payload, source)
     event.end_time = time.time() if now is None else now
     duration = payload.get("duration_ms")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:

@@ -1,0 +1,490 @@
+"""End to end with the real coding CLIs from npm (Gemini CLI, Codex CLI, OpenCode) against scripted fake
+model servers on 127.0.0.1 (``cli_fakes``), in throw-away git repositories: planguard's hooks installed
+with ``planguard install <cli>``, answered by the one hook service (stdlib client, warm daemon) in each
+CLI's dialect. The scripted model navigates, reproduces, patches, tries to submit too early (denied, with
+a reason the model reads in its next request), validates and submits; reminders reach later requests;
+and replaying the CLI's own session file gives the live steps and denials.
+
+The CLIs are installed by ``.ci/services/clis.sh`` (pinned versions, ``~/.cache/planguard-clis``, or
+``$PLANGUARD_CLI_PREFIX``), by the test itself when missing; a test skips only without npm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("planguard_claude_code")
+from claude_hook_support import daemon_sandbox
+from cli_fakes import (
+    FakeChatCompletions,
+    FakeGemini,
+    FakeResponses,
+    cli_binary,
+    cli_prefix,
+    npm_missing,
+)
+from planguard_claude_code import client
+from planguard_claude_code.hook import read_summary
+
+pytestmark = pytest.mark.e2e
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
+GATE_TEXT = "PLANGUARD GATE (validate-before-submit)"
+REMINDER_TEXT = "PLAN REMINDER:"
+
+
+def _config(shell_tool: str) -> str:
+    return f"""\
+plan: plan
+telemetry: {{enabled: false}}
+store: {{enabled: false}}
+policies:
+  reminder: {{every_model_calls: 3, min_gap_model_calls: 0}}
+  gates:
+    - name: validate-before-submit
+      tool: {shell_tool}
+      arguments: {{command: 'submit\\.sh'}}
+      until: {{phase_after: {{phase: V, after: P, strict: true}}}}
+"""
+
+
+def _skip_unless(name: str) -> Path:
+    """The CLI's executable; installed now (pinned, by ``.ci/services/clis.sh``) when npm is there but the
+    CLI is not. Skips only without npm/node."""
+    if npm_missing():
+        pytest.skip("npm/node are not installed: the coding-CLI e2e tests need them")
+    binary = cli_binary(name)
+    if binary is None:
+        script = Path(__file__).resolve().parents[1] / ".ci" / "services" / "clis.sh"
+        env = {**os.environ, "PLANGUARD_CLI_PREFIX": str(cli_prefix())}
+        proc = subprocess.run(["bash", str(script), "start"], env=env, capture_output=True, text=True)
+        binary = cli_binary(name)
+        assert binary is not None, f"{script} start did not install {name}:\n{proc.stderr[-3000:]}"
+    return binary
+
+
+@pytest.fixture
+def workspace() -> Iterator[dict[str, Path]]:
+    # Not under pytest's tmp_path: its "test_<name>" folders make every path "test-ish" for the paper's rules.
+    tmp = Path(tempfile.mkdtemp(prefix="pgcli-"))
+    work = tmp / "work"
+    work.mkdir()
+    (work / "calc.py").write_text(CALC)
+    (work / "submit.sh").write_text(SUBMIT)
+    (work / "submit.sh").chmod(0o755)
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    home = tmp / "home"
+    home.mkdir()
+    try:
+        with daemon_sandbox(tmp / "state") as run_dir:
+            yield {"tmp": tmp, "work": work, "home": home, "state": tmp / "state", "run": run_dir}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    """No proxies, no real keys, nothing from the outer planguard environment; the test's own runtime dir."""
+    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update(
+        {
+            "HOME": str(home),
+            "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+            "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],  # the test's own (see daemon_sandbox)
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "NO_PROXY": "127.0.0.1,localhost",
+            client.ENV_WATCH: os.environ[client.ENV_WATCH],
+            "TERM": "dumb",
+        }
+    )
+    return env
+
+
+def _install(agent: str, work: Path, config: Path, state: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planguard",
+            "install",
+            agent,
+            "--project-dir",
+            str(work),
+            "--config",
+            str(config),
+            "--state-dir",
+            str(state),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def _check_live(summary: dict[str, Any] | None, letters: str) -> dict[str, Any]:
+    assert summary is not None
+    assert summary["letters"] == letters
+    assert summary["n_steps"] == 6  # the denied call is not a step
+    assert summary["decision_counts"].get("deny") == 1
+    assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
+    return summary
+
+
+def _replay(path: Path, loader_module: str, config: Path, session_id: str | None = None) -> Any:
+    """The CLI's own session file replayed offline (skips while the loader is not on this branch)."""
+    pytest.importorskip(loader_module, reason=f"{loader_module} (the session-file loader) not merged yet")
+    from planguard.guard import Guard
+    from planguard.loaders import LoadError, Trajectory, iter_trajectories
+    from planguard.session import replay_events
+
+    loaded = list(iter_trajectories([path]))
+    assert not [x for x in loaded if isinstance(x, LoadError)], loaded
+    (trajectory,) = [
+        t for t in loaded if isinstance(t, Trajectory) and (session_id is None or t.id == session_id)
+    ]
+    guard = Guard.from_file(config)
+    try:
+        return replay_events(trajectory.events, guard.pipeline, trajectory.id).end()
+    finally:
+        guard.shutdown()
+
+
+# --------------------------------------------------------------------------- Gemini CLI
+
+
+def _gemini_turns(work: Path) -> list[list[dict[str, Any]]]:
+    def shell(command: str) -> list[dict[str, Any]]:
+        return [{"name": "run_shell_command", "args": {"command": command}}]
+
+    calc = str(work / "calc.py")
+    return [
+        [{"name": "read_file", "args": {"file_path": calc}}],
+        shell(f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        shell("python3 test_calc.py"),
+        [
+            {
+                "name": "replace",
+                "args": {
+                    "file_path": calc,
+                    "old_string": "return a - b",
+                    "new_string": "return a + b",
+                    "instruction": "add must add",
+                },
+            }
+        ],
+        shell("./submit.sh"),  # too early: nothing validated the patch yet
+        shell("python3 test_calc.py"),
+        shell("./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _function_response(request: dict[str, Any], name: str) -> str:
+    """The last functionResponse for tool ``name`` in a Gemini request, as JSON text."""
+    for content in reversed(request["contents"]):
+        for part in content.get("parts", []):
+            response = part.get("functionResponse")
+            if isinstance(response, dict) and response.get("name") == name:
+                return json.dumps(response)
+    raise AssertionError(f"no functionResponse for {name}")
+
+
+def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    gemini = _skip_unless("gemini")
+    work, home, state = workspace["work"], workspace["home"], workspace["state"]
+    config = workspace["tmp"] / "planguard.yaml"
+    config.write_text(_config("run_shell_command"))
+    _install("gemini", work, config, state)
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps(
+            {
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+            }
+        )
+    )
+    with FakeGemini(_gemini_turns(work)) as fake:
+        env = _base_env(home)
+        env.update(
+            {
+                "GEMINI_API_KEY": "fake-key",
+                "GOOGLE_GEMINI_BASE_URL": fake.url,
+                "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a throw-away repository: its hooks may run
+            }
+        )
+        proc = subprocess.run(
+            [
+                str(gemini),
+                *("-p", "Fix the bug in calc.py, test it, then run ./submit.sh.", "--yolo"),
+                *("-m", "gemini-2.5-pro", "--output-format", "json"),
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        assert not fake.unknown, fake.unknown
+        errors = state / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        # The early submit never ran; the model read why, as the tool's error, in its next request.
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert len(fake.requests) == 8
+        assert GATE_TEXT in _function_response(fake.requests[5], "run_shell_command")
+        assert "submitted" in _function_response(fake.requests[7], "run_shell_command")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+        # Reminders reached later model requests (appended to a tool result by AfterTool).
+        reminded = fake.sent_after(0, REMINDER_TEXT)
+        assert reminded and reminded[0] >= 2, reminded
+
+    session_id = json.loads(proc.stdout)["session_id"]
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
+    assert summary["n_model_calls"] >= 7
+
+    (recording,) = (home / ".gemini" / "tmp").glob(f"*/chats/session-*{session_id[:8]}*.json*")
+    offline = _replay(recording, "planguard.loaders.gemini_cli", config)
+    assert offline.letters == summary["letters"]
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
+
+
+# --------------------------------------------------------------------------- Codex CLI
+
+
+def _codex_turns() -> list[list[dict[str, Any]]]:
+    def shell(n: int, command: str) -> list[dict[str, Any]]:
+        return [{"name": "exec_command", "args": {"cmd": command}, "id": f"call_{n:02d}"}]
+
+    return [
+        shell(1, "cat calc.py"),
+        shell(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        shell(3, "python3 test_calc.py"),
+        shell(4, "sed -i 's/return a - b/return a + b/' calc.py"),
+        shell(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        shell(6, "python3 test_calc.py"),
+        shell(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _call_output(request: dict[str, Any], call_id: str) -> str:
+    """The ``function_call_output`` for ``call_id`` in a Responses request's ``input``, as JSON text."""
+    for item in request.get("input", []):
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "function_call_output"
+            and item.get("call_id") == call_id
+        ):
+            return json.dumps(item.get("output"))
+    raise AssertionError(f"no function_call_output for {call_id}")
+
+
+def test_codex_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    codex = _skip_unless("codex")
+    work, home, state = workspace["work"], workspace["home"], workspace["state"]
+    config = workspace["tmp"] / "planguard.yaml"
+    config.write_text(_config("Bash"))  # Codex's hooks name its shell tool (exec_command) Bash
+    _install("codex", work, config, state)
+    codex_home = home / ".codex"
+    codex_home.mkdir()
+    with FakeResponses(_codex_turns()) as fake:
+        (codex_home / "config.toml").write_text(
+            f"""\
+model = "gpt-5.1-codex"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{fake.url}/v1"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_KEY"
+
+[projects."{work}"]
+trust_level = "trusted"
+
+[analytics]
+enabled = false
+"""
+        )
+        env = _base_env(home)
+        env.update({"CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"})
+        proc = subprocess.run(
+            [
+                str(codex),
+                "exec",
+                # The hooks were written by this test (planguard install codex): no review needed.
+                "--dangerously-bypass-hook-trust",
+                "--json",
+                "Fix the bug in calc.py, test it, then run ./submit.sh.",
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        assert not fake.unknown, fake.unknown
+        errors = state / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert len(fake.requests) == 8
+        assert GATE_TEXT in _call_output(fake.requests[5], "call_05")
+        assert "submitted" in _call_output(fake.requests[7], "call_07")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+        reminded = fake.sent_after(0, REMINDER_TEXT)
+        assert reminded and reminded[0] >= 2, reminded
+
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["thread_id"] for e in events if e.get("type") == "thread.started"}
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
+
+    (rollout,) = (codex_home / "sessions").rglob(f"rollout-*{session_id}.jsonl")
+    offline = _replay(rollout, "planguard.loaders.codex", config)
+    assert offline.letters == summary["letters"]
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
+
+
+# --------------------------------------------------------------------------- OpenCode (plugin)
+
+
+def _opencode_turns(work: Path) -> list[list[dict[str, Any]]]:
+    def bash(n: int, command: str) -> list[dict[str, Any]]:
+        args = {"command": command, "description": f"step {n}"}
+        return [{"name": "bash", "args": args, "id": f"call_{n:02d}"}]
+
+    calc = str(work / "calc.py")
+    return [
+        [{"name": "read", "args": {"filePath": calc}, "id": "call_01"}],
+        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        bash(3, "python3 test_calc.py"),
+        [
+            {
+                "name": "edit",
+                "args": {"filePath": calc, "oldString": "return a - b", "newString": "return a + b"},
+                "id": "call_04",
+            }
+        ],
+        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        bash(6, "python3 test_calc.py"),
+        bash(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _tool_message(request: dict[str, Any], call_id: str) -> str:
+    """The ``tool`` message answering ``call_id`` in a Chat Completions request, as JSON text."""
+    for message in request.get("messages", []):
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return json.dumps(message.get("content"))
+    raise AssertionError(f"no tool message for {call_id}")
+
+
+def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    opencode = _skip_unless("opencode")
+    work, home, state = workspace["work"], workspace["home"], workspace["state"]
+    config = workspace["tmp"] / "planguard.yaml"
+    config.write_text(_config("bash"))
+    _install("opencode", work, config, state)
+    assert (work / ".opencode" / "plugin" / "planguard.js").is_file()
+    with FakeChatCompletions(_opencode_turns(work)) as fake:
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Fake",
+            "options": {"baseURL": f"{fake.url}/v1", "apiKey": "sk-fake"},
+            "models": {"fake-model": {"name": "Fake", "tool_call": True}},
+        }
+        (work / "opencode.json").write_text(
+            json.dumps(
+                {
+                    "provider": {"fake": provider},
+                    "model": "fake/fake-model",
+                    "small_model": "fake/fake-model",
+                    "autoupdate": False,
+                    "share": "disabled",
+                    "permission": {"edit": "allow", "bash": "allow"},
+                }
+            )
+        )
+        env = _base_env(home)
+        env.update(
+            {
+                "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_SHARE": "1",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+            }
+        )
+        proc = subprocess.run(
+            [
+                str(opencode),
+                "run",
+                "--format",
+                "json",
+                "Fix the bug in calc.py, test it, then run ./submit.sh.",
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        assert not fake.unknown, fake.unknown
+        errors = state / "hook-errors.log"
+        assert not errors.exists(), errors.read_text()
+
+        assert (work / "submissions.log").read_text() == "submitted\n"
+        assert len(fake.requests) == 8
+        assert GATE_TEXT in _tool_message(fake.requests[5], "call_05")
+        assert "submitted" in _tool_message(fake.requests[7], "call_07")
+        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+        reminded = fake.sent_after(0, REMINDER_TEXT)
+        assert reminded and reminded[0] >= 2, reminded
+
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["sessionID"] for e in events if e.get("sessionID")}
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
+
+    database = home / ".local" / "share" / "opencode" / "opencode.db"  # where opencode 1.18 keeps sessions
+    offline = _replay(database, "planguard.loaders.opencode", config, session_id)
+    assert offline.letters == summary["letters"]
+    assert offline.n_steps == summary["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
