@@ -49,6 +49,7 @@ HEALTH_PATH = "/_planguard/health"
 SESSIONS_PATH = "/_planguard/sessions"
 _EVENT_STREAM = b"text/event-stream"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_ALLOW = b"GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
 
 
 class _ClientGone(Exception):
@@ -186,11 +187,30 @@ class ProxyApp:
             status, obj = await self._admin(method, path)
             await _send_json(send, status, obj)
             return
+        if not path.startswith("/"):
+            # ``OPTIONS *`` asks about the server itself: answered here, never forwarded.
+            if method == "OPTIONS" and path == "*":
+                await send({"type": "http.response.start", "status": 204, "headers": [(b"allow", _ALLOW)]})
+                await send({"type": "http.response.body", "body": b""})
+            else:
+                await _send_json(
+                    send, 400, WIRES["openai"].error_body("bad request target", "invalid_request")
+                )
+            return
+        if _escapes(path, scope.get("raw_path")):
+            # ``..`` would climb out of the upstream's base path (httpx removes dot segments).
+            await _send_json(send, 400, WIRES["openai"].error_body("dot segments in path", "invalid_request"))
+            return
         wire = _wire_for(method, path)
         w = wire or WIRES["openai"]
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         try:
-            body = await _read_body(receive, headers, self.proxy.max_body_bytes)
+            body = await asyncio.wait_for(
+                _read_body(receive, headers, self.proxy.max_body_bytes), self.proxy.timeouts.client_body
+            )
+        except TimeoutError:
+            await _send_json(send, 408, w.error_body("request body not received in time", "timeout_error"))
+            return
         except _TooLarge:
             msg = f"request body larger than {self.proxy.max_body_bytes} bytes"
             await _send_json(send, 413, w.error_body(msg, "request_too_large"))
@@ -550,6 +570,14 @@ def _api_of(headers: list[tuple[bytes, bytes]]) -> str:
         if k == b"anthropic-version" or k == b"x-api-key":
             return "anthropic"
     return "openai"
+
+
+def _escapes(path: str, raw_path: bytes | None) -> bool:
+    """Whether the path has a ``.`` or ``..`` segment (decoded or percent-encoded)."""
+    for p in (path, raw_path.decode("latin-1").lower().replace("%2e", ".") if raw_path else ""):
+        if "." in p and any(seg in (".", "..") for seg in p.split("?", 1)[0].replace("\\", "/").split("/")):
+            return True
+    return False
 
 
 def _wire_for(method: str, path: str) -> Wire | None:

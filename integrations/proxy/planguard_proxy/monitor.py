@@ -28,10 +28,10 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from planguard.decisions import Decision
 from planguard.events import ToolEvent
@@ -60,6 +60,8 @@ MAX_LOGGED_RESULT = 64 * 1024
 #: Conversations a replica tracks at most; never more than the guard keeps sessions, since a conversation past
 #: that holds only a session the guard has ended (and rebuilds it from the log on its next request anyway).
 MAX_CONVERSATIONS = 100_000
+
+T = TypeVar("T")
 
 _MUTED: ContextVar[bool] = ContextVar("planguard_proxy_muted", default=False)
 
@@ -175,6 +177,7 @@ class Monitor:
         self._rc = TextActions(returncode_regex=config.text_actions.returncode_regex)
         self._shell = frozenset(config.shell_tools)
         self._remote_store = bool(getattr(store, "remote", True))
+        self._store_timeout = config.store.timeout_s
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._max_conversations = min(MAX_CONVERSATIONS, guard.config.sessions.max_sessions)
         self.counters: dict[str, int] = {
@@ -275,7 +278,13 @@ class Monitor:
         if conv.session is not None and (conv.session.ended or sid not in self.guard):
             # The guard ended this session on its own (capacity): rebuild it from the whole log.
             conv.session, conv.applied, conv.open = None, 0, OrderedDict()
-        missed = await self.store.read(sid, conv.applied)
+        try:
+            missed = await self._store(self.store.read(sid, conv.applied))
+        except Exception as exc:
+            # The store is down or slow: go on with what this replica has. The gates are consulted all the
+            # same (a gate decision must not depend on the store); only other replicas' entries are missed.
+            self._failed("proxy.store.read", exc)
+            missed = []
         if conv.session is None:
             meta = {"planguard.source": "proxy"}
             if wire is not None:
@@ -439,7 +448,7 @@ class Monitor:
         if not entries:
             return
         try:
-            length = await self.store.append(conv.id, entries)
+            length = await self._store(self.store.append(conv.id, entries))
         except Exception as exc:
             self._failed("proxy.store.append", exc)
             return
@@ -491,8 +500,8 @@ class Monitor:
         if conv.session is None:
             return
         try:
-            behind = await self.store.read(conv.id, conv.applied)
-            record = not behind and await self.store.claim_end(conv.id, conv.applied)
+            behind = await self._store(self.store.read(conv.id, conv.applied))
+            record = not behind and await self._store(self.store.claim_end(conv.id, conv.applied))
         except Exception as exc:  # cannot tell: record the end rather than lose it
             self._failed("proxy.end", exc)
             record = True
@@ -501,6 +510,17 @@ class Monitor:
         with muted(not record):
             self.guard.end(conv.id)
         self.counters["ended"] += int(record)
+        if record:
+            # Each turn's log entries hold its tool results (up to MAX_LOGGED_RESULT): a log kept until its
+            # time to live would grow the process by that much per turn of every finished conversation.
+            try:
+                await self._store(self.store.forget(conv.id))
+            except Exception as exc:
+                self._failed("proxy.store.forget", exc)
+
+    async def _store(self, call: Awaitable[T]) -> T:
+        """One store call, bounded: a hanging store costs a request ``store.timeout_s`` at most."""
+        return await asyncio.wait_for(call, self._store_timeout)
 
     def _failed(self, where: str, exc: BaseException) -> None:
         self.counters["fail_open"] += 1
