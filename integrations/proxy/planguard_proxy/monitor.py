@@ -153,6 +153,7 @@ class RequestPlan:
     body_changed: bool
     injected: list[str]
     n_messages: int
+    body: dict[str, Any] | None = None  # the request as sent upstream (parsed), to ask the model again
 
 
 class Monitor:
@@ -179,6 +180,9 @@ class Monitor:
         self._remote_store = bool(getattr(store, "remote", True))
         self._store_timeout = config.store.timeout_s
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
+        # Responses API: response id → conversation, so a request chained by ``previous_response_id`` (its
+        # history left upstream) joins the conversation of the response it continues. Bounded (LRU).
+        self._responses: OrderedDict[str, str] = OrderedDict()
         self._max_conversations = min(MAX_CONVERSATIONS, guard.config.sessions.max_sessions)
         self.counters: dict[str, int] = {
             "requests": 0,
@@ -190,6 +194,7 @@ class Monitor:
             "fail_open": 0,
             "store_races": 0,
             "ended": 0,
+            "asked_again": 0,
         }
         # Sinks record only what this replica sees live; replays run muted.
         pipeline = guard.pipeline
@@ -236,7 +241,16 @@ class Monitor:
             wire.inject(body, "\n\n".join(texts))
             self.counters["injected"] += len(texts)
             changed = True
-        return RequestPlan(conv, changed, texts, n_messages)
+        return RequestPlan(conv, changed, texts, n_messages, body)
+
+    def remember_response(self, response_id: str, session_id: str) -> None:
+        self._responses[response_id] = session_id
+        self._responses.move_to_end(response_id)
+        while len(self._responses) > self._max_conversations:
+            self._responses.popitem(last=False)
+
+    def conversation_of_response(self, response_id: str) -> str | None:
+        return self._responses.get(response_id)
 
     def _conversation(self, session_id: str) -> Conversation:
         conv = self.conversations.get(session_id)
@@ -401,6 +415,17 @@ class Monitor:
         if writing is not None and not writing.done():
             await asyncio.wait([writing])  # not ``await writing``: a cancelled caller must not cancel it
         await self._append(conv, pending, conv.applied)
+
+    async def on_model_again(self, conv: Conversation) -> None:
+        """The proxy asks the model again itself (the calls it answered were denied): one more model call."""
+        try:
+            async with conv.lock:
+                entry: dict[str, Any] = {"op": "model"}
+                self._apply(conv, entry, live=True)
+                await self._append(conv, [entry], conv.applied)
+            self.counters["asked_again"] += 1
+        except Exception as exc:
+            self._failed("proxy.model_again", exc)
 
     async def _append_and_unlock(self, conv: Conversation, entries: list[dict[str, Any]], end: int) -> None:
         try:
