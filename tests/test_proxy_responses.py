@@ -17,7 +17,6 @@ from proxy_fakes import (
     RecordingSink,
     ServerThread,
     proxy_stack,
-    quiet_config,
 )
 
 KEY = "sk-test-OPENAI-secret-0123456789"
