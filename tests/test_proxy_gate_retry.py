@@ -233,3 +233,25 @@ def test_asking_again_is_bounded_then_the_denial_is_text(wire: str) -> None:
         assert all(b["type"] != "tool_use" for b in obj["content"])
     else:
         assert all(o["type"] != "function_call" for o in obj["output"])
+
+
+@pytest.mark.parametrize("gate_retries", [0, 1])
+def test_responses_stream_with_a_denied_call_parses_in_the_sdk(gate_retries: int) -> None:
+    """Past the retries, a streamed Responses call is replaced by an assistant message saying why (its
+    events and the final response both), which the SDK's own stream accumulator accepts."""
+    from openai import OpenAI
+
+    def insist(_wire: str, _body: dict[str, Any]) -> Reply:
+        return Reply(text="Submitting.", tool_calls=[("submit", {})])
+
+    tool = {"type": "function", "name": "submit", "parameters": {"type": "object", "properties": {}}}
+    with proxy_stack(insist, config=quiet_config(**GATE), gate_retries=gate_retries) as stack:
+        client = OpenAI(base_url=stack.url + "/v1", api_key=KEY, max_retries=0)
+        with client.responses.stream(model="m", input=TASK, tools=[tool]) as s:  # type: ignore[list-item]
+            kinds = [ev.type for ev in s]
+            final = s.get_final_response()
+        n = len(stack.fake.requests)
+    assert n == 1 + gate_retries
+    assert "response.function_call_arguments.delta" not in kinds
+    assert [o.type for o in final.output] == ["message", "message"]
+    assert "GATE: run the tests before you submit" in final.output_text
