@@ -1,10 +1,11 @@
 """The ASGI application: model-API routes observed, everything else forwarded unchanged.
 
-``POST …/chat/completions`` (OpenAI) and ``POST …/messages`` (Anthropic) are observed; the upstream's
-answer decides streaming (``text/event-stream``) or not. Anything that goes wrong inside planguard
-forwards the traffic unchanged (fail-open); upstream errors pass through with their status and body;
-upstream timeouts and connection failures become 504/502 in the API's own error shape; a client that
-disconnects cancels the upstream request.
+``POST …/chat/completions`` and ``POST …/responses`` (OpenAI) and ``POST …/messages`` (Anthropic) are
+observed; the upstream's answer decides streaming (``text/event-stream``) or not. Anything that goes wrong
+inside planguard forwards the traffic unchanged (fail-open); upstream errors pass through with their
+status and body; upstream timeouts and connection failures become 504/502 in the API's own error shape; a
+client that disconnects cancels the upstream request. When every tool call of an answer is denied, the
+proxy answers them itself and asks the model again (``gate_retries``).
 
 The app speaks ASGI directly (no framework routing or middleware): every request of an agent crosses it, and
 each wrapper layer would cost a few percent of the proxy's added latency per request and per streamed chunk.
