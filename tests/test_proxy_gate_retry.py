@@ -1,5 +1,6 @@
 """Gates that keep the agent going through the proxy: real agent frameworks (LangChain ``create_agent`` on
-ChatOpenAI and ChatAnthropic, the OpenAI Agents SDK on its default Responses model) talk to a scripted
+ChatOpenAI and ChatAnthropic, the OpenAI Agents SDK on its default Responses model, the Claude Code CLI
+bundled with the Claude Agent SDK) talk to a scripted
 fake model on 127.0.0.1 through the proxy. The model submits first; the proxy's gate denies that, answers
 the call itself with the denial and asks the model again; the model, reading the denial as the tool's
 result, runs the tests, then submits. The agent never sees the early submit, and reaches validation."""
@@ -255,3 +256,108 @@ def test_responses_stream_with_a_denied_call_parses_in_the_sdk(gate_retries: int
     assert "response.function_call_arguments.delta" not in kinds
     assert [o.type for o in final.output] == ["message", "message"]
     assert "GATE: run the tests before you submit" in final.output_text
+
+
+# ---------------------------------------------------------------------- Claude Code
+
+
+def _claude_cli() -> Any:
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        return None
+    cli = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return cli if cli.is_file() else None
+
+
+CLAUDE = _claude_cli()
+
+
+def claude_code_early_submit(wire: str, body: dict[str, Any]) -> Reply:
+    """The Claude Code loop's model: requests offering tools are the agent's turns (Bash), others (titles,
+    summaries) get a short text."""
+    if not body.get("tools"):
+        return Reply(text="ok")
+    seen = json.dumps(body)
+    if SUBMITTED in seen:
+        return Reply(text="Done.")
+    if "-p no:cacheprovider" in seen:
+        return Reply(text="Tests ran; submitting.", tool_calls=[("Bash", {"command": "./submit.sh"})])
+    if "[planguard]" in seen:
+        return Reply(text="Running the tests first.", tool_calls=[("Bash", {"command": TESTS})])
+    return Reply(text="Submitting.", tool_calls=[("Bash", {"command": "./submit.sh"})])
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(
+    CLAUDE is None, reason="claude-agent-sdk with its bundled Claude Code CLI is not installed"
+)
+def test_claude_code_reaches_validation_after_a_gated_early_submit(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    (tmp_path / "work").mkdir()
+    work = workdir(tmp_path / "work")
+    (work / "submit.sh").write_text(f"#!/bin/sh\necho submitted >> submissions.log\necho {SUBMITTED}\n")
+    (work / "submit.sh").chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    gate = {
+        "policies": {
+            "violations": {"enabled": False},
+            "gates": [
+                {
+                    "name": "test-before-submit",
+                    "tool": "Bash",
+                    "arguments": {"command": "submit"},
+                    "until": {"min_steps": 1},
+                    "max_denials": None,
+                    "message": "GATE: run the tests before you submit",
+                }
+            ],
+        }
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "PLANGUARD_"))}
+    with proxy_stack(claude_code_early_submit, config=quiet_config(**gate)) as stack:
+        env.update(
+            {
+                "HOME": str(home),
+                "ANTHROPIC_BASE_URL": stack.url,
+                "ANTHROPIC_API_KEY": "sk-ant-fake",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+            }
+        )
+        proc = subprocess.run(
+            [
+                str(CLAUDE),
+                "-p",
+                TASK,
+                "--output-format",
+                "json",
+                "--allowedTools",
+                "Bash",
+                "--model",
+                "claude-sonnet-4-5",
+            ],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        counters = dict(stack.app.monitor.counters)
+        agent_turns = [
+            r.body for r in stack.fake.requests if isinstance(r.body, dict) and r.body.get("tools")
+        ]
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    # The early submit never ran (the proxy answered it); the tests ran, then the one submit.
+    assert (work / "submissions.log").read_text() == "submitted\n"
+    assert counters["denied"] == 1 and counters["asked_again"] == 1
+    assert "GATE: run the tests before you submit" in json.dumps(agent_turns[1])
+    assert "1 passed" in json.dumps(agent_turns[2])
+    assert json.loads(proc.stdout)["result"] == "Done."
