@@ -184,8 +184,10 @@ def test_fail_closed_gate_holds_when_redis_dies_mid_run(
         else:
             os.kill(proc.pid, signal.SIGSTOP)  # Redis hangs: accepts, never answers
         t0 = time.monotonic()
-        msg = _ask(stack.url, 2).json()["choices"][0]["message"]
+        msgs = [_ask(stack.url, n).json()["choices"][0]["message"] for n in (2, 3, 4)]
         took = time.monotonic() - t0
-    assert "tool_calls" not in msg, "a gated submit reached the agent while Redis was down"
-    assert "GATE" in msg["content"]
-    assert took < 3.0  # bounded store calls (0.5 s each), not a 5 s hang per request
+    for msg in msgs:
+        assert "tool_calls" not in msg, "a gated submit reached the agent while Redis was down"
+        assert "GATE" in msg["content"]
+    # One bounded store call (1 s) times out; the store is then left alone: not seconds per request.
+    assert took < 3.0

@@ -74,10 +74,11 @@ class StoreSettings(BaseModel):
         100_000, ge=1, description="Conversations the memory store keeps at most (LRU)."
     )
     timeout_s: float = Field(
-        0.5,
+        1.0,
         gt=0,
         description="Seconds one store call may take; past it (or on any store error) the proxy goes on "
-        "with its local state: gates are still consulted, only the replica log misses the entries.",
+        "with its local state: gates are still consulted, only the replica log misses the entries; the "
+        "store is then left alone for 5 s.",
     )
 
 

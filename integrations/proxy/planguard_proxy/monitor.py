@@ -28,7 +28,7 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -62,6 +62,14 @@ MAX_LOGGED_RESULT = 64 * 1024
 MAX_CONVERSATIONS = 100_000
 
 T = TypeVar("T")
+
+#: Seconds the store is left alone after a failed call.
+STORE_RETRY_S = 5.0
+
+
+class StoreUnavailable(RuntimeError):
+    """The store failed within the last ``STORE_RETRY_S``: not asked again yet."""
+
 
 _MUTED: ContextVar[bool] = ContextVar("planguard_proxy_muted", default=False)
 
@@ -179,6 +187,7 @@ class Monitor:
         self._shell = frozenset(config.shell_tools)
         self._remote_store = bool(getattr(store, "remote", True))
         self._store_timeout = config.store.timeout_s
+        self._store_down_until = 0.0
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         # Responses API: response id → conversation, so a request chained by ``previous_response_id`` (its
         # history left upstream) joins the conversation of the response it continues. Bounded (LRU).
@@ -543,9 +552,18 @@ class Monitor:
             except Exception as exc:
                 self._failed("proxy.store.forget", exc)
 
-    async def _store(self, call: Awaitable[T]) -> T:
-        """One store call, bounded: a hanging store costs a request ``store.timeout_s`` at most."""
-        return await asyncio.wait_for(call, self._store_timeout)
+    async def _store(self, call: Coroutine[Any, Any, T]) -> T:
+        """One store call, bounded by ``store.timeout_s``. After a failure the store is left alone for
+        ``STORE_RETRY_S`` (calls fail at once), so a hanging store costs one timeout per that interval, not
+        one per call of every request."""
+        if time.monotonic() < self._store_down_until:
+            call.close()
+            raise StoreUnavailable("store failed recently; retried after a pause")
+        try:
+            return await asyncio.wait_for(call, self._store_timeout)
+        except Exception:
+            self._store_down_until = time.monotonic() + STORE_RETRY_S
+            raise
 
     def _failed(self, where: str, exc: BaseException) -> None:
         self.counters["fail_open"] += 1
