@@ -14,7 +14,12 @@ the machine lands on both. Reported per mode:
 * the load average before and after (the machine has 2 CPUs; other work on it inflates p99 first).
 
     python benchmarks/bench_proxy.py [--conversations 200] [--turns 10] [--rounds 4] [--telemetry]
-                                     [--no-guard] [--redis redis://127.0.0.1:6379/0] [--http-client httpx]
+                                     [--no-guard] [--redis redis://127.0.0.1:6379/0]
+                                     [--http-client builtin|httpx|both]
+
+``--http-client both`` runs two proxies side by side in one run, one on the proxy's own connection pool
+(``builtin``) and one on httpx's transport, and alternates between them round by round (modes
+``plain/builtin``, ``plain/httpx``, ...), so both meet the same load.
 """
 
 from __future__ import annotations
@@ -200,13 +205,16 @@ def main() -> int:
     )
     ap.add_argument("--redis", metavar="URL", help="conversation store in Redis (replicas' setting)")
     ap.add_argument(
-        "--http-client", choices=("builtin", "httpx"), default="builtin", help="proxy.http_client"
+        "--http-client",
+        choices=("builtin", "httpx", "both"),
+        default="builtin",
+        help="proxy.http_client (both: one proxy of each, side by side)",
     )
     args = ap.parse_args()
-    fake_port, proxy_port = free_port(), free_port()
-    direct, proxy = f"http://127.0.0.1:{fake_port}", f"http://127.0.0.1:{proxy_port}"
+    clients = ["builtin", "httpx"] if args.http_client == "both" else [args.http_client]
+    fake_port = free_port()
+    direct = f"http://127.0.0.1:{fake_port}"
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = Path(tmp) / "planguard.yaml"
         section = (
             (
                 "telemetry: {enabled: true}\nstore: {enabled: true, path: "
@@ -219,48 +227,61 @@ def main() -> int:
         if args.no_guard:
             section += "enabled: false\n"
         section += f"proxy:\n  upstream: {direct}\n"
-        if args.http_client != "builtin":  # (only when asked: older proxies do not know the key)
-            section += f"  http_client: {args.http_client}\n"
         if args.redis:
             prefix = f"planguard:bench:{os.getpid()}:"
             section += (
                 f"  store: {{backend: redis, url: {json.dumps(args.redis)}, key_prefix: {prefix!r}, "
                 "ttl_s: 600}\n"
             )
-        cfg.write_text(section)
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
         fake = subprocess.Popen(
             [sys.executable, "-c", FAKE.format(tests=str(ROOT / "tests"), port=fake_port)]
         )
-        px = subprocess.Popen(
-            [
-                sys.executable,
-                *os.environ.get("BENCH_PROXY_PYTHON_ARGS", "").split(),
-                "-m",
-                "planguard",
-                "proxy",
-                "--config",
-                str(cfg),
-                "--listen",
-                f"127.0.0.1:{proxy_port}",
-            ],
-            env=env,
-        )
-        modes = {"plain": False, "stream": True}
+        procs: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}  # http client -> (url, process)
+        for name in clients:
+            cfg = Path(tmp) / f"planguard-{name}.yaml"
+            # (http_client only when not the default: older proxies do not know the key)
+            cfg.write_text(section + (f"  http_client: {name}\n" if name != "builtin" else ""))
+            port = free_port()
+            procs[name] = (
+                f"http://127.0.0.1:{port}",
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        *os.environ.get("BENCH_PROXY_PYTHON_ARGS", "").split(),
+                        "-m",
+                        "planguard",
+                        "proxy",
+                        "--config",
+                        str(cfg),
+                        "--listen",
+                        f"127.0.0.1:{port}",
+                    ],
+                    env=env,
+                ),
+            )
+        # mode -> (streaming, http client of the proxy it goes through)
+        modes = {
+            (m if len(clients) == 1 else f"{m}/{name}"): (stream, name)
+            for m, stream in (("plain", False), ("stream", True))
+            for name in clients
+        }
         samples = {mode: Samples() for mode in modes}
         cpu = {mode: [0.0, 0.0] for mode in modes}  # proxy, fake
         load_before = os.getloadavg()
         t0 = time.monotonic()
         try:
             wait_up(direct + "/v1/models", fake)
-            wait_up(proxy + "/_planguard/health", px)
+            for url, px in procs.values():
+                wait_up(url + "/_planguard/health", px)
             with httpx.Client(timeout=30) as client:
-                for stream in modes.values():
+                for stream, name in modes.values():
                     for c in range(args.warmup):
-                        conversation(client, -1 - c, args.turns, stream, direct, proxy, None)
+                        conversation(client, -1 - c, args.turns, stream, direct, procs[name][0], None)
                 per_round = max(1, args.conversations // args.rounds)
                 for rnd in range(args.rounds):
-                    for mode, stream in modes.items():
+                    for mode, (stream, name) in modes.items():
+                        proxy, px = procs[name]
                         cpu0, fcpu0 = cpu_seconds(px.pid), cpu_seconds(fake.pid)
                         first = len(samples[mode].proxied)
                         for c in range(rnd * per_round, (rnd + 1) * per_round):
@@ -268,11 +289,13 @@ def main() -> int:
                         samples[mode].rounds.append((first, len(samples[mode].proxied)))
                         cpu[mode][0] += cpu_seconds(px.pid) - cpu0
                         cpu[mode][1] += cpu_seconds(fake.pid) - fcpu0
-            health = httpx.get(proxy + "/_planguard/health").json()
+            health = httpx.get(procs[clients[0]][0] + "/_planguard/health").json()
         finally:
-            for p in (px, fake):
+            for _url, p in procs.values():
                 p.terminate()
                 p.wait(timeout=15)
+            fake.terminate()
+            fake.wait(timeout=15)
     elapsed = time.monotonic() - t0
     load_after = os.getloadavg()
     results: dict[str, dict[str, Any]] = {}
@@ -294,13 +317,13 @@ def main() -> int:
         f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)"
     )
     print(
-        f"{'mode':7} {'direct p50':>10} {'proxy p50':>9} {'added p50':>9} {'p90':>7} {'p99':>7} "
+        f"{'mode':14} {'direct p50':>10} {'proxy p50':>9} {'added p50':>9} {'p90':>7} {'p99':>7} "
         f"{'paired p50':>10} {'p90':>7} {'proxy CPU/req':>13} {'fake CPU/req':>12}  "
         "added p50 per round (median)"
     )
     for mode, r in results.items():
         print(
-            f"{mode:7} {r['direct_p50_ms']:8.2f}ms {r['proxy_p50_ms']:7.2f}ms {r['added_p50_ms']:7.2f}ms "
+            f"{mode:14} {r['direct_p50_ms']:8.2f}ms {r['proxy_p50_ms']:7.2f}ms {r['added_p50_ms']:7.2f}ms "
             f"{r['added_p90_ms']:5.2f}ms {r['added_p99_ms']:5.2f}ms {r['added_paired_p50_ms']:8.2f}ms "
             f"{r['added_paired_p90_ms']:5.2f}ms {r['proxy_cpu_ms_per_request']:11.2f}ms "
             f"{r['upstream_cpu_ms_per_request']:10.2f}ms  "

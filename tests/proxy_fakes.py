@@ -1,5 +1,5 @@
-"""A scripted fake model API (OpenAI Chat Completions + Anthropic Messages) served on 127.0.0.1, and a
-helper to run ASGI apps in a background thread.
+"""A scripted fake model API (OpenAI Chat Completions and Responses, Anthropic Messages) served on
+127.0.0.1, and a helper to run ASGI apps in a background thread.
 
 The fake speaks the real wire formats, streaming included, chunked the way the services chunk them:
 OpenAI ``chat.completion.chunk`` events whose ``delta.tool_calls`` carry ``index``/``id``/``function.name``
@@ -13,6 +13,7 @@ split across two writes, several events sometimes share one), as on a real conne
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import socket
@@ -79,6 +80,13 @@ SCRIPTED_COMMANDS = [
 
 
 def _assistant_turns(wire: str, body: dict[str, Any]) -> int:
+    if wire == "responses":  # one function call per scripted turn
+        items = body.get("input")
+        return (
+            sum(1 for m in items if isinstance(m, dict) and m.get("type") == "function_call")
+            if isinstance(items, list)
+            else 0
+        )
     return sum(1 for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
 
 
@@ -121,6 +129,7 @@ class FakeUpstream:
             routes=[
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
@@ -193,6 +202,34 @@ class FakeUpstream:
                 headers=reply.headers,
             )
         return JSONResponse(_anthropic_message(reply, model), headers=reply.headers)
+
+    async def _responses(self, request: Request) -> Response:
+        body, ok = await self._record(request)
+        if not ok or not isinstance(body.get("input"), (str, list)):
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": "invalid body",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+                status_code=400,
+            )
+        reply = self.script("responses", body)
+        if reply.delay_s and not await self._delay(request, reply.delay_s):
+            return Response(status_code=499)
+        if reply.status != 200:
+            return JSONResponse(reply.error_body, status_code=reply.status, headers=reply.headers)
+        resp = _responses_object(reply, body)
+        if body.get("stream"):
+            return StreamingResponse(
+                self._stream(reply, _responses_events(resp)),
+                media_type="text/event-stream",
+                headers=reply.headers,
+            )
+        return JSONResponse(resp, headers=reply.headers)
 
     async def _delay(self, request: Request, seconds: float) -> bool:
         """Wait before answering; False (and ``disconnect_seen``) if the caller hung up meanwhile."""
@@ -439,6 +476,122 @@ def _anthropic_events(reply: Reply, model: str) -> list[bytes]:
         )
     )
     events.append(_sse({"type": "message_stop"}, "message_stop"))
+    return events
+
+
+def _responses_object(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API ``response`` object. Ids and times derive from the request, so the same request
+    gets the same bytes (a direct call and one through the proxy can be compared byte for byte)."""
+    seed = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+    output: list[dict[str, Any]] = []
+    if reply.text:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{seed}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
+    for i, (name, args) in enumerate(reply.tool_calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{seed}_{i}",
+                "call_id": f"call_{seed}_{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+        )
+    return {
+        "id": f"resp_{seed}",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "model": body.get("model", "fake-model"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": body.get("previous_response_id"),
+        "temperature": 1.0,
+        "tool_choice": "auto",
+        "tools": body.get("tools") or [],
+        "top_p": 1.0,
+        "usage": {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        },
+    }
+
+
+def _responses_events(resp: dict[str, Any]) -> list[bytes]:
+    """The ``response.*`` events of a response, as the API streams them (text and arguments in fragments)."""
+    seq = itertools.count()
+    events: list[bytes] = []
+
+    def ev(kind: str, **fields: Any) -> None:
+        events.append(_sse({"type": kind, "sequence_number": next(seq), **fields}, kind))
+
+    start = {**resp, "status": "in_progress", "output": [], "usage": None}
+    ev("response.created", response=start)
+    ev("response.in_progress", response=start)
+    for i, item in enumerate(resp["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            ev(
+                "response.output_item.added",
+                output_index=i,
+                item={**item, "status": "in_progress", "content": []},
+            )
+            part = {"type": "output_text", "text": "", "annotations": []}
+            ev("response.content_part.added", item_id=item["id"], output_index=i, content_index=0, part=part)
+            for frag in _fragments(text):
+                ev(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=i,
+                    content_index=0,
+                    delta=frag,
+                    logprobs=[],
+                )
+            ev(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                text=text,
+                logprobs=[],
+            )
+            ev(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                part={**part, "text": text},
+            )
+        else:
+            ev(
+                "response.output_item.added",
+                output_index=i,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            for frag in _fragments(item["arguments"]):
+                ev("response.function_call_arguments.delta", item_id=item["id"], output_index=i, delta=frag)
+            ev(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=i,
+                arguments=item["arguments"],
+            )
+        ev("response.output_item.done", output_index=i, item=item)
+    ev("response.completed", response=resp)
     return events
 
 

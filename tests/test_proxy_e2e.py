@@ -268,7 +268,8 @@ GATE = {
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_gate_rewrite_replaces_denied_call_with_reason(api: str, stream: bool, tmp_path: Path) -> None:
     cwd = workdir(tmp_path)
-    with proxy_stack(config=quiet_config(**GATE), gate="rewrite") as stack:
+    # gate_retries 0: the proxy does not ask the model again (what it does once its retries are used up).
+    with proxy_stack(config=quiet_config(**GATE), gate="rewrite", gate_retries=0) as stack:
         run = run_openai_agent if api == "openai" else run_anthropic_agent
         n_calls = run(stack.url, cwd, stream=stream)
         counters = dict(stack.app.monitor.counters)
@@ -277,6 +278,24 @@ def test_gate_rewrite_replaces_denied_call_with_reason(api: str, stream: bool, t
     assert "return a - b" in (cwd / "calc.py").read_text()
     assert counters["denied"] == 1
     assert len(stack.fake.requests) == 6
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_gate_rewrite_asks_again_and_the_agent_goes_on(api: str, stream: bool, tmp_path: Path) -> None:
+    cwd = workdir(tmp_path)
+    with proxy_stack(config=quiet_config(**GATE), gate="rewrite") as stack:
+        run = run_openai_agent if api == "openai" else run_anthropic_agent
+        n_calls = run(stack.url, cwd, stream=stream)
+        counters = dict(stack.app.monitor.counters)
+    # The 6th call (sed) was answered by the proxy with the denial; the model, asked again, went on with the
+    # next steps of its script (with gate_retries 0 the agent stopped at 6 calls); sed never ran. (The final
+    # submit may be denied too, by the default plan-violation policy: no patch happened.)
+    assert n_calls > 6
+    assert "return a - b" in (cwd / "calc.py").read_text()
+    assert counters["asked_again"] == counters["denied"] >= 1
+    asked_again = json.dumps(stack.fake.requests[6].body)
+    assert "[planguard] tool call not run: GATE no-sed" in asked_again
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])

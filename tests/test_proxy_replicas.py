@@ -92,7 +92,7 @@ def test_replicas_agree_on_gate_decisions(tmp_path: Path) -> None:
     (tmp_path / "ref").mkdir()
     config = quiet_config(**GATE)
     reference, _ = _reference("openai", tmp_path, True, config)
-    assert reference["decision_counts"].get("deny") == 1
+    assert reference["decision_counts"].get("deny", 0) >= 1  # the sed (and, asked again, more)
     store = MemoryStore()
     fake = FakeUpstream()
     with ServerThread(fake.app) as up, ExitStack() as stacks:

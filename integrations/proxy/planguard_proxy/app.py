@@ -1,10 +1,11 @@
 """The ASGI application: model-API routes observed, everything else forwarded unchanged.
 
-``POST …/chat/completions`` (OpenAI) and ``POST …/messages`` (Anthropic) are observed; the upstream's
-answer decides streaming (``text/event-stream``) or not. Anything that goes wrong inside planguard
-forwards the traffic unchanged (fail-open); upstream errors pass through with their status and body;
-upstream timeouts and connection failures become 504/502 in the API's own error shape; a client that
-disconnects cancels the upstream request.
+``POST …/chat/completions`` and ``POST …/responses`` (OpenAI) and ``POST …/messages`` (Anthropic) are
+observed; the upstream's answer decides streaming (``text/event-stream``) or not. Anything that goes wrong
+inside planguard forwards the traffic unchanged (fail-open); upstream errors pass through with their
+status and body; upstream timeouts and connection failures become 504/502 in the API's own error shape; a
+client that disconnects cancels the upstream request. When every tool call of an answer is denied, the
+proxy answers them itself and asks the model again (``gate_retries``).
 
 The app speaks ASGI directly (no framework routing or middleware): every request of an agent crosses it, and
 each wrapper layer would cost a few percent of the proxy's added latency per request and per streamed chunk.
@@ -24,6 +25,7 @@ import httpx
 
 from planguard.config import Config
 from planguard.guard import Guard
+from planguard.policies.gates import Gate
 
 from . import _json
 from .config import ProxyConfig
@@ -32,7 +34,7 @@ from .sse import SSEDecoder, SSEFramingError
 from .store import ConversationStore, open_store
 from .transport import UpstreamBody
 from .upstream import Upstream, build_client, client_headers, upstream_headers
-from .wire import WIRES, Wire
+from .wire import WIRES, ToolCall, Wire
 
 __all__ = ["HEALTH_PATH", "SESSIONS_PATH", "ProxyApp", "create_app"]
 
@@ -49,6 +51,11 @@ HEALTH_PATH = "/_planguard/health"
 SESSIONS_PATH = "/_planguard/sessions"
 _EVENT_STREAM = b"text/event-stream"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_ALLOW = b"GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
+
+
+#: Every tool call of an answer was denied: (the answer's text, its calls, call id → denial as the result).
+_Denied = tuple[str, list[ToolCall], dict[str, str]]
 
 
 class _ClientGone(Exception):
@@ -102,8 +109,10 @@ class ProxyApp:
         self._session_header = proxy.session_header.lower().encode("latin-1")
         t = proxy.timeouts
         self._timeouts = {"connect": t.connect, "read": t.read, "write": t.write, "pool": t.pool}
-        self._bases = {api: proxy.upstream_for(api) for api in WIRES}
+        self._bases = {w.api: proxy.upstream_for(w.api) for w in WIRES.values()}
         self._hold = proxy.gate == "rewrite"
+        # Asking the model again needs a gate to deny a call: without one, streams pass through unbuffered.
+        self._gated = self._hold and any(isinstance(p, Gate) for p in guard.pipeline.policies)
         self._urls: dict[tuple[str, bytes, bytes], httpx.URL] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -186,11 +195,30 @@ class ProxyApp:
             status, obj = await self._admin(method, path)
             await _send_json(send, status, obj)
             return
+        if not path.startswith("/"):
+            # ``OPTIONS *`` asks about the server itself: answered here, never forwarded.
+            if method == "OPTIONS" and path == "*":
+                await send({"type": "http.response.start", "status": 204, "headers": [(b"allow", _ALLOW)]})
+                await send({"type": "http.response.body", "body": b""})
+            else:
+                await _send_json(
+                    send, 400, WIRES["openai"].error_body("bad request target", "invalid_request")
+                )
+            return
+        if _escapes(path, scope.get("raw_path")):
+            # ``..`` would climb out of the upstream's base path (httpx removes dot segments).
+            await _send_json(send, 400, WIRES["openai"].error_body("dot segments in path", "invalid_request"))
+            return
         wire = _wire_for(method, path)
         w = wire or WIRES["openai"]
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         try:
-            body = await _read_body(receive, headers, self.proxy.max_body_bytes)
+            body = await asyncio.wait_for(
+                _read_body(receive, headers, self.proxy.max_body_bytes), self.proxy.timeouts.client_body
+            )
+        except TimeoutError:
+            await _send_json(send, 408, w.error_body("request body not received in time", "timeout_error"))
+            return
         except _TooLarge:
             msg = f"request body larger than {self.proxy.max_body_bytes} bytes"
             await _send_json(send, 413, w.error_body(msg, "request_too_large"))
@@ -198,7 +226,7 @@ class ProxyApp:
         except _ClientGone:
             return
         url = self._url(
-            wire.name if wire else _api_of(headers),
+            wire.api if wire else _api_of(headers),
             scope.get("raw_path") or path.encode("utf-8"),
             scope.get("query_string") or b"",
         )
@@ -208,16 +236,23 @@ class ProxyApp:
             plan, out = await self._on_request(wire, headers, body)
         fwd = upstream_headers(headers, observed=wire is not None, drop=self._session_header)
         fwd.append((b"host", url.netloc))
-        if out or method in _BODY_METHODS or any(k == b"content-length" for k, _v in headers):
-            fwd.append((b"content-length", b"%d" % len(out)))
-        # ``stream=`` rather than ``content=``: the host and length are set above, and httpx then skips
-        # re-deriving them (a good part of building a request).
-        request = httpx.Request(
-            method, url, headers=fwd, stream=httpx.ByteStream(out), extensions={"timeout": self._timeouts}
-        )
+        sized = bool(out) or method in _BODY_METHODS or any(k == b"content-length" for k, _v in headers)
+
+        def request_for(content: bytes) -> httpx.Request:
+            # ``stream=`` rather than ``content=``: the host and length are set here, and httpx then skips
+            # re-deriving them (a good part of building a request).
+            h = [*fwd, (b"content-length", b"%d" % len(content))] if sized else fwd
+            return httpx.Request(
+                method,
+                url,
+                headers=h,
+                stream=httpx.ByteStream(content),
+                extensions={"timeout": self._timeouts},
+            )
+
         watch = _DisconnectWatch(receive, send)
         try:
-            await self._exchange(watch.send, wire, w, plan, request)
+            await self._exchange(watch.send, wire, w, plan, request_for, out)
         except asyncio.CancelledError:
             if not watch.gone:
                 raise
@@ -253,39 +288,82 @@ class ProxyApp:
     # ------------------------------------------------------------------ one exchange
 
     async def _exchange(
-        self, send: Send, wire: Wire | None, w: Wire, plan: RequestPlan | None, request: httpx.Request
+        self,
+        send: Send,
+        wire: Wire | None,
+        w: Wire,
+        plan: RequestPlan | None,
+        request_for: Callable[[bytes], httpx.Request],
+        content: bytes,
     ) -> None:
-        try:
-            resp = await self.upstream.send(request)
-        except httpx.TimeoutException:
-            await _send_json(send, 504, w.error_body("upstream timed out", "timeout_error"))
-            return
-        except httpx.HTTPError as exc:
-            msg = f"upstream unreachable: {type(exc).__name__}"
-            await _send_json(send, 502, w.error_body(msg, "api_error"))
-            return
-        raw_headers = resp.headers.raw
-        if wire is None or plan is None or resp.status_code >= 300:
-            await self._passthrough(send, resp, raw_headers)
-            return
-        ctype, encoded = _content_info(raw_headers)
-        if _EVENT_STREAM in ctype:
-            await self._stream(send, wire, plan, resp, raw_headers, encoded)
-            return
+        """Send the request upstream and answer the client. When every tool call of the answer is denied
+        (gate ``rewrite``), the proxy answers those calls itself, the denial as each one's result, and asks
+        the model again, up to ``gate_retries`` times: the agent gets the model's next answer and goes on."""
+        rounds = 0
+        while True:
+            try:
+                resp = await self.upstream.send(request_for(content))
+            except httpx.TimeoutException:
+                await _send_json(send, 504, w.error_body("upstream timed out", "timeout_error"))
+                return
+            except httpx.HTTPError as exc:
+                msg = f"upstream unreachable: {type(exc).__name__}"
+                await _send_json(send, 502, w.error_body(msg, "api_error"))
+                return
+            raw_headers = resp.headers.raw
+            if wire is None or plan is None or resp.status_code >= 300:
+                await self._passthrough(send, resp, raw_headers)
+                return
+            retry = (
+                self._gated
+                and rounds < self.proxy.gate_retries
+                and plan.body is not None
+                and bool(plan.body.get("tools"))  # a model without tools asks for no calls
+            )
+            ctype, encoded = _content_info(raw_headers)
+            if _EVENT_STREAM in ctype:
+                denied = await self._stream(send, wire, plan, resp, raw_headers, encoded, buffer=retry)
+            else:
+                denied = await self._whole(send, wire, w, plan, resp, raw_headers, encoded, retry=retry)
+            if denied is None:
+                return
+            assert plan.body is not None
+            text, calls, results = denied
+            wire.answer_calls(plan.body, text, calls, results)
+            content = _json.dumps(plan.body)
+            rounds += 1
+            await self.monitor.on_model_again(plan.conversation)
+
+    async def _whole(
+        self,
+        send: Send,
+        wire: Wire,
+        w: Wire,
+        plan: RequestPlan,
+        resp: httpx.Response,
+        raw_headers: list[tuple[bytes, bytes]],
+        encoded: bool,
+        *,
+        retry: bool,
+    ) -> _Denied | None:
+        """A whole (not streamed) answer; with ``retry``, the calls to answer when all were denied (and
+        nothing is sent)."""
         try:
             content = await _read_all(resp, encoded)
         except httpx.TimeoutException:
             await _send_json(send, 504, w.error_body("upstream timed out", "timeout_error"))
-            return
+            return None
         except httpx.HTTPError as exc:
             msg = f"upstream failed: {type(exc).__name__}"
             await _send_json(send, 502, w.error_body(msg, "api_error"))
-            return
+            return None
         finally:
             await resp.aclose()
         pending: list[dict[str, Any]] = []
         try:
-            content = self._on_response_body(wire, plan, content, pending)
+            content, denied = self._on_response_body(wire, plan, content, pending, retry)
+            if denied is not None:
+                return denied
             await send(
                 {
                     "type": "http.response.start",
@@ -294,6 +372,7 @@ class ProxyApp:
                 }
             )
             await send({"type": "http.response.body", "body": content})
+            return None
         finally:
             # The response's tool calls go to the store once the client has the response.
             await self.monitor.on_response_end(plan.conversation, pending)
@@ -310,7 +389,12 @@ class ProxyApp:
         if not isinstance(obj, dict):
             return None, body
         try:
-            sid = _get(headers, self._session_header) or session_key(wire, obj)
+            prev = obj.get("previous_response_id")
+            sid = (
+                _get(headers, self._session_header)
+                or (self.monitor.conversation_of_response(prev) if isinstance(prev, str) else None)
+                or session_key(wire, obj)
+            )
             if not sid:
                 return None, body
             plan = await self.monitor.on_request(wire, obj, sid)
@@ -320,19 +404,25 @@ class ProxyApp:
             return None, body
 
     def _on_response_body(
-        self, wire: Wire, plan: RequestPlan, content: bytes, pending: list[dict[str, Any]]
-    ) -> bytes:
+        self, wire: Wire, plan: RequestPlan, content: bytes, pending: list[dict[str, Any]], retry: bool
+    ) -> tuple[bytes, _Denied | None]:
+        """The answer for the client, or (with ``retry``) the calls to answer when all were denied."""
         conv = plan.conversation
         try:
             obj = _json.loads(content)
             if not isinstance(obj, dict):
-                return content
+                return content, None
+            rid = obj.get("id")
+            if isinstance(rid, str) and wire.chains:
+                self.monitor.remember_response(rid, conv.id)
             calls = wire.response_calls(obj)
             denied: dict[str, str] = {}
             for call in calls:
                 msg = self.monitor.decide(conv, call, pending)
                 if msg is not None:
                     denied[call.id] = msg
+            if retry and calls and len(denied) == len(calls):
+                return content, (wire.response_text(obj), calls, denied)
             changed = False
             if denied:
                 wire.rewrite_response(obj, denied)
@@ -342,12 +432,12 @@ class ProxyApp:
                     msg = self.monitor.decide(conv, call, pending, text_index=plan.n_messages)
                     if msg is not None:
                         changed = wire.replace_text(obj, block, msg) or changed
-            return _json.dumps(obj) if changed else content
+            return (_json.dumps(obj) if changed else content), None
         except ValueError:
-            return content  # not JSON: the upstream's own answer, unchanged
+            return content, None  # not JSON: the upstream's own answer, unchanged
         except Exception as exc:
             self.monitor._failed("proxy.response", exc)
-            return content
+            return content, None
 
     async def _stream(
         self,
@@ -357,9 +447,14 @@ class ProxyApp:
         resp: httpx.Response,
         raw_headers: list[tuple[bytes, bytes]],
         encoded: bool,
-    ) -> None:
+        *,
+        buffer: bool = False,
+    ) -> _Denied | None:
         """Forward an SSE response as it arrives, observing it on the side. Each upstream read leaves in
-        one write; the last one carries the end of the response with it."""
+        one write; the last one carries the end of the response with it.
+
+        ``buffer`` (the model may be asked again): nothing leaves until the upstream stream has ended, so a
+        stream whose calls were all denied can be dropped unseen; its calls are then returned instead."""
         conv = plan.conversation
         pending: list[dict[str, Any]] = []
         monitor = self.monitor
@@ -369,13 +464,27 @@ class ProxyApp:
         decoder = SSEDecoder()
         observing = True
         chunks, at_end = _body_of(resp, encoded)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": resp.status_code,
-                "headers": client_headers(raw_headers, decoded=True),
-            }
-        )
+        start = {
+            "type": "http.response.start",
+            "status": resp.status_code,
+            "headers": client_headers(raw_headers, decoded=True),
+        }
+        kept: list[bytes] = []  # buffer: everything, until the end
+
+        async def forward(body: bytes) -> None:
+            if buffer:
+                kept.append(body)
+            elif body:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+
+        async def finish(body: bytes) -> None:
+            if buffer:
+                await send(start)
+                body = b"".join([*kept, body])
+            await send({"type": "http.response.body", "body": body})
+
+        if not buffer:
+            await send(start)
         try:
             tail: list[bytes] = []
             try:
@@ -398,22 +507,27 @@ class ProxyApp:
                     if at_end():
                         tail.append(out)
                         break
-                    if out:
-                        await send({"type": "http.response.body", "body": out, "more_body": True})
+                    await forward(out)
             except httpx.HTTPError as exc:
                 kind = "timeout_error" if isinstance(exc, httpx.TimeoutException) else "api_error"
                 if observing:
                     tail.extend(translator.finish())
                 tail.append(wire.stream_error(f"upstream stream failed: {type(exc).__name__}", kind))
-                await send({"type": "http.response.body", "body": b"".join(tail)})
-                return
+                await finish(b"".join(tail))
+                return None
             if observing:
                 tail.extend(translator.finish())
                 tail.append(decoder.take_rest())
-            await send({"type": "http.response.body", "body": b"".join(tail)})
+                if translator.response_id is not None:
+                    monitor.remember_response(translator.response_id, conv.id)
+                calls = translator.calls
+                if buffer and calls and len(translator.denied) == len(calls) and translator.error is None:
+                    return translator.text, calls, dict(translator.denied)
+            await finish(b"".join(tail))
             if observing and not translator.calls and translator.error is None:
                 for _block, call in monitor.text_calls(translator.text, plan.n_messages):
                     monitor.decide(conv, call, pending, text_index=plan.n_messages, can_rewrite=False)
+            return None
         finally:
             await resp.aclose()
             await monitor.on_response_end(conv, pending)
@@ -552,6 +666,14 @@ def _api_of(headers: list[tuple[bytes, bytes]]) -> str:
     return "openai"
 
 
+def _escapes(path: str, raw_path: bytes | None) -> bool:
+    """Whether the path has a ``.`` or ``..`` segment (decoded or percent-encoded)."""
+    for p in (path, raw_path.decode("latin-1").lower().replace("%2e", ".") if raw_path else ""):
+        if "." in p and any(seg in (".", "..") for seg in p.split("?", 1)[0].replace("\\", "/").split("/")):
+            return True
+    return False
+
+
 def _wire_for(method: str, path: str) -> Wire | None:
     if method != "POST":
         return None
@@ -560,6 +682,8 @@ def _wire_for(method: str, path: str) -> Wire | None:
         return WIRES["openai"]
     if p.endswith("/v1/messages"):
         return WIRES["anthropic"]
+    if p.endswith("/responses"):
+        return WIRES["responses"]
     return None
 
 

@@ -49,6 +49,14 @@ class TimeoutSettings(BaseModel):
     )
     write: float = Field(60.0, gt=0, description="Seconds to send the request upstream.")
     pool: float = Field(10.0, gt=0, description="Seconds to wait for a free upstream connection.")
+    client_headers: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a client has to send a request's headers (then the connection closes).",
+    )
+    client_body: float = Field(
+        60.0, gt=0, description="Seconds a client has to send a request's body (then 408)."
+    )
 
 
 class StoreSettings(BaseModel):
@@ -64,6 +72,13 @@ class StoreSettings(BaseModel):
     key_prefix: str = Field("planguard:proxy:", description="Prefix of the proxy's Redis keys.")
     max_conversations: int = Field(
         100_000, ge=1, description="Conversations the memory store keeps at most (LRU)."
+    )
+    timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds one store call may take; past it (or on any store error) the proxy goes on "
+        "with its local state: gates are still consulted, only the replica log misses the entries; the "
+        "store is then left alone for 5 s.",
     )
 
 
@@ -101,6 +116,13 @@ class ProxyConfig(BaseModel):
         "annotate: the "
         "response passes unchanged and the call's result in the next request is prefixed with the reason "
         "(advisory: the agent may already have run it); observe: record the decision only.",
+    )
+    gate_retries: int = Field(
+        3,
+        ge=0,
+        description="rewrite: when every tool call of a response is denied, the proxy answers them itself "
+        "(the denial as each call's result) and asks the model again, at most this many times per request; "
+        "past that (or with 0) the denied calls become assistant text as before.",
     )
     text_actions: TextActionsSettings = Field(default_factory=TextActionsSettings)
     shell_tools: list[str] = Field(

@@ -28,10 +28,10 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from planguard.decisions import Decision
 from planguard.events import ToolEvent
@@ -60,6 +60,16 @@ MAX_LOGGED_RESULT = 64 * 1024
 #: Conversations a replica tracks at most; never more than the guard keeps sessions, since a conversation past
 #: that holds only a session the guard has ended (and rebuilds it from the log on its next request anyway).
 MAX_CONVERSATIONS = 100_000
+
+T = TypeVar("T")
+
+#: Seconds the store is left alone after a failed call.
+STORE_RETRY_S = 5.0
+
+
+class StoreUnavailable(RuntimeError):
+    """The store failed within the last ``STORE_RETRY_S``: not asked again yet."""
+
 
 _MUTED: ContextVar[bool] = ContextVar("planguard_proxy_muted", default=False)
 
@@ -151,6 +161,7 @@ class RequestPlan:
     body_changed: bool
     injected: list[str]
     n_messages: int
+    body: dict[str, Any] | None = None  # the request as sent upstream (parsed), to ask the model again
 
 
 class Monitor:
@@ -175,7 +186,12 @@ class Monitor:
         self._rc = TextActions(returncode_regex=config.text_actions.returncode_regex)
         self._shell = frozenset(config.shell_tools)
         self._remote_store = bool(getattr(store, "remote", True))
+        self._store_timeout = config.store.timeout_s
+        self._store_down_until = 0.0
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
+        # Responses API: response id → conversation, so a request chained by ``previous_response_id`` (its
+        # history left upstream) joins the conversation of the response it continues. Bounded (LRU).
+        self._responses: OrderedDict[str, str] = OrderedDict()
         self._max_conversations = min(MAX_CONVERSATIONS, guard.config.sessions.max_sessions)
         self.counters: dict[str, int] = {
             "requests": 0,
@@ -187,6 +203,7 @@ class Monitor:
             "fail_open": 0,
             "store_races": 0,
             "ended": 0,
+            "asked_again": 0,
         }
         # Sinks record only what this replica sees live; replays run muted.
         pipeline = guard.pipeline
@@ -233,7 +250,16 @@ class Monitor:
             wire.inject(body, "\n\n".join(texts))
             self.counters["injected"] += len(texts)
             changed = True
-        return RequestPlan(conv, changed, texts, n_messages)
+        return RequestPlan(conv, changed, texts, n_messages, body)
+
+    def remember_response(self, response_id: str, session_id: str) -> None:
+        self._responses[response_id] = session_id
+        self._responses.move_to_end(response_id)
+        while len(self._responses) > self._max_conversations:
+            self._responses.popitem(last=False)
+
+    def conversation_of_response(self, response_id: str) -> str | None:
+        return self._responses.get(response_id)
 
     def _conversation(self, session_id: str) -> Conversation:
         conv = self.conversations.get(session_id)
@@ -275,7 +301,13 @@ class Monitor:
         if conv.session is not None and (conv.session.ended or sid not in self.guard):
             # The guard ended this session on its own (capacity): rebuild it from the whole log.
             conv.session, conv.applied, conv.open = None, 0, OrderedDict()
-        missed = await self.store.read(sid, conv.applied)
+        try:
+            missed = await self._store(self.store.read(sid, conv.applied))
+        except Exception as exc:
+            # The store is down or slow: go on with what this replica has. The gates are consulted all the
+            # same (a gate decision must not depend on the store); only other replicas' entries are missed.
+            self._failed("proxy.store.read", exc)
+            missed = []
         if conv.session is None:
             meta = {"planguard.source": "proxy"}
             if wire is not None:
@@ -393,6 +425,17 @@ class Monitor:
             await asyncio.wait([writing])  # not ``await writing``: a cancelled caller must not cancel it
         await self._append(conv, pending, conv.applied)
 
+    async def on_model_again(self, conv: Conversation) -> None:
+        """The proxy asks the model again itself (the calls it answered were denied): one more model call."""
+        try:
+            async with conv.lock:
+                entry: dict[str, Any] = {"op": "model"}
+                self._apply(conv, entry, live=True)
+                await self._append(conv, [entry], conv.applied)
+            self.counters["asked_again"] += 1
+        except Exception as exc:
+            self._failed("proxy.model_again", exc)
+
     async def _append_and_unlock(self, conv: Conversation, entries: list[dict[str, Any]], end: int) -> None:
         try:
             await self._append(conv, entries, end)
@@ -439,7 +482,7 @@ class Monitor:
         if not entries:
             return
         try:
-            length = await self.store.append(conv.id, entries)
+            length = await self._store(self.store.append(conv.id, entries))
         except Exception as exc:
             self._failed("proxy.store.append", exc)
             return
@@ -491,8 +534,8 @@ class Monitor:
         if conv.session is None:
             return
         try:
-            behind = await self.store.read(conv.id, conv.applied)
-            record = not behind and await self.store.claim_end(conv.id, conv.applied)
+            behind = await self._store(self.store.read(conv.id, conv.applied))
+            record = not behind and await self._store(self.store.claim_end(conv.id, conv.applied))
         except Exception as exc:  # cannot tell: record the end rather than lose it
             self._failed("proxy.end", exc)
             record = True
@@ -501,6 +544,26 @@ class Monitor:
         with muted(not record):
             self.guard.end(conv.id)
         self.counters["ended"] += int(record)
+        if record:
+            # Each turn's log entries hold its tool results (up to MAX_LOGGED_RESULT): a log kept until its
+            # time to live would grow the process by that much per turn of every finished conversation.
+            try:
+                await self._store(self.store.forget(conv.id))
+            except Exception as exc:
+                self._failed("proxy.store.forget", exc)
+
+    async def _store(self, call: Coroutine[Any, Any, T]) -> T:
+        """One store call, bounded by ``store.timeout_s``. After a failure the store is left alone for
+        ``STORE_RETRY_S`` (calls fail at once), so a hanging store costs one timeout per that interval, not
+        one per call of every request."""
+        if time.monotonic() < self._store_down_until:
+            call.close()
+            raise StoreUnavailable("store failed recently; retried after a pause")
+        try:
+            return await asyncio.wait_for(call, self._store_timeout)
+        except Exception:
+            self._store_down_until = time.monotonic() + STORE_RETRY_S
+            raise
 
     def _failed(self, where: str, exc: BaseException) -> None:
         self.counters["fail_open"] += 1

@@ -42,6 +42,10 @@ class ConversationStore(ABC):
     async def claim_end(self, key: str, length: int) -> bool:
         """True for exactly one caller per (conversation, log length): that one records the session's end."""
 
+    async def forget(self, key: str) -> None:  # noqa: B027 - optional: shared stores expire logs by TTL
+        """The conversation ended and its end is recorded: its log may go (a store in this process's
+        memory drops it now; a shared one leaves it to its time to live, for replicas that are behind)."""
+
     async def close(self) -> None:  # noqa: B027 - optional hook: most stores hold nothing to release
         """Release connections."""
 
@@ -83,6 +87,9 @@ class MemoryStore(ConversationStore):
         while len(self._logs) > self._max:
             self._logs.popitem(last=False)
         return base + len(log)
+
+    async def forget(self, key: str) -> None:
+        self._logs.pop(key, None)
 
     async def claim_end(self, key: str, length: int) -> bool:
         if (key, length) in self._ended:

@@ -20,6 +20,7 @@ __all__ = [
     "Upstream",
     "build_client",
     "client_headers",
+    "connection_named",
     "upstream_headers",
 ]
 
@@ -112,16 +113,30 @@ def build_client(config: ProxyConfig, transport: httpx.AsyncBaseTransport | None
     return Upstream(client, direct)
 
 
+def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """Header names a ``Connection:`` header lists: hop-by-hop for this message too (RFC 9110 §7.6.1)."""
+    names: set[bytes] = set()
+    for k, v in headers:
+        if k.lower() == b"connection":
+            names.update(t.strip().lower() for t in v.split(b",") if t.strip())
+    return frozenset(names)
+
+
 def upstream_headers(
-    headers: Iterable[tuple[bytes, bytes]], *, observed: bool, drop: bytes = b""
+    headers: list[tuple[bytes, bytes]], *, observed: bool, drop: bytes = b""
 ) -> list[tuple[bytes, bytes]]:
     """Headers to send upstream (ASGI names are lower-case). Observed routes ask for an uncompressed
     answer (the proxy reads it)."""
+    skip = (
+        _REQUEST_SKIP | connection_named(headers)
+        if any(k == b"connection" for k, _ in headers)
+        else _REQUEST_SKIP
+    )
     if observed:
-        out = [(k, v) for k, v in headers if k not in _REQUEST_SKIP and k != drop and k != b"accept-encoding"]
+        out = [(k, v) for k, v in headers if k not in skip and k != drop and k != b"accept-encoding"]
         out.append(_IDENTITY)
         return out
-    return [(k, v) for k, v in headers if k not in _REQUEST_SKIP and k != drop]
+    return [(k, v) for k, v in headers if k not in skip and k != drop]
 
 
 def client_headers(
@@ -129,10 +144,12 @@ def client_headers(
 ) -> list[tuple[bytes, bytes]]:
     """Headers to send the client. ``decoded``: the body is re-framed (length and encoding recomputed;
     ``length`` is the new Content-Length, if known)."""
+    raw = list(raw)
+    skip = HOP_BY_HOP | connection_named(raw)
     out: list[tuple[bytes, bytes]] = []
     for k, v in raw:
         lk = k.lower()
-        if lk in HOP_BY_HOP or (decoded and (lk == b"content-length" or lk == b"content-encoding")):
+        if lk in skip or (decoded and (lk == b"content-length" or lk == b"content-encoding")):
             continue
         out.append((lk, v))
     if length is not None:

@@ -23,6 +23,7 @@ __all__ = ["AnthropicWire"]
 
 class AnthropicWire(Wire):
     name = "anthropic"
+    api = "anthropic"
     path = "/messages"
 
     def messages(self, body: Mapping[str, Any]) -> list[Any]:
@@ -96,6 +97,31 @@ class AnthropicWire(Wire):
                         b["content"] = f"{note}\n{c or ''}"
                     changed = True
         return changed
+
+    def answer_calls(
+        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+    ) -> None:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        blocks.extend(
+            {
+                "type": "tool_use",
+                "id": c.id,
+                "name": c.name,
+                "input": c.arguments if isinstance(c.arguments, dict) else {},
+            }
+            for c in calls
+        )
+        messages = body.setdefault("messages", [])
+        messages.append({"role": "assistant", "content": blocks})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": c.id, "content": results[c.id], "is_error": True}
+                    for c in calls
+                ],
+            }
+        )
 
     # ---------------------------------------------------------------- responses
 

@@ -84,6 +84,7 @@ class StreamTranslator(ABC):
         self._held: deque[Any] = deque()  # items with a ``raw`` attribute, in arrival order
         self._broken = False
         self.finished = False  # the upstream sent its end-of-stream marker
+        self.response_id: str | None = None  # the response's id, where later requests refer to it
 
     def feed(self, ev: SSEEvent) -> list[bytes]:
         """Bytes to forward now for one upstream event (nothing while a tool call is held back)."""
@@ -141,6 +142,10 @@ class Wire(ABC):
     """One model API's wire format."""
 
     name: str
+    #: Which API's upstream (and credentials) the wire's requests go to.
+    api: str
+    #: Later requests may name an earlier response (``previous_response_id``) instead of resending it.
+    chains: bool = False
     #: Path suffix the wire serves (``/v1/chat/completions``, ``/v1/messages``).
     path: str
 
@@ -164,6 +169,13 @@ class Wire(ABC):
     @abstractmethod
     def annotate_results(self, body: dict[str, Any], notes: Mapping[str, str]) -> bool:
         """Prefix the results of the given call ids with a note; True when anything changed."""
+
+    @abstractmethod
+    def answer_calls(
+        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+    ) -> None:
+        """Append the model's turn (``text`` and ``calls``) and each call's result (call id → text) to the
+        request, as the agent would have: the request asks the model again after those calls."""
 
     # ---------------------------------------------------------------- responses
 

@@ -32,6 +32,7 @@ def parse_arguments(raw: str) -> Any:
 
 class OpenAIWire(Wire):
     name = "openai"
+    api = "openai"
     path = "/chat/completions"
 
     def messages(self, body: Mapping[str, Any]) -> list[Any]:
@@ -84,6 +85,29 @@ class OpenAIWire(Wire):
                     m["content"] = f"{note}\n{c or ''}"
                 changed = True
         return changed
+
+    def answer_calls(
+        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+    ) -> None:
+        messages = body.setdefault("messages", [])
+        messages.append(
+            {
+                "role": "assistant",
+                "content": text or None,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": c.raw_arguments or _json.dumps(c.arguments).decode(),
+                        },
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        messages.extend({"role": "tool", "tool_call_id": c.id, "content": results[c.id]} for c in calls)
 
     # ---------------------------------------------------------------- responses
 
