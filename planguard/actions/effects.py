@@ -209,14 +209,17 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
 
 
 class _Write:
-    __slots__ = ("action", "index", "ref", "reverted", "written")
+    """One recorded write: its step, whether a later write reverted it, and the text it put in the file
+    (the action's ``new_text``; the ledger keeps no reference to the action itself)."""
 
-    def __init__(self, index: int, action: Action, ref: Any) -> None:
+    __slots__ = ("index", "new_text", "ref", "reverted", "written")
+
+    def __init__(self, index: int, new_text: str | None, ref: Any) -> None:
         self.index = index
-        self.action = action
+        self.new_text = new_text
         self.reverted = False
         self.ref = ref  # the Step (see _held), when the caller wants it re-labelled in place
-        self.written: str | None = None  # action.new_text stripped, once a later edit asks
+        self.written: str | None = None  # new_text stripped, once a later edit asks
 
 
 class _StepRef(weakref.ref):  # type: ignore[type-arg]
@@ -250,10 +253,10 @@ def _rewrites(b: str, a: str) -> bool:
 
 
 def _written(w: _Write) -> str:
-    """``w.action.new_text`` stripped (empty when there is none), computed once per write."""
+    """``w.new_text`` stripped (empty when there is none), computed once per write."""
     a = w.written
     if a is None:
-        new = w.action.new_text
+        new = w.new_text
         a = w.written = new.strip() if new else ""
     return a
 
@@ -326,7 +329,7 @@ class WriteLedger:
                 del files[oldest]
                 self.kept.discard(oldest)
         if kind is not WK_RESTORE and kind is not WK_DELETE:
-            entries.append(_Write(index, action, ref))
+            entries.append(_Write(index, action.new_text, ref))
             if len(entries) > self.per_file:
                 del entries[0]
         files[path] = entries
