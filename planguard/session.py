@@ -139,7 +139,6 @@ class Session:
         "started_at",
         "last_activity",
         "ended",
-        "last_step",
     )
 
     def __init__(self, session_id: str, pipeline: Pipeline, *, metadata: Mapping[str, Any] | None = None):
@@ -166,7 +165,6 @@ class Session:
         self.decision_counts: Counter[str] = Counter()
         self.started_at = self.last_activity = time.time()
         self.ended = False
-        self.last_step: Step | None = None
         for sink in pipeline.sinks:
             self._guarded(sink.on_session_start, self)
 
@@ -377,7 +375,6 @@ class Session:
         if phases:
             self._score(step)
         self.n_steps += 1
-        self.last_step = step
 
     def _score(self, step: Step) -> None:
         self.phase_state.apply(step.classification)
