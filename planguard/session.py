@@ -444,7 +444,7 @@ class Session:
 
     def _record_finding(self, step: Step | None, finding: Finding) -> None:
         if step is not None:
-            step.findings.append(finding)
+            step.findings = (*step.findings, finding)
         self.findings.append(finding)
         self.finding_counts[finding.detector] += 1
         for sink in self.pipeline.sinks:
