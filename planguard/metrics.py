@@ -23,7 +23,7 @@ _FOLD_AT = MAX_RUNS + MAX_RUNS // 4
 
 
 class Langutory:
-    """A run's phase sequence in run-length form: ``[["L_navigate", 3], ["P", 1], ...]``.
+    """A run's phase sequence in run-length form: ``[("L_navigate", 3), ("P", 1), ...]``.
 
     At most :data:`MAX_RUNS` runs are kept, the newest (what tails, timelines and the current phase read);
     older ones are counted in ``truncated_runs`` and ``truncated_roles``, and :meth:`rle` then starts with
@@ -34,7 +34,9 @@ class Langutory:
     __slots__ = ("runs", "length", "truncated_runs", "truncated_roles")
 
     def __init__(self) -> None:
-        self.runs: list[list[str | int]] = []
+        # (role, count) tuples: a tuple of a string and an int is not tracked by the garbage collector,
+        # which a [role, count] list would be (one object per run, in every live session).
+        self.runs: list[tuple[str, int]] = []
         self.length = 0
         self.truncated_runs = 0
         self.truncated_roles = 0
@@ -48,9 +50,9 @@ class Langutory:
         for role in roles:
             self.length += 1
             if runs and runs[-1][0] == role:
-                runs[-1][1] += 1  # type: ignore[operator]
+                runs[-1] = (role, runs[-1][1] + 1)
             else:
-                runs.append([role, 1])
+                runs.append((role, 1))
                 if len(runs) >= _FOLD_AT:
                     self._fold()
 

@@ -46,7 +46,7 @@ MAX_QUEUED_MESSAGES = 16
 #: Roles a session remembers as settled in every plan's compliance (the role vocabulary is tiny).
 MAX_SCORED_ROLES = 256
 #: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
-_DERIVED = frozenset({"pipeline", "_hooks", "_compliances"})
+_DERIVED = frozenset({"pipeline", "_compliances"})
 # Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
 _ALLOW_KIND = DecisionKind.ALLOW
 _STOP_KIND = DecisionKind.STOP
@@ -91,10 +91,6 @@ class Pipeline:
     def defers_phases(self) -> bool:
         """The rules read the call's result, so a live call's phase is decided when the result arrives."""
         return bool(getattr(self.rules, "needs_result", False))
-
-    @cached_property
-    def hook_table(self) -> _HookTable:
-        return _HookTable(self)
 
 
 @dataclass(slots=True)
@@ -145,9 +141,7 @@ class Session:
         "started_at",
         "last_activity",
         "ended",
-        "last_step",
         "unclassified",
-        "_hooks",
     )
 
     def __init__(
@@ -185,9 +179,7 @@ class Session:
         if started_at is not None:
             self.started_at = started_at
         self.ended = False
-        self.last_step: Step | None = None
         self.unclassified = Unclassified()
-        self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
         for sink in pipeline.sinks:
             self._guarded(sink.on_session_start, self)
 
@@ -208,21 +200,17 @@ class Session:
         if len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
         self._pending[key] = step
-        for start_hook in self._hooks.tool_start:
-            try:  # inline rather than _guarded, as for every per-call hook
-                start_hook(self, step)
-            except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(start_hook), exc)
+        self._tool_start(step)
         return decision
 
     def _ask_policies(self, step: Step) -> Decision:
         """The policies' verdict on the call about to run: every non-allow decision is recorded, and the first
         blocking one (if any) is returned."""
-        for hook, state in self._hooks.before_tool:
-            try:  # inline rather than _guarded: free in 3.11 until something raises
-                d = hook(step, self, state)
+        for policy, state in zip(self.pipeline.policies, self.policy_states, strict=True):
+            try:
+                d = policy.before_tool(step, self, state)
             except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(hook), exc)
+                self.pipeline.errors.record(_where(policy.before_tool), exc)
                 continue
             if d is not None and d.kind is not _ALLOW_KIND:
                 self._record_decision(step, d)
@@ -239,8 +227,7 @@ class Session:
         if step is None:  # the integration saw only the result: classify now, without a gate
             step = self._classify(event)
             self._commit(step)
-            for hook in self._hooks.tool_start:
-                self._guarded(hook, self, step)
+            self._tool_start(step)
         else:
             _merge_result(step.event, event)
             if self.pipeline.defers_phases:  # the phase depends on the result, known only now
@@ -274,8 +261,8 @@ class Session:
         self.last_activity = time.time()
         out = list(self._queued)
         self._queued.clear()
-        for hook, state in self._hooks.before_model:
-            for d in self._guarded(hook, self, state) or ():
+        for policy, state in zip(self.pipeline.policies, self.policy_states, strict=True):
+            for d in self._guarded(policy.before_model, self, state) or ():
                 self._record_decision(None, d)
                 if d.injects or d.kind is _STOP_KIND:
                     out.append(d)
@@ -362,7 +349,6 @@ class Session:
         """Run this session on ``pipeline`` from now on (same stages; e.g. with other sinks)."""
         self.pipeline = pipeline
         self._compliances = tuple(self.compliance.values())
-        self._hooks = _Hooks(pipeline, self.detector_states, self.policy_states)
 
     def queue(self, decision: Decision) -> None:
         """Hold a reminder, nudge or STOP for the next model request."""
@@ -411,7 +397,6 @@ class Session:
         if phases:
             self._score(step)
         self.n_steps += 1
-        self.last_step = step
         if step.classification.unknown:
             self.unclassified.add(step.event.tool)
         if self.unclassified.calls:
@@ -436,42 +421,44 @@ class Session:
 
     def _finish(self, step: Step) -> None:
         step.done = True
-        hooks = self._hooks
-        # One try around the whole loop (free in 3.11 until something raises); a failing stage is
-        # counted and the loop resumes after it, so the other stages still run (fail-open).
-        observers = hooks.observe
-        by_type = hooks.by_type
-        if by_type is not None and step.action.__class__ is Action:
-            t = step.action.type
-            typed = by_type.get(t)
-            observers = typed if typed is not None else hooks.observers_of(t)
-        i = 0
-        while i < len(observers):
+        pipeline = self.pipeline
+        errors = pipeline.errors
+        # A detector sees only the steps of the action types it asks for (all, without a canonical action).
+        t = step.action.type if isinstance(step.action, Action) else None
+        for det, state in zip(pipeline.detectors, self.detector_states, strict=True):
+            types = det.types
+            if types is not None and t is not None and t not in types:
+                continue
             try:
-                while i < len(observers):
-                    fn, state = observers[i]
-                    i += 1
-                    f = fn(step, state)
-                    if f is not None:
-                        self._record_finding(step, f)
+                f = det.observe(step, state)
             except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(observers[i - 1][0]), exc)
-        for hook, pstate in hooks.after_tool:
-            try:  # inline rather than _guarded: free in 3.11 until something raises
-                decisions = hook(step, self, pstate)
+                errors.record(_where(det.observe), exc)
+                continue
+            if f is not None:
+                self._record_finding(step, f)
+        for policy, pstate in zip(pipeline.policies, self.policy_states, strict=True):
+            try:
+                decisions = policy.after_tool(step, self, pstate)
             except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(hook), exc)
+                errors.record(_where(policy.after_tool), exc)
                 continue
             if decisions:
                 for d in decisions:
                     self._record_decision(step, d)
                     if d.injects or d.kind is _STOP_KIND:
                         self.queue(d)
-        for end_hook in hooks.tool_end:
+        for sink in pipeline.sinks:
             try:
-                end_hook(self, step)
+                sink.on_tool_end(self, step)
             except Exception as exc:  # fail-open is the contract
-                self.pipeline.errors.record(_where(end_hook), exc)
+                errors.record(_where(sink.on_tool_end), exc)
+
+    def _tool_start(self, step: Step) -> None:
+        for sink in self.pipeline.sinks:
+            try:
+                sink.on_tool_start(self, step)
+            except Exception as exc:  # fail-open is the contract
+                self.pipeline.errors.record(_where(sink.on_tool_start), exc)
 
     def _take_pending(self, event: ToolEvent) -> Step | None:
         if event.call_id is not None:
@@ -483,16 +470,16 @@ class Session:
 
     def _record_finding(self, step: Step | None, finding: Finding) -> None:
         if step is not None:
-            step.findings.append(finding)
+            step.findings = (*step.findings, finding)
         self.findings.append(finding)
         self.finding_counts[finding.detector] += 1
-        for hook in self._hooks.finding:
-            self._guarded(hook, self, step, finding)
+        for sink in self.pipeline.sinks:
+            self._guarded(sink.on_finding, self, step, finding)
 
     def _record_decision(self, step: Step | None, decision: Decision) -> None:
         self.decision_counts[str(decision.kind)] += 1  # the StrEnum's value (``.value`` runs Python code)
-        for hook in self._hooks.decision:
-            self._guarded(hook, self, step, decision)
+        for sink in self.pipeline.sinks:
+            self._guarded(sink.on_decision, self, step, decision)
 
     def _guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run one stage; an internal error is counted and logged once, and the run goes on (fail-open)."""
@@ -517,77 +504,6 @@ def _work_dir(metadata: Mapping[str, Any]) -> str | None:
 
 def _where(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
-
-
-def _overrides(obj: object, base: type, name: str) -> bool:
-    return getattr(type(obj), name, None) is not getattr(base, name)
-
-
-class _HookTable:
-    """Which stage hooks a pipeline's stages override, found once per pipeline: only those are called on the
-    hot path. Sink hooks take no session state, so sessions share these lists."""
-
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.observe = [d.observe for d in pipeline.detectors]
-        self.types = [d.types for d in pipeline.detectors]
-        self.typed = any(t is not None for t in self.types)
-        self._wanting: dict[ActionType, list[int]] = {}
-        indexed = list(enumerate(pipeline.policies))
-        self.before_tool = [(p.before_tool, i) for i, p in indexed if _overrides(p, Policy, "before_tool")]
-        self.after_tool = [(p.after_tool, i) for i, p in indexed if _overrides(p, Policy, "after_tool")]
-        self.before_model = [(p.before_model, i) for i, p in indexed if _overrides(p, Policy, "before_model")]
-        sinks = pipeline.sinks
-        self.tool_start = [k.on_tool_start for k in sinks if _overrides(k, Sink, "on_tool_start")]
-        self.tool_end = [k.on_tool_end for k in sinks if _overrides(k, Sink, "on_tool_end")]
-        self.finding = [k.on_finding for k in sinks if _overrides(k, Sink, "on_finding")]
-        self.decision = [k.on_decision for k in sinks if _overrides(k, Sink, "on_decision")]
-
-    def wanting(self, action_type: ActionType) -> list[int]:
-        """Indices of the detectors that want steps of this action type."""
-        idx = self._wanting.get(action_type)
-        if idx is None:
-            idx = [i for i, types in enumerate(self.types) if types is None or action_type in types]
-            self._wanting[action_type] = idx  # bounded: one entry per action type
-        return idx
-
-
-class _Hooks:
-    """A session's stage hooks bound to its stage states."""
-
-    __slots__ = (
-        "observe",
-        "by_type",
-        "before_tool",
-        "after_tool",
-        "before_model",
-        "tool_start",
-        "tool_end",
-        "finding",
-        "decision",
-        "_table",
-    )
-
-    def __init__(self, pipeline: Pipeline, detector_states: list[Any], policy_states: list[Any]) -> None:
-        table = pipeline.hook_table
-        self._table = table
-        self.observe = list(zip(table.observe, detector_states, strict=True))
-        # Per action type, the detectors that want its steps (filled on first sight of each type); None
-        # when every detector wants every step.
-        self.by_type: dict[ActionType, list[tuple[Any, Any]]] | None = {} if table.typed else None
-        self.before_tool = [(fn, policy_states[i]) for fn, i in table.before_tool]
-        self.after_tool = [(fn, policy_states[i]) for fn, i in table.after_tool]
-        self.before_model = [(fn, policy_states[i]) for fn, i in table.before_model]
-        self.tool_start = table.tool_start
-        self.tool_end = table.tool_end
-        self.finding = table.finding
-        self.decision = table.decision
-
-    def observers_of(self, action_type: ActionType) -> list[tuple[Any, Any]]:
-        observe = self.observe
-        observers = [observe[i] for i in self._table.wanting(action_type)]
-        if self.by_type is not None:
-            self.by_type[action_type] = observers
-        return observers
 
 
 def _merge_result(into: ToolEvent, src: ToolEvent) -> None:

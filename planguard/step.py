@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .decisions import ALLOW, Decision
@@ -23,7 +23,8 @@ class Step:
         None  # planguard.actions.Effect, set by detectors.EffectTracker (provisional live, final at end)
     )
     decision: Decision = ALLOW
-    findings: list[Finding] = field(default_factory=list)
+    # A tuple (most steps have none: the shared empty tuple, not a list per step for the GC to track).
+    findings: tuple[Finding, ...] = ()
     done: bool = False  # the result has been recorded
     degraded: bool = False  # a pipeline stage failed on this call (fail-closed gates deny it)
 

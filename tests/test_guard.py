@@ -150,7 +150,7 @@ def test_threads_on_one_session_are_serialised():
         th.join()
     s = guard.session("shared")
     assert s.n_steps == n_threads * n_calls and s.n_model_calls == n_threads * n_calls
-    assert s.langutory.runs == [["L_navigate", n_threads * n_calls]]
+    assert s.langutory.runs == [("L_navigate", n_threads * n_calls)]
     assert guard.errors.total == 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 from ..events import ToolEvent
@@ -208,14 +209,17 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
 
 
 class _Write:
-    __slots__ = ("action", "index", "ref", "reverted", "written")
+    """One recorded write: its step, whether a later write reverted it, and the text it put in the file
+    (the action's ``new_text``; the ledger keeps no reference to the action itself)."""
 
-    def __init__(self, index: int, action: Action, ref: Any) -> None:
+    __slots__ = ("index", "new_text", "ref", "reverted", "written")
+
+    def __init__(self, index: int, new_text: str | None, ref: Any) -> None:
         self.index = index
-        self.action = action
+        self.new_text = new_text
         self.reverted = False
         self.ref = ref  # the Step (see _held), when the caller wants it re-labelled in place
-        self.written: str | None = None  # action.new_text stripped, once a later edit asks
+        self.written: str | None = None  # new_text stripped, once a later edit asks
 
 
 class _StepRef(weakref.ref):  # type: ignore[type-arg]
@@ -249,10 +253,10 @@ def _rewrites(b: str, a: str) -> bool:
 
 
 def _written(w: _Write) -> str:
-    """``w.action.new_text`` stripped (empty when there is none), computed once per write."""
+    """``w.new_text`` stripped (empty when there is none), computed once per write."""
     a = w.written
     if a is None:
-        new = w.action.new_text
+        new = w.new_text
         a = w.written = new.strip() if new else ""
     return a
 
@@ -274,7 +278,7 @@ def _anchored(anchors: AnchorSet, action: Action, event: ToolEvent) -> Effect:
 _SEARCH_HEAD = 4096
 
 
-def _search_hits(scope: str | None, head: str, kept: list[str]) -> bool:
+def _search_hits(scope: str | None, head: str, kept: Iterable[str]) -> bool:
     """A search whose scope is one of the ``kept`` files, or whose output names one."""
     return any(scope == path or (bool(head) and path in head) for path in kept)
 
@@ -282,10 +286,13 @@ def _search_hits(scope: str | None, head: str, kept: list[str]) -> bool:
 class WriteLedger:
     """Recent successful writes per file (bounded: files and writes per file), with revert detection."""
 
-    __slots__ = ("files", "max_files", "per_file")
+    __slots__ = ("files", "kept", "max_files", "per_file")
 
     def __init__(self, max_files: int = 256, per_file: int = 4) -> None:
         self.files: dict[str, list[_Write]] = {}
+        # The files some recorded write to survives, kept up to date by record() (a write changes only its
+        # own file's status): what reads and searches are judged against, without a scan of every file.
+        self.kept: set[str] = set()
         self.max_files = max_files
         self.per_file = per_file
 
@@ -318,22 +325,23 @@ class WriteLedger:
         else:
             entries = []
             if len(files) >= self.max_files:
-                del files[next(iter(files))]
+                oldest = next(iter(files))
+                del files[oldest]
+                self.kept.discard(oldest)
         if kind is not WK_RESTORE and kind is not WK_DELETE:
-            entries.append(_Write(index, action, ref))
+            entries.append(_Write(index, action.new_text, ref))
             if len(entries) > self.per_file:
                 del entries[0]
         files[path] = entries
+        if any(not w.reverted for w in entries):
+            self.kept.add(path)
+        else:
+            self.kept.discard(path)
         return reverted
 
     def survives(self, path: str) -> bool:
         """Some recorded write to ``path`` has not been reverted."""
-        entries = self.files.get(path)
-        if entries:
-            for w in entries:  # a loop, not any(<generator>): this runs for reads of written files
-                if not w.reverted:
-                    return True
-        return False
+        return path in self.kept
 
 
 class EffectLabeler:
@@ -409,8 +417,7 @@ class EffectLabeler:
             path = action.target
             if path is None:
                 return NEUTRAL
-            ledger = self.ledger
-            if path in ledger.files and ledger.survives(path):
+            if path in self.ledger.kept:
                 return JUSTIFIED
             if self._pending_count < self.max_pending_reads:
                 reads = self._pending_reads.get(path)
@@ -433,8 +440,7 @@ class EffectLabeler:
         write to; a later write can make it so, so an unmatched search waits for the end of the run."""
         result = event.result
         head = result[:_SEARCH_HEAD] if isinstance(result, str) else ""
-        kept = [path for path in self.ledger.files if self.ledger.survives(path)]
-        if _search_hits(action.path, head, kept):
+        if _search_hits(action.path, head, self.ledger.kept):
             return JUSTIFIED
         if self._pending_count < self.max_pending_reads:
             self._pending_searches.append((index, _held(ref), action.path, head))
@@ -459,7 +465,7 @@ class EffectLabeler:
                     for index, ref in reads:
                         self._revise(index, JUSTIFIED, ref)
             if self._pending_searches:
-                kept = [path for path in self.ledger.files if self.ledger.survives(path)]
+                kept = self.ledger.kept
                 for index, ref, scope, head in self._pending_searches:
                     if _search_hits(scope, head, kept):
                         self._revise(index, JUSTIFIED, ref)

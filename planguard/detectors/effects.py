@@ -137,7 +137,9 @@ class EffectState:
     def __init__(self, anchors: AnchorSet | None, max_pending_reads: int = 512) -> None:
         self.labeler = EffectLabeler(anchors, max_pending_reads=max_pending_reads)
         self.milestones = MilestoneTracker(anchors)
-        self.recent: deque[tuple[int, Effect]] = deque(maxlen=self.RECENT)
+        # step -> provisional label of the last RECENT steps, oldest first: one dict, not a tuple per step
+        # (a (step, Effect) tuple is an object the garbage collector tracks: 64 in every session).
+        self.recent: dict[int, Effect] = {}
         self.facts = RunFacts()
 
     def set_anchors(self, anchors: AnchorSet | None) -> None:
@@ -151,10 +153,7 @@ class EffectState:
         revised = self.labeler.revisions.get(index)
         if revised is not None:
             return revised
-        for i, eff in reversed(self.recent):
-            if i == index:
-                return eff
-        return None
+        return self.recent.get(index)
 
     @property
     def n(self) -> int:
@@ -164,7 +163,7 @@ class EffectState:
     @property
     def last(self) -> Effect | None:
         """Provisional label of the step observed last."""
-        return self.recent[-1][1] if self.recent else None
+        return next(reversed(self.recent.values())) if self.recent else None
 
     @property
     def revisions(self) -> dict[int, Effect]:
@@ -201,7 +200,11 @@ class EffectTracker(Detector):
             action = action_of(step)
         index = step.index
         effect = state.labeler.label(index, action, step.event, step)
-        state.recent.append((index, effect))
+        recent = state.recent
+        recent.pop(index, None)  # (a step observed again becomes the newest)
+        recent[index] = effect
+        if len(recent) > state.RECENT:
+            del recent[next(iter(recent))]
         # A validation command is labelled JUSTIFIED exactly when it did not fail.
         if state.facts.note(index, action) and effect is JUSTIFIED:
             state.facts.last_ok_validation = index

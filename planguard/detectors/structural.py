@@ -273,10 +273,11 @@ class _FileCycles:
 
     def __init__(self) -> None:
         self.last_read = -1  # step of the latest read of the file (-1: none yet)
-        self.writes: list[tuple[int, bool, _Write | None]] = []  # writes since the last read
-        # the latest 8 cycles (a list trimmed on append: most files never complete one, and a list costs a
-        # fraction of a bounded deque to make)
-        self.cycles: list[tuple[int, int, list[tuple[int, bool, _Write | None]]]] = []
+        # The writes since the last read and the latest 8 cycles, as tuples replaced when they change: most
+        # files are only read and keep the shared empty tuple (a list per file would be two more objects the
+        # garbage collector tracks, per file, in every session).
+        self.writes: tuple[tuple[int, bool, _Write | None], ...] = ()
+        self.cycles: tuple[tuple[int, int, tuple[tuple[int, bool, _Write | None], ...]], ...] = ()
         self.fired = False
 
 
@@ -343,20 +344,13 @@ class ToolOscillation(Detector):
                 entries = state.ledger.files.get(path)
                 record = entries[-1] if entries and entries[-1].index == step.index else None
             if fc.last_read >= 0:
-                writes = fc.writes
-                writes.append((step.index, failed, record))
-                if len(writes) > 8:
-                    del writes[0]
+                fc.writes = (*fc.writes[-7:], (step.index, failed, record))
         else:
             if fc.last_read >= 0 and fc.writes:
-                cycles = fc.cycles
-                cycles.append((fc.last_read, step.index, fc.writes))
-                if len(cycles) > 8:
-                    del cycles[0]
+                fc.cycles = (*fc.cycles[-7:], (fc.last_read, step.index, fc.writes))
                 changed = True
             fc.last_read = step.index
-            if fc.writes:
-                fc.writes = []
+            fc.writes = ()
         if fc.fired or not changed or not fc.cycles:
             return None
         bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]

@@ -623,7 +623,7 @@ class OTelSink(Sink):
         return st
 
     @staticmethod
-    def _tail_head(st: _SessionState, runs: list[list[str | int]]) -> None:
+    def _tail_head(st: _SessionState, runs: list[tuple[str, int]]) -> None:
         """The tail up to the last run's count. A run before the last never changes, so each is formatted
         once, when the run after it starts (with the letter remembered from when it was the last)."""
         n_runs = len(runs)

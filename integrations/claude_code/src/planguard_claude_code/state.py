@@ -407,9 +407,6 @@ def session_state(session: Session) -> dict[str, Any]:
     if isinstance(pending, Mapping):
         for step in pending.values():
             clip_step(step)
-    last = state.get("last_step")
-    if last is not None:
-        clip_step(last)
     return state
 
 
