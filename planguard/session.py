@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .actions.types import Action, ActionType
+from .actions.types import Action
 from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
 from .detectors.base import Detector
 from .detectors.todo import todo_state
