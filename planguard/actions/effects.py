@@ -452,7 +452,7 @@ class EffectLabeler:
         if index not in revisions and len(revisions) >= self.max_revisions:
             del revisions[next(iter(revisions))]  # keep the most recent
         revisions[index] = effect
-        if ref.__class__ is _StepRef:
+        if isinstance(ref, _StepRef):
             ref = ref()
         if ref is not None and hasattr(ref, "effect"):
             ref.effect = effect

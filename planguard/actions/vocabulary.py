@@ -35,6 +35,7 @@ gemini-cli         yes              yes                yes         read_file, gl
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 import shlex
@@ -110,20 +111,6 @@ SURFACES: dict[str, ToolSurface] = {
     "generic": ToolSurface(False, False, False),
 }
 
-# ------------------------------------------------------------------------------ fast construction
-# A frozen dataclass's generated __init__ sets every field through object.__setattr__ (~2 µs for 15
-# fields); the classifier builds one Action per tool call. It fills a plain twin with the same slots
-# instead (ordinary attribute stores) and then makes the object an Action: the layouts are identical, so
-# CPython allows the class assignment, and the result is an ordinary frozen Action from then on.
-
-
-class _ActionFields:
-    __slots__ = Action.__slots__
-
-
-_s_scaffold = Action.__dict__["scaffold"].__set__  # the vocabulary's scaffold, set on a finished Action
-_new = object.__new__
-
 
 def make_action(
     type: ActionType,
@@ -143,27 +130,25 @@ def make_action(
     text: str | None = None,
     also_written: tuple[str, ...] = (),
 ) -> Action:
-    """``Action(...)`` at a fraction of the cost (same result, same immutability)."""
-    a: Any = _new(_ActionFields)
-    a.type = type
-    a.target = target
-    a.tool = tool
-    a.path = path
-    a.intent = intent
-    a.is_validation = is_validation
-    a.is_source_write = is_source_write
-    a.is_completion = is_completion
-    a.write = write
-    a.shell = shell
-    a.structured = structured
-    a.scaffold = scaffold
-    a.old_text = old_text
-    a.new_text = new_text
-    a.text = text
-    a.also_written = also_written
-    a.__class__ = Action
-    action: Action = a
-    return action
+    """An ``Action`` from its fields in declaration order (the readers' one way to build one)."""
+    return Action(
+        type,
+        target,
+        tool,
+        path,
+        intent,
+        is_validation,
+        is_source_write,
+        is_completion,
+        write,
+        shell,
+        structured,
+        scaffold,
+        old_text,
+        new_text,
+        text,
+        also_written,
+    )
 
 
 # --------------------------------------------------------------------------------------- rules
@@ -559,7 +544,7 @@ def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
     args = event.arguments
     if type(args) is dict and not rule.target:  # the usual call: {"command": "<line>"}
         line = args.get("command")
-        if line.__class__ is str and line and args.get("is_input") not in (True, "true"):
+        if isinstance(line, str) and line and args.get("is_input") not in (True, "true"):
             return line
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return None  # input typed into a running process, not a command
@@ -648,7 +633,7 @@ class ActionClassifier:
         action = reader(self, rule, event)
         scaffold = self.vocabulary.scaffold
         if scaffold is not None and action.scaffold != scaffold:
-            _s_scaffold(action, scaffold)
+            action = dataclasses.replace(action, scaffold=scaffold)
         return action
 
     def _resolve(self, tool: str) -> tuple[MappingRule, _Reader]:
@@ -818,7 +803,7 @@ def _clip(text: str, limit: int = 160) -> str:
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
     # dict first: an ABC isinstance check costs several times a class comparison on the hot path
-    return value.__class__ is dict or isinstance(value, Mapping)
+    return isinstance(value, Mapping)
 
 
 def _arg(event: ToolEvent, keys: Sequence[str]) -> Any:
@@ -859,7 +844,7 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     cmd: Any = None
     if type(args) is dict and not rule.target:
         cmd = args.get("command")
-        if cmd.__class__ is not str or not cmd or args.get("is_input") in (True, "true"):
+        if not isinstance(cmd, str) or not cmd or args.get("is_input") in (True, "true"):
             cmd = None
     if cmd is None:
         cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
@@ -906,14 +891,14 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
 
 def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     args = event.arguments
-    if args.__class__ is not dict and not _is_map(args):
+    if not _is_map(args):
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
             return c.from_verdict(c.shell.classify(text), rule, event, False)
         return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     sub = args.get("command")
     raw_path = args.get("path")
-    if sub.__class__ is not str or raw_path.__class__ is not str:
+    if not isinstance(sub, str) or not isinstance(raw_path, str):
         return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     if sub == "view":
         return _editor_view(c, rule.scaffold, event.tool, raw_path)
@@ -925,8 +910,8 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
         event.tool,
         sub,
         raw_path,
-        old if old.__class__ is str else None,
-        new if new.__class__ is str else None,
+        old if isinstance(old, str) else None,
+        new if isinstance(new, str) else None,
     )
 
 

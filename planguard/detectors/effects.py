@@ -196,7 +196,7 @@ class EffectTracker(Detector):
 
     def observe(self, step: Step, state: EffectState) -> Finding | None:
         action = step.action
-        if action.__class__ is not Action:
+        if not isinstance(action, Action):
             action = action_of(step)
         index = step.index
         effect = state.labeler.label(index, action, step.event, step)

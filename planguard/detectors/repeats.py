@@ -42,7 +42,7 @@ _SHORT = 512
 
 
 def _norm(value: Any) -> Any:
-    if value.__class__ is str:
+    if isinstance(value, str):
         if len(value) > _SHORT or (
             "  " not in value
             and "\n" not in value
@@ -62,7 +62,7 @@ def call_key(event: ToolEvent) -> tuple[str, Any]:
     cheapest faithful key when present; otherwise the arguments, cosmetic keys dropped.
     """
     action = event.action
-    if action.__class__ is str and action:
+    if isinstance(action, str) and action:
         # _norm(action), inlined: this runs for every tool call.
         if len(action) > _SHORT or (
             "  " not in action
@@ -74,7 +74,7 @@ def call_key(event: ToolEvent) -> tuple[str, Any]:
             return event.tool, action
         return event.tool, " ".join(action.split())
     args = event.arguments
-    if args.__class__ is dict or isinstance(args, Mapping):
+    if isinstance(args, Mapping):
         if len(args) == 1:
             ((k, v),) = args.items()
             return event.tool, (k, _norm(v))

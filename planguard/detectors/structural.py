@@ -83,7 +83,7 @@ class SearchLoop(Detector):
 
     def observe(self, step: Step, state: _LoopState) -> Finding | None:
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         t = a.type
         if t is SEARCH or t is FILE_READ:
@@ -199,7 +199,7 @@ class RereadChurn(Detector):
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         t = a.type
         target = a.target
@@ -244,7 +244,7 @@ class RedundantSearch(Detector):
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         if a.type is not SEARCH or not a.target:
             return None
@@ -322,7 +322,7 @@ class ToolOscillation(Detector):
 
     def observe(self, step: Step, state: _OscillationState) -> Finding | None:
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         t = a.type
         path = a.target
@@ -407,7 +407,7 @@ class PlanAbsence(Detector):
         if state.fired or state.plan_seen:
             return None
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         scaffold = a.scaffold
         if scaffold is not None and scaffold not in state.surface.seen:
@@ -466,7 +466,7 @@ class ShellOverTool(Detector):
 
     def observe(self, step: Step, state: _ShellState) -> Finding | None:
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         scaffold = a.scaffold
         if scaffold is not None and scaffold not in state.surface.seen:
@@ -517,7 +517,7 @@ class _EndOfRun(Detector):
         if state is None:  # the tracker keeps the facts
             return None
         a = step.action
-        if a.__class__ is not Action:
+        if not isinstance(a, Action):
             a = action_of(step)
         if state.note(step.index, a) and not outcome_failed(a, step.event):
             state.last_ok_validation = step.index

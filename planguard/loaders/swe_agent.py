@@ -76,10 +76,10 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
     try:
         for index, step in enumerate(steps):
             action = step["action"]
-            if action.__class__ is not str:
+            if not isinstance(action, str):
                 raise TypeError
             result = step.get("observation_head")
-            if result is not None and result.__class__ is not str:
+            if result is not None and not isinstance(result, str):
                 raise TypeError
             metadata = {
                 "step": index,
@@ -92,17 +92,17 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
                 call = calls[0]
                 function = call["function"]
                 tool = function["name"]
-                if tool.__class__ is not str:
+                if not isinstance(tool, str):
                     raise TypeError
                 raw_arguments = function["arguments"]
-                if raw_arguments.__class__ is str:
+                if isinstance(raw_arguments, str):
                     try:
                         arguments: Any = loads(raw_arguments)
                     except ValueError:
                         arguments = raw_arguments
-                    if arguments.__class__ is not dict:
+                    if not isinstance(arguments, dict):
                         arguments = raw_arguments
-                elif raw_arguments.__class__ is dict:
+                elif isinstance(raw_arguments, dict):
                     arguments = raw_arguments
                 else:
                     raise TypeError

@@ -100,40 +100,8 @@ def _roles_of(commands: tuple[Command, ...]) -> tuple[str, ...]:
     return tuple([c.role for c in commands if c.role != GENERAL])
 
 
-class _Unfrozen:
-    """``Classification``'s slot layout without its frozen ``__setattr__``.
-
-    The classifier builds a Classification for most tool calls it sees for the first time; the frozen
-    dataclass ``__init__`` (one ``object.__setattr__`` per field, then ``__post_init__``) costs about as
-    much as the rest of a cached classification. Plain attribute stores on this twin, then a switch of
-    ``__class__`` (allowed between classes of identical slots), build the same immutable object at a
-    fifth of the cost.
-    """
-
-    __slots__ = ("commands", "created", "patched", "nodes", "opened", "unknown", "roles")
-    commands: tuple[Command, ...]
-    created: tuple[str, ...]
-    patched: bool
-    nodes: tuple[int, ...]
-    opened: str | None
-    unknown: bool
-    roles: tuple[str, ...]
-
-
-assert Classification.__slots__ == _Unfrozen.__slots__
-
-
 def make_classification(
     commands: tuple[Command, ...], created: tuple[str, ...], patched: bool, nodes: tuple[int, ...]
 ) -> Classification:
-    """``Classification(commands, created, patched, nodes)`` at a fraction of the cost."""
-    c = _Unfrozen()
-    c.commands = commands
-    c.created = created
-    c.patched = patched
-    c.nodes = nodes
-    c.opened = None
-    c.unknown = False
-    c.roles = _roles_of(commands)
-    c.__class__ = Classification  # type: ignore[assignment]
-    return c  # type: ignore[return-value]
+    """``Classification(commands, created, patched, nodes)``: the rules' one way to build one."""
+    return Classification(commands, created, patched, nodes)

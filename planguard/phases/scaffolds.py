@@ -62,12 +62,8 @@ _CLAUDE_SEARCH = {
 }
 
 
-# ``x.__class__ is dict or isinstance(x, Mapping)`` below: a dict (the usual arguments) skips the ABC
-# check, which runs Python code (ABCMeta.__instancecheck__) on every call.
-
-
 def _arguments(raw: Mapping[str, Any] | str | Any) -> Mapping[str, Any] | str:
-    if raw.__class__ is dict or isinstance(raw, Mapping):
+    if isinstance(raw, Mapping):
         return raw
     if isinstance(raw, str):
         text = raw.strip()
@@ -83,7 +79,7 @@ def _arguments(raw: Mapping[str, Any] | str | Any) -> Mapping[str, Any] | str:
 
 
 def _str(args: Mapping[str, Any] | str, *keys: str) -> str | None:
-    if args.__class__ is not dict and not isinstance(args, Mapping):
+    if not isinstance(args, Mapping):
         return None
     for key in keys:
         value = args.get(key)
@@ -131,7 +127,7 @@ def structured_commands(tool: str, raw_arguments: Mapping[str, Any] | str | Any)
 
 
 def _shell_text(args: Mapping[str, Any] | str) -> str | None:
-    return _str(args, "command", "cmd") if args.__class__ is dict or isinstance(args, Mapping) else args
+    return _str(args, "command", "cmd") if isinstance(args, Mapping) else args
 
 
 def shell_command(tool: str, raw_arguments: Mapping[str, Any] | str | Any) -> str | None:
