@@ -264,6 +264,18 @@ def _parse(path: Path, text: str) -> Any:
         raise ConfigError(str(path), [(exc.line, "", exc.problem)]) from None
 
 
+def _read(p: Path) -> tuple[str, Any]:
+    """A config file's text and parsed content, through the one reader of untrusted documents (aliases,
+    deep nesting and invalid UTF-8 refused with the file and line)."""
+    try:
+        text = decode_utf8(p.read_bytes())
+    except OSError as exc:
+        raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
+    except DocumentError as exc:
+        raise ConfigError(str(p), [(exc.line, "", exc.problem)]) from None
+    return text, _parse(p, text)
+
+
 def load_config(
     path: str | Path, *, env: Mapping[str, str] | None = None, other_sections: Collection[str] = ()
 ) -> Config:
@@ -275,13 +287,7 @@ def load_config(
     Raises :class:`ConfigError`.
     """
     p = Path(path)
-    try:
-        text = decode_utf8(p.read_bytes())
-    except OSError as exc:
-        raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
-    except DocumentError as exc:
-        raise ConfigError(str(p), [(exc.line, "", exc.problem)]) from None
-    data = _parse(p, text)
+    text, data = _read(p)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -297,11 +303,7 @@ def load_section(path: str | Path, key: str, model: type[_M]) -> _M | None:
     """The top-level section ``key`` of a config file validated by ``model`` (``None`` when absent): for a
     component's own section, such as the proxy's ``proxy:``. Errors name the file, line and key path."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(p), [(None, "", f"cannot read the file ({exc.strerror or exc})")]) from None
-    data = _parse(p, text)
+    text, data = _read(p)
     if not isinstance(data, dict) or data.get(key) is None:
         return None
     try:

@@ -100,7 +100,7 @@ def test_pip_install_langchain_extra_then_planguard_demo(
     assert version.stdout.strip() == f"planguard {__version__}"
     store = tmp_path / "sessions"
     demo = _run([str(fresh_venv / "planguard"), "demo", "--no-color", "--store", str(store)], cwd=tmp_path)
-    assert "compliance PC 0.83" in demo.stdout and "tests pass" in demo.stdout
+    assert "compliance PC 0.77" in demo.stdout and "tests pass" in demo.stdout  # as in test_langchain_demo
     assert len(list(store.glob("*.jsonl"))) == 1
     # It ran the installed copy, not this checkout.
     where = _run([str(fresh_venv / "python"), "-c", "import planguard, planguard_langchain.demo as d; "

@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         problems += str(exc).splitlines()
     if problems or config is None:
-        for line in problems:
+        # The proxy section is read from the same file: a problem of the file itself shows up twice.
+        for line in dict.fromkeys(problems):
             print(f"error: {line}", file=sys.stderr)
         return 1
     problems = _unresolved_plugins(config)

@@ -133,22 +133,22 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(out, io.TextIOWrapper):
             out.reconfigure(errors="backslashreplace")
     fmt = args.format or ("table" if out.isatty() else "jsonl")
-    failed = replayed = 0
+    failed = replayed = noted = 0
     rows: list[dict[str, Any]] = []
     # Progress whenever a person watches standard error, whatever the output format; its total is the number
     # of input files (a JSON Lines file holds many runs, counting those would mean reading everything twice).
     progress = _Progress(args.paths if sys.stderr.isatty() else None)
-    replayed = 0
     level = unclassified_logger.level
     unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
     try:
         for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
             if isinstance(item, LoadError):
-                if item.fatal:  # a LoadNote (a skipped compaction transcript, ...) only informs
+                if item.fatal:
                     failed += 1
+                else:  # a LoadNote (a skipped compaction transcript, ...) only informs
+                    noted += 1
                 progress.print_error(str(item))
                 continue
-            replayed += 1
             record = result_record(item)
             replayed += 1
             progress.advance(record["id"], item.trajectory.source)
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             out.close()
     if failed:
         print(f"planguard replay: {failed} input(s) failed", file=sys.stderr)
-    elif not replayed:
+    elif not replayed and not noted:  # nothing at all was found to read
         print(
             f"planguard replay: no trajectories found in {', '.join(args.paths)} (expected trajectory files: "
             "*.jsonl, *.json, *.traj, *.yaml, or directories holding them)",

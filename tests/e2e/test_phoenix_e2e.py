@@ -98,7 +98,8 @@ def test_session_round_trip_through_phoenix(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")  # Phoenix takes traces only
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-    (sink,) = build_sinks(TelemetryConfig(agent_name="e2e-agent"), StoreConfig())  # an endpoint: no store
+    # the OTel sink alone (the store stays on with an endpoint; this test reads Phoenix only)
+    (sink,) = build_sinks(TelemetryConfig(agent_name="e2e-agent"), StoreConfig(enabled=False))
     assert isinstance(sink, OTelSink)
     app_tracer = sink._owned[0].get_tracer("e2e-app")
 
