@@ -324,9 +324,11 @@ def _console_metric_exporter() -> Any:
     return ConsoleMetricExporter(out=sys.stdout)
 
 
-_HTTP_MISSING = "OTLP/HTTP export needs opentelemetry-exporter-otlp-proto-http: pip install 'planguard[otlp]'"
+_HTTP_MISSING = (
+    "OTLP/HTTP export needs opentelemetry-exporter-otlp-proto-http: pip install 'planguard-agents[otlp]'"
+)
 _GRPC_MISSING = (
-    "OTLP/gRPC export needs opentelemetry-exporter-otlp-proto-grpc: pip install 'planguard[otlp-grpc]'"
+    "OTLP/gRPC export needs opentelemetry-exporter-otlp-proto-grpc: pip install 'planguard-agents[otlp-grpc]'"
 )
 
 
@@ -375,7 +377,8 @@ def start_prometheus_exporter(
         from prometheus_client import CollectorRegistry, start_http_server
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError(
-            "Prometheus export needs opentelemetry-exporter-prometheus: pip install 'planguard[prometheus]'"
+            "Prometheus export needs opentelemetry-exporter-prometheus: "
+            "pip install 'planguard-agents[prometheus]'"
         ) from exc
     registry = CollectorRegistry(auto_describe=True)
     reader = PrometheusMetricReader(registry=registry)

@@ -152,7 +152,7 @@ def _guard(
         cfg = cfg.model_copy(update={"store": cfg.store.model_copy(update={"path": str(store_dir)})})
     last = _LastSummary()
     if color is not False and importlib.util.find_spec("rich") is None:
-        color = False  # colour needs rich (planguard[console]); plain text otherwise
+        color = False  # colour needs rich; plain text otherwise
     console = ConsoleSink(stream, color=color)
     return Guard(cfg, sinks=[console, last, *sinks]), console, last
 
