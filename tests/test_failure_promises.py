@@ -117,7 +117,8 @@ def test_a_read_only_store_costs_a_drop_counter(tmp_path: Path) -> None:
         sink.shutdown()
 
 
-def test_servers_bind_loopback_by_default() -> None:
+def test_the_prometheus_endpoint_binds_loopback_by_default() -> None:
+    pytest.importorskip("opentelemetry.exporter.prometheus", reason="the prometheus extra is not installed")
     from planguard.telemetry.config import TelemetryConfig
     from planguard.telemetry.export import start_prometheus_exporter
 
@@ -127,5 +128,8 @@ def test_servers_bind_loopback_by_default() -> None:
         assert prom._server.server_address[0] == "127.0.0.1"
     finally:
         prom.shutdown()
+
+
+def test_the_proxy_binds_loopback_by_default() -> None:
     proxy_config = pytest.importorskip("planguard_proxy.config")
     assert proxy_config.ProxyConfig().host == "127.0.0.1"
