@@ -232,21 +232,7 @@ class _Builder:
         metadata: dict[str, Any] = {"openhands_action": kind}
         if thought:
             metadata["thought"] = thought
-        event_id = _event_key(item.get("id"))
-        if event_id is not None:
-            metadata["event_id"] = event_id
-        event = ToolEvent(
-            tool=tool,
-            arguments=arguments,
-            call_id=call_id,
-            start_time=parse_time(item.get("timestamp")),
-            metadata=metadata,
-        )
-        self.events.append(event)
-        if event_id is not None:
-            self._by_event_id[event_id] = event
-        if call_id:
-            self._by_call_id[call_id] = event
+        event = self._record(tool, arguments, call_id, item, metadata)
         if kind == "finish":
             self._finished = True
             text = (
@@ -356,6 +342,17 @@ class _Builder:
         thought = text_of(item.get("thought"))
         if thought:
             metadata["thought"] = thought
+        self._record(tool, arguments, call_id, item, metadata)
+        if tool == "finish":
+            self._finished = True
+            message = action.get("message") if isinstance(arguments, str) else arguments.get("message")
+            if isinstance(message, str) and message.strip():
+                self._final_text = message
+
+    def _record(
+        self, tool: str, arguments: Any, call_id: str | None, item: dict[str, Any], metadata: dict[str, Any]
+    ) -> ToolEvent:
+        """Append the call of one action (V0 event or V1 ActionEvent) and index it for its observation."""
         event_id = _event_key(item.get("id"))
         if event_id is not None:
             metadata["event_id"] = event_id
@@ -371,11 +368,7 @@ class _Builder:
             self._by_event_id[event_id] = event
         if call_id:
             self._by_call_id[call_id] = event
-        if tool == "finish":
-            self._finished = True
-            message = action.get("message") if isinstance(arguments, str) else arguments.get("message")
-            if isinstance(message, str) and message.strip():
-                self._final_text = message
+        return event
 
     def _v1_paired(self, item: dict[str, Any]) -> ToolEvent | None:
         """The action an observation-like V1 event answers (by ``action_id``, else ``tool_call_id``)."""
