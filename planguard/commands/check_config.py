@@ -64,16 +64,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _unresolved_plugins(config: Config) -> list[str]:
-    """The ``custom`` stages the guard could not build: each named class must import (or be a built-in or
-    an entry point) and be the right kind of stage. Options are only checked when the guard builds."""
+    """The ``custom`` policies and sinks the guard could not build: each named class must import (or be a
+    built-in or an entry point) and be the right kind of stage. Options are only checked when the guard
+    builds. Custom detectors need no check here: loading the file builds them already (their names are the
+    finding kinds ``policies.responses`` may answer)."""
     from ..plugins import resolve_class
 
     problems = []
-    for kind, specs in (
-        ("detectors", config.detectors.custom),
-        ("policies", config.policies.custom),
-        ("sinks", config.sinks.custom),
-    ):
+    for kind, specs in (("policies", config.policies.custom), ("sinks", config.sinks.custom)):
         for i, spec in enumerate(specs):
             try:
                 resolve_class(kind, spec.class_, f"{kind}.custom.{i}")  # type: ignore[arg-type]
