@@ -1,8 +1,9 @@
 """Scripted fake model servers on 127.0.0.1 for the coding-CLI end-to-end tests, one per API the CLIs
 speak with streaming: Gemini ``streamGenerateContent`` SSE, OpenAI Responses SSE, OpenAI Chat Completions
-SSE. Each records the request bodies it received (so a test can look for a reminder or a denial the model
-was sent) and answers agent-loop requests (those that offer tools) from its script, in order; past the
-script, and for side requests (titles, summaries), it answers a short text.
+SSE, Anthropic Messages SSE. Each records the request bodies it received (so a test can look for a
+reminder or a denial the model was sent) and answers agent-loop requests (those that offer tools) from
+its script, in order; past the script, and for side requests (titles, summaries), it answers a short
+text.
 
 Also: where the CLIs from npm are (``PLANGUARD_CLI_PREFIX``, else ``~/.cache/planguard-clis``, where
 ``.ci/services/clis.sh`` installs them).
@@ -72,6 +73,11 @@ class FakeModelServer:
             def do_GET(self) -> None:
                 status, payload, ctype = fake.answer_get(self.path)
                 self.send(status, payload, ctype)
+
+            def do_HEAD(self) -> None:  # a connectivity probe (Claude Code)
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -262,3 +268,76 @@ class FakeChatCompletions(FakeModelServer):
                 "application/json",
             )
         return super().answer_get(path)
+
+
+class FakeMessages(FakeModelServer):
+    """``POST /v1/messages`` of the Anthropic Messages API, streamed (``stream: true``) as SSE events
+    ``message_start``, ``content_block_start``/``_delta``/``_stop`` per block, ``message_delta``,
+    ``message_stop``; ``POST /v1/messages/count_tokens`` counts 100."""
+
+    def answer(self, path: str, req: Any) -> tuple[int, bytes, str]:
+        route = path.split("?", 1)[0]
+        if route.endswith("/messages/count_tokens"):
+            return 200, b'{"input_tokens": 100}', "application/json"
+        if not route.endswith("/messages") or not isinstance(req, dict):
+            self.unknown.append(f"POST {path}")
+            error = {"type": "error", "error": {"type": "not_found_error", "message": "fake"}}
+            return 404, json.dumps(error).encode(), "application/json"
+        if req.get("tools"):
+            n, turn = self.next_turn(req)
+        else:
+            self.other.append(json.dumps(req)[:300])
+            n, turn = 0, [{"text": "ok"}]
+        blocks: list[dict[str, Any]] = []
+        for i, block in enumerate(turn):
+            if "name" in block:
+                tool_id = block.get("id") or f"toolu_{n:02d}_{i}"
+                blocks.append(
+                    {"type": "tool_use", "id": tool_id, "name": block["name"], "input": block["args"]}
+                )
+            else:
+                blocks.append({"type": "text", "text": block["text"]})
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        message = {
+            "id": f"msg_{n:03d}_{len(self.other)}",
+            "type": "message",
+            "role": "assistant",
+            "model": req.get("model"),
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 7},
+        }
+        if not req.get("stream"):
+            return 200, json.dumps(message).encode(), "application/json"
+        start = {**message, "content": [], "stop_reason": None}
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+        for i, b in enumerate(blocks):
+            if b["type"] == "tool_use":
+                empty = {**b, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(b["input"])}
+            else:
+                empty = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": b["text"]}
+            events.append({"type": "content_block_start", "index": i, "content_block": empty})
+            events.append({"type": "content_block_delta", "index": i, "delta": delta})
+            events.append({"type": "content_block_stop", "index": i})
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 7},
+            }
+        )
+        events.append({"type": "message_stop"})
+        return 200, _sse(events, event_names=True), "text/event-stream"
+
+    def tool_result(self, request_index: int, tool_use_id: str) -> str:
+        """The ``tool_result`` block answering ``tool_use_id`` in agent-loop request ``request_index``, as
+        JSON text."""
+        for message in self.requests[request_index].get("messages", []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                    return json.dumps(block)
+        raise AssertionError(f"no tool_result for {tool_use_id} in request {request_index}")

@@ -1,9 +1,10 @@
-"""End to end with the real coding CLIs from npm (Gemini CLI, Codex CLI, OpenCode) against scripted fake
-model servers on 127.0.0.1 (``cli_fakes``), in throw-away git repositories: planguard's hooks installed
-with ``planguard install <cli>``, answered by the one hook service (stdlib client, warm daemon) in each
-CLI's dialect. The scripted model navigates, reproduces, patches, tries to submit too early (denied, with
-a reason the model reads in its next request), validates and submits; reminders reach later requests;
-and replaying the CLI's own session file gives the live steps and denials.
+"""End to end with the real coding CLIs from npm (Gemini CLI, Codex CLI, OpenCode, Claude Code) against
+scripted fake model servers on 127.0.0.1 (``cli_fakes``), in throw-away git repositories: planguard's
+hooks installed with ``planguard install <cli>``, answered by the one hook service (stdlib client, warm
+daemon) in each CLI's dialect. The scripted model navigates, reproduces, patches, tries to submit too
+early (denied, with a reason the model reads in its next request), validates and submits; reminders
+reach later requests; and replaying the CLI's own session file (with its working directory, as
+``planguard replay`` does) gives the live steps and denials, under the live rules.
 
 The CLIs are installed by ``.ci/services/clis.sh`` (pinned versions, ``~/.cache/planguard-clis``, or
 ``$PLANGUARD_CLI_PREFIX``), by the test itself when missing; a test skips only without npm.
@@ -17,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from claude_hook_support import daemon_sandbox
 from cli_fakes import (
     FakeChatCompletions,
     FakeGemini,
+    FakeMessages,
+    FakeModelServer,
     FakeResponses,
     cli_binary,
     cli_prefix,
@@ -43,12 +46,13 @@ TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
 SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
 GATE_TEXT = "PLANGUARD GATE (validate-before-submit)"
 REMINDER_TEXT = "PLAN REMINDER:"
+PROMPT = "Fix the bug in calc.py, test it, then run ./submit.sh."
 
 
-def _config(shell_tool: str, rules: str = "live") -> str:
+def _config(shell_tool: str) -> str:
     return f"""\
 plan: plan
-rules: {rules}
+rules: live
 telemetry: {{enabled: false}}
 store: {{enabled: false}}
 policies:
@@ -90,7 +94,14 @@ def workspace() -> Iterator[dict[str, Path]]:
     home.mkdir()
     try:
         with daemon_sandbox(tmp / "state") as run_dir:
-            yield {"tmp": tmp, "work": work, "home": home, "state": tmp / "state", "run": run_dir}
+            yield {
+                "tmp": tmp,
+                "work": work,
+                "home": home,
+                "config": tmp / "planguard.yaml",
+                "state": tmp / "state",
+                "run": run_dir,
+            }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -116,20 +127,15 @@ def _base_env(home: Path) -> dict[str, str]:
     return env
 
 
-def _install(agent: str, work: Path, config: Path, state: Path) -> None:
+def _install(agent: str, workspace: dict[str, Path], shell_tool: str) -> None:
+    """The test's config (its gate on ``shell_tool``, the CLI's shell tool as its hooks name it), and
+    planguard's hooks installed for ``agent`` into the repository, as a user would."""
+    workspace["config"].write_text(_config(shell_tool))
     proc = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "planguard",
-            "install",
-            agent,
-            "--project-dir",
-            str(work),
-            "--config",
-            str(config),
-            "--state-dir",
-            str(state),
+            *(sys.executable, "-m", "planguard", "install", agent),
+            *("--project-dir", str(workspace["work"])),
+            *("--config", str(workspace["config"]), "--state-dir", str(workspace["state"])),
         ],
         capture_output=True,
         text=True,
@@ -138,17 +144,57 @@ def _install(agent: str, work: Path, config: Path, state: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def _check_live(summary: dict[str, Any] | None, letters: str) -> dict[str, Any]:
+def _run(argv: list[str], work: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The CLI, non-interactively, in the repository; it must exit 0."""
+    proc = subprocess.run(
+        argv, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    return proc
+
+
+def _check_run(fake: FakeModelServer, workspace: dict[str, Path], tool_result: Callable[[int], str]) -> None:
+    """What every scripted run must show. ``tool_result(i)``: the result of turn ``i``'s call as the model
+    read it in agent-loop request ``i`` (JSON text). The early submit (turn 5) never ran and the model read
+    why; the later one (turn 7) ran once; the patch was made; reminders reached later requests."""
+    work = workspace["work"]
+    assert not fake.unknown, fake.unknown
+    errors = workspace["state"] / "hook-errors.log"
+    assert not errors.exists(), errors.read_text()
+    assert (work / "submissions.log").read_text() == "submitted\n"
+    assert len(fake.requests) == 8
+    assert GATE_TEXT in tool_result(5)
+    assert "submitted" in tool_result(7)
+    assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    reminded = fake.sent_after(0, REMINDER_TEXT)
+    assert reminded and reminded[0] >= 2, reminded
+
+
+def _check_live(session_id: str, workspace: dict[str, Path]) -> dict[str, Any]:
+    """What planguard recorded live: every hook call through one daemon, none failed; the phases, steps
+    (the denied call is not one), the denial and the plan's compliance."""
+    state = workspace["state"]
+    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
+    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    summary = read_summary(session_id, str(workspace["config"]), str(state))
     assert summary is not None
-    assert summary["letters"] == letters
-    assert summary["n_steps"] == 6  # the denied call is not a step
+    assert summary["letters"] == "NRRPV"
+    assert summary["n_steps"] == 6
     assert summary["decision_counts"].get("deny") == 1
     assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
     return summary
 
 
-def _replay(path: Path, loader_module: str, config: Path, session_id: str | None = None) -> Any:
-    """The CLI's own session file replayed offline (skips while the loader is not on this branch)."""
+def _check_replay(
+    path: Path,
+    loader_module: str,
+    workspace: dict[str, Path],
+    live: dict[str, Any],
+    session_id: str | None = None,
+) -> None:
+    """The CLI's own session file replayed offline, as ``planguard replay`` does (with the run's metadata:
+    its working directory is what the live rules judge paths against), gives the live phases, steps and
+    denial (skips while the loader is not on this branch)."""
     pytest.importorskip(loader_module, reason=f"{loader_module} (the session-file loader) not merged yet")
     from planguard.guard import Guard
     from planguard.loaders import LoadError, Trajectory, iter_trajectories
@@ -159,11 +205,15 @@ def _replay(path: Path, loader_module: str, config: Path, session_id: str | None
     (trajectory,) = [
         t for t in loaded if isinstance(t, Trajectory) and (session_id is None or t.id == session_id)
     ]
-    guard = Guard.from_file(config)
+    assert trajectory.meta.get("cwd") == str(workspace["work"])
+    guard = Guard.from_file(workspace["config"])
     try:
-        return replay_events(trajectory.events, guard.pipeline, trajectory.id).end()
+        offline = replay_events(trajectory.events, guard.pipeline, trajectory.id, trajectory.meta).end()
     finally:
         guard.shutdown()
+    assert offline.letters == live["letters"]
+    assert offline.n_steps == live["n_steps"]
+    assert offline.decision_counts.get("deny") == 1
 
 
 # --------------------------------------------------------------------------- Gemini CLI
@@ -208,13 +258,8 @@ def _function_response(request: dict[str, Any], name: str) -> str:
 
 def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     gemini = _skip_unless("gemini")
-    work, home, state = workspace["work"], workspace["home"], workspace["state"]
-    config = workspace["tmp"] / "planguard.yaml"
-    # The paper's rules: under the live rules the real Gemini run's patch of calc.py (an absolute path in a
-    # repository under /tmp) is read as an R, not a P — an open defect of the live rules with this dialect,
-    # not reproduced by feeding the same calls to LiveRules directly.
-    config.write_text(_config("run_shell_command", rules="v351278e"))
-    _install("gemini", work, config, state)
+    work, home = workspace["work"], workspace["home"]
+    _install("gemini", workspace, "run_shell_command")
     (home / ".gemini").mkdir()
     (home / ".gemini" / "settings.json").write_text(
         json.dumps(
@@ -235,45 +280,16 @@ def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) 
                 "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a throw-away repository: its hooks may run
             }
         )
-        proc = subprocess.run(
-            [
-                str(gemini),
-                *("-p", "Fix the bug in calc.py, test it, then run ./submit.sh.", "--yolo"),
-                *("-m", "gemini-2.5-pro", "--output-format", "json"),
-            ],
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-        assert not fake.unknown, fake.unknown
-        errors = state / "hook-errors.log"
-        assert not errors.exists(), errors.read_text()
-
-        # The early submit never ran; the model read why, as the tool's error, in its next request.
-        assert (work / "submissions.log").read_text() == "submitted\n"
-        assert len(fake.requests) == 8
-        assert GATE_TEXT in _function_response(fake.requests[5], "run_shell_command")
-        assert "submitted" in _function_response(fake.requests[7], "run_shell_command")
-        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
-        # Reminders reached later model requests (appended to a tool result by AfterTool).
-        reminded = fake.sent_after(0, REMINDER_TEXT)
-        assert reminded and reminded[0] >= 2, reminded
+        argv = [str(gemini), "-p", PROMPT, "--yolo", "-m", "gemini-2.5-pro", "--output-format", "json"]
+        proc = _run(argv, work, env)
+        # A denial is the tool's error, a reminder is appended to a tool result (AfterTool).
+        _check_run(fake, workspace, lambda i: _function_response(fake.requests[i], "run_shell_command"))
 
     session_id = json.loads(proc.stdout)["session_id"]
-    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
-    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
-    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
-    assert summary["n_model_calls"] >= 7
-
+    live = _check_live(session_id, workspace)
+    assert live["n_model_calls"] >= 7
     (recording,) = (home / ".gemini" / "tmp").glob(f"*/chats/session-*{session_id[:8]}*.json*")
-    offline = _replay(recording, "planguard.loaders.gemini_cli", config)
-    assert offline.letters == summary["letters"]
-    assert offline.n_steps == summary["n_steps"]
-    assert offline.decision_counts.get("deny") == 1
+    _check_replay(recording, "planguard.loaders.gemini_cli", workspace, live)
 
 
 # --------------------------------------------------------------------------- Codex CLI
@@ -309,10 +325,8 @@ def _call_output(request: dict[str, Any], call_id: str) -> str:
 
 def test_codex_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     codex = _skip_unless("codex")
-    work, home, state = workspace["work"], workspace["home"], workspace["state"]
-    config = workspace["tmp"] / "planguard.yaml"
-    config.write_text(_config("Bash"))  # Codex's hooks name its shell tool (exec_command) Bash
-    _install("codex", work, config, state)
+    work, home = workspace["work"], workspace["home"]
+    _install("codex", workspace, "Bash")  # Codex's hooks name its shell tool (exec_command) Bash
     codex_home = home / ".codex"
     codex_home.mkdir()
     with FakeResponses(_codex_turns()) as fake:
@@ -339,46 +353,16 @@ enabled = false
         )
         env = _base_env(home)
         env.update({"CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"})
-        proc = subprocess.run(
-            [
-                str(codex),
-                "exec",
-                # The hooks were written by this test (planguard install codex): no review needed.
-                "--dangerously-bypass-hook-trust",
-                "--json",
-                "Fix the bug in calc.py, test it, then run ./submit.sh.",
-            ],
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-        assert not fake.unknown, fake.unknown
-        errors = state / "hook-errors.log"
-        assert not errors.exists(), errors.read_text()
-
-        assert (work / "submissions.log").read_text() == "submitted\n"
-        assert len(fake.requests) == 8
-        assert GATE_TEXT in _call_output(fake.requests[5], "call_05")
-        assert "submitted" in _call_output(fake.requests[7], "call_07")
-        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
-        reminded = fake.sent_after(0, REMINDER_TEXT)
-        assert reminded and reminded[0] >= 2, reminded
+        # The hooks were written by this test (planguard install codex): no review needed.
+        argv = [str(codex), "exec", "--dangerously-bypass-hook-trust", "--json", PROMPT]
+        proc = _run(argv, work, env)
+        _check_run(fake, workspace, lambda i: _call_output(fake.requests[i], f"call_{i:02d}"))
 
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     (session_id,) = {e["thread_id"] for e in events if e.get("type") == "thread.started"}
-    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
-    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
-    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
-
+    live = _check_live(session_id, workspace)
     (rollout,) = (codex_home / "sessions").rglob(f"rollout-*{session_id}.jsonl")
-    offline = _replay(rollout, "planguard.loaders.codex", config)
-    assert offline.letters == summary["letters"]
-    assert offline.n_steps == summary["n_steps"]
-    assert offline.decision_counts.get("deny") == 1
+    _check_replay(rollout, "planguard.loaders.codex", workspace, live)
 
 
 # --------------------------------------------------------------------------- OpenCode (plugin)
@@ -418,11 +402,8 @@ def _tool_message(request: dict[str, Any], call_id: str) -> str:
 
 def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     opencode = _skip_unless("opencode")
-    work, home, state = workspace["work"], workspace["home"], workspace["state"]
-    config = workspace["tmp"] / "planguard.yaml"
-    # The paper's rules, for the same open defect as the Gemini test's.
-    config.write_text(_config("bash", rules="v351278e"))
-    _install("opencode", work, config, state)
+    work, home = workspace["work"], workspace["home"]
+    _install("opencode", workspace, "bash")
     assert (work / ".opencode" / "plugin" / "planguard.js").is_file()
     with FakeChatCompletions(_opencode_turns(work)) as fake:
         provider = {
@@ -454,42 +435,69 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
                 "OPENCODE_DISABLE_CLAUDE_CODE": "1",
             }
         )
-        proc = subprocess.run(
-            [
-                str(opencode),
-                "run",
-                "--format",
-                "json",
-                "Fix the bug in calc.py, test it, then run ./submit.sh.",
-            ],
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-        assert not fake.unknown, fake.unknown
-        errors = state / "hook-errors.log"
-        assert not errors.exists(), errors.read_text()
-
-        assert (work / "submissions.log").read_text() == "submitted\n"
-        assert len(fake.requests) == 8
-        assert GATE_TEXT in _tool_message(fake.requests[5], "call_05")
-        assert "submitted" in _tool_message(fake.requests[7], "call_07")
-        assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
-        reminded = fake.sent_after(0, REMINDER_TEXT)
-        assert reminded and reminded[0] >= 2, reminded
+        proc = _run([str(opencode), "run", "--format", "json", PROMPT], work, env)
+        _check_run(fake, workspace, lambda i: _tool_message(fake.requests[i], f"call_{i:02d}"))
 
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     (session_id,) = {e["sessionID"] for e in events if e.get("sessionID")}
-    daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
-    assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
-    summary = _check_live(read_summary(session_id, str(config), str(state)), "NRRPV")
-
+    live = _check_live(session_id, workspace)
     database = home / ".local" / "share" / "opencode" / "opencode.db"  # where opencode 1.18 keeps sessions
-    offline = _replay(database, "planguard.loaders.opencode", config, session_id)
-    assert offline.letters == summary["letters"]
-    assert offline.n_steps == summary["n_steps"]
-    assert offline.decision_counts.get("deny") == 1
+    _check_replay(database, "planguard.loaders.opencode", workspace, live, session_id)
+
+
+# --------------------------------------------------------------------------- Claude Code (npm)
+
+
+def _claude_turns(work: Path) -> list[list[dict[str, Any]]]:
+    def tool(n: int, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": name, "args": args, "id": f"toolu_{n:02d}"}]
+
+    def bash(n: int, command: str) -> list[dict[str, Any]]:
+        return tool(n, "Bash", {"command": command, "description": f"step {n}"})
+
+    calc = str(work / "calc.py")
+    return [
+        tool(1, "Read", {"file_path": calc}),
+        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        bash(3, "python3 test_calc.py"),
+        tool(4, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"}),
+        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        bash(6, "python3 test_calc.py"),
+        bash(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+    claude = _skip_unless("claude")
+    work, home = workspace["work"], workspace["home"]
+    _install("claude-code", workspace, "Bash")
+    assert (work / ".claude" / "settings.json").is_file()
+    config_dir = home / ".claude"  # CLAUDE_CONFIG_DIR: settings, and the session files under projects/
+    with FakeMessages(_claude_turns(work)) as fake:
+        env = _base_env(home)
+        env.update(
+            {
+                "CLAUDE_CONFIG_DIR": str(config_dir),
+                "ANTHROPIC_BASE_URL": fake.url,
+                "ANTHROPIC_API_KEY": "sk-ant-fake",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no autoupdate, telemetry, error reports
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+            }
+        )
+        argv = [
+            *(str(claude), "-p", PROMPT, "--output-format", "stream-json", "--verbose"),
+            *("--allowedTools", "Bash,Read,Edit", "--model", "claude-sonnet-4-5"),
+        ]
+        proc = _run(argv, work, env)
+        # A denial is the tool_result's error text; a reminder is hook context on a tool result.
+        _check_run(fake, workspace, lambda i: fake.tool_result(i, f"toolu_{i:02d}"))
+
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["session_id"] for e in events if e.get("type") == "result"}
+    live = _check_live(session_id, workspace)
+    assert live["n_model_calls"] == len(fake.requests)
+    (transcript,) = (config_dir / "projects").glob(f"*/{session_id}.jsonl")
+    _check_replay(transcript, "planguard.loaders.claude_code", workspace, live)

@@ -8,7 +8,7 @@
 set -euo pipefail
 PREFIX="${PLANGUARD_CLI_PREFIX:-$HOME/.cache/planguard-clis}"
 # The versions the dialects were checked against (README: "Hooks for every coding CLI").
-PACKAGES=(@openai/codex@0.171.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33)
+PACKAGES=(@openai/codex@0.171.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.328)
 
 start() {
   if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then

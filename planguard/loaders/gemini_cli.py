@@ -16,14 +16,21 @@ present, are upserted too: a compression replaces the model's context, not the c
 ``{"$rewindTo": id}`` markers (counted; the calls after it still ran). :func:`load_gemini_cli` reads
 both.
 
+The run's working directory (what the live phase rules judge paths against) is the record's first
+``directories`` entry, else the project directory gemini-cli's project registry (``projectRegistry.ts``)
+writes to ``<project>/.project_root`` beside ``chats/`` — taken only when its SHA-256 is the record's
+``projectHash`` (how gemini-cli names a project), so another project's marker is never used.
+
 A call whose status is ``cancelled`` (the user declined the confirmation, or the turn was cancelled
 before it ran) is not a step; one answered with planguard's own reason text is a denial.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from planguard.events import ToolEvent
@@ -98,16 +105,19 @@ def load_gemini_cli(
             if event is not None:
                 events.append(event)
     directories = metadata.get("directories")
+    project_hash = as_str(metadata.get("projectHash"))
+    if isinstance(directories, list) and directories and isinstance(directories[0], str):
+        cwd: str | None = directories[0]
+    else:
+        cwd = _project_root(path, project_hash)
     meta = new_meta(
         model=model,
         task=task,
         final_text=final_text,
         n_model_calls=n_model_calls or None,
         session_id=as_str(metadata.get("sessionId")),
-        project_hash=as_str(metadata.get("projectHash")),
-        cwd=directories[0]
-        if isinstance(directories, list) and directories and isinstance(directories[0], str)
-        else None,
+        project_hash=project_hash,
+        cwd=cwd,
         summary=as_str(metadata.get("summary")),
         n_rewinds=n_rewinds,
         unanswered_tool_calls=sum(1 for e in events if e.result is None and e.blocked is None),
@@ -115,6 +125,22 @@ def load_gemini_cli(
     run_id = as_str(metadata.get("sessionId")) or stem
     run = Trajectory(id=run_id, source=path, format="gemini-cli", events=events, meta=meta)
     yield from checked_run(run, list(messages.values()), path, None)
+
+
+def _project_root(path: str, project_hash: str | None) -> str | None:
+    """The project directory of a recording at ``<project>/chats/<file>``, from ``<project>/.project_root``
+    when the directory's SHA-256 is ``project_hash``; else None."""
+    if not project_hash:
+        return None
+    marker = Path(path).parent.parent / ".project_root"
+    try:
+        with open(marker, "rb") as f:
+            root = f.read(4097).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not root.startswith("/") or len(root) > 4096:
+        return None
+    return root if hashlib.sha256(root.encode()).hexdigest() == project_hash else None
 
 
 def _tool_event(call: Any) -> ToolEvent | None:
