@@ -433,6 +433,11 @@ def _metadata(payload: Mapping[str, Any], source: str = "claude-code") -> dict[s
         v = payload.get(k)
         if isinstance(v, str) and v:
             meta[f"{prefix}.{k}"] = v
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        # The run's working directory under the key a session reads whatever the CLI (not only Claude
+        # Code's prefixed one): the live rules judge a call that names no directory of its own against it.
+        meta["cwd"] = cwd
     return meta
 
 
