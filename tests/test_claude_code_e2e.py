@@ -1,8 +1,9 @@
 """End to end with the real Claude Code CLI (bundled in the claude-agent-sdk wheel) against a local fake
-Anthropic Messages API: planguard's hooks installed with ``planguard_claude_code.settings``, a scripted
-model that navigates, reproduces, patches, tries to submit too early (denied), validates and submits.
-The hooks run as installed (``python -S .../launch.py``), answered by the warm hook daemon, which the
-first hook call starts; the same scenario also runs with the daemon off.
+Anthropic Messages API (``cli_fakes.FakeMessages``; the npm CLI's run is in ``test_cli_hooks_e2e``):
+planguard's hooks installed with ``planguard_claude_code.settings``, a scripted model that navigates,
+reproduces, patches, tries to submit too early (denied), validates and submits. The hooks run as
+installed (``python -S .../launch.py``), answered by the warm hook daemon, which the first hook call
+starts; the same scenario also runs with the daemon off.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 
 pytest.importorskip("planguard_claude_code")
 from claude_hook_support import daemon_sandbox
+from cli_fakes import FakeMessages
 from planguard_claude_code import client, settings
 from planguard_claude_code.hook import read_summary
 
@@ -39,178 +39,6 @@ def _bundled_cli() -> Path | None:
 
 
 CLI = _bundled_cli()
-
-
-# --------------------------------------------------------------------------- fake Messages API
-
-
-def _sse(events: list[dict[str, Any]]) -> bytes:
-    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
-
-
-def _message_events(msg_id: str, blocks: list[dict[str, Any]], stop: str) -> list[dict[str, Any]]:
-    usage = {"input_tokens": 12, "output_tokens": 1}
-    events: list[dict[str, Any]] = [
-        {
-            "type": "message_start",
-            "message": {
-                "id": msg_id,
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-sonnet-4-5",
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": usage,
-            },
-        }
-    ]
-    for i, block in enumerate(blocks):
-        if block["type"] == "tool_use":
-            events.append(
-                {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {
-                        "type": "tool_use",
-                        "id": block["id"],
-                        "name": block["name"],
-                        "input": {},
-                    },
-                }
-            )
-            events.append(
-                {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
-                }
-            )
-        else:
-            events.append(
-                {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}
-            )
-            events.append(
-                {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "text_delta", "text": block["text"]},
-                }
-            )
-        events.append({"type": "content_block_stop", "index": i})
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 7},
-        }
-    )
-    events.append({"type": "message_stop"})
-    return events
-
-
-class FakeAnthropic:
-    """Scripted turns for the agent loop (requests that offer tools); everything else gets a short text.
-
-    Records every request; unknown endpoints answer 404 and are kept in ``unknown`` for debugging.
-    """
-
-    def __init__(self, turns: list[list[dict[str, Any]]]) -> None:
-        self.turns = turns
-        self.requests: list[dict[str, Any]] = []  # agent-loop request bodies, in order
-        self.other: list[str] = []
-        self.unknown: list[str] = []
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                path = self.path.split("?", 1)[0]
-                if path == "/v1/messages/count_tokens":
-                    self._send(200, b'{"input_tokens": 100}')
-                    return
-                if path != "/v1/messages":
-                    fake.unknown.append(f"POST {self.path}")
-                    self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"fake"}}')
-                    return
-                req = json.loads(body)
-                with fake._lock:
-                    if req.get("tools"):
-                        fake.requests.append(req)
-                        n = len(fake.requests)
-                        blocks = (
-                            fake.turns[n - 1] if n <= len(fake.turns) else [{"type": "text", "text": "done"}]
-                        )
-                    else:
-                        fake.other.append(json.dumps(req)[:200])
-                        blocks = [{"type": "text", "text": "ok"}]
-                stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                if req.get("stream"):
-                    self._send(
-                        200,
-                        _sse(_message_events(f"msg_{len(fake.requests):02d}", blocks, stop)),
-                        "text/event-stream",
-                    )
-                else:
-                    msg = {
-                        "id": "msg_x",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": req.get("model"),
-                        "content": blocks,
-                        "stop_reason": stop,
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 1, "output_tokens": 1},
-                    }
-                    self._send(200, json.dumps(msg).encode())
-
-            def do_GET(self) -> None:
-                fake.unknown.append(f"GET {self.path}")
-                self._send(404, b"{}")
-
-            def do_HEAD(self) -> None:
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeAnthropic:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def tool_result_text(self, request_index: int, tool_use_id: str) -> str:
-        """The text of the tool_result block for ``tool_use_id`` in agent-loop request ``request_index``."""
-        for message in self.requests[request_index]["messages"]:
-            content = message.get("content")
-            if not isinstance(content, list):
-                continue
-            for block in content:
-                if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
-                    inner = block.get("content")
-                    if isinstance(inner, list):
-                        return "\n".join(b.get("text", "") for b in inner if isinstance(b, dict))
-                    return str(inner)
-        raise AssertionError(f"no tool_result for {tool_use_id} in request {request_index}")
 
 
 # --------------------------------------------------------------------------- the scenario
@@ -234,8 +62,8 @@ policies:
 
 
 def _turns(work: Path) -> list[list[dict[str, Any]]]:
-    def tool(n: int, name: str, inp: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"type": "tool_use", "id": f"toolu_{n:02d}", "name": name, "input": inp}]
+    def tool(n: int, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": name, "args": args, "id": f"toolu_{n:02d}"}]
 
     def bash(n: int, command: str) -> list[dict[str, Any]]:
         return tool(n, "Bash", {"command": command, "description": f"step {n}"})
@@ -249,7 +77,7 @@ def _turns(work: Path) -> list[list[dict[str, Any]]]:
         bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
         bash(6, "python3 test_calc.py"),
         bash(7, "./submit.sh"),
-        [{"type": "text", "text": "Fixed add(); the test passes and the fix is submitted."}],
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
     ]
 
 
@@ -307,7 +135,7 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert command.split()[1:3] == ["-S", str(Path(client.__file__).resolve().with_name("launch.py"))]
     settings.install(workspace["settings"], command)
 
-    with FakeAnthropic(_turns(work)) as fake:
+    with FakeMessages(_turns(work)) as fake:
         proc = subprocess.run(
             [
                 str(CLI),
@@ -337,9 +165,9 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
 
         # The early submit never ran; the model saw why. The later one ran once.
         assert (work / "submissions.log").read_text() == "submitted\n"
-        denial = fake.tool_result_text(5, "toolu_05")
+        denial = fake.tool_result(5, "toolu_05")
         assert "PLANGUARD GATE (validate-before-submit)" in denial
-        assert "submitted" in fake.tool_result_text(7, "toolu_07")
+        assert "submitted" in fake.tool_result(7, "toolu_07")
         assert (work / "calc.py").read_text() == CALC.replace("a - b", "a + b")
 
         # Reminders reached later model requests, as hook context on a tool result.
@@ -401,7 +229,7 @@ def test_claude_agent_sdk_hook_matchers(workspace: dict[str, Path]) -> None:
 
     work, home = workspace["work"], workspace["home"]
     guard = Guard(load_config(workspace["config"]))
-    with FakeAnthropic(_turns(work)) as fake:
+    with FakeMessages(_turns(work)) as fake:
         options = ClaudeAgentOptions(
             hooks=hook_matchers(guard),  # type: ignore[arg-type]
             allowed_tools=["Bash", "Read", "Edit"],
@@ -423,7 +251,7 @@ def test_claude_agent_sdk_hook_matchers(workspace: dict[str, Path]) -> None:
         session_id = asyncio.run(run())
         assert session_id
         assert (work / "submissions.log").read_text() == "submitted\n"
-        assert "PLANGUARD GATE (validate-before-submit)" in fake.tool_result_text(5, "toolu_05")
+        assert "PLANGUARD GATE (validate-before-submit)" in fake.tool_result(5, "toolu_05")
     summary = guard.end(session_id)
     assert summary is not None
     assert summary.letters == "NRRPV"
