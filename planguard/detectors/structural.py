@@ -13,7 +13,7 @@ import re
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..actions.effects import WriteLedger, _Write, outcome_failed
+from ..actions.effects import WriteLedger, outcome_failed
 from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action, ActionType
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
@@ -268,17 +268,17 @@ class RedundantSearch(Detector):
 # ---------------------------------------------------------------------------------- tool oscillation
 
 
-class _FileCycles:
-    __slots__ = ("cycles", "fired", "last_read", "writes")
-
-    def __init__(self) -> None:
-        self.last_read = -1  # step of the latest read of the file (-1: none yet)
-        # The writes since the last read and the latest 8 cycles, as tuples replaced when they change: most
-        # files are only read and keep the shared empty tuple (a list per file would be two more objects the
-        # garbage collector tracks, per file, in every session).
-        self.writes: tuple[tuple[int, bool, _Write | None], ...] = ()
-        self.cycles: tuple[tuple[int, int, tuple[tuple[int, bool, _Write | None], ...]], ...] = ()
-        self.fired = False
+#: A write between two reads of a file: its step, whether it failed, and whether a later write reverted
+#: it (known when the reverting write arrives).
+_CycleWrite = tuple[int, bool, bool]
+#: A read–write–read cycle: the opening read's step, the closing read's step, the writes between.
+_Cycle = tuple[int, int, tuple[_CycleWrite, ...]]
+#: One file's state: the step of its latest read (-1: none yet), the writes since then, its latest 8
+#: cycles, and whether it has been reported. Tuples of ints and bools, replaced when they change: the
+#: garbage collector does not track them, where an object per file (and a list per file's writes) would
+#: be tracked in every live session.
+_FileCycles = tuple[int, tuple[_CycleWrite, ...], tuple[_Cycle, ...], bool]
+_NEW_FILE: _FileCycles = (-1, (), (), False)
 
 
 class _OscillationState:
@@ -291,9 +291,13 @@ class _OscillationState:
         self.ledger = WriteLedger(max_files=self.MAX_FILES)
 
 
-def _bad(write: tuple[int, bool, _Write | None]) -> bool:
-    _, failed, record = write
-    return failed or (record is not None and record.reverted)
+def _bad(write: _CycleWrite) -> bool:
+    _, failed, reverted = write
+    return failed or reverted
+
+
+def _mark_reverted(writes: tuple[_CycleWrite, ...], steps: list[int]) -> tuple[_CycleWrite, ...]:
+    return tuple((i, failed, reverted or i in steps) for i, failed, reverted in writes)
 
 
 class ToolOscillation(Detector):
@@ -312,14 +316,6 @@ class ToolOscillation(Detector):
     def new_state(self) -> _OscillationState:
         return _OscillationState()
 
-    def _file(self, state: _OscillationState, path: str) -> _FileCycles:
-        fc = state.files.get(path)
-        if fc is None:
-            if len(state.files) >= state.MAX_FILES:
-                del state.files[next(iter(state.files))]
-            fc = state.files[path] = _FileCycles()
-        return fc
-
     def observe(self, step: Step, state: _OscillationState) -> Finding | None:
         a = step.action
         if not isinstance(a, Action):
@@ -328,9 +324,13 @@ class ToolOscillation(Detector):
         path = a.target
         if path is None or (t is not FILE_READ and t is not FILE_WRITE):
             return None
-        fc = state.files.get(path)
+        files = state.files
+        fc = files.get(path)
         if fc is None:
-            fc = self._file(state, path)
+            if len(files) >= state.MAX_FILES:
+                del files[next(iter(files))]
+            fc = _NEW_FILE
+        last_read, writes, cycles, fired = fc
         # Which cycles are bad changes only when a read closes a cycle or a write reverts earlier ones:
         # the predicate is re-evaluated then (it cannot first hold at any other step).
         changed = False
@@ -338,38 +338,41 @@ class ToolOscillation(Detector):
             # The effect tracker, when it ran first, has judged the outcome: FAILED is exactly that.
             effect = step.effect
             failed = effect is FAILED if effect is not None else outcome_failed(a, step.event)
-            record = None
             if not failed:
-                changed = bool(state.ledger.record(step.index, a))
-                entries = state.ledger.files.get(path)
-                record = entries[-1] if entries and entries[-1].index == step.index else None
-            if fc.last_read >= 0:
-                fc.writes = (*fc.writes[-7:], (step.index, failed, record))
+                reverted = state.ledger.record(step.index, a)
+                if reverted:  # earlier writes to this file, reverted by this one
+                    changed = True
+                    writes = _mark_reverted(writes, reverted)
+                    cycles = tuple((r0, r1, _mark_reverted(w, reverted)) for r0, r1, w in cycles)
+            if last_read >= 0:
+                writes = (*writes[-7:], (step.index, failed, False))
         else:
-            if fc.last_read >= 0 and fc.writes:
-                fc.cycles = (*fc.cycles[-7:], (fc.last_read, step.index, fc.writes))
+            if last_read >= 0 and writes:
+                cycles = (*cycles[-7:], (last_read, step.index, writes))
                 changed = True
-            fc.last_read = step.index
-            fc.writes = ()
-        if fc.fired or not changed or not fc.cycles:
+            last_read = step.index
+            writes = ()
+        if fired or not changed or not cycles:
+            files[path] = (last_read, writes, cycles, fired)
             return None
-        bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]
-        if len(bad) >= self.cycles:
-            fc.fired = True
-            first = bad[0][0]
-            spans = "; ".join(
-                f"write at {', '.join(str(w[0]) for w in c[2] if _bad(w))} "
-                f"({'failed' if any(w[1] for w in c[2]) else 'reverted'})"
-                for c in bad
-            )
-            return Finding(
-                self.name,
-                first,
-                step.index,
-                f"{path}: {len(bad)} read–write–read cycles whose write failed or was reverted ({spans})",
-                {"path": path, "cycles": len(bad)},
-            )
-        return None
+        bad = [c for c in cycles if any(_bad(w) for w in c[2])]
+        if len(bad) < self.cycles:
+            files[path] = (last_read, writes, cycles, fired)
+            return None
+        files[path] = (last_read, writes, cycles, True)
+        first = bad[0][0]
+        spans = "; ".join(
+            f"write at {', '.join(str(w[0]) for w in c[2] if _bad(w))} "
+            f"({'failed' if any(w[1] for w in c[2]) else 'reverted'})"
+            for c in bad
+        )
+        return Finding(
+            self.name,
+            first,
+            step.index,
+            f"{path}: {len(bad)} read–write–read cycles whose write failed or was reverted ({spans})",
+            {"path": path, "cycles": len(bad)},
+        )
 
 
 # ------------------------------------------------------------------------------ tool-gated detectors
