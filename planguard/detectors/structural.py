@@ -124,7 +124,9 @@ class _WindowCounts:
         self.window = window
         self.entries: deque[tuple[int, str, int]] = deque()  # (step, key, epoch at the time)
         self.counts: dict[str, int] = {}
-        self.active: set[str] = set()  # keys whose predicate currently holds (reported already)
+        # Keys whose predicate currently holds (reported already): a dict used as a set, which of strings
+        # only the garbage collector does not track (a set it always tracks).
+        self.active: dict[str, None] = {}
         self.epoch: dict[str, int] = {}  # key -> clock of its last invalidation
         self.clock = 0
 
@@ -144,7 +146,7 @@ class _WindowCounts:
                 else:
                     self.counts[key] = c
                 if c < threshold:
-                    self.active.discard(key)
+                    self.active.pop(key, None)
         if not entries and self.epoch:
             self.epoch.clear()  # nothing left to invalidate
 
@@ -157,7 +159,7 @@ class _WindowCounts:
             if len(epoch) > 4 * self.window:  # keep only keys still in the window (bounded state)
                 live = {k for _, k, _ in self.entries}
                 self.epoch = {k: v for k, v in epoch.items() if k in live}
-        self.active.discard(key)
+        self.active.pop(key, None)
 
     def catch_up(self, index: int, threshold: int) -> None:
         """Expire what has left the window by step ``index``. Called lazily, before the next decision,
@@ -172,7 +174,7 @@ class _WindowCounts:
         c = self.counts.get(key, 0) + 1
         self.counts[key] = c
         if c >= threshold and key not in self.active:
-            self.active.add(key)
+            self.active[key] = None
             return c, self.steps_of(key)
         return None
 

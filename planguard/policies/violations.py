@@ -14,7 +14,7 @@ count as skippable or missing (the summary phase S is never produced by the clas
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -123,7 +123,7 @@ class _State:
     seen: int = 0  # bitmask over plan.phases: phases that have happened
     max_idx: int = -1  # furthest plan phase reached
     reported_skip: int = 0  # bitmask: phases already named as skipped
-    extras: set[str] = field(default_factory=set)  # out-of-plan roles already reported (tiny vocabulary)
+    extras: tuple[str, ...] = ()  # out-of-plan roles already reported (a tiny vocabulary: a tuple)
     sent: int = 0
     finish_denials: int = 0
     finish_told: bool = False
@@ -192,7 +192,7 @@ class PlanViolations(Policy):
             j = index(role)
             if j < 0:
                 if cfg.out_of_plan and role not in state.extras and len(state.extras) < 64:
-                    state.extras.add(role)
+                    state.extras = (*state.extras, role)
                     lines = lines or []
                     lines.append(self._fmt(cfg.messages.out_of_plan, phase=role_name(role, self.plan)))
                 continue
