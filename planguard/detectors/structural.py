@@ -380,11 +380,11 @@ class ToolOscillation(Detector):
 # ------------------------------------------------------------------------------ tool-gated detectors
 
 
-class _PlanState:
-    __slots__ = ("fired", "first_write", "plan_seen", "surface", "writes")
+class _PlanState(SurfaceTracker):  # the state is its own surface tracker: one object per session
+    __slots__ = ("fired", "first_write", "plan_seen", "writes")
 
     def __init__(self, scaffold: str | None) -> None:
-        self.surface = SurfaceTracker(scaffold)
+        super().__init__(scaffold)
         self.plan_seen = False
         self.writes = 0
         self.first_write = 0
@@ -415,8 +415,8 @@ class PlanAbsence(Detector):
         if not isinstance(a, Action):
             a = action_of(step)
         scaffold = a.scaffold
-        if scaffold is not None and scaffold not in state.surface.seen:
-            state.surface.learn(a)
+        if scaffold is not None and scaffold not in state.seen:
+            state.learn(a)
         t = a.type
         if t is not FILE_WRITE:
             if t is PLAN:
@@ -425,7 +425,7 @@ class PlanAbsence(Detector):
         if state.writes == 0:
             state.first_write = step.index
         state.writes += 1
-        if state.writes >= self.writes and state.surface.surface.plan_tool:
+        if state.writes >= self.writes and state.surface.plan_tool:
             state.fired = True
             return Finding(
                 self.name,
@@ -443,11 +443,11 @@ SHELL_READERS = frozenset({"cat", "head", "tail", "less", "more"})
 SHELL_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "find"})
 
 
-class _ShellState:
-    __slots__ = ("active", "count", "surface")
+class _ShellState(SurfaceTracker):  # the state is its own surface tracker: one object per session
+    __slots__ = ("active", "count")
 
     def __init__(self, scaffold: str | None) -> None:
-        self.surface = SurfaceTracker(scaffold)
+        super().__init__(scaffold)
         self.active = False
         self.count = 0
 
@@ -474,8 +474,8 @@ class ShellOverTool(Detector):
         if not isinstance(a, Action):
             a = action_of(step)
         scaffold = a.scaffold
-        if scaffold is not None and scaffold not in state.surface.seen:
-            state.surface.learn(a)
+        if scaffold is not None and scaffold not in state.seen:
+            state.learn(a)
         word = a.shell
         if word is None:
             if a.structured and (a.type is FILE_READ or a.type is SEARCH):
@@ -483,7 +483,7 @@ class ShellOverTool(Detector):
             return None
         if state.active:
             return None
-        surface = state.surface.surface
+        surface = state.surface
         if (word in SHELL_READERS and surface.structured_read) or (
             word in SHELL_SEARCHERS and surface.structured_search
         ):
