@@ -20,9 +20,10 @@ the live objects each session holds.
    at start-up, which is what an application that freezes its start-up objects gets (a gen-2 pass then
    walks only what came later: the sessions and the calls in flight). planguard itself never calls
    ``gc.freeze``, ``gc.disable`` or ``gc.set_threshold``: the application owns its collector.
-2. **Live objects per session.** ``gc.get_objects()`` counts (objects the collector tracks, which is what
-   a gen-2 collection walks) of ``--sessions`` sessions, each driven to the end of its run but not
-   ended, minus the count before they were made, divided by the number of sessions; the store is flushed
+2. **Live objects per session.** ``gc.get_objects()`` counts (objects the collector tracks, which is
+   what a gen-2 collection walks) of ``--sessions`` sessions, each driven to the end of its run but not
+   ended, minus the count before they were made, divided by the number of sessions, and the CPU time of
+   a full collection (``gc.collect()``, best of 5) before and with them; the store is flushed
    first, so queued records are not counted. The biggest types are listed, and the process's own tracked
    objects by the package of their type.
 
@@ -239,6 +240,7 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
     n_before = len(before)
     held = Counter(str(type(o).__module__).split(".")[0] for o in before)
     del before
+    idle_gc = full_collection_cpu()
     print(
         f"the process's own tracked objects (modules, Guard, corpus, warm-up memos): {n_before:,}; by the"
         " package of their type: " + ", ".join(f"{name} {n:,}" for name, n in held.most_common(8))
@@ -252,6 +254,7 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
     grown = Counter(type(o).__name__ for o in after if id(o) not in before_ids)
     n_after = len(after)
     del after
+    live_gc = full_collection_cpu()
     steps = sum(len(runs[i % len(runs)]) for i in range(args.sessions))
     per_session = (n_after - n_before) / args.sessions
     print(
@@ -259,6 +262,10 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
         f"  ({n_after - n_before:,} for {args.sessions} sessions, {steps / args.sessions:.0f} calls each)"
     )
     print("  by type: " + ", ".join(f"{name} {n / args.sessions:.1f}" for name, n in grown.most_common(12)))
+    print(
+        f"  a full collection (gc.collect(), CPU, best of 5): {ms(idle_gc)} ms before the sessions were"
+        f" made, {ms(live_gc)} ms with them live: {ms(live_gc - idle_gc)} ms for {args.sessions} sessions"
+    )
     for i in range(args.sessions):
         guard.end(f"o{i}")
     guard.shutdown()
@@ -266,6 +273,16 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
     print(
         f"  after the sessions ended: {(len(gc.get_objects()) - n_before) / args.sessions:,.1f} per session"
     )
+
+
+def full_collection_cpu(repeat: int = 5) -> float:
+    """The CPU time of a full collection of what is live now (the best of ``repeat``)."""
+    best = float("inf")
+    for _ in range(repeat):
+        c0 = cpu()
+        gc.collect()
+        best = min(best, cpu() - c0)
+    return best
 
 
 def sync_drive(guard: Guard, sid: str, events: list[ToolEvent]) -> None:
