@@ -1,7 +1,8 @@
 """Tail latency under many sessions (issue #17): 1,000 concurrent async sessions on one event loop, and
 the live objects each session holds.
 
-    python benchmarks/bench_sessions.py [--sessions 1000] [--otel-sdk] [--skip-objects]
+    python benchmarks/bench_sessions.py [--sessions 1000] [--pace-ms 0] [--otel-sdk] [--skip-objects]
+                                        [--no-freeze-row]
 
 1. **Latency.** ``--sessions`` asyncio tasks, one session each, start together on one ``Guard`` with the
    default config (telemetry on the process's providers — no-ops unless ``--otel-sdk`` installs an SDK
@@ -13,13 +14,21 @@ the live objects each session holds.
    and the hooks of 1,000 sessions interleave. Each hook call's wall time is recorded; a tool call's time
    is its ``abefore_tool`` plus its ``aafter_tool``. Printed: p50 / p99 / max per tool call (and per hook),
    the gen-2 garbage collections (``gc.callbacks``: how many, their longest) and how many tool calls
-   overlapped one.
-2. **Live objects per session.** ``gc.get_objects()`` counts (objects the collector tracks, which is what
-   a gen-2 collection walks) of ``--sessions`` sessions, each driven to the end of its run but not
-   ended, minus the count before they were made, divided by the number of sessions; the store is flushed
-   first, so queued records are not counted. The biggest types are listed.
+   overlapped one, and how many objects the collector tracked before the sessions started (the process's
+   own: modules, the ``Guard``, the loaded corpus — every gen-2 pass walks them too). The run is made
+   twice: as CPython leaves the collector, and then — a separate row, labelled — after ``gc.freeze()``
+   at start-up, which is what an application that freezes its start-up objects gets (a gen-2 pass then
+   walks only what came later: the sessions and the calls in flight). planguard itself never calls
+   ``gc.freeze``, ``gc.disable`` or ``gc.set_threshold``: the application owns its collector.
+2. **Live objects per session.** ``gc.get_objects()`` counts (objects the collector tracks, which is
+   what a gen-2 collection walks) of ``--sessions`` sessions, each driven to the end of its run but not
+   ended, minus the count before they were made, divided by the number of sessions, and the CPU time of
+   a full collection (``gc.collect()``, best of 5) before and with them; the store is flushed
+   first, so queued records are not counted. The biggest types are listed, and the process's own tracked
+   objects by the package of their type.
 
-The application's GC settings are left as CPython sets them. Prints; asserts nothing. Targets (issue
+Apart from the labelled ``gc.freeze()`` row, the application's GC settings are left as CPython sets
+them. Prints; asserts nothing. Targets (issue
 #17): p99 ≤ 0.5 ms per call, no call over 20 ms. Wall time on a shared machine: the load average is
 printed; compare figures from runs under similar load.
 """
@@ -153,7 +162,9 @@ def ms(v: float) -> str:
     return f"{v * 1000:.3f}"
 
 
-def run_latency(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str) -> None:
+def run_latency(
+    args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str, *, freeze: bool = False
+) -> None:
     tracer_provider = None
     if args.otel_sdk:
         from opentelemetry.sdk.trace import TracerProvider
@@ -165,24 +176,32 @@ def run_latency(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
 
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(BatchSpanProcessor(Discard()))
-    config = Config.model_validate({"store": {"path": f"{tmp}/latency"}})
+    config = Config.model_validate({"store": {"path": f"{tmp}/latency{'-frozen' if freeze else ''}"}})
     guard = Guard(config, tracer_provider=tracer_provider)
     watch = Gen2Watch()
     gc.collect()
+    if (
+        freeze
+    ):  # the application's choice, shown as its own row: everything so far leaves the collector's view
+        gc.freeze()
+    walked = len(gc.get_objects())  # (frozen objects are not listed: a collection no longer walks them)
     gc.callbacks.append(watch)
     t0 = wall()
     try:
         t = asyncio.run(all_sessions(guard, runs, args))
     finally:
         gc.callbacks.remove(watch)
+        if freeze:
+            gc.unfreeze()
     elapsed = wall() - t0
     guard.shutdown()
     if tracer_provider is not None:
         tracer_provider.shutdown()
     t.hooks.sort()
     in_gc = {t.hooks[i][2] for i in watch.overlapping([(h[0], h[1]) for h in t.hooks])}
+    label = "AFTER gc.freeze() AT START-UP (the application's choice)" if freeze else "GC as CPython sets it"
     print(
-        f"{args.sessions} concurrent sessions, {len(t.wall):,} tool calls in {elapsed:.1f} s"
+        f"[{label}] {args.sessions} concurrent sessions, {len(t.wall):,} tool calls in {elapsed:.1f} s"
         f" (pace {args.pace_ms:g} ms), per tool call (abefore_tool + aafter_tool), ms:"
     )
     for name, values in (("wall", t.wall), ("cpu", t.cpu)):
@@ -203,6 +222,7 @@ def run_latency(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
         )
     else:
         print("  gen-2 collections: 0")
+    print(f"  objects the collector tracked before the sessions started: {walked:,}")
 
 
 def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str) -> None:
@@ -218,7 +238,13 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
     before = gc.get_objects()
     before_ids = {id(o) for o in before}
     n_before = len(before)
+    held = Counter(str(type(o).__module__).split(".")[0] for o in before)
     del before
+    idle_gc = full_collection_cpu()
+    print(
+        f"the process's own tracked objects (modules, Guard, corpus, warm-up memos): {n_before:,}; by the"
+        " package of their type: " + ", ".join(f"{name} {n:,}" for name, n in held.most_common(8))
+    )
     for i in range(args.sessions):
         sync_drive(guard, f"o{i}", runs[i % len(runs)])
     if store is not None:
@@ -228,6 +254,7 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
     grown = Counter(type(o).__name__ for o in after if id(o) not in before_ids)
     n_after = len(after)
     del after
+    live_gc = full_collection_cpu()
     steps = sum(len(runs[i % len(runs)]) for i in range(args.sessions))
     per_session = (n_after - n_before) / args.sessions
     print(
@@ -235,6 +262,10 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
         f"  ({n_after - n_before:,} for {args.sessions} sessions, {steps / args.sessions:.0f} calls each)"
     )
     print("  by type: " + ", ".join(f"{name} {n / args.sessions:.1f}" for name, n in grown.most_common(12)))
+    print(
+        f"  a full collection (gc.collect(), CPU, best of 5): {ms(idle_gc)} ms before the sessions were"
+        f" made, {ms(live_gc)} ms with them live: {ms(live_gc - idle_gc)} ms for {args.sessions} sessions"
+    )
     for i in range(args.sessions):
         guard.end(f"o{i}")
     guard.shutdown()
@@ -242,6 +273,16 @@ def run_objects(args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str)
     print(
         f"  after the sessions ended: {(len(gc.get_objects()) - n_before) / args.sessions:,.1f} per session"
     )
+
+
+def full_collection_cpu(repeat: int = 5) -> float:
+    """The CPU time of a full collection of what is live now (the best of ``repeat``)."""
+    best = float("inf")
+    for _ in range(repeat):
+        c0 = cpu()
+        gc.collect()
+        best = min(best, cpu() - c0)
+    return best
 
 
 def sync_drive(guard: Guard, sid: str, events: list[ToolEvent]) -> None:
@@ -261,6 +302,9 @@ def main() -> None:
     ap.add_argument("--otel-sdk", action="store_true", help="spans through an SDK TracerProvider")
     ap.add_argument("--skip-objects", action="store_true", help="latency only")
     ap.add_argument("--skip-latency", action="store_true", help="live objects only")
+    ap.add_argument(
+        "--no-freeze-row", action="store_true", help="skip the second latency run after gc.freeze()"
+    )
     args = ap.parse_args()
     runs = load_runs()
     print(
@@ -269,6 +313,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="planguard-bench-sessions-") as tmp:
         if not args.skip_latency:
             run_latency(args, runs, tmp)
+            if not args.no_freeze_row:
+                gc.collect()
+                run_latency(args, runs, tmp, freeze=True)
         if not args.skip_objects:
             run_objects(args, runs, tmp)
 

@@ -461,8 +461,8 @@ def _rapid_rewrites(view: RunView, idx: list[int]) -> dict[str, int]:
         a = view.actions[i]
         if a.type is not ActionType.FILE_WRITE or view.effects[i] is Effect.FAILED or not a.target:
             continue
-        for w in ledger.record(i, a):
-            if i - w.index <= RAPID_REWRITE_STEPS:
+        for earlier in ledger.record(i, a):
+            if i - earlier <= RAPID_REWRITE_STEPS:
                 out[a.target] = out.get(a.target, 0) + 1
     return out
 

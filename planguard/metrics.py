@@ -159,8 +159,9 @@ class Compliance:
         self.extras: dict[str, None] = {}  # insertion-ordered set of out-of-plan phase types
         self.n = 0
         # Roles seen before: every phase they match has been reached (at their first occurrence), or they
-        # are a recorded extra, so another occurrence changes nothing but the count.
-        self._settled: set[str] = set()
+        # are a recorded extra, so another occurrence changes nothing but the count. A dict used as a set:
+        # of strings only, the garbage collector does not track it (it always tracks a set).
+        self._settled: dict[str, None] = {}
         self._cache: Scores | None = None
 
     def add(self, role: str, at: int | None = None) -> None:
@@ -183,7 +184,7 @@ class Compliance:
             self._cache = None
         self.n += 1
         if len(self._settled) < 256:
-            self._settled.add(role)
+            self._settled[role] = None
 
     def missing(self) -> tuple[str, ...]:
         """Expected phases not reached yet."""

@@ -12,7 +12,7 @@ the run has been going. Offline replay, live middleware and the proxy all drive 
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -163,7 +163,10 @@ class Session:
             layout.plan.name: Compliance(layout) for layout in pipeline.layouts if layout.plan is not None
         }
         self._compliances = tuple(self.compliance.values())
-        self._scored_roles: set[str] = set()
+        # Dicts of strings and ints rather than sets and Counters: the garbage collector stops tracking
+        # such a dict (a set or a dict subclass it always tracks), so a full collection walks fewer
+        # objects per live session.
+        self._scored_roles: dict[str, None] = {}  # a set
         self.n_steps = 0
         self.n_model_calls = 0
         self.detector_states = [d.new_state() for d in pipeline.detectors]
@@ -173,8 +176,8 @@ class Session:
         self._pending: dict[str | int, Step] = {}
         self._queued: deque[Decision] = deque(maxlen=MAX_QUEUED_MESSAGES)
         self.findings: deque[Finding] = deque(maxlen=MAX_KEPT_FINDINGS)
-        self.finding_counts: Counter[str] = Counter()
-        self.decision_counts: Counter[str] = Counter()
+        self.finding_counts: dict[str, int] = {}
+        self.decision_counts: dict[str, int] = {}
         self.started_at = self.last_activity = time.time()
         if started_at is not None:
             self.started_at = started_at
@@ -416,7 +419,7 @@ class Session:
                     for c in self._compliances:
                         c.add(r, at)
                     if len(seen) < MAX_SCORED_ROLES:
-                        seen.add(r)
+                        seen[r] = None
                 at += 1
 
     def _finish(self, step: Step) -> None:
@@ -472,12 +475,13 @@ class Session:
         if step is not None:
             step.findings = (*step.findings, finding)
         self.findings.append(finding)
-        self.finding_counts[finding.detector] += 1
+        self.finding_counts[finding.detector] = self.finding_counts.get(finding.detector, 0) + 1
         for sink in self.pipeline.sinks:
             self._guarded(sink.on_finding, self, step, finding)
 
     def _record_decision(self, step: Step | None, decision: Decision) -> None:
-        self.decision_counts[str(decision.kind)] += 1  # the StrEnum's value (``.value`` runs Python code)
+        kind = str(decision.kind)  # the StrEnum's value (``.value`` runs Python code)
+        self.decision_counts[kind] = self.decision_counts.get(kind, 0) + 1
         for sink in self.pipeline.sinks:
             self._guarded(sink.on_decision, self, step, decision)
 

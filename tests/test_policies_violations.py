@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from planguard.decisions import DecisionKind
 from planguard.events import ToolEvent
+from planguard.policies.match import ToolMatcher
+from planguard.policies.violations import DEFAULT_FINISH_TOOLS
 from planguard.testing import drive, guard_for_tests
 
 NAV = ToolEvent.shell("cat /testbed/src/mod.py")
@@ -165,3 +172,35 @@ def test_no_plan_means_no_violations():
     guard, rec = violations_guard(plan="no_plan")
     drive(guard, "s", [PATCH, SUBMIT], end=True)
     assert not rec.decisions_of(policy="violations")
+
+
+# The single default finish regex the per-literal patterns replaced (searched in a shell tool's command).
+_OLD_FINISH = re.compile(r"(?:^|&&|;|\|\|)\s*submit\s*(?:$|&&|;|\|\|)|COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+_OLD_FINISH_TOOLS = {"submit", "finish", "final_answer", "task_complete"}
+_OLD_SHELL_TOOLS = {"bash", "execute_bash", "shell", "run_shell_command"}
+# Pieces of shell text around a ``submit``: separators, whitespace, near misses, the final echo.
+_COMMAND_BITS = [
+    *("submit", "submit", "resubmit", "Submit"),
+    *(" ", "\t", "\n"),
+    *("&&", "&", ";", "||", "|"),
+    *("echo x", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "COMPLETE_TASK"),
+]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    tool=st.sampled_from(["bash", "execute_bash", "shell", "run_shell_command", "submit", "Bash", "python"]),
+    command=st.lists(st.sampled_from(_COMMAND_BITS), max_size=8).map("".join) | st.text(max_size=40),
+    raw=st.booleans(),
+)
+def test_default_finish_patterns_match_exactly_what_the_old_single_regex_did(
+    tool: str, command: str, raw: bool
+) -> None:
+    """The per-literal default finish patterns decide every call as the one alternation regex did: the
+    finish tools by name, a shell tool's command (parsed or raw argument text) by the regex."""
+    event = ToolEvent(tool, command if raw else {"command": command})
+    name = tool.lower()  # the tool globs are case-insensitive
+    expected = name in _OLD_FINISH_TOOLS or (
+        name in _OLD_SHELL_TOOLS and _OLD_FINISH.search(command) is not None
+    )
+    assert ToolMatcher(DEFAULT_FINISH_TOOLS).matches(event) is expected

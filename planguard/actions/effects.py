@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
 from collections.abc import Iterable
@@ -208,40 +209,16 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
     )
 
 
-class _Write:
-    """One recorded write: its step, whether a later write reverted it, and the text it put in the file
-    (the action's ``new_text``; the ledger keeps no reference to the action itself)."""
-
-    __slots__ = ("index", "new_text", "ref", "reverted", "written")
-
-    def __init__(self, index: int, new_text: str | None, ref: Any) -> None:
-        self.index = index
-        self.new_text = new_text
-        self.reverted = False
-        self.ref = ref  # the Step (see _held), when the caller wants it re-labelled in place
-        self.written: str | None = None  # new_text stripped, once a later edit asks
-
-
-class _StepRef(weakref.ref):  # type: ignore[type-arg]
-    """A weak reference that pickles (a saved session's state) as None: the steps it could reach are gone
-    with the process that saved it."""
-
-    __slots__ = ()
+class _StepBook(weakref.WeakValueDictionary[int, Any]):
+    """The steps a labeler may still re-label in place, by step index, held weakly: a step carries its
+    call's result, and a live session's steps must not outlive their calls (a pending read or a recorded
+    write would keep them). A step that is gone leaves the book by itself, so a live session's book stays
+    empty instead of holding a dead reference per pending step; whoever wants steps re-labelled in place
+    (a replay) holds them anyway. Pickles (a saved session's state) as an empty book: the steps it could
+    reach are gone with the process that saved it."""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(None), ())
-
-
-def _held(ref: Any) -> Any:
-    """``ref`` as kept until its step is revised: weakly when it can be. A step carries its call's result,
-    and a live session's steps must not outlive their calls (up to ``max_pending_reads`` and the ledger's
-    writes of them would); whoever still wants a step re-labelled in place (a replay) holds it anyway."""
-    if ref is None:
-        return None
-    try:
-        return _StepRef(ref)
-    except TypeError:  # not weak-referenceable: kept as given
-        return ref
+        return (type(self), ())
 
 
 def _rewrites(b: str, a: str) -> bool:
@@ -250,15 +227,6 @@ def _rewrites(b: str, a: str) -> bool:
     if not a or not b:
         return False
     return a in b or (b in a and 2 * len(b) >= len(a))
-
-
-def _written(w: _Write) -> str:
-    """``w.new_text`` stripped (empty when there is none), computed once per write."""
-    a = w.written
-    if a is None:
-        new = w.new_text
-        a = w.written = new.strip() if new else ""
-    return a
 
 
 def _anchored(anchors: AnchorSet, action: Action, event: ToolEvent) -> Effect:
@@ -283,60 +251,72 @@ def _search_hits(scope: str | None, head: str, kept: Iterable[str]) -> bool:
     return any(scope == path or (bool(head) and path in head) for path in kept)
 
 
+#: One recorded write: its step, the text it put in the file (the action's ``new_text``, stripped; empty
+#: when there is none) and whether a later write reverted it. A tuple of an int, a string and a bool is
+#: not tracked by the garbage collector, which an object per write would be (in every live session).
+_Write = tuple[int, str, bool]
+
+
 class WriteLedger:
-    """Recent successful writes per file (bounded: files and writes per file), with revert detection."""
+    """Recent successful writes per file (bounded: files and writes per file), with revert detection.
+
+    A file's writes are a tuple of :data:`_Write`, replaced when one is added or reverted."""
 
     __slots__ = ("files", "kept", "max_files", "per_file")
 
     def __init__(self, max_files: int = 256, per_file: int = 4) -> None:
-        self.files: dict[str, list[_Write]] = {}
+        self.files: dict[str, tuple[_Write, ...]] = {}
         # The files some recorded write to survives, kept up to date by record() (a write changes only its
-        # own file's status): what reads and searches are judged against, without a scan of every file.
-        self.kept: set[str] = set()
+        # own file's status): what reads and searches are judged against, without a scan of every file. A
+        # dict used as an insertion-ordered set: of strings only, the collector does not track it.
+        self.kept: dict[str, None] = {}
         self.max_files = max_files
         self.per_file = per_file
 
-    def record(self, index: int, action: Action, ref: Any = None, path: str | None = None) -> list[_Write]:
-        """Add a successful write (to ``path``, by default the action's target); return the earlier writes
-        it reverts (now marked reverted)."""
+    def record(self, index: int, action: Action, path: str | None = None) -> list[int]:
+        """Add a successful write (to ``path``, by default the action's target); return the steps of the
+        earlier writes it reverts (now marked reverted)."""
         if path is None:
             path = action.target
         if path is None:
             return []
         files = self.files
         entries = files.pop(path, None)  # re-insert below: most recently written last (LRU order)
-        reverted: list[_Write] = []
+        reverts: list[int] = []  # positions in ``entries`` of the writes this one reverts
+        reverted: list[int] = []  # and their steps
         kind = action.write
         if entries:
+            live = [k for k, w in enumerate(entries) if not w[2]]
             if kind is WK_CREATE or kind is WK_DELETE:
-                reverted = [w for w in entries if not w.reverted]
+                reverts = live
             elif kind is WK_RESTORE:
-                live = [w for w in entries if not w.reverted]
                 # undo_edit takes back the last edit only; git checkout/restore all of them
-                reverted = live[-1:] if action.intent == "undo_edit" else live
+                reverts = live[-1:] if action.intent == "undo_edit" else live
             elif kind is WK_EDIT:
-                # the stripped texts are computed once: the edit's here, each write's on first use
                 old = action.old_text
                 b = old.strip() if old else ""
                 if b:
-                    reverted = [w for w in entries if not w.reverted and _rewrites(b, _written(w))]
-            for w in reverted:
-                w.reverted = True
+                    reverts = [k for k in live if _rewrites(b, entries[k][1])]
+            if reverts:
+                reverted = [entries[k][0] for k in reverts]
+                entries = tuple(
+                    (i, text, True) if k in reverts else (i, text, gone)
+                    for k, (i, text, gone) in enumerate(entries)
+                )
         else:
-            entries = []
+            entries = ()
             if len(files) >= self.max_files:
                 oldest = next(iter(files))
                 del files[oldest]
-                self.kept.discard(oldest)
+                self.kept.pop(oldest, None)
         if kind is not WK_RESTORE and kind is not WK_DELETE:
-            entries.append(_Write(index, action.new_text, ref))
-            if len(entries) > self.per_file:
-                del entries[0]
+            new = action.new_text
+            entries = (*entries, (index, new.strip() if new else "", False))[-self.per_file :]
         files[path] = entries
-        if any(not w.reverted for w in entries):
-            self.kept.add(path)
+        if any(not gone for _, _, gone in entries):
+            self.kept[path] = None
         else:
-            self.kept.discard(path)
+            self.kept.pop(path, None)
         return reverted
 
     def survives(self, path: str) -> bool:
@@ -349,16 +329,18 @@ class EffectLabeler:
 
     ``label`` returns the provisional effect of the action just observed. Later changes to earlier steps
     (a write reverted, a read found task-relevant at the end) go to ``revisions`` (``{step: Effect}``,
-    the ``max_revisions`` most recent) and, when the caller passed the step object as ``ref`` and it has
-    an ``effect`` attribute, onto that object in place. Offline (:func:`label_effects`) the bounds are the
-    run length; live, they cap what a long session keeps (``max_pending_reads`` reads awaiting the
-    end-of-run relevance check, :class:`WriteLedger`'s files × writes).
+    the ``max_revisions`` most recent) and, when the caller passed the step object as ``step``, it has
+    an ``effect`` attribute and is still alive, onto that object in place (:class:`_StepBook`). Offline
+    (:func:`label_effects`) the bounds are the run length; live, they cap what a long session keeps
+    (``max_pending_reads`` reads awaiting the end-of-run relevance check, :class:`WriteLedger`'s files ×
+    writes).
     """
 
     __slots__ = (
         "_pending_count",
         "_pending_reads",
         "_pending_searches",
+        "_steps",
         "anchors",
         "ledger",
         "max_pending_reads",
@@ -379,13 +361,15 @@ class EffectLabeler:
         self.revisions: dict[int, Effect] = {}
         self.max_revisions = max_revisions
         self.max_pending_reads = max_pending_reads
-        # Without anchors: reads of files not (yet) written, re-labelled JUSTIFIED if the run keeps a write,
-        # and searches (their scope and the start of their output) that named no such file yet.
-        self._pending_reads: dict[str, list[tuple[int, Any]]] = {}
-        self._pending_searches: list[tuple[int, Any, str | None, str]] = []
+        # Without anchors: the steps of reads of files not (yet) written, re-labelled JUSTIFIED if the run
+        # keeps a write, and searches (step, scope, the start of the output) that named no such file yet.
+        # Tuples of ints and strings, which the garbage collector does not track.
+        self._pending_reads: dict[str, tuple[int, ...]] = {}
+        self._pending_searches: list[tuple[int, str | None, str]] = []
         self._pending_count = 0
+        self._steps = _StepBook()  # the steps of pending reads and searches and of recorded writes
 
-    def label(self, index: int, action: Action, event: ToolEvent, ref: Any = None) -> Effect:
+    def label(self, index: int, action: Action, event: ToolEvent, step: Any = None) -> Effect:
         t = action.type
         if t is REASON:
             return REASONING
@@ -402,12 +386,12 @@ class EffectLabeler:
             if result and isinstance(result, str) and _judge(t, action.structured, result):
                 return FAILED
         if t is FILE_WRITE:
-            reverted = self.ledger.record(index, action, _held(ref))
+            reverted = self.ledger.record(index, action)
             for other in action.also_written:  # ``rm a b c``: a write to each file
-                reverted += self.ledger.record(index, action, None, other)
-            if reverted:
-                for w in reverted:
-                    self._revise(w.index, REVERTED, w.ref)
+                reverted += self.ledger.record(index, action, other)
+            self._book(index, step)
+            for i in reverted:
+                self._revise(i, REVERTED)
             return SURVIVED
         if t is FILE_READ:
             if self.anchors is not None:
@@ -420,22 +404,19 @@ class EffectLabeler:
             if path in self.ledger.kept:
                 return JUSTIFIED
             if self._pending_count < self.max_pending_reads:
-                reads = self._pending_reads.get(path)
-                if reads is None:
-                    self._pending_reads[path] = [(index, _held(ref))]
-                else:
-                    reads.append((index, _held(ref)))
+                self._pending_reads[path] = (*self._pending_reads.get(path, ()), index)
                 self._pending_count += 1
+                self._book(index, step)
             return NEUTRAL
         if t is COMMAND:
             return JUSTIFIED if action.is_validation else NEUTRAL
         if t is SEARCH:
             if self.anchors is not None:
                 return _anchored(self.anchors, action, event)
-            return self._search_without_anchors(index, action, event, ref)
+            return self._search_without_anchors(index, action, event, step)
         return RECORDED
 
-    def _search_without_anchors(self, index: int, action: Action, event: ToolEvent, ref: Any) -> Effect:
+    def _search_without_anchors(self, index: int, action: Action, event: ToolEvent, step: Any) -> Effect:
         """A search hits a task-relevant file when its scope or its output names a file the run keeps a
         write to; a later write can make it so, so an unmatched search waits for the end of the run."""
         result = event.result
@@ -443,32 +424,39 @@ class EffectLabeler:
         if _search_hits(action.path, head, self.ledger.kept):
             return JUSTIFIED
         if self._pending_count < self.max_pending_reads:
-            self._pending_searches.append((index, _held(ref), action.path, head))
+            self._pending_searches.append((index, action.path, head))
             self._pending_count += 1
+            self._book(index, step)
         return NEUTRAL
 
-    def _revise(self, index: int, effect: Effect, ref: Any) -> None:
+    def _book(self, index: int, step: Any) -> None:
+        """Keep ``step`` (weakly) to re-label in place, when the caller passed one that can be."""
+        if step is not None and hasattr(step, "effect"):
+            # (one that cannot be held weakly has its revisions in ``revisions`` only)
+            with contextlib.suppress(TypeError):
+                self._steps[index] = step
+
+    def _revise(self, index: int, effect: Effect) -> None:
         revisions = self.revisions
         if index not in revisions and len(revisions) >= self.max_revisions:
             del revisions[next(iter(revisions))]  # keep the most recent
         revisions[index] = effect
-        if isinstance(ref, _StepRef):
-            ref = ref()
-        if ref is not None and hasattr(ref, "effect"):
-            ref.effect = effect
+        step = self._steps.get(index)
+        if step is not None:
+            step.effect = effect
 
     def finish(self) -> dict[int, Effect]:
         """Final labels: reads of files the run kept a write to become JUSTIFIED. Returns the revisions."""
         if self.anchors is None:
             for path, reads in self._pending_reads.items():
                 if self.ledger.survives(path):
-                    for index, ref in reads:
-                        self._revise(index, JUSTIFIED, ref)
+                    for index in reads:
+                        self._revise(index, JUSTIFIED)
             if self._pending_searches:
                 kept = self.ledger.kept
-                for index, ref, scope, head in self._pending_searches:
+                for index, scope, head in self._pending_searches:
                     if _search_hits(scope, head, kept):
-                        self._revise(index, JUSTIFIED, ref)
+                        self._revise(index, JUSTIFIED)
             self._pending_reads.clear()
             self._pending_searches.clear()
             self._pending_count = 0

@@ -29,7 +29,8 @@ class SurfaceTracker:
     """Which structured tools the run's scaffold exposes: configured, or the union of what its tools name.
 
     ``seen`` holds the scaffolds already learned, so callers skip :meth:`learn` for them: nearly every
-    action of a run names the same one.
+    action of a run names the same one. (A tuple: a run names one or two; of strings only, the garbage
+    collector does not track it, where a set is always tracked.)
     """
 
     __slots__ = ("fixed", "seen", "surface")
@@ -37,15 +38,16 @@ class SurfaceTracker:
     def __init__(self, scaffold: str | None = None) -> None:
         self.fixed = scaffold is not None
         self.surface: ToolSurface = SURFACES.get(scaffold or "", _NO_SURFACE)
-        self.seen: set[str] = set()
+        self.seen: tuple[str, ...] = ()
 
     def learn(self, action: Action) -> ToolSurface:
         scaffold = action.scaffold
         if scaffold is not None and scaffold not in self.seen:
-            self.seen.add(scaffold)
+            self.seen = (*self.seen, scaffold)
             known = None if self.fixed else SURFACES.get(scaffold)
             if known is not None:
-                self.surface = self.surface | known
+                # Nothing learned yet: the scaffold's own (shared) surface, not a copy per session.
+                self.surface = known if self.surface is _NO_SURFACE else self.surface | known
         return self.surface
 
 

@@ -75,7 +75,7 @@ class RunFacts:
         self.last_ok_validation = -1  # step of the latest validation command that did not fail (caller sets)
         self.text: str | None = None  # text of the latest reasoning / completion action
         self.recent_work: deque[int] = deque(maxlen=_RECENT_WORK)  # latest steps that are not artifacts
-        self._artifacts: set[str] = set()  # submission files written so far
+        self._artifacts: dict[str, None] = {}  # submission files written so far (a set; untracked by the GC)
 
     def is_submission_artifact(self, action: Action) -> bool:
         t = action.type
@@ -88,7 +88,7 @@ class RunFacts:
             )
             if redirected_git or _SUBMISSION_FILE.search(target) is not None:
                 if len(self._artifacts) < _MAX_ARTIFACTS:
-                    self._artifacts.add(target)
+                    self._artifacts[target] = None
                 return True
             return False
         if t is FILE_READ:

@@ -13,7 +13,7 @@ import re
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..actions.effects import WriteLedger, _Write, outcome_failed
+from ..actions.effects import WriteLedger, outcome_failed
 from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action, ActionType
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
@@ -124,7 +124,9 @@ class _WindowCounts:
         self.window = window
         self.entries: deque[tuple[int, str, int]] = deque()  # (step, key, epoch at the time)
         self.counts: dict[str, int] = {}
-        self.active: set[str] = set()  # keys whose predicate currently holds (reported already)
+        # Keys whose predicate currently holds (reported already): a dict used as a set, which of strings
+        # only the garbage collector does not track (a set it always tracks).
+        self.active: dict[str, None] = {}
         self.epoch: dict[str, int] = {}  # key -> clock of its last invalidation
         self.clock = 0
 
@@ -144,7 +146,7 @@ class _WindowCounts:
                 else:
                     self.counts[key] = c
                 if c < threshold:
-                    self.active.discard(key)
+                    self.active.pop(key, None)
         if not entries and self.epoch:
             self.epoch.clear()  # nothing left to invalidate
 
@@ -157,7 +159,7 @@ class _WindowCounts:
             if len(epoch) > 4 * self.window:  # keep only keys still in the window (bounded state)
                 live = {k for _, k, _ in self.entries}
                 self.epoch = {k: v for k, v in epoch.items() if k in live}
-        self.active.discard(key)
+        self.active.pop(key, None)
 
     def catch_up(self, index: int, threshold: int) -> None:
         """Expire what has left the window by step ``index``. Called lazily, before the next decision,
@@ -172,7 +174,7 @@ class _WindowCounts:
         c = self.counts.get(key, 0) + 1
         self.counts[key] = c
         if c >= threshold and key not in self.active:
-            self.active.add(key)
+            self.active[key] = None
             return c, self.steps_of(key)
         return None
 
@@ -268,17 +270,17 @@ class RedundantSearch(Detector):
 # ---------------------------------------------------------------------------------- tool oscillation
 
 
-class _FileCycles:
-    __slots__ = ("cycles", "fired", "last_read", "writes")
-
-    def __init__(self) -> None:
-        self.last_read = -1  # step of the latest read of the file (-1: none yet)
-        # The writes since the last read and the latest 8 cycles, as tuples replaced when they change: most
-        # files are only read and keep the shared empty tuple (a list per file would be two more objects the
-        # garbage collector tracks, per file, in every session).
-        self.writes: tuple[tuple[int, bool, _Write | None], ...] = ()
-        self.cycles: tuple[tuple[int, int, tuple[tuple[int, bool, _Write | None], ...]], ...] = ()
-        self.fired = False
+#: A write between two reads of a file: its step, whether it failed, and whether a later write reverted
+#: it (known when the reverting write arrives).
+_CycleWrite = tuple[int, bool, bool]
+#: A read–write–read cycle: the opening read's step, the closing read's step, the writes between.
+_Cycle = tuple[int, int, tuple[_CycleWrite, ...]]
+#: One file's state: the step of its latest read (-1: none yet), the writes since then, its latest 8
+#: cycles, and whether it has been reported. Tuples of ints and bools, replaced when they change: the
+#: garbage collector does not track them, where an object per file (and a list per file's writes) would
+#: be tracked in every live session.
+_FileCycles = tuple[int, tuple[_CycleWrite, ...], tuple[_Cycle, ...], bool]
+_NEW_FILE: _FileCycles = (-1, (), (), False)
 
 
 class _OscillationState:
@@ -291,9 +293,13 @@ class _OscillationState:
         self.ledger = WriteLedger(max_files=self.MAX_FILES)
 
 
-def _bad(write: tuple[int, bool, _Write | None]) -> bool:
-    _, failed, record = write
-    return failed or (record is not None and record.reverted)
+def _bad(write: _CycleWrite) -> bool:
+    _, failed, reverted = write
+    return failed or reverted
+
+
+def _mark_reverted(writes: tuple[_CycleWrite, ...], steps: list[int]) -> tuple[_CycleWrite, ...]:
+    return tuple((i, failed, reverted or i in steps) for i, failed, reverted in writes)
 
 
 class ToolOscillation(Detector):
@@ -312,14 +318,6 @@ class ToolOscillation(Detector):
     def new_state(self) -> _OscillationState:
         return _OscillationState()
 
-    def _file(self, state: _OscillationState, path: str) -> _FileCycles:
-        fc = state.files.get(path)
-        if fc is None:
-            if len(state.files) >= state.MAX_FILES:
-                del state.files[next(iter(state.files))]
-            fc = state.files[path] = _FileCycles()
-        return fc
-
     def observe(self, step: Step, state: _OscillationState) -> Finding | None:
         a = step.action
         if not isinstance(a, Action):
@@ -328,9 +326,13 @@ class ToolOscillation(Detector):
         path = a.target
         if path is None or (t is not FILE_READ and t is not FILE_WRITE):
             return None
-        fc = state.files.get(path)
+        files = state.files
+        fc = files.get(path)
         if fc is None:
-            fc = self._file(state, path)
+            if len(files) >= state.MAX_FILES:
+                del files[next(iter(files))]
+            fc = _NEW_FILE
+        last_read, writes, cycles, fired = fc
         # Which cycles are bad changes only when a read closes a cycle or a write reverts earlier ones:
         # the predicate is re-evaluated then (it cannot first hold at any other step).
         changed = False
@@ -338,48 +340,51 @@ class ToolOscillation(Detector):
             # The effect tracker, when it ran first, has judged the outcome: FAILED is exactly that.
             effect = step.effect
             failed = effect is FAILED if effect is not None else outcome_failed(a, step.event)
-            record = None
             if not failed:
-                changed = bool(state.ledger.record(step.index, a))
-                entries = state.ledger.files.get(path)
-                record = entries[-1] if entries and entries[-1].index == step.index else None
-            if fc.last_read >= 0:
-                fc.writes = (*fc.writes[-7:], (step.index, failed, record))
+                reverted = state.ledger.record(step.index, a)
+                if reverted:  # earlier writes to this file, reverted by this one
+                    changed = True
+                    writes = _mark_reverted(writes, reverted)
+                    cycles = tuple((r0, r1, _mark_reverted(w, reverted)) for r0, r1, w in cycles)
+            if last_read >= 0:
+                writes = (*writes[-7:], (step.index, failed, False))
         else:
-            if fc.last_read >= 0 and fc.writes:
-                fc.cycles = (*fc.cycles[-7:], (fc.last_read, step.index, fc.writes))
+            if last_read >= 0 and writes:
+                cycles = (*cycles[-7:], (last_read, step.index, writes))
                 changed = True
-            fc.last_read = step.index
-            fc.writes = ()
-        if fc.fired or not changed or not fc.cycles:
+            last_read = step.index
+            writes = ()
+        if fired or not changed or not cycles:
+            files[path] = (last_read, writes, cycles, fired)
             return None
-        bad = [c for c in fc.cycles if any(_bad(w) for w in c[2])]
-        if len(bad) >= self.cycles:
-            fc.fired = True
-            first = bad[0][0]
-            spans = "; ".join(
-                f"write at {', '.join(str(w[0]) for w in c[2] if _bad(w))} "
-                f"({'failed' if any(w[1] for w in c[2]) else 'reverted'})"
-                for c in bad
-            )
-            return Finding(
-                self.name,
-                first,
-                step.index,
-                f"{path}: {len(bad)} read–write–read cycles whose write failed or was reverted ({spans})",
-                {"path": path, "cycles": len(bad)},
-            )
-        return None
+        bad = [c for c in cycles if any(_bad(w) for w in c[2])]
+        if len(bad) < self.cycles:
+            files[path] = (last_read, writes, cycles, fired)
+            return None
+        files[path] = (last_read, writes, cycles, True)
+        first = bad[0][0]
+        spans = "; ".join(
+            f"write at {', '.join(str(w[0]) for w in c[2] if _bad(w))} "
+            f"({'failed' if any(w[1] for w in c[2]) else 'reverted'})"
+            for c in bad
+        )
+        return Finding(
+            self.name,
+            first,
+            step.index,
+            f"{path}: {len(bad)} read–write–read cycles whose write failed or was reverted ({spans})",
+            {"path": path, "cycles": len(bad)},
+        )
 
 
 # ------------------------------------------------------------------------------ tool-gated detectors
 
 
-class _PlanState:
-    __slots__ = ("fired", "first_write", "plan_seen", "surface", "writes")
+class _PlanState(SurfaceTracker):  # the state is its own surface tracker: one object per session
+    __slots__ = ("fired", "first_write", "plan_seen", "writes")
 
     def __init__(self, scaffold: str | None) -> None:
-        self.surface = SurfaceTracker(scaffold)
+        super().__init__(scaffold)
         self.plan_seen = False
         self.writes = 0
         self.first_write = 0
@@ -410,8 +415,8 @@ class PlanAbsence(Detector):
         if not isinstance(a, Action):
             a = action_of(step)
         scaffold = a.scaffold
-        if scaffold is not None and scaffold not in state.surface.seen:
-            state.surface.learn(a)
+        if scaffold is not None and scaffold not in state.seen:
+            state.learn(a)
         t = a.type
         if t is not FILE_WRITE:
             if t is PLAN:
@@ -420,7 +425,7 @@ class PlanAbsence(Detector):
         if state.writes == 0:
             state.first_write = step.index
         state.writes += 1
-        if state.writes >= self.writes and state.surface.surface.plan_tool:
+        if state.writes >= self.writes and state.surface.plan_tool:
             state.fired = True
             return Finding(
                 self.name,
@@ -438,11 +443,11 @@ SHELL_READERS = frozenset({"cat", "head", "tail", "less", "more"})
 SHELL_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "find"})
 
 
-class _ShellState:
-    __slots__ = ("active", "count", "surface")
+class _ShellState(SurfaceTracker):  # the state is its own surface tracker: one object per session
+    __slots__ = ("active", "count")
 
     def __init__(self, scaffold: str | None) -> None:
-        self.surface = SurfaceTracker(scaffold)
+        super().__init__(scaffold)
         self.active = False
         self.count = 0
 
@@ -469,8 +474,8 @@ class ShellOverTool(Detector):
         if not isinstance(a, Action):
             a = action_of(step)
         scaffold = a.scaffold
-        if scaffold is not None and scaffold not in state.surface.seen:
-            state.surface.learn(a)
+        if scaffold is not None and scaffold not in state.seen:
+            state.learn(a)
         word = a.shell
         if word is None:
             if a.structured and (a.type is FILE_READ or a.type is SEARCH):
@@ -478,7 +483,7 @@ class ShellOverTool(Detector):
             return None
         if state.active:
             return None
-        surface = state.surface.surface
+        surface = state.surface
         if (word in SHELL_READERS and surface.structured_read) or (
             word in SHELL_SEARCHERS and surface.structured_search
         ):

@@ -14,7 +14,7 @@ count as skippable or missing (the summary phase S is never produced by the clas
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -38,16 +38,21 @@ __all__ = [
     "ViolationsConfig",
 ]
 
+_SHELL_TOOLS = ["bash", "execute_bash", "shell", "run_shell_command"]
+#: A shell ``submit`` as a command of its own: ``submit`` between the start of the line or a command
+#: separator (``&&``, ``;``, ``||``) and the end of the line or a separator. One pattern per separator
+#: that can precede it, each starting with that literal (or anchored at the start), rather than one
+#: pattern that starts with an alternation: ``re`` then finds the candidates with a literal scan instead
+#: of trying the whole pattern at every character of a long command (searched on every shell call).
+_SHELL_SUBMIT = tuple(before + r"\s*submit\s*(?:$|&&|;|\|\|)" for before in ("^", "&&", ";", r"\|\|"))
+
 #: Calls that end a run in common scaffolds: a submit/finish tool, SWE-agent's ``submit`` command, and
-#: mini-swe-agent's final echo.
+#: mini-swe-agent's final echo. (Any one pattern matching is a match, so together they equal the single
+#: ``(?:^|&&|;|\|\|)\s*submit\s*(?:$|&&|;|\|\|)|COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` they replace.)
 DEFAULT_FINISH_TOOLS: tuple[ToolPattern, ...] = (
     ToolPattern(tool=["submit", "finish", "final_answer", "task_complete"]),
-    ToolPattern(
-        tool=["bash", "execute_bash", "shell", "run_shell_command"],
-        arguments={
-            "command": r"(?:^|&&|;|\|\|)\s*submit\s*(?:$|&&|;|\|\|)|COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-        },
-    ),
+    *(ToolPattern(tool=_SHELL_TOOLS, arguments={"command": rx}) for rx in _SHELL_SUBMIT),
+    ToolPattern(tool=_SHELL_TOOLS, arguments={"command": "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}),
 )
 
 VIOLATION_FIELDS: dict[str, str] = {
@@ -118,7 +123,7 @@ class _State:
     seen: int = 0  # bitmask over plan.phases: phases that have happened
     max_idx: int = -1  # furthest plan phase reached
     reported_skip: int = 0  # bitmask: phases already named as skipped
-    extras: set[str] = field(default_factory=set)  # out-of-plan roles already reported (tiny vocabulary)
+    extras: tuple[str, ...] = ()  # out-of-plan roles already reported (a tiny vocabulary: a tuple)
     sent: int = 0
     finish_denials: int = 0
     finish_told: bool = False
@@ -187,7 +192,7 @@ class PlanViolations(Policy):
             j = index(role)
             if j < 0:
                 if cfg.out_of_plan and role not in state.extras and len(state.extras) < 64:
-                    state.extras.add(role)
+                    state.extras = (*state.extras, role)
                     lines = lines or []
                     lines.append(self._fmt(cfg.messages.out_of_plan, phase=role_name(role, self.plan)))
                 continue
