@@ -275,8 +275,8 @@ def main() -> None:
                 runner.handle(p)
                 per_call.append(time.perf_counter() - t0)
             runner.close()
-            print(f"  {label + tag + ', calls 1-40':44s} {median_ms(per_call[:40])}")
-            print(f"  {label + tag + ', calls ' + last:44s} {median_ms(per_call[-40:])}")
+            print(f"  {label + tag + ', calls 1-40':54s} {median_ms(per_call[:40])}")
+            print(f"  {label + tag + ', calls ' + last:54s} {median_ms(per_call[-40:])}")
         snap = next((tmp / "inproc-False-store").glob("*.snap"))
         log = next((tmp / "inproc-False-store").glob("*.log"))
         print(
