@@ -354,3 +354,23 @@ def test_codex_and_gemini_daemon_off_one_file_one_end(box: dict[str, Path]) -> N
     assert set(codex_letters) >= {"N", "R", "P", "V"}
     assert set(gemini_letters) >= {"N", "R", "P", "V"}
     assert errors(box) == ""
+
+
+def test_parallel_calls_with_the_daemon_off_share_one_file(box: dict[str, Path]) -> None:
+    """Parallel tool calls (one assistant message, several tool uses): their hook processes run at once
+    and take the session's lock in turn; each appends to the one file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    args = ("--no-daemon",)
+    hook_call(box, PROMPT, args=args)
+    calls = [(f"toolu_p{n}", "Read", {"file_path": f"/tmp/w/m{n}.py"}) for n in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda c: hook_call(box, pre_tool_use(*c, SID), args=args), calls))
+        list(pool.map(lambda c: hook_call(box, post_tool_use(*c, SID), args=args), calls))
+    hook_call(box, END, args=args)
+    (path,) = box["store"].glob("*.jsonl")
+    stored = read_session(path)
+    assert stored.errors == [] and stored.end is not None
+    # (A step is written when its call ends, as in one process: parallel calls in the order they finished.)
+    assert sorted(s.index for s in stored.steps) == [0, 1, 2, 3] and stored.end.n_steps == 4
+    assert errors(box) == ""
