@@ -2,11 +2,14 @@
 
     python benchmarks/bench_hook.py [--calls 40] [--cold 5] [--config FILE]
 
-Reports the median and p90 wall time per hook call
+Reports the median and p90 wall time per hook call, each beside a bare interpreter start
+(``python -S -c pass``) timed alternately with it in the same run, and their ratio (the machine's load
+moves both alike):
 
 * through the warm daemon, for each way to launch the hook: the command ``planguard install claude-code``
   writes (``python -S .../planguard_claude_code/launch.py``), ``planguard hook claude-code`` and the
-  ``planguard-claude-code-hook`` entry point;
+  ``planguard-claude-code-hook`` entry point; and the installed command with the session store on (the
+  default config's: each call's records are in the session's file before the hook answers);
 * for the first call, which starts the daemon (cold start, a fresh state directory each time);
 * with the daemon off (``--no-daemon`` / ``PLANGUARD_HOOK_DAEMON=0``: every call builds planguard itself),
   which is also what a hook does when the daemon is unavailable;
@@ -34,7 +37,7 @@ from typing import Any
 CONFIG = """\
 plan: plan
 telemetry: {enabled: false}
-store: {enabled: false}
+store: {enabled: %s, path: '%s'}
 policies:
   gates:
     - name: validate-before-submit
@@ -85,7 +88,14 @@ def payloads(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def time_command(cmd: list[str], calls: list[dict[str, Any]], env: dict[str, str]) -> list[float]:
+BARE = [sys.executable, "-S", "-c", "pass"]
+
+
+def time_command(
+    cmd: list[str], calls: list[dict[str, Any]], env: dict[str, str], bare: list[float] | None = None
+) -> list[float]:
+    """Wall time of each hook call; with ``bare``, a bare ``python -S -c pass`` start is timed after each
+    call and appended there (the same conditions, call for call)."""
     times = []
     for p in calls:
         t0 = time.perf_counter()
@@ -93,12 +103,28 @@ def time_command(cmd: list[str], calls: list[dict[str, Any]], env: dict[str, str
         times.append(time.perf_counter() - t0)
         if proc.returncode != 0 or proc.stderr:
             raise SystemExit(f"hook failed: {proc.stderr}")
+        if bare is not None:
+            t0 = time.perf_counter()
+            subprocess.run(BARE, capture_output=True, env=env, check=True)
+            bare.append(time.perf_counter() - t0)
     return times
 
 
+def p90(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=10)[8] if len(xs) >= 10 else max(xs)
+
+
+def beside_bare(xs: list[float], bare: list[float]) -> str:
+    """``median_ms(xs)`` with the bare starts timed beside them and the ratios."""
+    m, b = statistics.median(xs), statistics.median(bare)
+    return (
+        f"{median_ms(xs)}\n  {'':32s} bare python -S: median {b * 1000:5.1f} ms   "
+        f"p90 {p90(bare) * 1000:5.1f} ms   -> {m / b:4.1f}x median, {p90(xs) / p90(bare):4.1f}x p90"
+    )
+
+
 def median_ms(xs: list[float]) -> str:
-    qs = statistics.quantiles(xs, n=10) if len(xs) >= 10 else [max(xs)] * 9
-    return f"median {statistics.median(xs) * 1000:7.1f} ms   p90 {qs[8] * 1000:7.1f} ms   (n={len(xs)})"
+    return f"median {statistics.median(xs) * 1000:7.1f} ms   p90 {p90(xs) * 1000:7.1f} ms   (n={len(xs)})"
 
 
 def py_time(args: list[str], env: dict[str, str], repeat: int = 9) -> float:
@@ -122,7 +148,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="hook calls per variant (Pre/Post pairs)")
     ap.add_argument("--cold", type=int, default=5, help="cold starts measured (each a fresh daemon)")
-    ap.add_argument("--config", help="planguard config (default: a gate, telemetry and store off)")
+    ap.add_argument(
+        "--steps", type=int, default=1000, help="hook calls of the in-process series (a session this long)"
+    )
+    ap.add_argument(
+        "--config", help="planguard config (default: a gate, telemetry off, the store on and off)"
+    )
     ap.add_argument(
         "--no-bytecode-cache",
         action="store_true",
@@ -150,8 +181,10 @@ def main() -> None:
 
     try:
         config = Path(args.config) if args.config else tmp / "pg.yaml"
+        with_store = config if args.config else tmp / "pg-store.yaml"
         if not args.config:
-            config.write_text(CONFIG)
+            config.write_text(CONFIG % ("false", tmp / "store"))
+            with_store.write_text(CONFIG % ("true", tmp / "store"))
         calls = payloads(args.calls)
         bindir = Path(sys.executable).parent
         installed = settings.hook_command()  # python -S .../launch.py
@@ -174,10 +207,13 @@ def main() -> None:
             )
 
         print("through the warm daemon (started before timing):")
-        for name, cmd in launchers.items():
-            cmd = [*cmd, "--config", str(config), "--state-dir", str(state("warm"))]
+        variants = [(name, cmd, config) for name, cmd in launchers.items()]
+        variants.append(("installed command, store on", installed.split(), with_store))
+        for name, cmd, cfg in variants:
+            cmd = [*cmd, "--config", str(cfg), "--state-dir", str(state("warm"))]
             time_command(cmd, payloads(2), env)  # the daemon is up before the clock starts
-            print(f"  {name:32s} {median_ms(time_command(cmd, calls, env))}")
+            bare: list[float] = []
+            print(f"  {name:32s} {beside_bare(time_command(cmd, calls, env, bare), bare)}")
         errors_log = tmp / "warm" / "hook-errors.log"
         fallbacks = errors_log.read_text().count("hook daemon unavailable") if errors_log.exists() else 0
 
@@ -196,9 +232,13 @@ def main() -> None:
 
         print("daemon off (--no-daemon / PLANGUARD_HOOK_DAEMON=0; also the fallback path):")
         off = {**env, client.ENV_DAEMON: "0"}
-        for name, cmd in launchers.items():
-            cmd = [*cmd, "--config", str(config), "--state-dir", str(state("off"))]
-            print(f"  {name:32s} {median_ms(time_command(cmd, calls[: max(10, len(calls) // 2)], off))}")
+        variants = [(name, cmd, config) for name, cmd in launchers.items()]
+        variants.append(("installed command, store on", installed.split(), with_store))
+        for name, cmd, cfg in variants:
+            cmd = [*cmd, "--config", str(cfg), "--state-dir", str(state("off"))]
+            bare = []
+            times = time_command(cmd, calls[: max(10, len(calls) // 2)], off, bare)
+            print(f"  {name:32s} {beside_bare(times, bare)}")
 
         print("where the time goes (median of 9 fresh interpreters):")
         steps = {
@@ -219,22 +259,30 @@ def main() -> None:
         from planguard_claude_code.hook import HookRunner
         from planguard_claude_code.state import SessionStore
 
-        print("in-process work of one call (lock, restore, run, journal, save):")
-        for label, long_lived in (("hook process", False), ("daemon (session kept in memory)", True)):
-            runner = HookRunner(
-                str(config), SessionStore(state(f"inproc-{long_lived}")), long_lived=long_lived
-            )
+        print(f"in-process work of one call (lock, restore, run, store, journal, save), {args.steps} calls:")
+        last = f"{args.steps - 39}-{args.steps}"
+        runs = [
+            (label, long_lived, cfg, tag)
+            for long_lived, label in ((False, "hook process"), (True, "daemon (session in memory)"))
+            for cfg, tag in ((config, ""), (with_store, ", store on"))
+        ]
+        for label, long_lived, cfg, tag in runs:
+            name = f"inproc-{long_lived}{'-store' if tag else ''}"
+            runner = HookRunner(str(cfg), SessionStore(state(name)), long_lived=long_lived)
             per_call: list[float] = []
-            for p in payloads(400):
+            for p in payloads(args.steps):
                 t0 = time.perf_counter()
                 runner.handle(p)
                 per_call.append(time.perf_counter() - t0)
             runner.close()
-            print(f"  {label}, calls 1-40      {median_ms(per_call[:40])}")
-            print(f"  {label}, calls 361-400   {median_ms(per_call[-40:])}")
-        snap = next((tmp / "inproc-False").glob("*.snap"))
-        log = next((tmp / "inproc-False").glob("*.log"))
-        print(f"  after 400 calls: snapshot {snap.stat().st_size} B, journal {log.stat().st_size} B")
+            print(f"  {label + tag + ', calls 1-40':54s} {median_ms(per_call[:40])}")
+            print(f"  {label + tag + ', calls ' + last:54s} {median_ms(per_call[-40:])}")
+        snap = next((tmp / "inproc-False-store").glob("*.snap"))
+        log = next((tmp / "inproc-False-store").glob("*.log"))
+        print(
+            f"  after {args.steps} calls: snapshot {snap.stat().st_size} B, journal {log.stat().st_size} B; "
+            f"{len(list((tmp / 'store').glob('*.jsonl')))} store files (4 sessions ran with the store on)"
+        )
         print(f"  ({fallbacks} of the warm-daemon calls were answered in-process instead; {load()})")
     finally:
         for d in state_dirs:

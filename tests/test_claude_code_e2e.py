@@ -50,7 +50,7 @@ SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
 CONFIG = """\
 plan: plan
 telemetry: {enabled: false}
-store: {enabled: false}
+store: {enabled: true, path: 'STORE'}
 policies:
   reminder: {every_model_calls: 3, min_gap_model_calls: 0}
   gates:
@@ -93,10 +93,11 @@ def workspace() -> Iterator[dict[str, Path]]:
     home = tmp_path / "home"
     home.mkdir()
     config = tmp_path / "planguard.yaml"
-    config.write_text(CONFIG)
+    config.write_text(CONFIG.replace("STORE", str(tmp_path / "store")))
     try:
         with daemon_sandbox(tmp_path / "state") as run_dir:
             yield {
+                "store": tmp_path / "store",
                 "work": work,
                 "home": home,
                 "config": config,
@@ -194,6 +195,17 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert summary["n_model_calls"] == len(fake.requests)
     assert summary["decision_counts"].get("deny") == 1
     assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
+
+    # One session, one store file (one end record), daemon or not; its replay gives the live letters.
+    from planguard.replay import replay, replay_pipeline
+    from planguard.store.reader import read_session
+
+    (stored,) = workspace["store"].glob("*.jsonl")
+    session = read_session(stored)
+    assert session.errors == [] and session.end is not None and len(session.blocked) == 1
+    (replayed,) = list(replay([stored], replay_pipeline()))
+    assert not isinstance(replayed, Exception), replayed
+    assert (replayed.summary.letters, replayed.summary.n_steps) == (summary["letters"], 6)
 
     # Offline = live: the session's own transcript replays to the same phases and metrics.
     from planguard.guard import Guard

@@ -279,6 +279,33 @@ class StoreSink(Sink):
         """Wait until everything recorded so far is on disk (tests, reports)."""
         return self._worker.flush(timeout_s)
 
+    # ------------------------------------------------------------------ one session, several processes
+
+    # A hook process per call (the Claude Code hook) records one session through many sinks in turn: each
+    # goes on in the file the first one began (resume), and they share the key calls are digested with.
+
+    def resume(self, session: Session, path: str | os.PathLike[str]) -> None:
+        """Go on recording ``session`` (restored from a checkpoint) in ``path``, the file another sink began
+        for it: no second header; its later records, end included, are appended there."""
+        st = _State(next(self._seq), session.primary_compliance)
+        self._sessions.add(session, st)
+        self._worker.submit(("resume", st.key, session.id, Path(path)))
+
+    def file_of(self, session: Session) -> Path | None:
+        """The file ``session`` is being recorded in, once a record of it is written (after :meth:`flush`);
+        None when this sink does not record it (never did, or its end is written)."""
+        st = self._sessions.get(session)
+        return None if st is None else self._paths.get(st.key)
+
+    def forget(self, session: Session) -> None:
+        """Stop recording ``session`` without an end record: it goes on elsewhere (another process)."""
+        self._sessions.pop(session)
+
+    def use_digest_key(self, key: bytes) -> None:
+        """Digest calls with ``key`` rather than this sink's random one, so that the sinks recording one
+        session in turn give its same calls the same digests. Before anything is recorded."""
+        self._digest_key = bytes(key)
+
     def shutdown(self) -> None:
         self._worker.shutdown(5.0)
         for f in self._files.values():
@@ -313,6 +340,11 @@ class StoreSink(Sink):
         touched: set[int] = set()
         for item in batch:
             kind, key, session_id = item[0], item[1], item[2]
+            if kind == "resume":  # (no record: the session's file already has its header)
+                self._paths[key] = item[3]
+                while len(self._paths) > MAX_SESSIONS:
+                    self._paths.popitem(last=False)
+                continue
             try:
                 line = self._line(item)
             except Exception as exc:  # one bad record must not cost the rest of the batch

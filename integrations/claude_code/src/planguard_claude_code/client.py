@@ -211,12 +211,12 @@ class _Unanswered(Exception):
 
 
 def _socket_module() -> Any:
-    import importlib
-
+    # The C module: ``socket`` adds ~10 ms of enum set-up. Through __import__, not importlib, whose package
+    # brings ``warnings`` (a few ms of a hook call that imports nothing else but os, sys and time).
     try:
-        return importlib.import_module("_socket")  # C module: ``socket`` adds ~10 ms of enum set-up
+        return __import__("_socket")
     except ImportError:  # pragma: no cover - every CPython has it
-        return importlib.import_module("socket")
+        return __import__("socket")
 
 
 def _connect(path: str, timeout: float) -> Any:

@@ -9,9 +9,9 @@ Normally the hook process hands the call to a warm daemon (:mod:`planguard_claud
 :mod:`planguard_claude_code.daemon`), which runs the :class:`HookRunner` here; without one, :func:`main`
 runs it in the hook process. Per call: build the :class:`~planguard.guard.Guard` from the config (outside
 the session lock; a daemon keeps it), lock the session's state files, restore the session (snapshot, else
-journal replay, else new — a daemon reuses its copy in memory while the files are as it left them), run the
-adapter, save, unlock, print the answer, then flush the sinks. Nothing here imports more than planguard
-itself.
+journal replay, else new — a daemon reuses its copy in memory while the files are as it left them; a
+restored session goes on in its session-store file), run the adapter, write its store records, save,
+unlock, print the answer, then flush the other sinks. Nothing here imports more than planguard itself.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from planguard.events import ToolEvent
 
 from .adapter import ClaudeCodeAdapter, HookState
 from .dialects import CLAUDE_CODE, Dialect
-from .state import Op, SessionStore, StoredSession, session_state, silent
+from .state import Op, SessionStore, StoredSession, session_state, silent, store_digest_key
 from .translate import HOOK_EVENTS, PRE_TOOL_USE, call_event, deny_answer, session_key
 
 if TYPE_CHECKING:
@@ -244,6 +244,7 @@ class HookRunner:
     def __init__(self, config: str | None, store: SessionStore, *, long_lived: bool = False) -> None:
         from planguard.config import default_config, load_config
         from planguard.guard import Guard
+        from planguard.store.writer import StoreSink
 
         self.store = store
         cfg = load_config(config) if config else default_config()
@@ -251,6 +252,17 @@ class HookRunner:
         self.guard = Guard(_long_lived(cfg) if long_lived else cfg)
         self.fingerprint = pipeline_fingerprint(self.guard, cfg)
         self.long_lived = long_lived
+        #: The session-store sinks: each session goes on in one file across processes (see
+        #: _resume_store_files), with call digests that agree across them.
+        self.store_sinks = [s for s in self.guard.pipeline.sinks if isinstance(s, StoreSink)]
+        if self.store_sinks:
+            try:
+                key = store_digest_key(store)
+            except Exception as exc:  # the state directory's problem is reported where it is used
+                _log_error(store, f"store digest key unusable ({exc}); digests differ between processes")
+            else:
+                for sink in self.store_sinks:
+                    sink.use_digest_key(key)
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._key_locks: dict[str, list[Any]] = {}  # session key -> [lock, holders]
@@ -274,6 +286,8 @@ class HookRunner:
                 session, hook_state, complete = cached.session, cached.hook, cached.complete
             else:
                 session, hook_state, complete = self._load(stored, key, payload, source)
+                if stored.restored is not None:
+                    self._resume_store_files(stored, session)
             if rid is not None and rid in hook_state.answered:
                 # Already applied (by a daemon this hook process stopped waiting for): same answer again.
                 self._keep(key, stored, session, hook_state, complete, saved=True)
@@ -281,10 +295,13 @@ class HookRunner:
             adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored), source=source)
             answer = adapter.handle(payload, hook_state)
             hook_state.remember(rid, answer)
+            # The call's records are in the session's store file before its checkpoint says so (see
+            # _resume_store_files), and before the lock lets the next call of the session append its own.
+            store_files = self._flush_store_files(session)
             saved = False
             try:
                 complete = stored.save(
-                    self.fingerprint, session_state(session), hook_state.to_dict(), complete
+                    self.fingerprint, session_state(session), hook_state.to_dict(), complete, store_files
                 )
                 saved = True
             except Exception:
@@ -367,6 +384,8 @@ class HookRunner:
             return
         self.abandoned += 1
         release(self.guard, session)
+        for sink in self.store_sinks:
+            sink.forget(session)
 
     def cached_sessions(self) -> int:
         return len(self._cache)
@@ -383,6 +402,7 @@ class HookRunner:
                 session = Session.restore(self.guard.pipeline, snap.state)
                 session.ended = False  # a resumed conversation (claude --resume) goes on being monitored
                 adopt(self.guard, session)
+                stored.restored = "snapshot"
                 return session, HookState.from_dict(snap.hook), snap.log_complete
             except Exception as exc:
                 stored.problems.append(f"snapshot not restorable ({type(exc).__name__}: {exc})")
@@ -402,7 +422,46 @@ class HookRunner:
         session.ended = False
         session.metadata["planguard.rebuilt"] = "journal" if complete else "partial-journal"
         adopt(self.guard, session)
+        stored.restored = "journal"
         return session, state, complete
+
+    # ------------------------------------------------------------------ the session store's files
+
+    def _resume_store_files(self, stored: StoredSession, session: Session) -> None:
+        """Have each session-store sink go on in the file the session was begun in (one session, one
+        file, one header, whichever process records which call).
+
+        Each call's records are flushed before its checkpoint is saved, so the file can only be ahead of
+        the snapshot: by the records of a call whose process died before saving it (a killed daemon). That
+        call is answered again (its snapshot never said it was), so the file is first cut back to the size
+        the snapshot recorded. A session rebuilt from its journal keeps its file as it is: the journal has
+        the calls the file has (it is written after the flush) and its replay writes nothing."""
+        for sink, place in zip(self.store_sinks, stored.store_files, strict=False):
+            if place is None:
+                continue  # its end record is written: a conversation resumed after it gets a new file
+            path, size = Path(place[0]), place[1]
+            try:
+                if path.parent != sink.path.absolute() or not path.is_file():
+                    continue  # the store moved (config changed) or the file is gone: a new file
+                if stored.restored == "snapshot" and path.stat().st_size > size:
+                    os.truncate(path, size)
+            except OSError as exc:
+                stored.problems.append(f"store file {path} not resumed ({exc}); a new one is begun")
+                continue
+            sink.resume(session, path)
+
+    def _flush_store_files(self, session: Session) -> list[tuple[str, int] | None]:
+        """Write what the session-store sinks hold, and where each records ``session`` now."""
+        places: list[tuple[str, int] | None] = []
+        for sink in self.store_sinks:
+            sink.flush()
+            path = sink.file_of(session)
+            size = -1
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    size = path.stat().st_size
+            places.append((str(path.absolute()), size) if path is not None and size >= 0 else None)
+        return places
 
     def close(self) -> None:
         # Sessions stay open across processes: flush the sinks, end nothing.

@@ -17,6 +17,11 @@ For each session key (file names are the key, sanitised):
 A snapshot whose journal grew past it (a process died between the two writes) is also rebuilt from the
 journal. Sessions idle longer than ``ttl_s`` are pruned, and at most ``max_sessions`` are kept.
 
+The snapshot also names the session's file in each session store (``store:``) and that file's size, so
+that every process recording a call of the session appends to the one file the session began (one header,
+one end record); see ``HookRunner._resume_store_files``. ``store-digest.key`` is the key the stores of
+every process digest calls with, so that a session's same calls keep the same digests across processes.
+
 Pickle is only read from files in a directory created with mode 0700 and owned by the current user, the
 same trust boundary as the user's own Claude Code settings.
 """
@@ -53,10 +58,11 @@ __all__ = [
     "StoredSession",
     "default_state_dir",
     "session_state",
+    "store_digest_key",
 ]
 
 #: Bumped when the snapshot layout changes; older snapshots are then rebuilt from their journal.
-FORMAT = 1
+FORMAT = 2
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,120}$")
 #: Strings longer than this in stored tool arguments are cut (file bodies of Write/Edit calls).
 MAX_ARGUMENT_CHARS = 4096
@@ -174,6 +180,9 @@ class Snapshot:
     log_complete: bool  # the journal holds every op since the session began
     state: dict[str, Any]  # the session's slots (minus the pipeline)
     hook: dict[str, Any] = field(default_factory=dict)  # the adapter's per-session bookkeeping
+    #: Per session-store sink (in pipeline order): the file it records the session in and that file's
+    #: size when this snapshot was taken; None once the session's end is written there.
+    store_files: list[tuple[str, int] | None] = field(default_factory=list)
 
 
 class StoredSession:
@@ -187,6 +196,11 @@ class StoredSession:
         self.log_path = base.with_name(base.name + ".log")
         self.new_ops: list[Op] = []
         self.problems: list[str] = []  # why the snapshot could not be used, for the error log
+        #: The session's store files as the last readable snapshot has them (even one not usable otherwise:
+        #: stale, behind the journal), so that a session rebuilt from its journal goes on in its files.
+        self.store_files: list[tuple[str, int] | None] = []
+        #: How the session was brought back for this call: "snapshot", "journal", or None (a new one).
+        self.restored: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -214,6 +228,7 @@ class StoredSession:
         if not isinstance(snap, Snapshot) or snap.format != FORMAT:
             self.problems.append("snapshot from another planguard version")
             return None
+        self.store_files = list(snap.store_files)
         if snap.fingerprint != fingerprint:
             self.problems.append("snapshot stale (configuration changed)")
             return None
@@ -269,7 +284,14 @@ class StoredSession:
     def record(self, op: Op) -> None:
         self.new_ops.append(op)
 
-    def save(self, fingerprint: str, state: dict[str, Any], hook: dict[str, Any], log_complete: bool) -> bool:
+    def save(
+        self,
+        fingerprint: str,
+        state: dict[str, Any],
+        hook: dict[str, Any],
+        log_complete: bool,
+        store_files: Sequence[tuple[str, int] | None] = (),
+    ) -> bool:
         """Append this call's ops to the journal (within its bounds), then replace the snapshot. Returns
         whether the journal is still complete."""
         size = self._log_size()
@@ -289,7 +311,7 @@ class StoredSession:
                 os.close(fd)
             size = self._log_size()
         self.new_ops.clear()
-        snap = Snapshot(FORMAT, fingerprint, size, log_complete, state, hook)
+        snap = Snapshot(FORMAT, fingerprint, size, log_complete, state, hook, list(store_files))
         try:
             data = pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:
@@ -398,6 +420,31 @@ class SessionStore:
                         path.unlink()
                         removed += 1
         return removed
+
+
+def store_digest_key(store: SessionStore) -> bytes:
+    """The key the session store's sinks of every hook process of ``store`` digest calls with (see
+    ``StoreSink.use_digest_key``): random, made once, kept 0600 in the private state directory (beside
+    the journals, which hold the calls themselves). Never written to a session file."""
+    store.ensure_directory()
+    path = store.directory / "store-digest.key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        fd = -1
+    if fd < 0:  # made by an earlier process (or one racing this one: it writes 16 bytes at once)
+        key = path.read_bytes()
+        if len(key) < 16:
+            raise ValueError(
+                f"{path}: {len(key)} bytes; expected a 16-byte key (remove the file for a new one)"
+            )
+        return key
+    key = os.urandom(16)
+    try:
+        os.write(fd, key)
+    finally:
+        os.close(fd)
+    return key
 
 
 def session_state(session: Session) -> dict[str, Any]:
