@@ -4,7 +4,7 @@ Claude Code starts a new process for every hook call, and building planguard (py
 phase rules, detectors, policies) costs about half a second. So the hook process only reads its payload,
 sends it to a daemon that keeps the :class:`~planguard.guard.Guard` built (``planguard_claude_code.daemon``)
 and prints the daemon's answer. This module imports nothing but the standard library's cheapest parts
-(``_socket``, ``zlib``, ``os``, ``sys``, ``time``); ``planguard install claude-code`` runs it (through the
+(``socket``, ``zlib``, ``os``, ``sys``, ``time``); ``planguard install claude-code`` runs it (through the
 few lines of ``launch.py``) with ``python -S`` so that even the ``site`` start-up (``.pth`` files) is
 skipped.
 
@@ -29,6 +29,7 @@ a hook waits for a daemon to listen, and then for its answer, before it answers 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 
@@ -210,18 +211,8 @@ class _Unanswered(Exception):
     """The daemon took the request but gave no answer in time."""
 
 
-def _socket_module() -> Any:
-    # The C module: ``socket`` adds ~10 ms of enum set-up. Through __import__, not importlib, whose package
-    # brings ``warnings`` (a few ms of a hook call that imports nothing else but os, sys and time).
-    try:
-        return __import__("_socket")
-    except ImportError:  # pragma: no cover - every CPython has it
-        return __import__("socket")
-
-
 def _connect(path: str, timeout: float) -> Any:
-    sock = _socket_module()
-    s = sock.socket(sock.AF_UNIX, sock.SOCK_STREAM)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(path)
@@ -248,14 +239,13 @@ def _exchange(s: Any, request: bytes, payload: bytes, timeout: float) -> bytes |
     """Send, then read the reply to the end (``OK\\n`` and the answer, or ``ERR`` and why). None: the
     connection broke first (the daemon went away); raises :class:`_Unanswered` when the daemon is there
     but silent."""
-    sock = _socket_module()
     deadline = time.monotonic() + timeout
     chunks = []
     try:
         s.sendall(request)
         if payload:
             s.sendall(payload)
-        s.shutdown(sock.SHUT_WR)
+        s.shutdown(socket.SHUT_WR)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
