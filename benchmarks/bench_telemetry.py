@@ -208,18 +208,18 @@ class BareSpanSink(Sink):
         self.queue: deque[Recorded] = deque()
         self.ctx: Any = None
 
-    def on_session_start(self, session: Session) -> None:
+    def on_session_start(self, session: Session, state: Any) -> None:
         self.queue = deque(self.recorded.get(session.id, ()))
         self.ctx = trace.set_span_in_context(self.tracer.start_span("invoke_agent"))
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
+    def on_tool_end(self, session: Session, step: Step, state: Any) -> None:
         bare_span(self.tracer, self.ctx, self.queue.popleft())
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: Any) -> None:
         if decision.blocks and step is not None and step.index >= session.n_steps:
             bare_span(self.tracer, self.ctx, self.queue.popleft())
 
-    def on_session_end(self, session: Session, summary: Any) -> None:
+    def on_session_end(self, session: Session, summary: Any, state: Any) -> None:
         trace.get_current_span(self.ctx).end()
 
 

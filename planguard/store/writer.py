@@ -35,7 +35,7 @@ from ..actions.types import Action
 from ..detectors.repeats import call_key
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
-from ..sinks import SessionRegistry, Sink, forget_oldest_call
+from ..sinks import Sink, forget_oldest_call
 from ..telemetry.capture import ContentPolicy
 from ..telemetry.drops import DropCounter
 from ..telemetry.redact import Redactor, redact
@@ -144,6 +144,8 @@ def session_file_name(session_id: str, started_at: float) -> str:
 
 @dataclass(slots=True)
 class _State:
+    """One session's record in the making: its file's key, and the decisions waiting for their call."""
+
     key: int
     compliance: Compliance | None  # the session's primary compliance: its scores go with each step
     # Decisions made while a call was being gated (before it was accepted); they join the call's own once
@@ -179,7 +181,6 @@ class StoreSink(Sink):
         # and of its action's target and path), so that replay still sees which calls were the same. The key
         # is this sink's own and is never written: digests compare within a run, and reveal nothing.
         self._digest_key = os.urandom(16)
-        self._sessions: SessionRegistry[_State] = SessionRegistry(MAX_SESSIONS)
         self._seq = itertools.count(1)  # file keys; next() is atomic
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "store",
@@ -205,12 +206,27 @@ class StoreSink(Sink):
     # No on_tool_start: a call's gate decisions are moved to it lazily (_settle), which saves every call a
     # hook on the agent's thread.
 
-    def on_session_start(self, session: Session) -> None:
-        self._state(session)
+    def new_state(self, session: Session) -> _State:
+        """The session's file key; its header goes to the writer (a session restored in another process
+        begins a file of its own)."""
+        st = _State(next(self._seq), session.primary_compliance)
+        rules = session.pipeline.rules
+        rules_version = getattr(rules, "name", None)
+        header = SessionHeader(
+            session_id=session.id,
+            started_at=session.started_at,
+            plan=session.pipeline.plan.name,
+            plans=[p.name for p in session.pipeline.plans],
+            rules=rules_version if isinstance(rules_version, str) else None,
+            metadata=dict(session.metadata),
+            planguard_version=__version__,
+            content=self.content.include,
+        )
+        self._worker.submit(("start", st.key, session.id, header))
+        return st
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_tool_end(self, session: Session, step: Step, state: _State) -> None:
+        st = state
         if st.pre_step is step:
             self._settle(st)
         decisions = st.decisions.pop(step.index, None)
@@ -228,14 +244,12 @@ class StoreSink(Sink):
             )
         )
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _State) -> None:
         if step is None:  # step findings travel with their step record
-            st = self._state(session)
-            self._worker.submit(("finding", st.key, session.id, finding))
+            self._worker.submit(("finding", state.key, session.id, finding))
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: _State) -> None:
+        st = state
         if step is None:
             self._worker.submit(("decision", st.key, session.id, decision))
         elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
@@ -270,10 +284,8 @@ class StoreSink(Sink):
             st.pre = []
         st.pre_step = None
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        st = self._sessions.pop(session)
-        if st is not None:
-            self._worker.submit(("end", st.key, session.id, summary))
+    def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
+        self._worker.submit(("end", state.key, session.id, summary))
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until everything recorded so far is on disk (tests, reports)."""
@@ -285,27 +297,6 @@ class StoreSink(Sink):
             with contextlib.suppress(OSError):
                 f.close()
         self._files.clear()
-
-    def _state(self, session: Session) -> _State:
-        st = self._sessions.get(session)
-        if st is not None:
-            return st
-        st = _State(next(self._seq), session.primary_compliance)
-        self._sessions.add(session, st)  # the states it pushes out (past MAX_SESSIONS) are dropped
-        rules = session.pipeline.rules
-        rules_version = getattr(rules, "name", None)
-        header = SessionHeader(
-            session_id=session.id,
-            started_at=session.started_at,
-            plan=session.pipeline.plan.name,
-            plans=[p.name for p in session.pipeline.plans],
-            rules=rules_version if isinstance(rules_version, str) else None,
-            metadata=dict(session.metadata),
-            planguard_version=__version__,
-            content=self.content.include,
-        )
-        self._worker.submit(("start", st.key, session.id, header))
-        return st
 
     # ------------------------------------------------------------------ writer thread
 

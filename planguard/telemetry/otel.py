@@ -47,7 +47,7 @@ from .. import __version__
 from ..actions.types import PLAN
 from ..detectors.todo import todo_state
 from ..errors import ErrorCounter
-from ..sinks import SessionRegistry, Sink
+from ..sinks import Sink
 from . import attributes as A
 from .capture import CaptureMode, capture_mode_from_env
 from .drops import DropCounter
@@ -69,8 +69,8 @@ __all__ = ["OTelSink"]
 _ERROR = StatusCode.ERROR
 _FAILED = Status(_ERROR)
 _BLOCKED = Status(_ERROR, "blocked by planguard")
-#: Sessions the sink tracks at once; past this the least recently started one is closed as evicted.
-MAX_SESSIONS = 10_000
+#: Live calls at most waiting for a framework's tool span (``tool_spans``); past this the oldest is forgotten.
+MAX_SCOPED_CALLS = 10_000
 #: Open tool calls per session (mirrors the session's own bound on pending calls).
 MAX_OPEN_TOOLS = 1024
 #: Entries at most in each of the sink's text memos (span names, letters, enum values); then text is built.
@@ -201,7 +201,6 @@ class OTelSink(Sink):
         errors: ErrorCounter | None = None,
         redactor: Redactor | None = None,
         owned: Iterable[Any] = (),
-        max_sessions: int = MAX_SESSIONS,
         defer_spans: bool = False,
         shutdown_timeout_s: float = 2.0,
         provider_name: str | None = None,
@@ -238,7 +237,9 @@ class OTelSink(Sink):
         self._tool_span_names: dict[str, str] = {}
         self._letters: dict[tuple[str, ...], str] = {}
         self._action_names: dict[Any, str] = {}  # enum member → its value (action types, effects)
-        self._sessions: SessionRegistry[_SessionState] = SessionRegistry(max_sessions)
+        # The states of sessions not ended yet, for shutdown to close their spans. Weak: a state lives as
+        # long as its session, and one dropped unended takes its open spans with it.
+        self._open: weakref.WeakSet[_SessionState] = weakref.WeakSet()
         # Spans are built on this worker when content is captured (rendering and redaction stay off the
         # agent's thread) or when asked to (``defer_spans``: the agent's thread only records them).
         self._max_queue = max_queue_size
@@ -271,16 +272,19 @@ class OTelSink(Sink):
 
     # ------------------------------------------------------------------ session hooks
 
-    def on_session_start(self, session: Session) -> None:
-        self._state(session)
+    def new_state(self, session: Session) -> _SessionState:
+        return self._start_session(session)
 
-    def on_tool_start(self, session: Session, step: Step, live: bool = True, blocked: bool = False) -> None:
+    def on_tool_start(self, session: Session, step: Step, state: _SessionState) -> None:
+        self._record(state, session, step, True)
+
+    def _record(
+        self, st: _SessionState, session: Session, step: Step, live: bool, blocked: bool = False
+    ) -> None:
         """Record the call's span in ``st.tools``: its name and start, and its attributes as they are now —
         later calls change the session's compliance and Langutory tail. Also how the sink records calls
         reported only once finished (``live=False``: offline ``observe()``) and calls a gate refused
         (``blocked``), so that every call takes the same path."""
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
         ev = step.event
         index = step.index
         roles = step.classification.roles
@@ -358,7 +362,7 @@ class OTelSink(Sink):
                 st.hosts[index] = host
             elif self._adopting:
                 scoped = self._scoped
-                if len(scoped) >= MAX_SESSIONS:  # calls whose end never came: forget the oldest
+                if len(scoped) >= MAX_SCOPED_CALLS:  # calls whose end never came: forget the oldest
                     scoped.pop(next(iter(scoped), None), None)  # type: ignore[arg-type]
                 scoped[id(ev)] = (st, index)
         if st.pre and st.pre_step is step:  # decisions made while the call was being gated
@@ -393,13 +397,12 @@ class OTelSink(Sink):
             return
         st.hosts[index] = span
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_tool_end(self, session: Session, step: Step, state: _SessionState) -> None:
+        st = state
         index = step.index
         call = st.tools.pop(index, None)
         if call is None:  # offline observe(): the call is reported once, finished
-            self.on_tool_start(session, step, False)
+            self._record(st, session, step, False)
             call = st.tools.pop(index)
         ev = step.event
         if self._scoped:
@@ -475,9 +478,8 @@ class OTelSink(Sink):
         except Exception as exc:
             self.errors.record("OTelSink.enrich", exc)
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _SessionState) -> None:
+        st = state
         findings = st.tally.findings
         findings[finding.detector] = findings.get(finding.detector, 0) + 1
         if st.untraced:
@@ -508,9 +510,10 @@ class OTelSink(Sink):
         )
         _add_event(st, step.index, (A.EVENT_EVALUATION_RESULT, evaluation, stamp, None, None))
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_decision(
+        self, session: Session, step: Step | None, decision: Decision, state: _SessionState
+    ) -> None:
+        st = state
         kind = str(decision.kind)  # the StrEnum's value (``.value`` runs Python code)
         decisions = st.tally.decisions
         decisions[kind] = decisions.get(kind, 0) + 1
@@ -541,14 +544,13 @@ class OTelSink(Sink):
             ),
         )
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        st = self._sessions.pop(session)
-        if st is None or st.ended:
-            return
-        self._close(st, summary, evicted=False)
+    def on_session_end(self, session: Session, summary: SessionSummary, state: _SessionState) -> None:
+        self._open.discard(state)
+        self._close(state, summary, evicted=False)
 
     def shutdown(self) -> None:
-        for st in self._sessions.clear():  # sessions nobody ended: close their spans so they are not lost
+        for st in list(self._open):  # sessions nobody ended: close their spans so they are not lost
+            self._open.discard(st)
             self._close(st, st.session.summary(), evicted=True)
         deadline = time.monotonic() + self._shutdown_timeout
         if self._worker is not None:
@@ -570,10 +572,6 @@ class OTelSink(Sink):
         return ok
 
     # ------------------------------------------------------------------ spans
-
-    def _state(self, session: Session) -> _SessionState:
-        st = self._sessions.get(session)
-        return st if st is not None else self._start_session(session)
 
     def _start_session(self, session: Session) -> _SessionState:
         # The caller's current span (if any; OpenInference's LangChain run span first) becomes the parent;
@@ -618,8 +616,7 @@ class OTelSink(Sink):
         )
         st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
         self._counts.watch_errors(session.pipeline.errors)
-        for old in self._sessions.add(session, st):  # past max_sessions, or an ended session's id() reused
-            self._close(old, old.session.summary(), evicted=True)
+        self._open.add(st)
         return st
 
     @staticmethod
@@ -650,7 +647,7 @@ class OTelSink(Sink):
     def _tool_for(self, st: _SessionState, session: Session, step: Step) -> _ToolCall:
         call = st.tools.get(step.index)
         if call is None:  # offline: findings and decisions come before the call's end
-            self.on_tool_start(session, step, False)
+            self._record(st, session, step, False)
             call = st.tools[step.index]
         return call
 
@@ -673,7 +670,7 @@ class OTelSink(Sink):
     def _blocked(self, st: _SessionState, session: Session, step: Step) -> None:
         """A call a policy denied/stopped: a short span of its own, so the block is visible in the trace."""
         index = step.index
-        self.on_tool_start(session, step, True, blocked=True)
+        self._record(st, session, step, True, blocked=True)
         name, attrs, start_ns, _live = st.tools.pop(index)
         self._emit(st, name, attrs, start_ns, st.events.pop(index, None), _BLOCKED, step.event, None)
 
