@@ -60,8 +60,6 @@ __all__ = ["StoreSink", "session_file_name"]
 
 #: Session files kept open at once by the writer; older ones are closed and reopened on demand.
 MAX_OPEN_FILES = 64
-#: Sessions the sink tracks at once (sessions nobody ends are forgotten oldest-first past this).
-MAX_SESSIONS = 10_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", "scaffold")
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
@@ -198,8 +196,9 @@ class StoreSink(Sink):
         )
         # Writer-thread state.
         self._files: OrderedDict[int, IO[bytes]] = OrderedDict()
-        self._paths: OrderedDict[int, Path] = OrderedDict()
-        self.written: list[Path] = []  # files created, in order (bounded to the last MAX_SESSIONS)
+        # The file name of each session being written (its file may be closed, past MAX_OPEN_FILES): a
+        # session's entry goes with its end record.
+        self._names: dict[int, str] = {}
 
     # ------------------------------------------------------------------ hooks (agent's thread)
 
@@ -291,6 +290,10 @@ class StoreSink(Sink):
         """Wait until everything recorded so far is on disk (tests, reports)."""
         return self._worker.flush(timeout_s)
 
+    def files(self) -> list[Path]:
+        """The session files in the store's folder, oldest first (a name starts with its start time)."""
+        return sorted(self.path.glob("*.jsonl")) if self.path.is_dir() else []
+
     def shutdown(self) -> None:
         self._worker.shutdown(5.0)
         for f in self._files.values():
@@ -301,7 +304,13 @@ class StoreSink(Sink):
     # ------------------------------------------------------------------ writer thread
 
     def _write(self, batch: list[tuple[Any, ...]]) -> None:
-        touched: set[int] = set()
+        """Format the batch's records, then write each session's lines with one system call. The write
+        releases the GIL, and taking it back from a busy agent's thread can take the interpreter's switch
+        interval (5 ms): one write per 8 KB buffer, as a buffered file makes, let an agent in a tight loop
+        outrun the writer until its queue overflowed."""
+        lines: dict[int, list[bytes]] = {}  # file key -> its lines in this batch, in order
+        first: dict[int, tuple[str, SessionHeader | None]] = {}  # file key -> (session id, header)
+        ended: list[int] = []
         for item in batch:
             kind, key, session_id = item[0], item[1], item[2]
             try:
@@ -310,39 +319,39 @@ class StoreSink(Sink):
                 self.drops.add("store_record_failed")
                 self.errors.record("StoreSink.record", exc)
                 continue
+            if key not in lines:
+                lines[key] = []
+                first[key] = (session_id, item[3] if kind == "start" else None)
+            lines[key].append(line)
+            if kind == "end":
+                ended.append(key)
+        for key, session_lines in lines.items():
+            session_id, header = first[key]
             try:
-                handle = self._handle(key, session_id, item[3] if kind == "start" else None)
-                handle.write(line)
-                touched.add(key)
-                if kind == "end":
-                    handle.close()
-                    self._files.pop(key, None)
-                    self._paths.pop(key, None)
-                    touched.discard(key)
+                handle = self._handle(key, session_id, header)
+                handle.write(b"".join(session_lines))
+                handle.flush()
             except OSError as exc:
-                self.drops.add("store_write_failed")
+                self.drops.add("store_write_failed", len(session_lines))
                 self.errors.record("StoreSink.write", exc)
-        for key in touched:
-            open_handle = self._files.get(key)
-            if open_handle is not None:
-                open_handle.flush()
+        for key in ended:
+            if key in self._files:
+                with contextlib.suppress(OSError):
+                    self._files.pop(key).close()
+            self._names.pop(key, None)
 
     def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[bytes]:
+        """The session's file, open."""
         handle = self._files.get(key)
         if handle is not None:
             self._files.move_to_end(key)
             return handle
-        path = self._paths.get(key)
-        if path is None:  # a new session (or its start record was dropped: make the header up)
+        name = self._names.get(key)
+        if name is None:  # a new session (or its start record was dropped: make the header up)
             self._make_dir()
             started = header.started_at if header is not None else time.time()
-            path = self.path / session_file_name(session_id, started)
-            self._paths[key] = path
-            while len(self._paths) > MAX_SESSIONS:
-                self._paths.popitem(last=False)
-            self.written.append(path)
-            del self.written[:-MAX_SESSIONS]
-            handle = _open_private(path)
+            name = self._names[key] = session_file_name(session_id, started)
+            handle = _open_private(self.path / name)
             if header is None:
                 made_up = SessionHeader(
                     session_id=self.content.clean(session_id),
@@ -354,7 +363,7 @@ class StoreSink(Sink):
                 )
                 handle.write(_encode(made_up.to_json()))
         else:
-            handle = _open_private(path)
+            handle = _open_private(self.path / name)
         self._files[key] = handle
         while len(self._files) > MAX_OPEN_FILES:
             _, old = self._files.popitem(last=False)
