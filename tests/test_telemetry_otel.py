@@ -444,7 +444,7 @@ COMMANDS = [
 
 
 class TailProbe(Sink):
-    """Records the Langutory tail as the session computes it, where the OTel sink reads its state."""
+    """Records the Langutory tail as the session has it when the call is accepted."""
 
     def __init__(self) -> None:
         self.tails: dict[tuple[str, int], str] = {}
@@ -455,7 +455,7 @@ class TailProbe(Sink):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(commands=st.lists(st.sampled_from(COMMANDS), min_size=1, max_size=60))
-def test_incremental_tail_matches_langutory_tail(commands: list[str]) -> None:
+def test_span_tail_is_the_langutory_tail_when_the_call_was_accepted(commands: list[str]) -> None:
     cap = TelemetryCapture()
     probe = TailProbe()
     s = Pipeline(sinks=(cap.sink, probe)).session("tail")
@@ -498,12 +498,12 @@ def test_counts_from_many_threads_add_up_and_survive_the_threads() -> None:
 
 
 class ThreadProbe(SpanProcessor):
-    """Records the thread each span starts on."""
+    """Records the thread each span ends on."""
 
     def __init__(self) -> None:
         self.threads: dict[str, set[str]] = {}
 
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
+    def on_end(self, span: Any) -> None:
         self.threads.setdefault(span.name, set()).add(threading.current_thread().name)
 
 
@@ -518,7 +518,7 @@ def shape(cap: TelemetryCapture) -> list[tuple[Any, ...]]:
     return sorted(out, key=repr)
 
 
-def test_deferred_spans_are_the_same_spans_built_off_the_agents_thread() -> None:
+def test_deferred_spans_are_the_same_spans_ended_off_the_agents_thread() -> None:
     inline = TelemetryCapture(agent_name="coder")
     scenario(inline)
     deferred = TelemetryCapture(agent_name="coder", defer_spans=True)
@@ -526,7 +526,7 @@ def test_deferred_spans_are_the_same_spans_built_off_the_agents_thread() -> None
     deferred.tracer_provider.add_span_processor(probe)
     s = pipeline(deferred).session("s1")
     run_live(s, [NAVIGATE, CREATE])
-    assert deferred.spans("execute_tool bash") == []  # recorded, not yet built
+    assert deferred.spans("execute_tool bash") == []  # started, not yet ended
     run_live(s, [RUN_FAIL, ToolEvent.shell("rm -rf /testbed", call_id="rm"), PATCH, VALIDATE], {"c2": 1})
     s.before_model()
     s.end()
@@ -534,7 +534,7 @@ def test_deferred_spans_are_the_same_spans_built_off_the_agents_thread() -> None
     assert shape(deferred) == shape(inline)
     me = threading.current_thread().name
     assert me not in probe.threads["execute_tool bash"] | probe.threads["execute_tool str_replace_editor"]
-    assert probe.threads["invoke_agent coder"] == {me}  # the session span is started inline (a parent)
+    assert me not in probe.threads["invoke_agent coder"]
     for span in deferred.spans():
         for e in span.events:
             assert span.start_time <= e.timestamp <= span.end_time  # type: ignore[operator]
@@ -542,7 +542,7 @@ def test_deferred_spans_are_the_same_spans_built_off_the_agents_thread() -> None
     assert deferred.spans().index(agent) == len(deferred.spans()) - 1  # children end first
 
 
-def test_deferred_spans_with_a_full_queue_are_built_inline_not_dropped() -> None:
+def test_deferred_spans_with_a_full_queue_are_ended_inline_not_dropped() -> None:
     cap = TelemetryCapture(defer_spans=True, max_queue_size=1)
     s = Pipeline(sinks=(cap.sink,)).session("q")
     run_live(s, [NAVIGATE, PATCH, VALIDATE])
@@ -685,14 +685,11 @@ def test_a_sampled_out_session_span_does_not_make_the_session_untraced() -> None
     assert names == ["execute_tool bash", "execute_tool str_replace_editor"]
 
 
-def test_text_memos_stay_bounded_and_names_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tool names, role tuples and action types are the user's and the agent's to vary without end: the sink's
-    memos of their texts stop growing at ``MAX_MEMO``, and the texts past it are still right."""
+def test_span_names_phases_and_action_types_of_any_tool_role_tuple_and_action() -> None:
+    """Tool names, role tuples and action types are the user's and the agent's to vary without end (a custom
+    classifier's types need not be an enum): each span's text is its own call's."""
     from types import SimpleNamespace
 
-    from planguard.telemetry import otel
-
-    monkeypatch.setattr(otel, "MAX_MEMO", 3)
     cap = TelemetryCapture()
     s = Pipeline(
         rules=get_rules("v351278e"),
@@ -707,8 +704,6 @@ def test_text_memos_stay_bounded_and_names_stay_right(monkeypatch: pytest.Monkey
     )
     s.end()
     cap.flush()
-    sink = cap.sink
-    assert len(sink._letters) <= 3 and len(sink._tool_span_names) <= 3 and len(sink._action_names) <= 3
     spans = {
         int(sp.attributes[A.STEP_INDEX]): sp for sp in cap.spans() if A.STEP_INDEX in (sp.attributes or {})
     }  # type: ignore[arg-type]
