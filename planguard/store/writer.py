@@ -31,7 +31,6 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from .. import __version__
-from ..actions.types import Action
 from ..detectors.repeats import call_key
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
@@ -537,48 +536,11 @@ def _open_private(path: Path) -> IO[bytes]:
 
 
 def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
-    """The canonical action's fields; ``target`` and ``path`` (argument text) only with content, and
-    redacted (a URL's credentials), else their digests (``target_id``, ``path_id``); ``intent`` and
-    ``shell`` (a program name) always, redacted."""
+    """The canonical action's fields (``Action``'s, or any action-like object's); ``target`` and ``path``
+    (argument text) only with content, and redacted (a URL's credentials), else their digests
+    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted."""
     if action is None:
         return None
-    clean = c.clean
-    if type(action) is Action:  # the classifier's (every step): _action_fields, spelled out
-        out: dict[str, Any] = {"type": str(action.type)}  # (a StrEnum's str() is its value)
-        if action.target:
-            if c.include:
-                out["target"] = clean(action.target)
-            else:
-                out["target_id"] = digest(action.target)
-        if action.tool:
-            out["tool"] = action.tool
-        if action.path:
-            if c.include:
-                out["path"] = clean(action.path)
-            else:
-                out["path_id"] = digest(action.path)
-        if action.intent:
-            out["intent"] = clean(action.intent)
-        if action.write is not None:
-            out["write"] = str(action.write)
-        if action.shell:
-            out["shell"] = clean(action.shell)
-        if action.scaffold:
-            out["scaffold"] = action.scaffold
-        if action.is_validation:
-            out["is_validation"] = True
-        if action.is_source_write:
-            out["is_source_write"] = True
-        if action.is_completion:
-            out["is_completion"] = True
-        if action.structured:
-            out["structured"] = True
-        return out
-    return _action_fields(action, c, digest)
-
-
-def _action_fields(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any]:
-    """Any action-like object's fields, as ``_action`` writes an ``Action``'s."""
     out: dict[str, Any] = {}
     for name in _ACTION_FIELDS:
         value = getattr(action, name, None)
