@@ -14,10 +14,9 @@ span events, status); then, per tool call:
   the same hook where planguard's span ends): the bare span's cost *in situ*, with the pipeline's work
   interleaved, as planguard's own span runs;
 * **full** — the pipeline with the ``OTelSink``;
-* **full, defer_spans=True** — the same with the sink's ``defer_spans`` mode: the agent's thread records
-  each span and a worker thread builds it. Its median time shows what the agent's thread pays; the
-  process-CPU column (all threads, the worker drained after each run) shows that the span is still paid
-  for, just later.
+* **full, defer_spans=True** — the same with the sink's ``defer_spans`` mode: the agent's thread starts
+  each span and a worker thread adds its events and ends it. Its median time shows what the agent's
+  thread pays; the process-CPU column (all threads, the worker drained after each run) shows the rest.
 
 Derived: the sink's cost in situ (full − pipeline), its overhead over a bare span carrying the same data
 (full − pipeline + bare span), and the acceptance ratio full / bare span. The core pipeline's share is
