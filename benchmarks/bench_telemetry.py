@@ -14,10 +14,9 @@ span events, status); then, per tool call:
   the same hook where planguard's span ends): the bare span's cost *in situ*, with the pipeline's work
   interleaved, as planguard's own span runs;
 * **full** — the pipeline with the ``OTelSink``;
-* **full, defer_spans=True** — the same with the sink's ``defer_spans`` mode: the agent's thread records
-  each span and a worker thread builds it. Its median time shows what the agent's thread pays; the
-  process-CPU column (all threads, the worker drained after each run) shows that the span is still paid
-  for, just later.
+* **full, defer_spans=True** — the same with the sink's ``defer_spans`` mode: the agent's thread starts
+  each span and a worker thread adds its events and ends it. Its median time shows what the agent's
+  thread pays; the process-CPU column (all threads, the worker drained after each run) shows the rest.
 
 Derived: the sink's cost in situ (full − pipeline), its overhead over a bare span carrying the same data
 (full − pipeline + bare span), and the acceptance ratio full / bare span. The core pipeline's share is
@@ -208,18 +207,18 @@ class BareSpanSink(Sink):
         self.queue: deque[Recorded] = deque()
         self.ctx: Any = None
 
-    def on_session_start(self, session: Session) -> None:
+    def on_session_start(self, session: Session, state: Any) -> None:
         self.queue = deque(self.recorded.get(session.id, ()))
         self.ctx = trace.set_span_in_context(self.tracer.start_span("invoke_agent"))
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
+    def on_tool_end(self, session: Session, step: Step, state: Any) -> None:
         bare_span(self.tracer, self.ctx, self.queue.popleft())
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: Any) -> None:
         if decision.blocks and step is not None and step.index >= session.n_steps:
             bare_span(self.tracer, self.ctx, self.queue.popleft())
 
-    def on_session_end(self, session: Session, summary: Any) -> None:
+    def on_session_end(self, session: Session, summary: Any, state: Any) -> None:
         trace.get_current_span(self.ctx).end()
 
 

@@ -24,7 +24,8 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from .sinks import SessionRegistry, Sink, forget_oldest_call
+from .decisions import DecisionKind
+from .sinks import Sink, forget_oldest_call
 from .telemetry.capture import ContentPolicy
 from .telemetry.drops import DropCounter
 from .telemetry.worker import BackgroundWorker
@@ -40,7 +41,6 @@ __all__ = ["ConsoleSink", "format_step_line"]
 
 _PHASE_STYLE = {"N": "blue", "R": "yellow", "r": "yellow", "P": "magenta", "V": "green", "v": "green"}
 _BLOCK_KINDS = frozenset({"deny", "stop"})
-MAX_SESSIONS = 10_000
 
 
 def _pc(scores: Scores | None) -> str:
@@ -79,6 +79,18 @@ def format_step_line(
     return segs
 
 
+class _ConsoleState:
+    """One session's decisions waiting for their call's line, and the gate decisions of the call being
+    gated (they join its line once it is accepted)."""
+
+    __slots__ = ("decisions", "gated", "gate_decisions")
+
+    def __init__(self) -> None:
+        self.decisions: dict[int, list[Decision]] = {}
+        self.gated: Step | None = None
+        self.gate_decisions: list[Decision] = []
+
+
 class ConsoleSink(Sink):
     def __init__(
         self,
@@ -96,10 +108,6 @@ class ConsoleSink(Sink):
         # (redacted before it is shortened: the cut never keeps part of a secret)
         self.content = ContentPolicy.resolve(content, max_chars=max(4 * max_message_chars, 400))
         self._console: Any = None  # rich Console, created on the worker thread when colour is on
-        # Per session: decisions waiting for their step's line, and a gate's decisions in progress.
-        self._states: SessionRegistry[tuple[dict[int, list[Decision]], list[Any]]] = SessionRegistry(
-            MAX_SESSIONS
-        )
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "console",
             self._print,
@@ -115,18 +123,17 @@ class ConsoleSink(Sink):
 
     # ------------------------------------------------------------------ hooks (agent's thread)
 
-    def on_session_start(self, session: Session) -> None:
-        self._state(session)
+    def new_state(self, session: Session) -> _ConsoleState:
+        self._worker.submit(("start", session.id, session.pipeline.plan.name))
+        return _ConsoleState()
 
-    def on_tool_start(self, session: Session, step: Step) -> None:
-        decisions, pre = self._state(session)
-        if pre and pre[0] is step:
-            decisions[step.index] = pre[1:]
-            forget_oldest_call(decisions)
-            pre.clear()
+    def on_tool_start(self, session: Session, step: Step, state: _ConsoleState) -> None:
+        if state.gate_decisions and state.gated is step:
+            state.decisions[step.index] = state.gate_decisions
+            forget_oldest_call(state.decisions)
+        state.gated, state.gate_decisions = None, []
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
-        decisions, _ = self._state(session)
+    def on_tool_end(self, session: Session, step: Step, state: _ConsoleState) -> None:
         ev = step.event
         action = step.action
         kind = getattr(action, "type", None) if action is not None else None
@@ -141,46 +148,40 @@ class ConsoleSink(Sink):
                 session.scores(),
                 [(r, n) for r, n in session.langutory.runs[-3:]],
                 [f.detector for f in step.findings],
-                decisions.pop(step.index, ()),
+                state.decisions.pop(step.index, ()),
                 ev.failed,
                 session.pipeline.letter_of,
             )
         )
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _ConsoleState) -> None:
         if step is None:
             self._worker.submit(("finding", session.id, finding.detector, finding.evidence))
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
-        if decision.kind.value == "allow":
+    def on_decision(
+        self, session: Session, step: Step | None, decision: Decision, state: _ConsoleState
+    ) -> None:
+        if decision.kind is DecisionKind.ALLOW:
             return
-        decisions, pre = self._state(session)
         if step is None:
             self._worker.submit(("decision", session.id, decision))
         elif step.index >= session.n_steps:  # gating the call
-            if not pre or pre[0] is not step:
-                pre[:] = [step]
-            pre.append(decision)
+            if state.gated is not step:
+                state.gated, state.gate_decisions = step, []
+            state.gate_decisions.append(decision)
             if decision.blocks:
                 self._worker.submit(
-                    (
-                        "blocked",
-                        session.id,
-                        step.index,
-                        step.event.tool,
-                        list(pre[1:]),
-                    )
+                    ("blocked", session.id, step.index, step.event.tool, state.gate_decisions)
                 )
-                pre.clear()
+                state.gated, state.gate_decisions = None, []
         else:
-            waiting = decisions.get(step.index)
+            waiting = state.decisions.get(step.index)
             if waiting is None:
-                waiting = decisions[step.index] = []
-                forget_oldest_call(decisions)
+                waiting = state.decisions[step.index] = []
+                forget_oldest_call(state.decisions)
             waiting.append(decision)
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        self._states.pop(session)
+    def on_session_end(self, session: Session, summary: SessionSummary, state: _ConsoleState) -> None:
         self._worker.submit(("end", session.id, summary, session.pipeline.plan.name))
 
     def flush(self, timeout_s: float = 5.0) -> bool:
@@ -188,14 +189,6 @@ class ConsoleSink(Sink):
 
     def shutdown(self) -> None:
         self._worker.shutdown(2.0)
-
-    def _state(self, session: Session) -> tuple[dict[int, list[Decision]], list[Any]]:
-        st = self._states.get(session)
-        if st is None:
-            st = ({}, [])
-            self._states.add(session, st)
-            self._worker.submit(("start", session.id, session.pipeline.plan.name))
-        return st
 
     # ------------------------------------------------------------------ worker thread
 

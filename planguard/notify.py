@@ -175,13 +175,13 @@ class WebhookSink(Sink):
 
     # ------------------------------------------------------------------ Sink hooks (agent's thread: cheap)
 
-    def on_session_start(self, session: Session) -> None:
+    def on_session_start(self, session: Session, state: None) -> None:
         if self._session_start:
             self._put(
                 {"event": "session_start", "session_id": session.id, "metadata": dict(session.metadata)}
             )
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: None) -> None:
         if self._all_findings or finding.detector in self._finding_kinds:
             self._put(
                 {
@@ -195,7 +195,7 @@ class WebhookSink(Sink):
                 }
             )
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: None) -> None:
         if decision.kind.value in self._decision_kinds:
             self._put(
                 {
@@ -210,7 +210,7 @@ class WebhookSink(Sink):
                 }
             )
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+    def on_session_end(self, session: Session, summary: SessionSummary, state: None) -> None:
         if self._session_end:
             primary = summary.primary
             self._put(

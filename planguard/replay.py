@@ -76,13 +76,18 @@ class DecisionLog(Sink):
     is not the pipeline's decision and is left out (replay counts it as a denial)."""
 
     def __init__(self) -> None:
-        self._by_session: dict[str, list[dict[str, Any]]] = {}
+        self._by_session: dict[str, list[dict[str, Any]]] = {}  # ended sessions' logs, until taken
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def new_state(self, session: Session) -> list[dict[str, Any]]:
+        return []
+
+    def on_decision(
+        self, session: Session, step: Step | None, decision: Decision, state: list[dict[str, Any]]
+    ) -> None:
         if decision.policy == RECORDED_POLICY:
             return
         on = "tool" if step is not None else "end" if session.ended else "model"
-        self._by_session.setdefault(session.id, []).append(
+        state.append(
             {
                 "kind": str(decision.kind),
                 "policy": decision.policy,
@@ -91,8 +96,11 @@ class DecisionLog(Sink):
             }
         )
 
+    def on_session_end(self, session: Session, summary: SessionSummary, state: list[dict[str, Any]]) -> None:
+        self._by_session[session.id] = state
+
     def take(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's decisions, forgotten here."""
+        """The ended session's decisions, forgotten here."""
         return self._by_session.pop(session_id, [])
 
 

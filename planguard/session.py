@@ -45,8 +45,10 @@ MAX_KEPT_FINDINGS = 256
 MAX_QUEUED_MESSAGES = 16
 #: Roles a session remembers as settled in every plan's compliance (the role vocabulary is tiny).
 MAX_SCORED_ROLES = 256
-#: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved.
-_DERIVED = frozenset({"pipeline", "_compliances"})
+#: Slots bound from the pipeline, not state: rebuilt by ``Session.bind``, never saved. The sinks' states are
+#: their record of the session in this process (an open span, a file being written): a session restored
+#: elsewhere starts its own.
+_DERIVED = frozenset({"pipeline", "_compliances", "sink_states"})
 # Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
 _ALLOW_KIND = DecisionKind.ALLOW
 _STOP_KIND = DecisionKind.STOP
@@ -133,6 +135,7 @@ class Session:
         "n_model_calls",
         "detector_states",
         "policy_states",
+        "sink_states",
         "_pending",
         "_queued",
         "findings",
@@ -183,8 +186,9 @@ class Session:
             self.started_at = started_at
         self.ended = False
         self.unclassified = Unclassified()
-        for sink in pipeline.sinks:
-            self._guarded(sink.on_session_start, self)
+        self.sink_states = self._new_sink_states()
+        for sink, state in self.sink_states:
+            self._guarded(sink.on_session_start, self, state)
 
     # ------------------------------------------------------------------ live hooks
 
@@ -288,8 +292,10 @@ class Session:
                 for d in self._guarded(policy.on_end, self, pstate) or ():
                     self._record_decision(None, d)
         summary = self.summary()
-        for sink in self.pipeline.sinks:
-            self._guarded(sink.on_session_end, self, summary)
+        # The sinks' records of the run close with it: each hears the end once, and its state goes.
+        sink_states, self.sink_states = self.sink_states, ()
+        for sink, state in sink_states:
+            self._guarded(sink.on_session_end, self, summary, state)
         return summary
 
     # ------------------------------------------------------------------ views
@@ -337,7 +343,8 @@ class Session:
     @classmethod
     def restore(cls, pipeline: Pipeline, state: Mapping[str, Any]) -> Session:
         """A session with ``state`` (from :meth:`state`) put back and bound to ``pipeline``, whose stages must
-        be those the state was made with. Does not run ``__init__``, so the sinks see no new session."""
+        be those the state was made with. Does not run ``__init__``, so the sinks see no new session (each
+        begins its record of it here, from ``new_state``)."""
         missing = set(cls.__slots__) - _DERIVED - set(state)
         if missing:
             raise ValueError(f"session state lacks {sorted(missing)}")
@@ -349,9 +356,11 @@ class Session:
         return session
 
     def bind(self, pipeline: Pipeline) -> None:
-        """Run this session on ``pipeline`` from now on (same stages; e.g. with other sinks)."""
+        """Run this session on ``pipeline`` from now on (same stages; e.g. with other sinks, which begin
+        their record of the session here)."""
         self.pipeline = pipeline
         self._compliances = tuple(self.compliance.values())
+        self.sink_states = self._new_sink_states()
 
     def queue(self, decision: Decision) -> None:
         """Hold a reminder, nudge or STOP for the next model request."""
@@ -450,18 +459,29 @@ class Session:
                     self._record_decision(step, d)
                     if d.injects or d.kind is _STOP_KIND:
                         self.queue(d)
-        for sink in pipeline.sinks:
+        for sink, state in self.sink_states:
             try:
-                sink.on_tool_end(self, step)
+                sink.on_tool_end(self, step, state)
             except Exception as exc:  # fail-open is the contract
                 errors.record(_where(sink.on_tool_end), exc)
 
     def _tool_start(self, step: Step) -> None:
-        for sink in self.pipeline.sinks:
+        for sink, state in self.sink_states:
             try:
-                sink.on_tool_start(self, step)
+                sink.on_tool_start(self, step, state)
             except Exception as exc:  # fail-open is the contract
                 self.pipeline.errors.record(_where(sink.on_tool_start), exc)
+
+    def _new_sink_states(self) -> tuple[tuple[Sink, Any], ...]:
+        """Each sink with its new state for this session. A sink whose ``new_state`` fails (counted) sits
+        the session out: its hooks would only fail on the state it does not have."""
+        states = []
+        for sink in self.pipeline.sinks:
+            try:
+                states.append((sink, sink.new_state(self)))
+            except Exception as exc:  # fail-open is the contract
+                self.pipeline.errors.record(_where(sink.new_state), exc)
+        return tuple(states)
 
     def _take_pending(self, event: ToolEvent) -> Step | None:
         if event.call_id is not None:
@@ -476,14 +496,14 @@ class Session:
             step.findings = (*step.findings, finding)
         self.findings.append(finding)
         self.finding_counts[finding.detector] = self.finding_counts.get(finding.detector, 0) + 1
-        for sink in self.pipeline.sinks:
-            self._guarded(sink.on_finding, self, step, finding)
+        for sink, state in self.sink_states:
+            self._guarded(sink.on_finding, self, step, finding, state)
 
     def _record_decision(self, step: Step | None, decision: Decision) -> None:
         kind = str(decision.kind)  # the StrEnum's value (``.value`` runs Python code)
         self.decision_counts[kind] = self.decision_counts.get(kind, 0) + 1
-        for sink in self.pipeline.sinks:
-            self._guarded(sink.on_decision, self, step, decision)
+        for sink, state in self.sink_states:
+            self._guarded(sink.on_decision, self, step, decision, state)
 
     def _guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run one stage; an internal error is counted and logged once, and the run goes on (fail-open)."""

@@ -56,23 +56,23 @@ class RecordingSink(Sink):
         self.summaries: dict[str, SessionSummary] = {}
         self.shut_down = False
 
-    def on_session_start(self, session: Session) -> None:
+    def on_session_start(self, session: Session, state: None) -> None:
         with self._lock:
             self.started.append(session.id)
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
+    def on_tool_end(self, session: Session, step: Step, state: None) -> None:
         with self._lock:
             self.steps.append((session.id, step))
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: None) -> None:
         with self._lock:
             self.findings.append(Recorded(session.id, None if step is None else step.index, finding))
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: None) -> None:
         with self._lock:
             self.decisions.append(Recorded(session.id, None if step is None else step.index, decision))
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+    def on_session_end(self, session: Session, summary: SessionSummary, state: None) -> None:
         with self._lock:
             self.summaries[session.id] = summary
 

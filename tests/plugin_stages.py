@@ -37,19 +37,19 @@ class Collecting(Sink):
         self.events: list[tuple[str, Any]] = []
         Collecting.instances.append(self)
 
-    def on_session_start(self, session: Session) -> None:
+    def on_session_start(self, session: Session, state: Any) -> None:
         self.events.append(("start", session.id))
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
+    def on_tool_end(self, session: Session, step: Step, state: Any) -> None:
         self.events.append(("tool", step.event.tool))
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: Any) -> None:
         self.events.append(("finding", finding.detector))
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: Any) -> None:
         self.events.append(("decision", str(decision.kind)))
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+    def on_session_end(self, session: Session, summary: SessionSummary, state: Any) -> None:
         self.events.append(("end", session.id))
 
 

@@ -638,22 +638,25 @@ class RecordingSink:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
-    def on_session_start(self, session: Any) -> None:
+    def new_state(self, session: Any) -> None:
+        return None
+
+    def on_session_start(self, session: Any, state: Any) -> None:
         self.calls.append(("start", session.id))
 
-    def on_tool_start(self, session: Any, step: Any) -> None:
+    def on_tool_start(self, session: Any, step: Any, state: Any) -> None:
         self.calls.append(("tool_start", (step.event.call_id, step.event.action or step.event.tool)))
 
-    def on_tool_end(self, session: Any, step: Any) -> None:
+    def on_tool_end(self, session: Any, step: Any, state: Any) -> None:
         self.calls.append(("tool_end", (step.event.call_id, tuple(step.roles), step.event.exit_code)))
 
-    def on_finding(self, session: Any, step: Any, finding: Any) -> None:
+    def on_finding(self, session: Any, step: Any, finding: Any, state: Any) -> None:
         self.calls.append(("finding", finding.detector))
 
-    def on_decision(self, session: Any, step: Any, decision: Any) -> None:
+    def on_decision(self, session: Any, step: Any, decision: Any, state: Any) -> None:
         self.calls.append(("decision", decision.kind.value))
 
-    def on_session_end(self, session: Any, summary: Any) -> None:
+    def on_session_end(self, session: Any, summary: Any, state: Any) -> None:
         self.calls.append(("end", summary.n_steps))
 
     def shutdown(self) -> None:

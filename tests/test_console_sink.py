@@ -127,8 +127,8 @@ def test_decisions_of_calls_that_never_end_stay_bounded(monkeypatch: pytest.Monk
     n = 8
     for i in range(n):
         assert not s.before_tool(ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}")).blocks
-        st = sink._states.get(s)
-        assert st is not None and len(st[0]) <= 3
+        ((_, st),) = s.sink_states
+        assert len(st.decisions) <= 3
     s.end()
     assert sink.flush()
     steps = [line for line in sink.stream.getvalue().splitlines() if line.startswith("  orphans #")]  # type: ignore[union-attr]

@@ -35,7 +35,7 @@ class Exploding(Detector):
 
 
 class ExplodingSink(Sink):
-    def on_tool_end(self, session, step):  # type: ignore[no-untyped-def]
+    def on_tool_end(self, session, step, state):  # type: ignore[no-untyped-def]
         raise ValueError("sink bug")
 
 

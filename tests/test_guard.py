@@ -304,7 +304,7 @@ class Exploding(Policy):
 
 
 class ExplodingSink(Sink):
-    def on_tool_end(self, session, step):
+    def on_tool_end(self, session, step, state):
         raise OSError("disk full")
 
     def shutdown(self):

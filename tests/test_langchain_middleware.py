@@ -436,7 +436,7 @@ def test_sessions_open_at_the_first_model_call_with_the_integrations_metadata() 
     guard, rec = _guard()
     seen: list[dict[str, Any]] = []
     start = rec.on_session_start
-    rec.on_session_start = lambda session: (seen.append(dict(session.metadata)), start(session))  # type: ignore[method-assign]
+    rec.on_session_start = lambda session, state: (seen.append(dict(session.metadata)), start(session, state))  # type: ignore[method-assign]
     agent = create_agent(
         ScriptedChatModel(turns=_searches(2)), Workspace().tools, middleware=[PlanGuardMiddleware(guard)]
     )

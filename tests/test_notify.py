@@ -144,7 +144,7 @@ def test_server_errors_are_retried_with_backoff():
     e = Endpoint(statuses=[503, 500])
     try:
         sink = WebhookSink(NotifyConfig(url=e.url, events=["decision:*"], backoff_s=0.01, max_retries=3))
-        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "no"))
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "no"), None)
         assert sink.flush(5)
         assert (sink.sent, sink.failed, sink.retries) == (1, 0, 2)
         assert len(e.received) == 3  # two failures, then the delivery
@@ -157,7 +157,7 @@ def test_client_errors_are_not_retried():
     e = Endpoint(statuses=[404])
     try:
         sink = WebhookSink(NotifyConfig(url=e.url, events=["decision:*"], backoff_s=0.01))
-        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "no"))
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "no"), None)
         assert sink.flush(5)
         assert (sink.sent, sink.failed, sink.retries) == (0, 1, 0)
         sink.shutdown()
@@ -222,7 +222,7 @@ def test_header_values_come_from_the_environment_and_are_never_logged(monkeypatc
         )
         sink = WebhookSink(cfg)
         with caplog.at_level(logging.DEBUG):
-            sink.on_decision(_Session("s"), None, Decision(DecisionKind.STOP, "bye"))
+            sink.on_decision(_Session("s"), None, Decision(DecisionKind.STOP, "bye"), None)
             assert sink.flush(5)
         assert e.headers[-1]["Authorization"] == "Bearer s3cr3t-token"
         assert "s3cr3t" not in caplog.text
@@ -237,7 +237,7 @@ def test_queue_is_bounded_and_put_never_blocks(hanging):
     )
     t0 = time.perf_counter()
     for _ in range(1000):
-        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "x"))
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "x"), None)
     assert time.perf_counter() - t0 < 0.5
     assert sink.dropped >= 1000 - 4  # 3 queued + at most 1 in flight
     sink.shutdown(timeout=0.2)
@@ -305,7 +305,7 @@ def test_timeout_is_a_deadline_for_the_whole_attempt():
     try:
         sink = WebhookSink(NotifyConfig(url=trickle.url, events=["decision:*"], timeout_s=1.0, max_retries=0))
         t0 = time.perf_counter()
-        sink.on_decision(_Session("s"), None, Decision(DecisionKind.STOP, "bye"))
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.STOP, "bye"), None)
         assert sink.flush(10)
         assert time.perf_counter() - t0 < 3.0
         assert sink.stats == {"sent": 0, "failed": 1, "dropped": 0, "retries": 0, "pending": 0}
@@ -321,7 +321,7 @@ def test_shutdown_leaves_nothing_pending_and_counts_the_request_in_flight(hangin
         NotifyConfig(url=hanging.url, events=["decision:*"], queue_size=10, timeout_s=30, max_retries=0)
     )
     for _ in range(5):
-        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "x"))
+        sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "x"), None)
     time.sleep(0.2)  # the first one is in flight
     t0 = time.perf_counter()
     sink.shutdown(timeout=0.5)

@@ -99,7 +99,7 @@ def test_one_file_per_session_with_every_record(tmp_path: Path) -> None:
     live(tmp_path, session_id="live-1")  # the same id again is a new file, not an append
     files = sorted(tmp_path.glob("*.jsonl"))
     assert len(files) == 2 and all("live-1" in f.name for f in files)
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     assert stored.id == "live-1" and stored.complete and not stored.errors
     assert stored.header.plan == "plan" and stored.header.rules == "live"
     assert stored.header.metadata == {
@@ -126,7 +126,7 @@ def test_one_file_per_session_with_every_record(tmp_path: Path) -> None:
 
 def test_records_read_back_equal_the_records_written(tmp_path: Path) -> None:
     sink, rec, _ = live(tmp_path)
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     live_steps = [step for _, step in rec.steps]
     decisions_by_step: dict[int, list[Decision]] = {}
     for r in rec.decisions:
@@ -157,16 +157,16 @@ def test_secrets_are_redacted_and_results_cut(tmp_path: Path) -> None:
     token = "ghp_" + "s" * 36
     # The cut (at 20) goes through the token: it is redacted before the cut, so no prefix of it is kept.
     sink, _, _ = live(tmp_path, result=f"word word {token} and more", max_result_chars=20)
-    raw = sink.written[0].read_text()
+    raw = sink.files()[0].read_text()
     assert token not in raw and "ssss" not in raw
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     assert stored.steps[0].event.result is not None and stored.steps[0].event.result.startswith("word word")
     assert "truncated" in stored.steps[0].event.result
 
 
 def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path: Path) -> None:
     sink, _, _ = live(tmp_path)
-    path = sink.written[0]
+    path = sink.files()[0]
     lines = path.read_text().splitlines()
     lines.insert(2, "{not json")
     lines.insert(4, json.dumps({"type": "step", "index": "three", "event": {"tool": "bash"}}))
@@ -187,10 +187,10 @@ def test_loader_hook_reads_already_parsed_lines(tmp_path: Path) -> None:
     from planguard.store.reader import is_store_header, trajectories_from_records
 
     sink, _, s = live(tmp_path)
-    lines = [json.loads(x) for x in sink.written[0].read_text().splitlines()]
+    lines = [json.loads(x) for x in sink.files()[0].read_text().splitlines()]
     assert is_store_header(lines[0]) and not any(is_store_header(x) for x in lines[1:])
     records: list[Any] = [(i, obj) for i, obj in enumerate(lines, 1)]
-    records.insert(3, LoadError(str(sink.written[0]), "invalid JSON (…)", 99))
+    records.insert(3, LoadError(str(sink.files()[0]), "invalid JSON (…)", 99))
     items = list(trajectories_from_records(records, "f.jsonl", "fallback-id"))
     assert [type(i).__name__ for i in items] == ["LoadError", "Trajectory"]
     traj = items[1]
@@ -277,7 +277,7 @@ def test_a_record_that_cannot_be_written_costs_only_itself(tmp_path: Path) -> No
     s.observe(ToolEvent.shell("ls b"))
     s.end()
     assert sink.flush()
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     assert [x.event.action for x in stored.steps] == ["ls a", "ls b"] and stored.end is not None
     assert drops["store_record_failed"] == 1
     assert sink.errors.total == 1
@@ -363,7 +363,7 @@ def test_a_cyclic_argument_is_cut_or_costs_only_its_record(tmp_path: Path) -> No
         s.observe(ToolEvent.shell("ls b"))
         s.end()
         assert sink.flush()
-        stored = read_session(sink.written[0])
+        stored = read_session(sink.files()[0])
         assert stored.end is not None and stored.steps[-1].event.action == "ls b"
         if redact:  # redaction copies the value, and cuts it at a fixed depth
             assert len(stored.steps) == 2 and "[REDACTED]" in json.dumps(stored.steps[0].event.arguments)
@@ -409,7 +409,7 @@ def test_overlapping_calls_keep_their_own_decisions_in_order(tmp_path_factory: A
             s.after_tool(events[cid])
     s.end()  # calls that never got a result are finished here
     assert sink.flush()
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     for step in stored.steps:
         call_id = step.event.call_id
         want = [("log", f"gate {call_id}")] + ([("remind", f"after {call_id}")] if call_id in started else [])
@@ -431,7 +431,7 @@ def test_a_lone_surrogate_is_kept_escaped_not_dropped(tmp_path: Path, redact: bo
     s.observe(ToolEvent.shell("ls ü"))
     s.end()
     assert sink.flush()
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     assert not stored.errors and stored.complete and drops.total == 0
     assert stored.id == "odd-\udc80-id"
     assert stored.steps[0].event.arguments == {"content": text}
@@ -449,7 +449,7 @@ def test_a_key_json_cannot_write_is_kept_as_text(tmp_path: Path) -> None:
     s.observe(ToolEvent(tool="python_tool", arguments={(1, 2): "pair", "n": {3: "three"}}))
     s.end()
     assert sink.flush()
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     assert drops.total == 0 and not stored.errors
     assert stored.steps[0].event.arguments == {"(1, 2)": "pair", "n": {"3": "three"}}
     sink.shutdown()
@@ -472,11 +472,11 @@ def test_decisions_of_calls_that_never_end_stay_bounded(
     n = 8
     for i in range(n):
         assert not s.before_tool(ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}")).blocks
-        st = sink._sessions.get(s)
-        assert st is not None and len(st.decisions) <= 3
+        ((_, st),) = s.sink_states
+        assert len(st.decisions) <= 3
     s.end()
     assert sink.flush()
-    stored = read_session(sink.written[0])
+    stored = read_session(sink.files()[0])
     assert [(step.index, [(d.kind, d.message) for d in step.decisions]) for step in stored.steps] == [
         (i, [("log", f"gate c{i}"), ("remind", f"after c{i}")]) for i in range(n - 3, n)
     ]

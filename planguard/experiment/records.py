@@ -113,7 +113,7 @@ class ResultRecorder(Sink):
             errors=self._errors,
         )
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+    def on_session_end(self, session: Session, summary: SessionSummary, state: None) -> None:
         record = session.metadata.get(RESULT_KEY)
         if isinstance(record, dict):
             self._worker.submit(record)

@@ -31,11 +31,10 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from .. import __version__
-from ..actions.types import Action
 from ..detectors.repeats import call_key
 from ..errors import ErrorCounter
 from ..phases import LETTER_OF
-from ..sinks import SessionRegistry, Sink, forget_oldest_call
+from ..sinks import Sink, forget_oldest_call
 from ..telemetry.capture import ContentPolicy
 from ..telemetry.drops import DropCounter
 from ..telemetry.redact import Redactor, redact
@@ -60,8 +59,6 @@ __all__ = ["StoreSink", "session_file_name"]
 
 #: Session files kept open at once by the writer; older ones are closed and reopened on demand.
 MAX_OPEN_FILES = 64
-#: Sessions the sink tracks at once (sessions nobody ends are forgotten oldest-first past this).
-MAX_SESSIONS = 10_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", "scaffold")
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
@@ -144,6 +141,8 @@ def session_file_name(session_id: str, started_at: float) -> str:
 
 @dataclass(slots=True)
 class _State:
+    """One session's record in the making: its file's key, and the decisions waiting for their call."""
+
     key: int
     compliance: Compliance | None  # the session's primary compliance: its scores go with each step
     # Decisions made while a call was being gated (before it was accepted); they join the call's own once
@@ -179,7 +178,6 @@ class StoreSink(Sink):
         # and of its action's target and path), so that replay still sees which calls were the same. The key
         # is this sink's own and is never written: digests compare within a run, and reveal nothing.
         self._digest_key = os.urandom(16)
-        self._sessions: SessionRegistry[_State] = SessionRegistry(MAX_SESSIONS)
         self._seq = itertools.count(1)  # file keys; next() is atomic
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "store",
@@ -195,22 +193,44 @@ class StoreSink(Sink):
             # per tool call. flush()/shutdown() still write everything at once.
             wake_at=256,
         )
+        # Sessions to be recorded on in a file another sink began (see resume_in), by session id.
+        self._resume: dict[str, Path] = {}
         # Writer-thread state.
         self._files: OrderedDict[int, IO[bytes]] = OrderedDict()
-        self._paths: OrderedDict[int, Path] = OrderedDict()
-        self.written: list[Path] = []  # files created, in order (bounded to the last MAX_SESSIONS)
+        # The file name of each session being written (its file may be closed, past MAX_OPEN_FILES): a
+        # session's entry goes with its end record.
+        self._names: dict[int, str] = {}
 
     # ------------------------------------------------------------------ hooks (agent's thread)
 
     # No on_tool_start: a call's gate decisions are moved to it lazily (_settle), which saves every call a
     # hook on the agent's thread.
 
-    def on_session_start(self, session: Session) -> None:
-        self._state(session)
+    def new_state(self, session: Session) -> _State:
+        """The session's file key; its header goes to the writer (a session restored in another process
+        begins a file of its own, unless :meth:`resume_in` named the file to go on in)."""
+        st = _State(next(self._seq), session.primary_compliance)
+        resumed = self._resume.pop(session.id, None)
+        if resumed is not None:
+            self._worker.submit(("resume", st.key, session.id, resumed))
+            return st
+        rules = session.pipeline.rules
+        rules_version = getattr(rules, "name", None)
+        header = SessionHeader(
+            session_id=session.id,
+            started_at=session.started_at,
+            plan=session.pipeline.plan.name,
+            plans=[p.name for p in session.pipeline.plans],
+            rules=rules_version if isinstance(rules_version, str) else None,
+            metadata=dict(session.metadata),
+            planguard_version=__version__,
+            content=self.content.include,
+        )
+        self._worker.submit(("start", st.key, session.id, header))
+        return st
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_tool_end(self, session: Session, step: Step, state: _State) -> None:
+        st = state
         if st.pre_step is step:
             self._settle(st)
         decisions = st.decisions.pop(step.index, None)
@@ -228,14 +248,12 @@ class StoreSink(Sink):
             )
         )
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _State) -> None:
         if step is None:  # step findings travel with their step record
-            st = self._state(session)
-            self._worker.submit(("finding", st.key, session.id, finding))
+            self._worker.submit(("finding", state.key, session.id, finding))
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
-        last = self._sessions.last
-        st = last[1] if last is not None and last[0] is session else self._state(session)
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: _State) -> None:
+        st = state
         if step is None:
             self._worker.submit(("decision", st.key, session.id, decision))
         elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
@@ -270,10 +288,8 @@ class StoreSink(Sink):
             st.pre = []
         st.pre_step = None
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
-        st = self._sessions.pop(session)
-        if st is not None:
-            self._worker.submit(("end", st.key, session.id, summary))
+    def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
+        self._worker.submit(("end", state.key, session.id, summary))
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until everything recorded so far is on disk (tests, reports)."""
@@ -282,29 +298,39 @@ class StoreSink(Sink):
     # ------------------------------------------------------------------ one session, several processes
 
     # A hook process per call (the Claude Code hook) records one session through many sinks in turn: each
-    # goes on in the file the first one began (resume), and they share the key calls are digested with.
+    # goes on in the file the first one began, and they share the key calls are digested with.
 
-    def resume(self, session: Session, path: str | os.PathLike[str]) -> None:
-        """Go on recording ``session`` (restored from a checkpoint) in ``path``, the file another sink began
-        for it: no second header; its later records, end included, are appended there."""
-        st = _State(next(self._seq), session.primary_compliance)
-        self._sessions.add(session, st)
-        self._worker.submit(("resume", st.key, session.id, Path(path)))
+    def resume_in(self, session_id: str, path: str | os.PathLike[str]) -> None:
+        """Record the session ``session_id`` in ``path`` (a file of this store another sink began) when it
+        next begins here (restored from a checkpoint): no second header; its records are appended there."""
+        self._resume[session_id] = Path(path)
+        while len(self._resume) > MAX_OPEN_FILES:  # never taken up: only the latest matter
+            del self._resume[next(iter(self._resume))]
 
     def file_of(self, session: Session) -> Path | None:
-        """The file ``session`` is being recorded in, once a record of it is written (after :meth:`flush`);
-        None when this sink does not record it (never did, or its end is written)."""
-        st = self._sessions.get(session)
-        return None if st is None else self._paths.get(st.key)
+        """The file ``session`` is recorded in once a record of it is written (after :meth:`flush`); None
+        before, once its end is written, or when this sink does not record it."""
+        state = self._state_of(session)
+        name = None if state is None else self._names.get(state.key)
+        return None if name is None else self.path / name
 
     def forget(self, session: Session) -> None:
         """Stop recording ``session`` without an end record: it goes on elsewhere (another process)."""
-        self._sessions.pop(session)
+        state = self._state_of(session)
+        if state is not None:
+            self._worker.submit(("forget", state.key, session.id))
+
+    def _state_of(self, session: Session) -> _State | None:
+        return next((state for sink, state in session.sink_states if sink is self), None)
 
     def use_digest_key(self, key: bytes) -> None:
         """Digest calls with ``key`` rather than this sink's random one, so that the sinks recording one
         session in turn give its same calls the same digests. Before anything is recorded."""
         self._digest_key = bytes(key)
+
+    def files(self) -> list[Path]:
+        """The session files in the store's folder, oldest first (a name starts with its start time)."""
+        return sorted(self.path.glob("*.jsonl")) if self.path.is_dir() else []
 
     def shutdown(self) -> None:
         self._worker.shutdown(5.0)
@@ -313,37 +339,23 @@ class StoreSink(Sink):
                 f.close()
         self._files.clear()
 
-    def _state(self, session: Session) -> _State:
-        st = self._sessions.get(session)
-        if st is not None:
-            return st
-        st = _State(next(self._seq), session.primary_compliance)
-        self._sessions.add(session, st)  # the states it pushes out (past MAX_SESSIONS) are dropped
-        rules = session.pipeline.rules
-        rules_version = getattr(rules, "name", None)
-        header = SessionHeader(
-            session_id=session.id,
-            started_at=session.started_at,
-            plan=session.pipeline.plan.name,
-            plans=[p.name for p in session.pipeline.plans],
-            rules=rules_version if isinstance(rules_version, str) else None,
-            metadata=dict(session.metadata),
-            planguard_version=__version__,
-            content=self.content.include,
-        )
-        self._worker.submit(("start", st.key, session.id, header))
-        return st
-
     # ------------------------------------------------------------------ writer thread
 
     def _write(self, batch: list[tuple[Any, ...]]) -> None:
-        touched: set[int] = set()
+        """Format the batch's records, then write each session's lines with one system call. The write
+        releases the GIL, and taking it back from a busy agent's thread can take the interpreter's switch
+        interval (5 ms): one write per 8 KB buffer, as a buffered file makes, let an agent in a tight loop
+        outrun the writer until its queue overflowed."""
+        lines: dict[int, list[bytes]] = {}  # file key -> its lines in this batch, in order
+        first: dict[int, tuple[str, SessionHeader | None]] = {}  # file key -> (session id, header)
+        ended: list[int] = []
         for item in batch:
             kind, key, session_id = item[0], item[1], item[2]
-            if kind == "resume":  # (no record: the session's file already has its header)
-                self._paths[key] = item[3]
-                while len(self._paths) > MAX_SESSIONS:
-                    self._paths.popitem(last=False)
+            if kind == "resume":  # no record: the file already has the session's header
+                self._names[key] = item[3].name
+                continue
+            if kind == "forget":
+                ended.append(key)
                 continue
             try:
                 line = self._line(item)
@@ -351,39 +363,39 @@ class StoreSink(Sink):
                 self.drops.add("store_record_failed")
                 self.errors.record("StoreSink.record", exc)
                 continue
+            if key not in lines:
+                lines[key] = []
+                first[key] = (session_id, item[3] if kind == "start" else None)
+            lines[key].append(line)
+            if kind == "end":
+                ended.append(key)
+        for key, session_lines in lines.items():
+            session_id, header = first[key]
             try:
-                handle = self._handle(key, session_id, item[3] if kind == "start" else None)
-                handle.write(line)
-                touched.add(key)
-                if kind == "end":
-                    handle.close()
-                    self._files.pop(key, None)
-                    self._paths.pop(key, None)
-                    touched.discard(key)
+                handle = self._handle(key, session_id, header)
+                handle.write(b"".join(session_lines))
+                handle.flush()
             except OSError as exc:
-                self.drops.add("store_write_failed")
+                self.drops.add("store_write_failed", len(session_lines))
                 self.errors.record("StoreSink.write", exc)
-        for key in touched:
-            open_handle = self._files.get(key)
-            if open_handle is not None:
-                open_handle.flush()
+        for key in ended:
+            if key in self._files:
+                with contextlib.suppress(OSError):
+                    self._files.pop(key).close()
+            self._names.pop(key, None)
 
     def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[bytes]:
+        """The session's file, open."""
         handle = self._files.get(key)
         if handle is not None:
             self._files.move_to_end(key)
             return handle
-        path = self._paths.get(key)
-        if path is None:  # a new session (or its start record was dropped: make the header up)
+        name = self._names.get(key)
+        if name is None:  # a new session (or its start record was dropped: make the header up)
             self._make_dir()
             started = header.started_at if header is not None else time.time()
-            path = self.path / session_file_name(session_id, started)
-            self._paths[key] = path
-            while len(self._paths) > MAX_SESSIONS:
-                self._paths.popitem(last=False)
-            self.written.append(path)
-            del self.written[:-MAX_SESSIONS]
-            handle = _open_private(path)
+            name = self._names[key] = session_file_name(session_id, started)
+            handle = _open_private(self.path / name)
             if header is None:
                 made_up = SessionHeader(
                     session_id=self.content.clean(session_id),
@@ -395,7 +407,7 @@ class StoreSink(Sink):
                 )
                 handle.write(_encode(made_up.to_json()))
         else:
-            handle = _open_private(path)
+            handle = _open_private(self.path / name)
         self._files[key] = handle
         while len(self._files) > MAX_OPEN_FILES:
             _, old = self._files.popitem(last=False)
@@ -569,48 +581,11 @@ def _open_private(path: Path) -> IO[bytes]:
 
 
 def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
-    """The canonical action's fields; ``target`` and ``path`` (argument text) only with content, and
-    redacted (a URL's credentials), else their digests (``target_id``, ``path_id``); ``intent`` and
-    ``shell`` (a program name) always, redacted."""
+    """The canonical action's fields (``Action``'s, or any action-like object's); ``target`` and ``path``
+    (argument text) only with content, and redacted (a URL's credentials), else their digests
+    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted."""
     if action is None:
         return None
-    clean = c.clean
-    if type(action) is Action:  # the classifier's (every step): _action_fields, spelled out
-        out: dict[str, Any] = {"type": str(action.type)}  # (a StrEnum's str() is its value)
-        if action.target:
-            if c.include:
-                out["target"] = clean(action.target)
-            else:
-                out["target_id"] = digest(action.target)
-        if action.tool:
-            out["tool"] = action.tool
-        if action.path:
-            if c.include:
-                out["path"] = clean(action.path)
-            else:
-                out["path_id"] = digest(action.path)
-        if action.intent:
-            out["intent"] = clean(action.intent)
-        if action.write is not None:
-            out["write"] = str(action.write)
-        if action.shell:
-            out["shell"] = clean(action.shell)
-        if action.scaffold:
-            out["scaffold"] = action.scaffold
-        if action.is_validation:
-            out["is_validation"] = True
-        if action.is_source_write:
-            out["is_source_write"] = True
-        if action.is_completion:
-            out["is_completion"] = True
-        if action.structured:
-            out["structured"] = True
-        return out
-    return _action_fields(action, c, digest)
-
-
-def _action_fields(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any]:
-    """Any action-like object's fields, as ``_action`` writes an ``Action``'s."""
     out: dict[str, Any] = {}
     for name in _ACTION_FIELDS:
         value = getattr(action, name, None)

@@ -61,9 +61,9 @@ class TelemetryConfig(BaseModel):
     defer_spans: bool = Field(
         False,
         description=(
-            "Build spans on a background thread: the agent's thread only records what each span will carry "
-            "(timestamps included) and a tool call costs a few microseconds instead of the SDK's span "
-            "cost; total CPU is a little higher and spans reach the exporter up to 50 ms later."
+            "End tool spans on a background thread: the agent's thread starts each span and sets its "
+            "attributes; its events, status and end (and the export of a SimpleSpanProcessor) happen "
+            "there. Spans reach the exporter up to 50 ms later."
         ),
     )
     export_timeout_s: float | None = Field(

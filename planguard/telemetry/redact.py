@@ -354,25 +354,14 @@ def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 
         return value
     if _depth > 32:
         return REDACTED  # deeper than any real tool argument; refuse rather than recurse forever
-    if type(value) is dict or isinstance(value, Mapping):  # (a dict: no ABC check)
+    if isinstance(value, Mapping):
         out: dict[str, Any] = {}
-        # Tool arguments are redacted on every call: the lookups of _is_secret_key and Redactor.__call__
-        # are inlined for their common answers (a known key name, a remembered text).
-        verdicts, memo = _KEY_VERDICTS, r._memo
         for k, v in value.items():
-            key = k if type(k) is str else str(k)
-            secret = verdicts.get(key)
-            if secret is None:
-                secret = _is_secret_key(key)
-            known_key = memo.get(key)
-            key = known_key if known_key is not None else r(key)
-            if secret and v is not None and v != "" and not isinstance(v, bool):
-                out[key] = REDACTED
-            elif isinstance(v, str):  # most values: what the call below would do, without the call
-                known = memo.get(v)
-                out[key] = known if known is not None else r(v)
+            key = str(k)  # (a str subclass's own text: an enum member's str(), as json.dumps would not)
+            if _is_secret_key(key) and v is not None and v != "" and not isinstance(v, bool):
+                out[r(key)] = REDACTED
             else:
-                out[key] = redact_value(v, r, _depth=_depth + 1)
+                out[r(key)] = redact_value(v, r, _depth=_depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [redact_value(v, r, _depth=_depth + 1) for v in value]

@@ -94,29 +94,33 @@ class MutableSink(Sink):
     def stats(self) -> Any:
         return getattr(self.inner, "stats", None)
 
-    def on_session_start(self, session: Session) -> None:
-        if not _MUTED.get():
-            self.inner.on_session_start(session)
+    def new_state(self, session: Session) -> Any:
+        # Always the inner sink's state, muted or not: the session's later, unmuted hooks need it.
+        return self.inner.new_state(session)
 
-    def on_tool_start(self, session: Session, step: Step) -> None:
+    def on_session_start(self, session: Session, state: Any) -> None:
         if not _MUTED.get():
-            self.inner.on_tool_start(session, step)
+            self.inner.on_session_start(session, state)
 
-    def on_tool_end(self, session: Session, step: Step) -> None:
+    def on_tool_start(self, session: Session, step: Step, state: Any) -> None:
         if not _MUTED.get():
-            self.inner.on_tool_end(session, step)
+            self.inner.on_tool_start(session, step, state)
 
-    def on_finding(self, session: Session, step: Step | None, finding: Finding) -> None:
+    def on_tool_end(self, session: Session, step: Step, state: Any) -> None:
         if not _MUTED.get():
-            self.inner.on_finding(session, step, finding)
+            self.inner.on_tool_end(session, step, state)
 
-    def on_decision(self, session: Session, step: Step | None, decision: Decision) -> None:
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: Any) -> None:
         if not _MUTED.get():
-            self.inner.on_decision(session, step, decision)
+            self.inner.on_finding(session, step, finding, state)
 
-    def on_session_end(self, session: Session, summary: SessionSummary) -> None:
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: Any) -> None:
         if not _MUTED.get():
-            self.inner.on_session_end(session, summary)
+            self.inner.on_decision(session, step, decision, state)
+
+    def on_session_end(self, session: Session, summary: SessionSummary, state: Any) -> None:
+        if not _MUTED.get():
+            self.inner.on_session_end(session, summary, state)
 
     def shutdown(self) -> None:
         self.inner.shutdown()

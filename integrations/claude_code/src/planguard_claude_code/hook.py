@@ -286,8 +286,6 @@ class HookRunner:
                 session, hook_state, complete = cached.session, cached.hook, cached.complete
             else:
                 session, hook_state, complete = self._load(stored, key, payload, source)
-                if stored.restored is not None:
-                    self._resume_store_files(stored, session)
             if rid is not None and rid in hook_state.answered:
                 # Already applied (by a daemon this hook process stopped waiting for): same answer again.
                 self._keep(key, stored, session, hook_state, complete, saved=True)
@@ -398,6 +396,7 @@ class HookRunner:
 
         snap = stored.snapshot(self.fingerprint)
         if snap is not None:
+            self._resume_store_files(stored, key, cut=True)
             try:
                 session = Session.restore(self.guard.pipeline, snap.state)
                 session.ended = False  # a resumed conversation (claude --resume) goes on being monitored
@@ -418,6 +417,7 @@ class HookRunner:
         adapter_now = time.time()
         for op in ops:
             _apply(session, op, state, adapter_now)
+        self._resume_store_files(stored, key, cut=False)
         session.bind(self.guard.pipeline)  # the sinks hear what this call adds
         session.ended = False
         session.metadata["planguard.rebuilt"] = "journal" if complete else "partial-journal"
@@ -427,15 +427,15 @@ class HookRunner:
 
     # ------------------------------------------------------------------ the session store's files
 
-    def _resume_store_files(self, stored: StoredSession, session: Session) -> None:
+    def _resume_store_files(self, stored: StoredSession, session_id: str, *, cut: bool) -> None:
         """Have each session-store sink go on in the file the session was begun in (one session, one
-        file, one header, whichever process records which call).
+        file, one header, whichever process records which call), once the session is restored.
 
         Each call's records are flushed before its checkpoint is saved, so the file can only be ahead of
         the snapshot: by the records of a call whose process died before saving it (a killed daemon). That
-        call is answered again (its snapshot never said it was), so the file is first cut back to the size
-        the snapshot recorded. A session rebuilt from its journal keeps its file as it is: the journal has
-        the calls the file has (it is written after the flush) and its replay writes nothing."""
+        call is answered again (its snapshot never said it was), so the file is first ``cut`` back to the
+        size the snapshot recorded. A session rebuilt from its journal keeps its file as it is: the journal
+        has the calls the file has (it is written after the flush) and its replay writes nothing."""
         for sink, place in zip(self.store_sinks, stored.store_files, strict=False):
             if place is None:
                 continue  # its end record is written: a conversation resumed after it gets a new file
@@ -443,12 +443,12 @@ class HookRunner:
             try:
                 if path.parent != sink.path.absolute() or not path.is_file():
                     continue  # the store moved (config changed) or the file is gone: a new file
-                if stored.restored == "snapshot" and path.stat().st_size > size:
+                if cut and path.stat().st_size > size:
                     os.truncate(path, size)
             except OSError as exc:
                 stored.problems.append(f"store file {path} not resumed ({exc}); a new one is begun")
                 continue
-            sink.resume(session, path)
+            sink.resume_in(session_id, path)
 
     def _flush_store_files(self, session: Session) -> list[tuple[str, int] | None]:
         """Write what the session-store sinks hold, and where each records ``session`` now."""

@@ -144,7 +144,7 @@ def _guard(
     class _LastSummary(Sink):
         summary: Any = None
 
-        def on_session_end(self, session: Any, summary: Any) -> None:
+        def on_session_end(self, session: Any, summary: Any, state: Any) -> None:
             self.summary = summary
 
     cfg = load_config(config_path)
