@@ -487,7 +487,7 @@ def _in_process(
     return hook.main(
         config,
         state_dir,
-        stdin=io.StringIO(raw.decode("utf-8", "replace")),
+        stdin=io.BytesIO(raw),  # decoded by the hook, which refuses bytes that are not UTF-8
         stdout=stdout,
         rid=rid,
         dialect=speaks,
