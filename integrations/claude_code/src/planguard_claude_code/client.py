@@ -562,6 +562,8 @@ def daemon_status(state_dir: str | None = None, environ: Any = None) -> list[dic
             except _Unanswered:
                 reply = None
             if reply and reply[:3] == b"OK\n":
+                # Not through planguard.documents: the reply is the daemon's own status object, from a
+                # socket in a private directory whose peer was checked to be this user.
                 out.append(json.loads(reply[3:]))
     return out
 
