@@ -168,6 +168,14 @@ class Guard:
             load_plugin("sinks", spec, f"sinks.custom.{i}") for i, spec in enumerate(cfg.sinks.custom)
         )
         sinks.extend(user_sinks)
+        from .decisions import is_reserved_policy_name
+
+        for policy in (*policies[len(policies) - len(cfg.policies.custom) :], *user_policies):
+            name = getattr(policy, "name", "")
+            if isinstance(name, str) and is_reserved_policy_name(name):
+                # Sinks tell planguard's own messages from content by the policy's name.
+                kind = type(policy).__name__
+                raise ValueError(f"custom policy {kind}: the name {name!r} is one of planguard's own")
         return Pipeline(
             rules=rules,
             plans=plans,

@@ -706,7 +706,7 @@ def test_text_memos_stay_bounded_and_names_stay_right(monkeypatch: pytest.Monkey
     s.end()
     cap.flush()
     sink = cap.sink
-    assert len(sink._letters) <= 3 and len(sink._tool_span_names) <= 3 and len(sink._action_names) <= 3
+    assert len(sink._letters) <= 3 and len(sink._tool_names) <= 3 and len(sink._action_names) <= 3
     spans = {
         int(sp.attributes[A.STEP_INDEX]): sp for sp in cap.spans() if A.STEP_INDEX in (sp.attributes or {})
     }  # type: ignore[arg-type]

@@ -469,7 +469,8 @@ class StoreSink(Sink):
         if not self.content.include:
             return [["", str(c.role)] for c in commands]
         shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
-        return [[label if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
+        clean = self.content.clean  # a label is a program or tool name, shown in the call: redacted
+        return [[clean(label) if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
 
     def digest(self, value: Any) -> str:
         """``value``'s keyed digest (see ``_digest_key``): equal values, equal digests, within this sink."""
@@ -477,7 +478,10 @@ class StoreSink(Sink):
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         c = self.content
-        d: dict[str, Any] = {"tool": ev.tool}
+        tool = ev.tool  # a name may hold anything: redacted like an id
+        d: dict[str, Any] = {
+            "tool": c.clean(tool) if isinstance(tool, str) else tool
+        }  # (redacted like an id)
         if c.include:
             args = ev.arguments
             # (a copy either way: the event's dict stays the agent's)
@@ -551,7 +555,7 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
             else:
                 out["target_id"] = digest(action.target)
         if action.tool:
-            out["tool"] = action.tool
+            out["tool"] = clean(action.tool)
         if action.path:
             if c.include:
                 out["path"] = clean(action.path)

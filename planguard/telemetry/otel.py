@@ -102,6 +102,7 @@ class _SessionState:
     __slots__ = (
         "__weakref__",
         "compliance",
+        "conversation_id",
         "ctx",
         "deferred",
         "ended",
@@ -130,6 +131,7 @@ class _SessionState:
         self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts, untraced: bool
     ) -> None:
         self.session = session
+        self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink._start_session)
         self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
@@ -227,15 +229,17 @@ class OTelSink(Sink):
         self._capture_on = self.capture.enabled
         self._max_content = max_content_chars
         self._redactor = redactor
-        # Call ids are redacted as the span is recorded, on the agent's thread, by the built-in patterns
-        # only: an id is short, and one holding no needle (nearly all) costs a substring scan (~1 µs).
+        # Ids and names (call ids, session ids, tool names: any may hold a secret) are redacted as the span
+        # is recorded, on the agent's thread, by the built-in patterns only: an id is short, and one
+        # holding no needle (nearly all) costs a substring scan (~1 µs). Session ids once per session, tool
+        # names once per name (kept with the tool's span name).
         self._redact_id = Redactor()
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
         self._owned = list(owned)  # providers built for this sink: flushed and shut down with it
         self._shutdown_timeout = shutdown_timeout_s  # for the worker and the owned providers together
         self._session_span_name = f"{A.SPAN_INVOKE_AGENT} {agent_name}" if agent_name else A.SPAN_INVOKE_AGENT
-        self._tool_span_names: dict[str, str] = {}
+        self._tool_names: dict[str, tuple[str, str]] = {}  # tool -> (its name as shown, its span's name)
         self._letters: dict[tuple[str, ...], str] = {}
         self._action_names: dict[Any, str] = {}  # enum member → its value (action types, effects)
         self._sessions: SessionRegistry[_SessionState] = SessionRegistry(max_sessions)
@@ -307,11 +311,12 @@ class OTelSink(Sink):
         if st.untraced:  # no span of this session goes anywhere: the call is only counted
             tools[index] = _UNTRACED
             return
+        shown, span_name = self._tool_names.get(ev.tool) or self._tool_name(ev.tool)
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
-            A.GEN_AI_TOOL_NAME: ev.tool,
+            A.GEN_AI_TOOL_NAME: shown,
             A.GEN_AI_TOOL_TYPE: A.TOOL_TYPE_FUNCTION,
-            A.GEN_AI_CONVERSATION_ID: session.id,
+            A.GEN_AI_CONVERSATION_ID: st.conversation_id,
             A.STEP_INDEX: index,
             A.PHASE: letters,
         }
@@ -346,7 +351,7 @@ class OTelSink(Sink):
             st.live_seen = True
         start = ev.start_time
         tools[index] = (
-            self._tool_span_names.get(ev.tool) or self._tool_name(ev.tool),
+            span_name,
             attrs,
             None if start is None else int(start * 1e9),
             live,
@@ -582,7 +587,7 @@ class OTelSink(Sink):
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
             A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
-            A.GEN_AI_CONVERSATION_ID: session.id,
+            A.GEN_AI_CONVERSATION_ID: self._redact_id(session.id),
             A.PLAN: session.pipeline.plan.name,
         }
         rules_version = getattr(session.pipeline.rules, "name", None)
@@ -617,6 +622,7 @@ class OTelSink(Sink):
             and span.get_span_context() == trace.get_current_span(parent).get_span_context()
         )
         st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
+        st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
         self._counts.watch_errors(session.pipeline.errors)
         for old in self._sessions.add(session, st):  # past max_sessions, or an ended session's id() reused
             self._close(old, old.session.summary(), evicted=True)
@@ -639,13 +645,15 @@ class OTelSink(Sink):
         st.tail_letter = st.session.pipeline.letter_of.get(str(runs[-1][0]), "?") if runs else ""
         st.tail_head = "".join(parts) + st.tail_letter
 
-    def _tool_name(self, tool: str) -> str:
-        name = self._tool_span_names.get(tool)
-        if name is None:
-            name = f"{A.SPAN_EXECUTE_TOOL} {tool}" if tool else A.SPAN_EXECUTE_TOOL
-            if len(self._tool_span_names) < MAX_MEMO:
-                self._tool_span_names[tool] = name
-        return name
+    def _tool_name(self, tool: str) -> tuple[str, str]:
+        """The tool's name as spans show it (redacted) and its span's name."""
+        names = self._tool_names.get(tool)
+        if names is None:
+            shown = self._redact_id(tool) if tool else tool
+            names = (shown, f"{A.SPAN_EXECUTE_TOOL} {shown}" if shown else A.SPAN_EXECUTE_TOOL)
+            if len(self._tool_names) < MAX_MEMO:
+                self._tool_names[tool] = names
+        return names
 
     def _tool_for(self, st: _SessionState, session: Session, step: Step) -> _ToolCall:
         call = st.tools.get(step.index)
@@ -729,7 +737,7 @@ class OTelSink(Sink):
             attrs[A.SESSION_DECISIONS] = sorted(summary.decision_counts)
         if summary.unclassified:  # tool names only: never arguments
             attrs[A.SESSION_UNCLASSIFIED] = summary.unclassified
-            attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(summary.unknown_tools)
+            attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(self._tool_name(t)[0] for t in summary.unknown_tools)
         if primary is not None:
             attrs[A.PPC] = primary.PPC
             attrs[A.POC] = primary.POC
