@@ -210,3 +210,32 @@ def test_langchain_middleware_fault_in_a_pipeline_stage_keeps_a_fail_closed_gate
     else:
         assert "submit" in ran and not denials
     assert guard.errors.total >= 1
+
+
+@pytest.mark.parametrize("fail_closed", [True, False], ids=["fail-closed", "fail-open"])
+def test_proxy_answer_it_cannot_rewrite_is_withheld_only_when_fail_closed(
+    fail_closed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate denies the call, but replacing it in the answer fails (a fault injected into the wire's
+    rewrite, the one part no real input makes fail): fail-closed, the answer is withheld (502 in the API's
+    error shape, the gate's message in it); fail-open, it is forwarded as the upstream sent it."""
+    from planguard_proxy.wire import WIRES
+
+    def broken(self: Any, obj: dict[str, Any], denied: Any) -> None:
+        raise RuntimeError("rewrite failed")
+
+    monkeypatch.setattr(type(WIRES["openai"]), "rewrite_response", broken)
+    config = quiet_config(
+        fail_closed_gates=fail_closed,
+        policies={"reminder": {"enabled": False}, "gates": [_gate("bash", {"command": "^submit"})]},
+    )
+    with proxy_stack(_script, config=config, gate="rewrite", gate_retries=0) as stack:
+        body = {"model": "m", "tools": [BASH], "messages": [{"role": "user", "content": "t: submit"}]}
+        r = httpx.post(stack.url + "/v1/chat/completions", json=body, timeout=30)
+        errors = dict(stack.guard.errors.counts)
+    assert any(k.startswith("proxy.response:RuntimeError") for k in errors), errors
+    if fail_closed:
+        assert r.status_code == 502 and "no-early-submit" in r.json()["error"]["message"]
+        assert "submit" not in json.dumps(r.json()).replace("no-early-submit", "")
+    else:
+        assert r.status_code == 200 and r.json()["choices"][0]["message"]["tool_calls"]
