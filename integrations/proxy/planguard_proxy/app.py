@@ -2,7 +2,9 @@
 
 ``POST …/chat/completions`` and ``POST …/responses`` (OpenAI) and ``POST …/messages`` (Anthropic) are
 observed; the upstream's answer decides streaming (``text/event-stream``) or not. Anything that goes wrong
-inside planguard forwards the traffic unchanged (fail-open); upstream errors pass through with their
+inside planguard forwards the traffic unchanged (fail-open) — except that the calls of an answer still get
+a fail-closed gate's denial (``Guard.failure_decision``), and an answer whose denied calls cannot be
+replaced is withheld (502, or an error event ending the stream); upstream errors pass through with their
 status and body; upstream timeouts and connection failures become 504/502 in the API's own error shape; a
 client that disconnects cancels the upstream request. When every tool call of an answer is denied, the
 proxy answers them itself and asks the model again (``gate_retries``).
