@@ -122,6 +122,12 @@ class Config(BaseModel):
     fail_closed_gates: bool = Field(
         False, description="Gates deny their tool when planguard itself fails (default: fail open)."
     )
+    flush_on_sigterm: bool = Field(
+        True,
+        description="On SIGTERM, flush the background writers (store, telemetry, webhook) before the "
+        "application's handler or the default action runs. false: planguard installs no SIGTERM handler "
+        "(process-wide; never installed off the main thread, nor over an ignored SIGTERM).",
+    )
     experiment: ExperimentConfig | None = Field(
         None, description="Plan experiment: arms (plan A / plan B / no plan), targets, decision window."
     )
@@ -218,6 +224,7 @@ ENV_OVERRIDES: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
     ),
     "PLANGUARD_WEBHOOK_URL": (("policies", "notify", "url"), _opt, "webhook URL for notifications"),
     "PLANGUARD_FAIL_CLOSED_GATES": (("fail_closed_gates",), _flag, "1: gates deny when planguard fails"),
+    "PLANGUARD_FLUSH_ON_SIGTERM": (("flush_on_sigterm",), _flag, "0: install no SIGTERM handler"),
     "PLANGUARD_TELEMETRY": (("telemetry", "enabled"), _flag, "0 turns OpenTelemetry output off"),
     "PLANGUARD_STORE": (("store", "enabled"), _flag, "0 turns the local session store off"),
     "PLANGUARD_STORE_DIR": (("store", "path"), str.strip, "directory of the local session store"),
@@ -560,6 +567,8 @@ class _LineFinder:
         self._root: Any = None
         if text and kind != ".toml":
             try:
+                # Only for a text the document reader already took (no aliases, nesting within its limit):
+                # composing builds the node tree, which never expands an alias anyway.
                 self._root = yaml.compose(text, Loader=_YAML_LOADER)
             except yaml.YAMLError:
                 self._root = None

@@ -227,9 +227,11 @@ class ConsoleSink(Sink):
         return f"{kind} ({decision.policy})" if decision.policy else kind
 
     def _line(self, item: tuple[Any, ...]) -> list[tuple[str, str]]:
-        kind, sid = item[0], item[1]
+        clean = self.content.clean  # session ids and tool names may hold anything: redacted like ids
+        kind, sid = item[0], clean(item[1])
         if kind == "step":
             _, _, index, tool, roles, action, scores, runs, findings, decisions, failed, letter_of = item
+            tool = clean(tool)
             letters = "".join(letter_of.get(r, "?") for r in roles)
             tail = " ".join(f"{letter_of.get(str(r), '?')}{n}" for r, n in runs)
             action_name = str(getattr(action, "value", action)) if action is not None else ""
@@ -247,6 +249,7 @@ class ConsoleSink(Sink):
             )
         if kind == "blocked":
             _, _, index, tool, decisions = item
+            tool = clean(tool)
             why = "; ".join(self._why(d) for d in decisions)
             return [
                 (f"  {sid} ", "dim"),

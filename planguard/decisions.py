@@ -7,11 +7,16 @@ from enum import StrEnum
 
 from .findings import Finding
 
-__all__ = ["ALLOW", "RECORDED_POLICY", "Decision", "DecisionKind"]
+__all__ = ["ALLOW", "OWN_POLICIES", "RECORDED_POLICY", "Decision", "DecisionKind", "is_own_text"]
 
 #: The policy name of a decision replayed from a recorded denial (a harness or hook refused the call when
 #: it was recorded); sinks treat its message as content, since it may quote the call.
 RECORDED_POLICY = "recorded"
+#: The names of planguard's own policies (and its gates', ``gate:<name>``): their messages are planguard's
+#: text, from its templates and the plan. Any other policy's message is content, since it may quote the
+#: call (sinks without content drop it). A custom policy may not take one of these names.
+OWN_POLICIES = frozenset({"reminder", "responses", "violations", "todo", "experiment"})
+GATE_PREFIX = "gate:"
 
 
 class DecisionKind(StrEnum):
@@ -51,3 +56,18 @@ class Decision:
 
 
 ALLOW = Decision(DecisionKind.ALLOW)
+
+
+def is_own_text(decision: Decision) -> bool:
+    """Whether ``decision``'s message is planguard's own text (a plan reminder, a gate's refusal from its
+    template) rather than content: one answering a finding quotes its evidence, a recorded harness denial
+    the harness's reason, and a custom policy's may quote anything."""
+    if decision.finding is not None:
+        return False
+    policy = decision.policy
+    return policy in OWN_POLICIES or policy.startswith(GATE_PREFIX)
+
+
+def is_reserved_policy_name(name: str) -> bool:
+    """Whether a custom policy's ``name`` is one of planguard's own (see :data:`OWN_POLICIES`)."""
+    return name in OWN_POLICIES or name.startswith(GATE_PREFIX) or name == RECORDED_POLICY

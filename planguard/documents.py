@@ -23,7 +23,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_DEPTH", "DocumentError", "check_depth", "decode_utf8", "loads_json", "loads_yaml"]
+__all__ = [
+    "MAX_DEPTH",
+    "DocumentError",
+    "check_depth",
+    "decode_utf8",
+    "loads_json",
+    "loads_yaml",
+    "too_deep",
+]
 
 #: Containers nested deeper than this are refused. Planguard's own documents stay under 10 levels; tool
 #: arguments inside hook payloads and stored records rarely pass 20.
@@ -60,11 +68,16 @@ def loads_json(data: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     except json.JSONDecodeError as exc:
         raise DocumentError(f"not valid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
-        raise DocumentError(_too_deep(max_depth)) from None
+        raise too_deep(max_depth) from None
     # Only a text with more openers than the limit can be nested past it; most texts skip the walk.
     if text.count("[") + text.count("{") > max_depth and _deeper_than(value, max_depth):
-        raise DocumentError(_too_deep(max_depth))
+        raise too_deep(max_depth)
     return value
+
+
+def too_deep(max_depth: int = MAX_DEPTH) -> DocumentError:
+    """The refusal of a document nested deeper than ``max_depth`` (for readers with their own parser)."""
+    return DocumentError(_too_deep(max_depth))
 
 
 def loads_yaml(text: str, *, max_depth: int = MAX_DEPTH) -> Any:

@@ -100,6 +100,10 @@ class Guard:
         # When an idle sweep is next due (never without an idle timeout); hook calls since the last check.
         self._sweep_at = float("inf") if self._idle is None else 0.0
         self._ticks = 0
+        if not self.config.flush_on_sigterm:  # before the sinks' workers are made (they install it)
+            from .telemetry.worker import set_sigterm_flush
+
+            set_sigterm_flush(False)
         self.pipeline = self._build_pipeline(tracer_provider, meter_provider, detectors, policies, sinks)
         self._scopes_tools = any(getattr(s, "adopts_tool_spans", False) for s in self.pipeline.sinks)
         self._watching_tools = False
@@ -164,6 +168,14 @@ class Guard:
             load_plugin("sinks", spec, f"sinks.custom.{i}") for i, spec in enumerate(cfg.sinks.custom)
         )
         sinks.extend(user_sinks)
+        from .decisions import is_reserved_policy_name
+
+        for policy in (*policies[len(policies) - len(cfg.policies.custom) :], *user_policies):
+            name = getattr(policy, "name", "")
+            if isinstance(name, str) and is_reserved_policy_name(name):
+                # Sinks tell planguard's own messages from content by the policy's name.
+                kind = type(policy).__name__
+                raise ValueError(f"custom policy {kind}: the name {name!r} is one of planguard's own")
         return Pipeline(
             rules=rules,
             plans=plans,

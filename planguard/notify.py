@@ -433,6 +433,8 @@ class WebhookSink(Sink):
         c = self.content
         out = dict(item)
         out["session_id"] = c.clean(out.get("session_id"))
+        if out.get("tool") is not None:  # a tool's name may hold anything: an id, redacted like one
+            out["tool"] = c.clean(out["tool"])
         if "evidence" in out:
             out["evidence"] = c.text(out["evidence"])
         decision = out.pop("decision", None)

@@ -25,11 +25,11 @@ Statuses are normalised to :data:`PENDING`, :data:`IN_PROGRESS`, :data:`COMPLETE
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .documents import loads_json
 from .events import ToolEvent
 
 __all__ = [
@@ -87,8 +87,8 @@ def parse_todos(event: ToolEvent) -> list[TodoItem] | None:
         if len(args) > _MAX_RAW or not args.lstrip().startswith("{"):
             return None
         try:
-            args = json.loads(args)
-        except (ValueError, RecursionError):
+            args = loads_json(args)  # the model's text: the document reader's depth limit applies
+        except ValueError:
             return None
     if not isinstance(args, Mapping):
         return None

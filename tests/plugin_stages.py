@@ -65,3 +65,22 @@ class DenyTool(Policy):
         if step.event.tool == self.tool:
             return Decision(DecisionKind.DENY, f"{self.tool} is not allowed", policy=self.name)
         return None
+
+
+class Broken(Detector):
+    """A detector with a bug, failing in ``where``: ``new_state`` (so no session of the pipeline can be
+    made) or ``observe`` (every finished call). For the fail-open / fail-closed promises."""
+
+    name = "broken"
+
+    def __init__(self, where: str = "new_state") -> None:
+        self.where = where
+
+    def new_state(self) -> None:
+        if self.where == "new_state":
+            raise RuntimeError("broken detector: new_state")
+
+    def observe(self, step: Step, state: Any) -> Finding | None:
+        if self.where == "observe":
+            raise RuntimeError("broken detector: observe")
+        return None

@@ -117,6 +117,39 @@ def test_deeply_nested_stdin_exits_0_and_keeps_fail_closed(box: dict[str, Path])
     assert log.count("nested deeper than") == 2
 
 
+def test_invalid_utf8_stdin_is_refused_naming_the_byte_and_keeps_fail_closed(box: dict[str, Path]) -> None:
+    """Bytes that are not UTF-8 are refused, not repaired (``errors="replace"`` would hand the gate a
+    different command than the one that runs): one line naming the byte and its offset, exit 0, no
+    decision — except that a fail-closed gate denies a payload that may be a PreToolUse call."""
+    good = json.dumps(pre_tool_use("toolu_01", "Bash", DEPLOY, SID)).encode()
+    at = good.index(b"deploy")
+    raw = good[:at] + b"\xff" + good[at:]  # "./\xffdeploy --prod": replaced, it would still match the gate
+
+    def run(config: Path) -> tuple[dict[str, Any], str]:
+        command = ["hook", "claude-code", "--config", str(config), "--state-dir", str(box["state"])]
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "planguard", *command],
+            input=raw,
+            capture_output=True,
+            timeout=60,
+            env={**os.environ, "PLANGUARD_CONFIG": ""},
+        )
+        assert time.perf_counter() - t0 < 30
+        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+        out = proc.stdout.decode().strip()
+        return (json.loads(out) if out else {}), proc.stderr.decode()
+
+    answer, _ = run(box["closed"])
+    assert denied(answer), answer  # cannot be read, may be a gated PreToolUse: the closed gate denies
+    answer, _ = run(box["open"])
+    assert answer == {}  # fail open: no decision
+    lines = (box["state"] / "hook-errors.log").read_text().splitlines()
+    assert len(lines) == 2, lines  # one line per call, no traceback
+    for line in lines:
+        assert f"not valid UTF-8 (byte 0xff at offset {at})" in line, line
+
+
 def test_config_alias_bomb_is_refused_fast_and_reported(box: dict[str, Path], tmp_path: Path) -> None:
     from test_hostile_input import alias_bomb
 

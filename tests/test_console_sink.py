@@ -61,8 +61,9 @@ def run(sink: ConsoleSink) -> str:
 @pytest.mark.parametrize(
     ("content", "remind", "deny"),
     [
-        # planguard's own messages (these answer no finding) are shown either way; a finding's is content
-        (None, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
+        # planguard's own messages (these answer no finding) are shown either way; a finding's and a
+        # custom policy's (the "gate" here is one: it may quote the call) are content
+        (None, "remind (gate)", "deny (gate)"),
         (True, "remind: PLAN REMINDER: navigate first", "deny: destructive command refused"),
     ],
 )

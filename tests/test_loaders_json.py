@@ -124,17 +124,19 @@ def test_loads_equals_json_loads_on_known_differences(text: str) -> None:
     same_as_stdlib(b"\xef\xbb\xbf" + text.encode("utf-8", "surrogatepass"))
 
 
-def test_loads_equals_json_loads_around_the_recursion_limit() -> None:
-    # loads adds one frame of its own, so it is compared with json.loads called one frame deeper.
-    def deeper(depth: int, fn: Any) -> Any:
-        return fn() if depth == 0 else deeper(depth - 1, fn)
+def test_loads_refuses_nesting_past_the_document_limit_whatever_the_parser_takes() -> None:
+    """Within ``MAX_DEPTH`` the value is json.loads'; past it (up to, around and beyond the recursion
+    limit, and orjson's 1024) one DocumentError, never a RecursionError and never a value too deep."""
+    from planguard.documents import MAX_DEPTH, DocumentError
 
-    limit = sys.getrecursionlimit()
-    for nesting in [*range(limit - 80, limit + 5), 1023, 1024, 1025, 2000]:
+    for nesting in [MAX_DEPTH - 1, MAX_DEPTH]:
         text = b"[" * nesting + b"]" * nesting
-        assert deeper(0, lambda t=text: outcome(_json.loads, t)) == deeper(
-            1, lambda t=text: outcome(json.loads, t)
-        ), nesting
+        assert outcome(_json.loads, text) == outcome(json.loads, text)
+    limit = sys.getrecursionlimit()
+    for nesting in [MAX_DEPTH + 1, 500, *range(limit - 5, limit + 5), 1023, 1024, 1025, 2000, 100_000]:
+        for text in (b"[" * nesting + b"]" * nesting, '{"a": ' * nesting + "1" + "}" * nesting):
+            with pytest.raises(DocumentError, match=f"nested deeper than {MAX_DEPTH} levels"):
+                _json.loads(text)
 
 
 def test_loads_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:

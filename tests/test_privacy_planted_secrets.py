@@ -1,5 +1,6 @@
 """Planted secrets (issue #21, items 2-3): secrets of every shape planted in tool arguments, results, call
-ids, finding evidence and decision messages, run through a real ``Guard`` with every sink on — OTel spans
+ids, session ids, tool names, finding evidence and decision messages (planguard's own, and a custom policy's
+that quotes the call's arguments), run through a real ``Guard`` with every sink on — OTel spans
 and metrics (the real SDK, in memory), the local store (files in a temp dir), the console timeline, a
 webhook to a real HTTP server on 127.0.0.1 — and, in the proxy test, through the proxy (its logs).
 
@@ -36,8 +37,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from planguard.config import Config
 from planguard.console import ConsoleSink
+from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.guard import Guard
+from planguard.session import Session
+from planguard.stages import Policy
+from planguard.step import Step
 from planguard.telemetry.capture import ENV_CAPTURE
 
 OFF = [None, "false", "NO_CONTENT"]
@@ -130,11 +135,13 @@ SHAPES = (
     "openai",
 )
 planted = st.builds(_shape, st.sampled_from(SHAPES), cores)
-#: Call ids holding a secret (an id is the model's text: it may hold anything).
+#: Ids and names holding a secret (call ids are the model's text, session ids and tool names come from the
+#: integration or the harness: any of them may hold anything).
 id_secrets = st.one_of(
     cores.map(lambda c: Planted("id-github", "ghp_" + (c * 3)[:36], (c * 3)[:36])),
     cores.map(lambda c: Planted("id-openai", f"sk-proj-{c}", c)),
     cores.map(lambda c: Planted("id-token", f"call_token={c}", c)),
+    cores.map(lambda c: Planted("id-url", f"https://u:{c}@h.example.com", c)),
 )
 markers = st.text(string.ascii_lowercase, min_size=10, max_size=12).map(lambda s: "mk" + s)
 
@@ -146,6 +153,8 @@ class Run:
     structured: Planted  # under secret-named keys holding a list, a dict and bytes, and as a bytes value
     url: Planted  # a fetch's URL: the canonical action's target
     call_id: Planted
+    session_id: Planted
+    tool_name: Planted
     arg_marker: str  # plain argument text (no secret): must not leave with capture off
     result_marker: str
     key_marker: str  # an argument's name
@@ -157,6 +166,8 @@ runs = st.builds(
     planted,
     planted,
     st.sampled_from(["url-slash", "url-at"]).flatmap(lambda n: cores.map(lambda c: _shape(n, c))),
+    id_secrets,
+    id_secrets,
     id_secrets,
     markers,
     markers,
@@ -195,7 +206,26 @@ def events(run: Run) -> list[ToolEvent]:
     out.append(
         ToolEvent("WebFetch", {"url": run.url.text.split()[-1], "prompt": run.arg_marker}, result="ok")
     )
+    out.append(ToolEvent(run.tool_name.text, {"q": run.arg_marker}, call_id="c-tool", result="ok"))
     return out
+
+
+class QuotingPolicy(Policy):
+    """A custom policy as a user might write it: its messages quote the call's arguments."""
+
+    name = "quoting"
+
+    def before_tool(self, step: Step, session: Session, state: Any) -> Decision | None:
+        return Decision(
+            DecisionKind.LOG, f"about to run {json.dumps(step.event.arguments, default=str)}", self.name
+        )
+
+    def after_tool(self, step: Step, session: Session, state: Any) -> list[Decision]:
+        quoted = json.dumps(step.event.arguments, default=str)
+        return [
+            Decision(DecisionKind.NOTIFY, f"ran {step.event.tool} with {quoted}", self.name),
+            Decision(DecisionKind.NUDGE, f"you ran {quoted}", self.name),
+        ]
 
 
 # --------------------------------------------------------------------------- every sink, real
@@ -265,9 +295,10 @@ def outputs(run: Run, mode: str | None, hook: Webhook) -> dict[str, str]:
             cfg,
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
+            policies=[QuotingPolicy()],
             sinks=[ConsoleSink(console, color=False)],
         )
-        sid = "planted-session"
+        sid = run.session_id.text
         for ev in events(run):
             guard.before_model(sid)
             if guard.before_tool(sid, ev).blocks:
@@ -301,7 +332,8 @@ def outputs(run: Run, mode: str | None, hook: Webhook) -> dict[str, str]:
 
 
 def _secrets(run: Run) -> list[str]:
-    return [p for x in (run.command, run.result, run.structured, run.url, run.call_id) for p in x.pieces]
+    planted = (run.command, run.result, run.structured, run.url, run.call_id, run.session_id, run.tool_name)
+    return [p for x in planted for p in x.pieces]
 
 
 def _leaks(out: dict[str, str], needles: list[str]) -> list[tuple[str, str]]:
@@ -391,3 +423,16 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
         assert not _leaks(out, ["mkproxyarg"])
     else:
         assert "mkproxyarg" in store
+
+
+@pytest.mark.parametrize("name", ["reminder", "gate:mine", "recorded"])
+def test_a_custom_policy_cannot_pass_as_planguards_own(name: str) -> None:
+    """Sinks tell planguard's own messages (shown without content) from a custom policy's (content) by the
+    policy's name: a custom policy cannot take one of planguard's."""
+
+    class Impostor(QuotingPolicy):
+        pass
+
+    Impostor.name = name
+    with pytest.raises(ValueError, match="one of planguard's own"):
+        Guard(Config.model_validate({"telemetry": {"enabled": False}}), policies=[Impostor()])

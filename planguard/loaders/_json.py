@@ -1,4 +1,5 @@
-"""``json.loads`` for the loaders, parsed by orjson when it is installed and provably gives the same result.
+"""``json.loads`` for the loaders, parsed by orjson when it is installed and provably gives the same result,
+within the one document reader's nesting limit (:data:`planguard.documents.MAX_DEPTH`).
 
 Parsing is most of the cost of loading a corpus, and orjson parses these files about twice as fast as the
 standard library. Where the two disagree, the standard library's answer is the contract (error messages
@@ -13,8 +14,13 @@ checked before orjson is asked:
 
 Anything orjson rejects is parsed again by ``json.loads``, which then returns what it accepts or raises
 its own error. tests/test_loaders_json.py checks the equivalence on generated JSON and arbitrary bytes
-(one difference remains: this function is one more frame on the stack, so text nested to within one
-level of the recursion limit can fail here where a direct json.loads call would just succeed).
+for documents within the limit.
+
+Trajectories come from outside, so the limit of every other reader applies (a 100,000-deep line must be one
+clear error, whatever recursion limit or parser is in use, and nothing recursive downstream may meet a value
+nested past it): text nested deeper than ``MAX_DEPTH`` raises :class:`~planguard.documents.DocumentError`
+(a ``ValueError``), as ``loads_json`` does. The nesting is checked only when the text has more openers
+than the limit, from the count the orjson checks make anyway.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
+
+from ..documents import MAX_DEPTH, check_depth, too_deep
 
 __all__ = ["loads"]
 
@@ -40,20 +48,34 @@ _OWN_FRAMES = 8
 
 
 def loads(data: bytes | str) -> Any:
-    """Exactly ``json.loads(data)``: the same value, or the same exception."""
-    if _orjson is not None:
+    """``json.loads(data)``'s value or exception; a document nested deeper than ``MAX_DEPTH`` is a
+    :class:`~planguard.documents.DocumentError`."""
+    try:
+        raw = data if isinstance(data, bytes) else data.encode()
+    except UnicodeEncodeError:  # lone surrogates: only the standard library takes them
+        assert isinstance(data, str)
+        return _within_limit(_stdlib_loads(data), data.count("[") + data.count("{"))
+    marks = raw.translate(_MARKS)
+    # len - len(replace) = marks.count(b"["), which compares byte by byte; replace() skips with memchr.
+    openers = len(marks) - len(marks.replace(b"[", b""))
+    if _orjson is not None and _LONG_DIGITS not in marks and _stack_has_room(openers):
         try:
-            raw = data if isinstance(data, bytes) else data.encode()
-        except UnicodeEncodeError:  # lone surrogates: only the standard library takes them
-            return json.loads(data)
-        marks = raw.translate(_MARKS)
-        # len - len(replace) = marks.count(b"["), which compares byte by byte; replace() skips with memchr.
-        if _LONG_DIGITS not in marks and _stack_has_room(len(marks) - len(marks.replace(b"[", b""))):
-            try:
-                return _orjson.loads(raw)
-            except _orjson.JSONDecodeError:
-                pass  # not JSON to orjson; json.loads may still accept it, or explains why not
-    return json.loads(data)
+            return _within_limit(_orjson.loads(raw), openers)
+        except _orjson.JSONDecodeError:
+            pass  # not JSON to orjson; json.loads may still accept it, or explains why not
+    return _within_limit(_stdlib_loads(data), openers)
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise too_deep() from None
+
+
+def _within_limit(value: Any, openers: int) -> Any:
+    """``value``, refused when nested past ``MAX_DEPTH`` (only a text with more openers can be)."""
+    return check_depth(value) if openers > MAX_DEPTH else value
 
 
 def _stack_has_room(nesting: int) -> bool:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planguard.actions.types import Action
+from planguard.documents import loads_json
 from planguard.events import ToolEvent
 from planguard.phases.roles import GENERAL, Classification, Command
 from planguard.plan import ArgumentTest, PhaseMatch, Plan
@@ -117,7 +118,7 @@ def _parsed(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
     if not isinstance(arguments, str):
         return arguments
     try:
-        value = json.loads(arguments)
+        value = loads_json(arguments)  # the model's text: the document reader's depth limit applies
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -21,10 +21,10 @@ Arguments may be a mapping or a raw (possibly invalid) JSON string; neither ever
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from planguard.documents import loads_json
 from planguard.events import ToolEvent
 from planguard.phases.shell import SRE_TOOL, ParsedCommand, parse_action
 
@@ -69,8 +69,8 @@ def _arguments(raw: Mapping[str, Any] | str | Any) -> Mapping[str, Any] | str:
         text = raw.strip()
         if text.startswith("{"):
             try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):
+                value = loads_json(text)  # the model's text: the document reader's depth limit applies
+            except ValueError:
                 return raw
             if isinstance(value, Mapping):
                 return value

@@ -64,8 +64,8 @@ _ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", 
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
 #: Action fields that hold argument text (a path, a query, a URL): kept only with content.
 _ACTION_CONTENT = frozenset({"target", "path"})
-#: Action fields that hold text taken from the call (argument text, a program name): written redacted.
-_ACTION_TEXTS = frozenset({"target", "path", "intent", "shell"})
+#: Action fields that hold text taken from the call (argument text, a tool or program name): written redacted.
+_ACTION_TEXTS = frozenset({"target", "tool", "path", "intent", "shell"})
 #: Modes of what the store creates: only the user may read the sessions (tool calls, perhaps secrets).
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -513,7 +513,8 @@ class StoreSink(Sink):
         if not self.content.include:
             return [["", str(c.role)] for c in commands]
         shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
-        return [[label if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
+        clean = self.content.clean  # a label is a program or tool name, shown in the call: redacted
+        return [[clean(label) if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
 
     def digest(self, value: Any) -> str:
         """``value``'s keyed digest (see ``_digest_key``): equal values, equal digests, within this sink."""
@@ -521,7 +522,8 @@ class StoreSink(Sink):
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         c = self.content
-        d: dict[str, Any] = {"tool": ev.tool}
+        tool = ev.tool  # a name may hold anything: redacted like an id (a str subclass is written as it is)
+        d: dict[str, Any] = {"tool": c.clean(tool) if type(tool) is str else tool}
         if c.include:
             args = ev.arguments
             # (a copy either way: the event's dict stays the agent's)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..decisions import RECORDED_POLICY
+from ..decisions import is_own_text
 from .redact import Redactor, redact_text, redact_value
 
 __all__ = [
@@ -142,13 +142,13 @@ class ContentPolicy:
         return redact_value(value, self.redactor) if self.redact else value
 
     def message(self, decision: Any, max_chars: int | None = None) -> str | None:
-        """A decision's message as the sink may write it. A message answering a finding quotes its
-        evidence, and a recorded harness denial (policy ``recorded``) the harness's reason: content. Any
-        other is planguard's own text (a plan reminder, a gate's refusal from its template): metadata,
-        written either way (redacted)."""
+        """A decision's message as the sink may write it. planguard's own text (a plan reminder, a gate's
+        refusal from its template: :func:`~planguard.decisions.is_own_text`) is metadata, written either
+        way (redacted). Any other is content: a message answering a finding quotes its evidence, a
+        recorded harness denial the harness's reason, and a custom policy's may quote the call."""
         text = decision.message
         if not text:
             return None
-        if decision.finding is not None or decision.policy == RECORDED_POLICY:
+        if not is_own_text(decision):
             return self.text(text, max_chars)
         return redact_text(text, 0, self.redactor) if self.redact else text

@@ -103,6 +103,7 @@ class _SessionState:
     __slots__ = (
         "__weakref__",
         "calls",
+        "conversation_id",
         "ctx",
         "deferred",
         "ended",
@@ -120,6 +121,7 @@ class _SessionState:
         self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts, untraced: bool
     ) -> None:
         self.session = session
+        self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink._start_session)
         self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
@@ -193,8 +195,9 @@ class OTelSink(Sink):
         self._capture_on = self.capture.enabled
         self._max_content = max_content_chars
         self._redactor = redactor
-        # Call ids are redacted as the span is recorded, on the agent's thread, by the built-in patterns
-        # only: an id is short, and one holding no needle (nearly all) costs a substring scan (~1 µs).
+        # Ids and names (call ids, session ids, tool names: any may hold a secret) are redacted as the span
+        # is recorded, on the agent's thread, by the built-in patterns only: an id is short, and one
+        # holding no needle (nearly all) costs a substring scan (~1 µs).
         self._redact_id = Redactor()
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
@@ -438,11 +441,12 @@ class OTelSink(Sink):
         if st.untraced:  # no span of this session goes anywhere: the call is only counted
             call = calls[step.index] = _ToolCall("", {}, None, live)
             return call
+        tool = self._redact_id(ev.tool) if ev.tool else ev.tool
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
-            A.GEN_AI_TOOL_NAME: ev.tool,
+            A.GEN_AI_TOOL_NAME: tool,
             A.GEN_AI_TOOL_TYPE: A.TOOL_TYPE_FUNCTION,
-            A.GEN_AI_CONVERSATION_ID: session.id,
+            A.GEN_AI_CONVERSATION_ID: st.conversation_id,
             A.STEP_INDEX: step.index,
             A.PHASE: letters,
         }
@@ -463,7 +467,7 @@ class OTelSink(Sink):
             attrs[A.ERROR_TYPE] = A.ERROR_BLOCKED
         if live:
             st.live_seen = True
-        name = f"{A.SPAN_EXECUTE_TOOL} {ev.tool}" if ev.tool else A.SPAN_EXECUTE_TOOL
+        name = f"{A.SPAN_EXECUTE_TOOL} {tool}" if tool else A.SPAN_EXECUTE_TOOL
         call = _ToolCall(name, attrs, _ns(ev.start_time), live)
         calls[step.index] = call
         host = trace.get_current_span() if self._enrich and live and not blocked else None
@@ -554,7 +558,7 @@ class OTelSink(Sink):
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
             A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
-            A.GEN_AI_CONVERSATION_ID: session.id,
+            A.GEN_AI_CONVERSATION_ID: self._redact_id(session.id),
             A.PLAN: session.pipeline.plan.name,
         }
         rules_version = getattr(session.pipeline.rules, "name", None)
@@ -589,6 +593,7 @@ class OTelSink(Sink):
             and span.get_span_context() == trace.get_current_span(parent).get_span_context()
         )
         st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
+        st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
         self._counts.watch_errors(session.pipeline.errors)
         self._open.add(st)
         return st
@@ -635,7 +640,7 @@ class OTelSink(Sink):
             attrs[A.SESSION_DECISIONS] = sorted(summary.decision_counts)
         if summary.unclassified:  # tool names only: never arguments
             attrs[A.SESSION_UNCLASSIFIED] = summary.unclassified
-            attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(summary.unknown_tools)
+            attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(self._redact_id(t) for t in summary.unknown_tools)
         if primary is not None:
             attrs[A.PPC] = primary.PPC
             attrs[A.POC] = primary.POC

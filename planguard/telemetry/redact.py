@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..documents import loads_json
+
 __all__ = [
     "MAX_TEXT_CHARS",
     "REDACTED",
@@ -38,13 +40,17 @@ _SECRET_WORD = (
     r"session[_-]?id|cookie)"
 )
 _SECRET_KEY = r"[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*"
-# A quote before or after ``=``/``:``, possibly escaped (JSON inside a JSON string: ``{\"password\": ...``).
-_QUOTE = r"(?:\\{0,4}[\"'])?"
+# A quote before or after ``=``/``:``, possibly escaped (JSON inside a JSON string, or inside the ``str()`` of
+# bytes inside JSON: ``{\\\"password\\\": ...``, up to three levels deep).
+_QUOTE = r"(?:\\{0,8}[\"'])?"
 # A value: up to whitespace, a quote, a separator or a backslash (the escape of a closing quote).
 _VALUE = r"[^\s\"',;}&\\]+"
 # A JSON list or object as a secret-named key's value, in text (``"password": ["a", "b"]``): whole, up to
 # its first closing bracket (a nested one ends it early; what follows is then matched as text again).
 _LIST_OR_OBJECT = r"\[[^\]]{0,512}+\]|\{[^}]{0,512}+\}"
+# A Python bytes literal as a secret-named key's value, in text (``str()`` of a dict holding bytes:
+# ``'secret': b'...'``): whole, to its closing quote.
+_BYTES_LITERAL = r"b'[^'\n]{0,512}+'|b\"[^\"\n]{0,512}+\""
 
 # Order matters: whole-block and prefixed tokens first, generic key=value last. Every repetition is bounded
 # or anchored on a literal, so each pattern runs in time linear in the text (see the adversarial tests in
@@ -102,7 +108,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
             + r"\s{0,16}+[=:]\s{0,16}+"
             + _QUOTE
             + r")"
-            r"(?!\[REDACTED\])(" + _LIST_OR_OBJECT + "|" + _VALUE + ")"
+            r"(?!\[REDACTED\])(" + _LIST_OR_OBJECT + "|" + _BYTES_LITERAL + "|" + _VALUE + ")"
         ),
         r"\1" + REDACTED,
     ),
@@ -154,7 +160,7 @@ _KEY_VALUE = len(_NEEDLES_OF) - 2  # index of the key=value pattern
 # matches (checked over all of Unicode in tests/test_telemetry_redact.py), so no match is skipped; its
 # bounds are the pattern's plus the longest secret word's tail past its needle ("password": 4 more).
 _KEY_ASSIGN = re.compile(
-    r"(?:pass|pwd|secret|token|key|credential|auth|session|cookie)[a-z0-9_.\-]{0,80}+(?:\\{0,4}[\"'])?"
+    r"(?:pass|pwd|secret|token|key|credential|auth|session|cookie)[a-z0-9_.\-]{0,80}+(?:\\{0,8}[\"'])?"
     r"\s{0,16}+[=:]"
 )
 
@@ -251,8 +257,8 @@ class Redactor:
         if start not in _JSON_START or len(text) > _MAX_JSON_CHARS:
             return None
         try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
+            value = loads_json(text)  # nested past the document limit: the patterns see the text as it is
+        except ValueError:
             return None
         if not isinstance(value, (dict, list, str)):
             return None

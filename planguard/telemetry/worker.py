@@ -14,7 +14,10 @@ At interpreter exit (``atexit``) and on SIGTERM, every live worker is flushed wi
 (``<name>_unsent_at_exit``, logged once). Python's default SIGTERM action ends the process without running
 ``atexit``, which lost a third of 1,000 queued store records, uncounted. The SIGTERM handler is installed
 from the main thread when the first worker is made, and chains to the handler it replaced: the
-application's own handler then runs, and the default action still ends the process by the signal.
+application's own handler then runs, and the default action still ends the process by the signal. It is
+never installed over an ignored SIGTERM (``SIG_IGN`` stays: the process was meant to survive it), from
+another thread, or after :func:`set_sigterm_flush` turned it off (the ``flush_on_sigterm`` setting,
+which also takes back a handler already installed while it is still the current one).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any, Generic, TypeVar
 from ..errors import ErrorCounter
 from .drops import DropCounter
 
-__all__ = ["BackgroundWorker"]
+__all__ = ["BackgroundWorker", "set_sigterm_flush"]
 
 T = TypeVar("T")
 
@@ -212,18 +215,41 @@ atexit.register(flush_at_exit)
 
 _sigterm_lock = threading.Lock()
 _sigterm_installed = False
+_sigterm_wanted = True
 _previous_sigterm: Any = None
 
 
-def _install_sigterm_flush() -> None:
-    """Install :func:`_on_sigterm` once, from the main thread (only it may set signal handlers)."""
-    global _sigterm_installed, _previous_sigterm
-    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+def set_sigterm_flush(enabled: bool) -> None:
+    """Whether planguard may install its SIGTERM handler in this process. Off is for good: no handler is
+    installed from then on, and one already installed is replaced by the handler it replaced (when it is
+    still the current one and this is the main thread; else it stays and chains as before)."""
+    global _sigterm_wanted, _sigterm_installed
+    if enabled:
         return
     with _sigterm_lock:
-        if _sigterm_installed:
+        _sigterm_wanted = False
+        if not _sigterm_installed or threading.current_thread() is not threading.main_thread():
             return
         try:
+            if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, _previous_sigterm)
+                _sigterm_installed = False
+        except (ValueError, OSError, TypeError):  # a handler set outside Python cannot be put back
+            pass
+
+
+def _install_sigterm_flush() -> None:
+    """Install :func:`_on_sigterm` once, from the main thread (only it may set signal handlers), unless
+    turned off or SIGTERM is ignored."""
+    global _sigterm_installed, _previous_sigterm
+    if _sigterm_installed or not _sigterm_wanted or threading.current_thread() is not threading.main_thread():
+        return
+    with _sigterm_lock:
+        if _sigterm_installed or not _sigterm_wanted:
+            return
+        try:
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+                return  # ignored on purpose (nohup, a supervisor): replacing it would change that
             _previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
         except (ValueError, OSError):  # not the main interpreter, or no SIGTERM on this platform
             return

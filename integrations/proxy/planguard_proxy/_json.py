@@ -16,9 +16,18 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 def loads(data: bytes | str) -> Any:
-    if _orjson is not None:
-        return _orjson.loads(data)
-    return json.loads(data)
+    """The parsed body; a ``ValueError`` when it is not JSON, or nested too deeply.
+
+    Not through :mod:`planguard.documents` (whose depth walk would cost every request with a long history):
+    orjson itself refuses nesting past 1024 levels with a ``ValueError``, and the standard library's
+    ``RecursionError`` is turned into one, so a hostile body is "not JSON" to every caller. What the proxy
+    hands on from a body to planguard (tool arguments, results) is depth-limited there."""
+    try:
+        if _orjson is not None:
+            return _orjson.loads(data)
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def dumps(obj: Any) -> bytes:

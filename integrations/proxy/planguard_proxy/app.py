@@ -2,7 +2,9 @@
 
 ``POST …/chat/completions`` and ``POST …/responses`` (OpenAI) and ``POST …/messages`` (Anthropic) are
 observed; the upstream's answer decides streaming (``text/event-stream``) or not. Anything that goes wrong
-inside planguard forwards the traffic unchanged (fail-open); upstream errors pass through with their
+inside planguard forwards the traffic unchanged (fail-open) — except that the calls of an answer still get
+a fail-closed gate's denial (``Guard.failure_decision``), and an answer whose denied calls cannot be
+replaced is withheld (502, or an error event ending the stream); upstream errors pass through with their
 status and body; upstream timeouts and connection failures become 504/502 in the API's own error shape; a
 client that disconnects cancels the upstream request. When every tool call of an answer is denied, the
 proxy answers them itself and asks the model again (``gate_retries``).
@@ -24,6 +26,7 @@ from typing import Any
 import httpx
 
 from planguard.config import Config
+from planguard.decisions import Decision
 from planguard.guard import Guard
 from planguard.policies.gates import Gate
 
@@ -64,6 +67,18 @@ class _ClientGone(Exception):
 
 class _TooLarge(Exception):
     pass
+
+
+class _Withheld(Exception):
+    """Observing an answer failed part-way and a fail-closed gate covers its calls: it is not forwarded."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.message)
+        self.decision = decision
+
+
+#: What the client gets instead of an answer a fail-closed gate withholds (followed by the gate's message).
+WITHHELD = "planguard could not check this answer's tool calls and a fail-closed gate covers them"
 
 
 class ProxyApp:
@@ -361,7 +376,11 @@ class ProxyApp:
             await resp.aclose()
         pending: list[dict[str, Any]] = []
         try:
-            content, denied = self._on_response_body(wire, plan, content, pending, retry)
+            try:
+                content, denied = self._on_response_body(wire, plan, content, pending, retry)
+            except _Withheld as withheld:
+                await _send_json(send, 502, w.error_body(_withheld_text(withheld.decision), "api_error"))
+                return None
             if denied is not None:
                 return denied
             await send(
@@ -401,6 +420,9 @@ class ProxyApp:
             return plan, (_json.dumps(obj) if plan.body_changed else body)
         except Exception as exc:
             self.monitor._failed("proxy.request", exc)
+            if self.guard.fails_closed:
+                # The answer is still read: its calls meet the fail-closed gates (forwarded unchanged).
+                return self.monitor.failed_plan(wire, obj), body
             return None, body
 
     def _on_response_body(
@@ -410,12 +432,16 @@ class ProxyApp:
         conv = plan.conversation
         try:
             obj = _json.loads(content)
-            if not isinstance(obj, dict):
-                return content, None
+        except ValueError:
+            return content, None  # not JSON: the upstream's own answer, unchanged
+        if not isinstance(obj, dict):
+            return content, None
+        seen: list[ToolCall] | None = None  # the answer's calls, once they are known
+        try:
             rid = obj.get("id")
             if isinstance(rid, str) and wire.chains:
                 self.monitor.remember_response(rid, conv.id)
-            calls = wire.response_calls(obj)
+            calls = seen = wire.response_calls(obj)
             denied: dict[str, str] = {}
             for call in calls:
                 msg = self.monitor.decide(conv, call, pending)
@@ -428,15 +454,19 @@ class ProxyApp:
                 wire.rewrite_response(obj, denied)
                 changed = True
             if not calls:
-                for block, call in self.monitor.text_calls(wire.response_text(obj), plan.n_messages):
+                seen = None
+                text_calls = self.monitor.text_calls(wire.response_text(obj), plan.n_messages)
+                seen = [call for _block, call in text_calls]
+                for block, call in text_calls:
                     msg = self.monitor.decide(conv, call, pending, text_index=plan.n_messages)
                     if msg is not None:
                         changed = wire.replace_text(obj, block, msg) or changed
             return (_json.dumps(obj) if changed else content), None
-        except ValueError:
-            return content, None  # not JSON: the upstream's own answer, unchanged
         except Exception as exc:
             self.monitor._failed("proxy.response", exc)
+            closed = self.monitor.failure_decision(seen)
+            if closed is not None:
+                raise _Withheld(closed) from None
             return content, None
 
     async def _stream(
@@ -483,6 +513,14 @@ class ProxyApp:
                 body = b"".join([*kept, body])
             await send({"type": "http.response.body", "body": body})
 
+        def given_up() -> bytes | None:
+            """The translator gave up (``translator.error``): counted; when a fail-closed gate covers the
+            calls it may have held back, the error event that ends the stream instead of them and the rest
+            (else None: the rest passes through raw, fail-open)."""
+            monitor._failed("proxy.stream", translator.error or RuntimeError("stream translator"))
+            closed = monitor.failure_decision(None)
+            return None if closed is None else wire.stream_error(_withheld_text(closed), "api_error")
+
         if not buffer:
             await send(start)
         try:
@@ -502,7 +540,10 @@ class ProxyApp:
                             parts = [b for ev in events for b in translator.feed(ev)]
                             if translator.error is not None:
                                 observing = False
-                                monitor._failed("proxy.stream", translator.error)
+                                end = given_up()
+                                if end is not None:
+                                    await finish(end)
+                                    return None
                             out = b"".join(parts)
                     if at_end():
                         tail.append(out)
@@ -511,12 +552,22 @@ class ProxyApp:
             except httpx.HTTPError as exc:
                 kind = "timeout_error" if isinstance(exc, httpx.TimeoutException) else "api_error"
                 if observing:
-                    tail.extend(translator.finish())
+                    rest = translator.finish()
+                    end = given_up() if translator.error is not None else None
+                    if end is not None:
+                        await finish(b"".join([*tail, end]))
+                        return None
+                    tail.extend(rest)
                 tail.append(wire.stream_error(f"upstream stream failed: {type(exc).__name__}", kind))
                 await finish(b"".join(tail))
                 return None
             if observing:
-                tail.extend(translator.finish())
+                rest = translator.finish()
+                end = given_up() if translator.error is not None else None
+                if end is not None:
+                    await finish(b"".join([*tail, end]))
+                    return None
+                tail.extend(rest)
                 tail.append(decoder.take_rest())
                 if translator.response_id is not None:
                     monitor.remember_response(translator.response_id, conv.id)
@@ -614,6 +665,10 @@ def _body_of(resp: httpx.Response, decode: bool) -> tuple[AsyncIterable[bytes], 
     if isinstance(stream, UpstreamBody):
         return stream, stream.at_end
     return resp.aiter_raw(), _never
+
+
+def _withheld_text(decision: Decision) -> str:
+    return f"{WITHHELD}: {decision.message}" if decision.message else WITHHELD
 
 
 def _never() -> bool:

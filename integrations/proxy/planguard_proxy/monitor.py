@@ -155,6 +155,9 @@ class Conversation:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_seen: float = field(default_factory=time.monotonic)
     writing: asyncio.Task[None] | None = None  # the request's log write, overlapping the upstream call
+    # A stand-in for a conversation whose request planguard failed to observe: the answer's calls get the
+    # guard's failure decision (a fail-closed gate denies its tool) and nothing is logged or recorded.
+    failed: bool = False
 
 
 @dataclass(slots=True)
@@ -256,7 +259,35 @@ class Monitor:
             changed = True
         return RequestPlan(conv, changed, texts, n_messages, body)
 
+    def failed_plan(self, wire: Wire, body: Mapping[str, Any]) -> RequestPlan:
+        """The plan of a request whose observation failed, when gates fail closed: its answer is still
+        read, and each call in it gets :meth:`Guard.failure_decision` (no retries, nothing logged)."""
+        try:
+            n_messages = len(wire.messages(body))
+        except Exception:
+            n_messages = 0
+        return RequestPlan(Conversation("", failed=True), False, [], n_messages)
+
+    def failure_decision(self, calls: list[ToolCall] | None) -> Decision | None:
+        """The denial of a fail-closed gate for an answer whose observation failed part-way: the first of
+        ``calls`` such a gate covers (``None``: the calls are unknown, so any fail-closed gate denies).
+        None when nothing is denied: the answer is forwarded as it is (fail-open)."""
+        if not self.guard.fails_closed:
+            return None
+        for call in [None] if calls is None else calls:
+            try:
+                ev = None if call is None else self._event_fields(call)
+            except Exception:  # cannot tell what the call is: any fail-closed gate covers it
+                ev = None
+            decision = self._failure_decision(ev)
+            if decision.blocks:
+                self.counters["denied"] += 1
+                return decision
+        return None
+
     def remember_response(self, response_id: str, session_id: str) -> None:
+        if not session_id:  # a failed request's stand-in conversation
+            return
         self._responses[response_id] = session_id
         self._responses.move_to_end(response_id)
         while len(self._responses) > self._max_conversations:
@@ -397,21 +428,37 @@ class Monitor:
         text_index: int | None = None,
         can_rewrite: bool = True,
     ) -> str | None:
-        """A tool call of the response: gate it, log it. Returns the denial text if it is to be rewritten."""
+        """A tool call of the response: gate it, log it. Returns the denial text if it is to be rewritten.
+
+        When planguard fails here (or failed on the request, ``conv.failed``), the call gets the guard's
+        failure decision: a fail-closed gate covering it denies it, anything else goes through."""
+        rewrite = can_rewrite and self.config.gate == "rewrite"
+        ev: dict[str, Any] | None = None
         try:
             ev = self._event_fields(call)
-            entry: dict[str, Any] = {"op": "call", "ev": ev, "denied": None, "text": text_index}
-            rewrite = can_rewrite and self.config.gate == "rewrite"
-            decision = self._apply(conv, entry, live=True, rewrite=rewrite)
-            pending.append(entry)
+            if conv.failed:
+                decision = self._failure_decision(ev)
+            else:
+                entry: dict[str, Any] = {"op": "call", "ev": ev, "denied": None, "text": text_index}
+                decision = self._apply(conv, entry, live=True, rewrite=rewrite)
+                pending.append(entry)
             self.counters["calls"] += 1
-            if decision is not None and decision.blocks:
-                self.counters["denied"] += 1
-                if rewrite:
-                    return f"{DENIAL_PREFIX} {decision.message}" if decision.message else DENIAL_PREFIX
         except Exception as exc:
             self._failed("proxy.decide", exc)
+            decision = self._failure_decision(ev)
+        if decision is not None and decision.blocks:
+            self.counters["denied"] += 1
+            if rewrite:
+                return f"{DENIAL_PREFIX} {decision.message}" if decision.message else DENIAL_PREFIX
         return None
+
+    def _failure_decision(self, ev: Mapping[str, Any] | None) -> Decision:
+        """:meth:`Guard.failure_decision` for a call as logged (``None``: it could not be read)."""
+        try:
+            event = None if ev is None else _event(ev)
+        except Exception:
+            event = None
+        return self.guard.failure_decision(event)
 
     def text_calls(self, text: str, n_messages: int) -> list[tuple[str, ToolCall]]:
         """Text actions of a response without tool calls: ``(block as written, call)``."""

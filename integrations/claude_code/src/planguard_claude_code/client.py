@@ -477,7 +477,7 @@ def _in_process(
     return hook.main(
         config,
         state_dir,
-        stdin=io.StringIO(raw.decode("utf-8", "replace")),
+        stdin=io.BytesIO(raw),  # decoded by the hook, which refuses bytes that are not UTF-8
         stdout=stdout,
         rid=rid,
         dialect=speaks,
@@ -552,6 +552,8 @@ def daemon_status(state_dir: str | None = None, environ: Any = None) -> list[dic
             except _Unanswered:
                 reply = None
             if reply and reply[:3] == b"OK\n":
+                # Not through planguard.documents: the reply is the daemon's own status object, from a
+                # socket in a private directory whose peer was checked to be this user.
                 out.append(json.loads(reply[3:]))
     return out
 

@@ -423,7 +423,7 @@ class Daemon:
             return slot.runner
 
         try:
-            return answer_text(payload.decode("utf-8", "replace"), store, runner, rid, speaks)
+            return answer_text(payload, store, runner, rid, speaks)  # bytes: bad UTF-8 is refused there
         finally:
             self._release(slot)
 

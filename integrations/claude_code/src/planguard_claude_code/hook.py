@@ -55,16 +55,17 @@ def main(
     config: str | None = None,
     state_dir: str | None = None,
     *,
-    stdin: IO[str] | None = None,
+    stdin: IO[str] | IO[bytes] | None = None,
     stdout: IO[str] | None = None,
     rid: str | None = None,
     dialect: Dialect = CLAUDE_CODE,
 ) -> int:
     """Read one hook payload, answer it in this process. Always returns 0 (see the module docstring).
 
-    ``rid``: the request id a hook process gave the daemon before answering the call itself; ``dialect``:
-    the CLI's hook contract (:mod:`planguard_claude_code.dialects`)."""
-    stdin = sys.stdin if stdin is None else stdin
+    ``stdin`` gives bytes (standard input's, by default) or text; ``rid``: the request id a hook process
+    gave the daemon before answering the call itself; ``dialect``: the CLI's hook contract
+    (:mod:`planguard_claude_code.dialects`)."""
+    stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     store = SessionStore(state_dir)
     runners: list[HookRunner] = []
@@ -84,7 +85,7 @@ def main(
 
 
 def answer_text(
-    text: str,
+    text: str | bytes,
     store: SessionStore,
     runner: Callable[[], HookRunner],
     rid: str | None = None,
@@ -92,14 +93,19 @@ def answer_text(
 ) -> dict[str, Any]:
     """The answer to one hook payload (``{}``: none) in ``dialect``'s idiom. Never raises: what goes wrong
     is logged and the call let through — unless a fail-closed gate covers it, which then denies it
-    (:func:`_failure_answer`). ``runner`` is only called for payloads planguard handles."""
+    (:func:`_failure_answer`). ``runner`` is only called for payloads planguard handles.
+
+    ``text``: the payload as read (bytes), or already decoded. Bytes that are not UTF-8 are refused, not
+    repaired: the payload is then one planguard cannot read, like invalid or too deeply nested JSON."""
     from planguard.documents import loads_json
 
     try:
         raw = loads_json(text or "null")
     except ValueError as exc:
         problem = f"standard input is not JSON planguard can read ({exc}); expected one hook payload object"
-        if dialect.gate_mark() not in text:  # nothing a gate could cover
+        mark = dialect.gate_mark()
+        seen = mark.encode() in text if isinstance(text, bytes) else mark in text
+        if not seen:  # nothing a gate could cover
             _report_error(store, problem)
             return {}
         pre = {"hook_event_name": json.loads(dialect.gate_mark())}
