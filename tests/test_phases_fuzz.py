@@ -31,7 +31,7 @@ from planguard.phases import shell as shell_module
 from planguard.phases.inline_python import written_files, written_files_lenient
 from planguard.phases.roles import make_classification
 from planguard.phases.rules import _ActionPlan, _Commands, _pathish, _resolve
-from planguard.phases.scaffolds import THINK, event_commands
+from planguard.phases.scaffolds import THINK, paper_commands
 from planguard.phases.shell import Piece, clean_action, parse_action, plain_pieces, scan, split_words
 
 PAPER_VERSIONS = ("v351278e", "v8ec988e")
@@ -333,7 +333,8 @@ def _unmemoised(rules: PhaseRules, event: ToolEvent, state: PhaseState) -> Class
         commands = parse_action(event.action) if event.action.strip() else THINK
         plans = rules._plan_commands(commands, event.action)
     else:
-        plans = rules._plan_commands(event_commands(event), "")
+        call = rules.actions.tool_call(event)
+        plans = rules._plan_commands(paper_commands(str(event.tool), call), "")
     return _resolve(_ActionPlan(plans, _Commands()), state)
 
 
@@ -418,10 +419,10 @@ def test_long_texts_are_classified_but_not_kept() -> None:
     got = [rules.classify(e, state) for e in (script, heredoc)]
     assert rules._action_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
     assert rules._piece_plans.cache_info().currsize == 1  # type: ignore[attr-defined]  # ``cd /testbed`` only
-    assert rules._shell_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
+    assert rules._call_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
     roomy = PaperRules()
     with pytest.MonkeyPatch.context() as m:
         m.setattr(rules_module, "MEMO_TEXT_MAX", 10**9)
         assert got == [roomy.classify(e, state) for e in (script, heredoc)]
     assert roomy._action_plans.cache_info().currsize == 1  # type: ignore[attr-defined]
-    assert roomy._shell_plans.cache_info().currsize == 1  # type: ignore[attr-defined]
+    assert roomy._call_plans.cache_info().currsize == 1  # type: ignore[attr-defined]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import json
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -209,8 +210,11 @@ _TEXT_KEYS = ("thought", "text", "content", "message", "reasoning", "final_thoug
 class MappingRule:
     """Tool-name pattern → how to read the call.
 
-    ``tool`` is an fnmatch glob on the tool name (case-sensitive), or a regular expression when it starts
-    with ``re:``. ``kind`` picks the reader (see ``KINDS``; default: the one named after ``type``).
+    ``tool`` is an fnmatch glob on the tool name (case-sensitive), a regular expression when it starts
+    with ``re:``, or ``words:a|b_c`` for names holding one of those whole words or word runs (any case,
+    any of snake_case, camelCase, dotted or dashed: ``words:read`` matches ``read_file``, ``readFile`` and
+    ``file.read``, not ``thread`` or ``frobnicate``). ``kind`` picks the reader (see ``KINDS``; default:
+    the one named after ``type``).
     ``target`` lists argument keys tried in order for the target (a path, query, URL, …), ``text`` the
     keys holding free text (reasoning, final message), ``scope`` the keys of a search's path.
     ``validation``/``completion`` mark the call as a test run / the agent's declaration that it is done.
@@ -243,7 +247,20 @@ class MappingRule:
     def matches(self, tool: str) -> bool:
         if self.tool.startswith("re:"):
             return re.fullmatch(self.tool[3:], tool) is not None
+        if self.tool.startswith(_WORDS):
+            words = name_words(tool)
+            return any(f"_{w}_" in words for w in self.tool[len(_WORDS) :].split("|"))
         return fnmatch.fnmatchcase(tool, self.tool)
+
+
+_WORDS = "words:"
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def name_words(tool: str) -> str:
+    """The words of a tool name, lower-cased, each between underscores: ``readFile``, ``read_file``,
+    ``file.read`` and ``READ-FILE`` give ``_read_file_``/``_file_read_`` (what ``words:`` rules match)."""
+    return "_" + "_".join(_NAME_WORD.findall(tool)).lower() + "_"
 
 
 _SHELL_NAMES = ("run_command", "execute", "execute_command", "run_shell", "run_bash", "shell_exec", "exec")
@@ -267,6 +284,7 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     _r("local_shell", "shell", "codex", structured=False),
     _r("run_shell_command", "shell", structured=False),
     _r("terminal", "shell", structured=False),
+    _r("run", "shell", structured=False),  # OpenHands V0 names CmdRunAction "run"
     # --- SWE-agent 1.x / OpenHands editor
     _r("str_replace_editor", "editor", "swe-agent"),
     _r("str_replace_based_edit_tool", "editor"),
@@ -378,17 +396,18 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
         _r(name, "code", target=_CODE_KEYS)
         for name in ("python", "run_python", "execute_python", "python_repl")
     ),
-    # --- name heuristics for any other framework's tools (last: specific rules win)
-    _r("re:(?i).*(think|reason|reflect).*", "reason", structured=True),
-    _r("re:(?i).*(todo|plan|task_?track).*", "plan"),
-    _r("re:(?i).*(spawn|delegate|subagent|sub_agent|handoff).*", "spawn"),
-    _r("re:(?i).*(web|http|fetch|browse|url|download|scrape).*", "fetch", target=("url", "query")),
-    _r("re:(?i).*(grep|search|find|glob|lookup|locate|query).*", "search"),
-    _r("re:(?i).*(write|edit|replace|patch|create_file|insert|append|modify|update_file|save).*", "write"),
-    _r("re:(?i).*(read|view|open|cat|show|get_file|load_file).*", "read"),
-    _r("re:(?i).*(list_dir|listdir|ls|tree|list_files|directory|chdir|navigate).*", "navigate"),
-    _r("re:(?i).*(bash|shell|exec|run_command|terminal|command|cmd).*", "shell", structured=False),
-    _r("re:(?i).*(finish|submit|complete|done|final_answer).*", "finish"),
+    # --- name heuristics for any other framework's tools (last: specific rules win), on whole words of
+    # the name: ``read_file``, ``file.read`` and ``readFile`` read; ``frobnicate`` does not ``cat``
+    _r("words:think|thinking|thought|reason|reasoning|reflect|reflection", "reason", structured=True),
+    _r("words:todo|todos|plan|plans|planning|task_track|task_tracker|tasktracker", "plan"),
+    _r("words:spawn|delegate|subagent|sub_agent|handoff", "spawn"),
+    _r("words:web|http|https|fetch|browse|browser|url|download|scrape", "fetch", target=("url", "query")),
+    _r("words:grep|search|find|glob|lookup|look_up|locate|query", "search"),
+    _r("words:write|edit|replace|patch|create_file|insert|append|modify|update_file|save", "write"),
+    _r("words:read|view|open|cat|show|get_file|load_file", "read"),
+    _r("words:list_dir|listdir|ls|tree|list_files|directory|chdir|navigate", "navigate"),
+    _r("words:bash|shell|exec|execute|run_command|terminal|command|cmd", "shell", structured=False),
+    _r("words:finish|submit|complete|done|final_answer", "finish"),
 )
 
 
@@ -453,7 +472,7 @@ def _rule_index(rules: tuple[MappingRule, ...]) -> _RuleIndex:
     exact: dict[str, int] = {}
     patterns: list[tuple[int, MappingRule]] = []
     for k, rule in enumerate(rules):
-        if rule.tool.startswith("re:") or any(ch in rule.tool for ch in "*?["):
+        if rule.tool.startswith(("re:", _WORDS)) or any(ch in rule.tool for ch in "*?["):
             patterns.append((k, rule))
         else:
             exact.setdefault(rule.tool, k)
@@ -498,12 +517,17 @@ _CALL_KIND_OF_TYPE = {
 
 
 class ToolCall(NamedTuple):
-    """A tool call as the phase rules read it, through the same mapping rule as its canonical action.
+    """A tool call in canonical form: what both the canonical-action reading and every phase rule set
+    (live and the paper's) know of it, from the same mapping rule. Made once per call.
 
-    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a ``shell`` call (a Codex argv
-    array joined), or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call
-    addresses (normalised like action targets), ``created`` those of them the call creates as new files.
-    ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
+    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a call through a shell tool (a
+    Codex argv array joined; also set when that line is a SWE-agent tool command read as ``read``/``write``),
+    or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call addresses (normalised
+    like action targets), ``created`` those of them the call creates as new files. ``operands`` are the
+    call's target arguments as given (not normalised): a read's or write's path, a search's scope,
+    pattern and glob. ``reader`` is the mapping rule's kind (``shell``, ``editor``, ``navigate``,
+    ``find``, …, see ``KINDS``); ``thought`` marks a reasoning step that calls nothing (``think``, the
+    empty tool). ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
     """
 
     kind: str
@@ -511,6 +535,9 @@ class ToolCall(NamedTuple):
     paths: tuple[str, ...] = ()
     created: tuple[str, ...] = ()
     mapped: bool = True
+    operands: tuple[str, ...] = ()
+    reader: str = ""
+    thought: bool = False
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
@@ -554,6 +581,18 @@ def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
     if isinstance(value, (list, tuple)) and value and all(isinstance(x, str) for x in value):
         return _argv_line(value)
     return _raw_text(event)
+
+
+def _search_operands(rule: MappingRule, event: ToolEvent) -> tuple[str, ...]:
+    """A search's scope, pattern and glob as given (``Grep {pattern, path, glob}``), for rules that read
+    them as the words of a ``grep``/``find``/``ls``."""
+    scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
+    query = _str_arg(event, rule.target or _QUERY_KEYS)
+    glob = _str_arg(event, ("glob",))
+    return tuple(dict.fromkeys(w for w in (scope, query, glob) if w))
+
+
+_SCOPE_KEYS = ("path", "directory", "dir", "root", "cwd")
 
 
 def patch_files(text: str) -> tuple[list[str], list[str]]:
@@ -620,7 +659,7 @@ class ActionClassifier:
 
     def __call__(self, event: ToolEvent) -> Action:
         try:
-            return self._classify(event)
+            return self._classify(_parsed_arguments(event))
         except Exception:
             return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
@@ -653,7 +692,7 @@ class ActionClassifier:
         """The call as the phase rules read it (see :class:`ToolCall`), by this vocabulary's rules. Never
         raises."""
         try:
-            return self._tool_call(event)
+            return self._tool_call(_parsed_arguments(event))
         except Exception:
             return _UNMAPPED_CALL
 
@@ -665,18 +704,18 @@ class ActionClassifier:
         rule = hit[0]
         if rule is _NO_RULE:
             return _UNMAPPED_CALL
+        kind = rule.kind or "command"
         if rule.validation:
-            return ToolCall("test")
-        kind = rule.kind
+            return ToolCall("test", reader=kind)
         if kind == "shell":
             line = _shell_line(rule, event)
             if line is None:
-                return _OTHER_CALL
+                return ToolCall("other", reader=kind)
             if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
                 call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
                 if call is not None:
-                    return call
-            return ToolCall("shell", line)
+                    return call._replace(command=line, reader=kind)
+            return ToolCall("shell", line, reader=kind)
         if kind == "editor":
             args = event.arguments
             if _is_map(args):
@@ -684,43 +723,61 @@ class ActionClassifier:
                 if isinstance(sub, str) and isinstance(raw, str):
                     path = self.norm(raw)
                     if sub == "view":
-                        return ToolCall("read", paths=(path,))
+                        return ToolCall("read", paths=(path,), operands=(raw,), reader=kind)
                     if sub in _EDITOR_SUBS:
-                        return ToolCall("write", paths=(path,), created=(path,) if sub == "create" else ())
-                    return _OTHER_CALL
+                        created = (path,) if sub == "create" else ()
+                        return ToolCall("write", paths=(path,), created=created, operands=(raw,), reader=kind)
+                    return ToolCall("other", reader=kind)
             text = _raw_text(event)  # the SWE-agent action string
             call = self._swe_line_call(text, event) if text else None
-            return call if call is not None else _OTHER_CALL
+            if call is None:
+                return ToolCall("other", reader=kind)
+            return call._replace(command=text, reader=kind)
         if kind == "swe_command":
             if rule.tool in _FILE_SHAPED and _names_a_file(event):
-                raw_path = _str_arg(event, ("filePath", "file_path", "path"))
-                path = self.norm(raw_path or "")
-                return ToolCall("write", paths=(path,), created=(path,) if rule.tool == "create" else ())
+                raw_path = _str_arg(event, ("filePath", "file_path", "path")) or ""
+                path = self.norm(raw_path)
+                created = (path,) if rule.tool == "create" else ()
+                return ToolCall("write", paths=(path,), created=created, operands=(raw_path,), reader=kind)
             text = event.action if isinstance(event.action, str) and event.action.strip() else None
             if text is None:
                 args = event.arguments
                 values = list(args.values()) if _is_map(args) else ([args] if args else [])
                 text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
             verdict = self.shell.swe_command(text)
-            return self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
+            call = self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
+            return call._replace(reader=kind)
         if kind == "apply_patch":
             text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
             touched, added = patch_files(text)
             return ToolCall(
-                "write", paths=tuple(map(self.norm, touched)), created=tuple(map(self.norm, added))
+                "write",
+                paths=tuple(map(self.norm, touched)),
+                created=tuple(map(self.norm, added)),
+                operands=tuple(touched),
+                reader=kind,
             )
         if kind == "code":
-            code = _str_arg(event, rule.target or _CODE_KEYS)
-            return ToolCall("code", code)
-        call_kind = _CALL_KIND_OF.get(kind or "command", "other")
+            return ToolCall("code", _str_arg(event, rule.target or _CODE_KEYS), reader=kind)
+        if kind == "reason":
+            return ToolCall("other", reader=kind, thought=True)
+        call_kind = _CALL_KIND_OF.get(kind, "other")
         if call_kind in ("read", "write"):
             raw = _str_arg(event, rule.target or _PATH_KEYS)
             paths = (self.norm(raw),) if raw else ()
             creates = kind == "write" or (
                 kind == "edit" and rule.tool == "Edit" and not _arg(event, ("old_string",))
             )
-            return ToolCall(call_kind, paths=paths, created=paths if creates else ())
-        return ToolCall(call_kind) if call_kind != "other" else _OTHER_CALL
+            return ToolCall(
+                call_kind,
+                paths=paths,
+                created=paths if creates else (),
+                operands=(raw,) if raw else (),
+                reader=kind,
+            )
+        if call_kind == "search":
+            return ToolCall("search", operands=_search_operands(rule, event), reader=kind)
+        return ToolCall(call_kind, reader=kind)
 
     def _swe_line_call(self, line: str, event: ToolEvent) -> ToolCall | None:
         """A SWE-agent tool command given as a line, or None. The editor's subcommand and path decide its
@@ -784,6 +841,20 @@ class ActionClassifier:
             None,
             v.also_written,
         )
+
+
+def _parsed_arguments(event: ToolEvent) -> ToolEvent:
+    """``event`` with arguments given as a JSON object's text (a raw function call) parsed, so that a call
+    reads the same whichever way its framework hands over the arguments."""
+    args = event.arguments
+    if isinstance(args, str) and args.lstrip().startswith("{"):
+        try:
+            value = json.loads(args)
+        except (ValueError, RecursionError):
+            return event  # not JSON after all: the raw text is the call's argument
+        if isinstance(value, dict):
+            return dataclasses.replace(event, arguments=value)
+    return event
 
 
 def _open_file(event: ToolEvent) -> str | None:
@@ -1061,7 +1132,7 @@ def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tu
     query = _str_arg(event, rule.target or _QUERY_KEYS)
     if query is None:
         query = _raw_text(event) or ""
-    raw_scope = _str_arg(event, rule.scope or ("path", "directory", "dir", "root", "cwd"))
+    raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
     scope = c.norm(raw_scope) if raw_scope else None
     return _clip(query, 120), scope
 

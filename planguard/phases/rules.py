@@ -19,6 +19,7 @@ from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall
 from planguard.events import ToolEvent
 from planguard.phases.classifier import PhaseClassifier
 from planguard.phases.inline_python import written_files
@@ -35,7 +36,7 @@ from planguard.phases.roles import (
     Command,
     make_classification,
 )
-from planguard.phases.scaffolds import shell_command, structured_commands
+from planguard.phases.scaffolds import paper_commands
 from planguard.phases.shell import (
     SRE_SUBCOMMANDS,
     SRE_TOOL,
@@ -360,7 +361,9 @@ class PhaseRules(ABC):
 
     name: str
 
-    def __init__(self, cache_size: int = 4096) -> None:
+    def __init__(self, actions: ActionClassifier | None = None, cache_size: int = 4096) -> None:
+        #: The canonical-action classifier whose vocabulary reads calls without an action string.
+        self.actions = actions if actions is not None else DEFAULT_CLASSIFIER
         self._commands = _Commands()
         self._action_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile)
         self._piece_plans: Callable[[str, bool], tuple[_Plan, ...] | None] = lru_cache(maxsize=cache_size)(
@@ -369,13 +372,12 @@ class PhaseRules(ABC):
         self._editor_plans: Callable[[str, ToolArgValue | None], _EditorPlan] = lru_cache(maxsize=cache_size)(
             self._editor_outcome
         )
-        # Calls without action text (function calling: LangChain, Claude Code, OpenHands, the proxy): a shell
-        # call by its command text, any other by its parsed sub-commands (hashable), so that a live agent's
-        # repeated calls are classified once, as repeated action texts are.
-        self._shell_plans: Callable[[str], _ActionPlan] = lru_cache(maxsize=cache_size)(self._compile_shell)
-        self._command_plans: Callable[[tuple[ParsedCommand, ...]], _ActionPlan] = lru_cache(
-            maxsize=cache_size
-        )(self._compile_commands)
+        # Calls without action text (function calling: LangChain, Claude Code, OpenHands, the proxy), by their
+        # canonical call, so that a live agent's repeated calls are classified once, as repeated action
+        # texts are.
+        self._call_plans: Callable[[str, ToolCall], _ActionPlan] = lru_cache(maxsize=cache_size)(
+            self._compile_call
+        )
 
     def new_state(self) -> PhaseState:
         return PhaseState()
@@ -399,22 +401,14 @@ class PhaseRules(ABC):
         return _ActionPlan(self._plan_action(action), self._commands)
 
     def _structured_plan(self, event: ToolEvent) -> _ActionPlan:
-        command = shell_command(event.tool, event.arguments)
-        if command is not None:
-            if len(command) <= MEMO_TEXT_MAX:
-                return self._shell_plans(command)
-            return self._compile_shell(command)
-        commands = structured_commands(event.tool, event.arguments)
-        try:
-            return self._command_plans(commands)
-        except TypeError:  # an unhashable argument value: classify without the memo
-            return self._compile_commands(commands)
+        call = self.actions.tool_call(event)
+        tool = event.tool if isinstance(event.tool, str) else str(event.tool)
+        if call.command is not None and len(call.command) > MEMO_TEXT_MAX:
+            return self._compile_call(tool, call)
+        return self._call_plans(tool, call)
 
-    def _compile_shell(self, command: str) -> _ActionPlan:
-        return self._compile_commands(parse_action(command))
-
-    def _compile_commands(self, commands: tuple[ParsedCommand, ...]) -> _ActionPlan:
-        return _ActionPlan(self._plan_commands(commands, ""), self._commands)
+    def _compile_call(self, tool: str, call: ToolCall) -> _ActionPlan:
+        return _ActionPlan(self._plan_commands(paper_commands(tool, call), ""), self._commands)
 
     def _plan_action(self, action: str) -> tuple[_Plan, ...]:
         """The plans of an action text: :func:`~planguard.phases.shell.parse_action`, then :meth:`_plan`."""
@@ -652,12 +646,14 @@ def _test_outcome(targets: Sequence[str], inline: bool = False) -> _Outcome:
 class PaperRules(PhaseRules):
     """The paper's rule classifier, version ``v351278e`` (newest) or ``v8ec988e`` (paper artifacts)."""
 
-    def __init__(self, version: str = PAPER_VERSION, cache_size: int = 4096) -> None:
+    def __init__(
+        self, version: str = PAPER_VERSION, actions: ActionClassifier | None = None, cache_size: int = 4096
+    ) -> None:
         if version not in ("v351278e", "v8ec988e"):
             raise ValueError(f"unknown paper rule version {version!r}; valid: v351278e, v8ec988e")
         self.name = version
         self._new = version == "v351278e"
-        super().__init__(cache_size)
+        super().__init__(actions, cache_size)
 
     def _plan(self, cmd: ParsedCommand, action: str) -> _Plan:
         label = _label(cmd, action)
