@@ -84,27 +84,8 @@ def unquote(word: str) -> str:
     return _unquote(word)
 
 
-# How shlex.quote renders text containing single quotes (SWE-agent's editor arguments: whole files).
-_SQ_JOIN = "'\"'\"'"
-
-
 def _unquote(word: str) -> str:
     if "'" in word or '"' in word or "\\" in word:
-        if (
-            word[0] == '"'
-            and word[-1] == '"'
-            and len(word) >= 2
-            and "\\" not in word
-            and word.count('"') == 2
-        ):
-            return word[1:-1]  # ``"*.py"``: one double-quoted run, nothing escaped in it
-        if len(word) >= 2 and word[0] == "'" and word[-1] == "'":
-            # ``'a'"'"'b'`` is ``a'b``: split and join in C instead of a Python callback per quoted run
-            # (a file body has hundreds). Only when every other single quote is part of a join.
-            inner = word[1:-1]
-            parts = inner.split(_SQ_JOIN)
-            if inner.count("'") == 3 * (len(parts) - 1):
-                return "'".join(parts)
         return _UNQUOTE.sub(_unquote_match, word)
     return word
 
@@ -122,121 +103,12 @@ class _Stage:
         self.body: str | None = None
 
 
-# Lines with no quoting, redirection, substitution or heredoc (most agent commands: ``cd /testbed &&
-# python reproduce.py``, ``pytest -q``, ``find . -name x | head``) split with str methods alone.
-_PLAIN = re.compile(r"[^'\"\\<>()`$\n#{}]*")
-_PLAIN_SPLIT = re.compile(r"(&&|\|\||;;?|\|&?|&)")
-# One plain simple command (no separators or pipes either): the head of a line before its first ``&&``.
-_PLAIN_HEAD = re.compile(r"[^'\"\\<>()`$\n#{};|&]*")
-# Everything else: one token per match (heredocs, which need positions, take the general path).
-_FAST_TOKEN = re.compile(
-    r"""\\\n|\n|&&|\|\||;;?|\|&?|&(?![>\d])|(?:\d|&)?>>?(?:&\d*-?)?|<<<|<"""
-    r"""|(?:[^\s'"\\;|&<>()`]++|\\.|'[^']*+'(?:"'"'[^']*+')*+|"[^"\\]*+(?:\\.[^"\\]*+)*+"|`[^`]*+`)++|\S""",
-    re.DOTALL,
-)
-_STRAY = frozenset("()'\"`\\")
-_PIPES = frozenset({"|", "|&"})
-_REDIR_START = frozenset("<>&0123456789")
-_REDIR = re.compile(r"(?:\d|&)?>>?(?:&\d*-?)?|<<<|<")
-_SEPARATORS = frozenset({"&&", "||", ";", ";;", "&", "\n"})
-
-
 def tokenize(line: str) -> list[list[_Stage]]:
-    """Segments (split on ``&& || ; newline``), each a pipeline of stages. Never raises."""
-    if "<<" in line or ("&" in line and "&" in line.replace("&&", "")):
-        return _tokenize_general(line)  # heredocs need positions; lone ``&`` has context-dependent roles
-    if _PLAIN.fullmatch(line) is not None:
-        return _tokenize_plain(line)
-    return _tokenize_fast(line)
+    """Segments (split on ``&& || ; newline``), each a pipeline of stages. Never raises.
 
-
-_new = object.__new__
-
-
-def _made_stage(words: list[str], outputs: list[str], appends: bool) -> _Stage:
-    st: _Stage = _new(_Stage)  # a finished stage: no lists to make and throw away
-    st.words = words
-    st.outputs = outputs
-    st.appends = appends
-    st.heredoc = False
-    st.body = None
-    return st
-
-
-def _tokenize_plain(line: str) -> list[list[_Stage]]:
-    segments: list[list[_Stage]] = []
-    pipeline: list[_Stage] = []
-    for part in _PLAIN_SPLIT.split(line):
-        if part in _PIPES:
-            continue
-        if part in _SEPARATORS:
-            if pipeline:
-                segments.append(pipeline)
-            pipeline = []
-            continue
-        words = part.split()
-        if words:
-            pipeline.append(_made_stage(words, [], False))
-    if pipeline:
-        segments.append(pipeline)
-    return segments
-
-
-# What a non-word token of the fast tokenizer does: 1 ends a segment, 2 a stage, 3 nothing (line
-# continuation), 4 only cancels a pending redirection (parentheses, unbalanced quotes).
-_FAST_KIND = {
-    **dict.fromkeys(_SEPARATORS, 1),
-    **dict.fromkeys(_PIPES, 2),
-    "\\\n": 3,
-    **dict.fromkeys(_STRAY, 4),
-}
-
-
-def _tokenize_fast(line: str) -> list[list[_Stage]]:
-    segments: list[list[_Stage]] = []
-    pipeline: list[_Stage] = []
-    words: list[str] = []
-    outputs: list[str] = []
-    appends = False
-    expect: str | None = None
-    kind_of = _FAST_KIND.get
-    for tok in _FAST_TOKEN.findall(line)[:_MAX_TOKENS]:
-        kind = kind_of(tok)
-        if kind is None:
-            if tok[0] in _REDIR_START and _REDIR.fullmatch(tok) is not None:
-                # 2>&1, >&2, 3>&- are descriptor plumbing, not files
-                expect = None if tok.endswith(("&", "-")) or tok[-1].isdigit() else tok
-                continue
-            if "'" in tok or '"' in tok or "\\" in tok:
-                tok = _unquote(tok)
-            if expect is None:
-                words.append(tok)
-            else:
-                if expect != "<" and expect != "<<<":
-                    outputs.append(tok)
-                    if expect.endswith(">>"):
-                        appends = True
-                expect = None
-        elif kind <= 2:
-            if words or outputs:
-                pipeline.append(_made_stage(words, outputs, appends))
-                words = []
-                outputs = []
-                appends = False
-            expect = None
-            if kind == 1 and pipeline:
-                segments.append(pipeline)
-                pipeline = []
-        elif kind == 4:
-            expect = None
-    if words or outputs:
-        pipeline.append(_made_stage(words, outputs, appends))
-    if pipeline:
-        segments.append(pipeline)
-    return segments
-
-
-def _tokenize_general(line: str) -> list[list[_Stage]]:
+    The one shell lexer of the action layer and the live phase rules: words with their quoting removed,
+    operators, redirection targets and heredoc bodies.
+    """
     segments: list[list[_Stage]] = []
     pipeline: list[_Stage] = []
     stage = _Stage()
@@ -382,32 +254,6 @@ class ShellVerdict:
         self.cwd: str | None = None  # for ``cd``: the directory later segments resolve against
         self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
         self.also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
-
-
-def _verdict(
-    type: ActionType, target: str | None, path: str | None, intent: str | None, validation: bool, rank: int
-) -> ShellVerdict:
-    """``ShellVerdict(type, target, path=…, intent=…, validation=…, rank=…)`` for the handlers every new
-    line goes through: positional, and the slots stored directly (half the cost of the keyword call)."""
-    v: ShellVerdict = _new(ShellVerdict)
-    v.type = type
-    v.target = target
-    v.path = path
-    v.intent = intent
-    v.is_validation = validation
-    v.is_completion = False
-    v.write = None
-    v.program = None
-    v.structured = False
-    v.old_text = None
-    v.new_text = None
-    v.rank = rank
-    v.is_source_write = False
-    v.runs_code = False
-    v.cwd = None
-    v.scaffold = None
-    v.also_written = ()
-    return v
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -599,11 +445,6 @@ _VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 # Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
 _INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
-# The same test, led by the literal every alternative contains: the regex engine then skips to each
-# "test" instead of trying five alternatives at every character of the code (30x on inline scripts).
-_INLINE_TEST_FAST = re.compile(
-    r"test(?:(?<=\bpytest)\b|(?<=\bunittest)\b|(?<=\bdoctest)\b|(?<=\.test)\(|(?<=\bruntest)s\b|(?<=\brun_test)s\b)"
-)
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _WS = re.compile(r"\s+")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -642,13 +483,16 @@ def _collapse(text: str, limit: int = 160) -> str:
 
 
 class ShellClassifier:
-    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser and memos:
-    whole lines, and the ``&&`` pieces lines are made of).
+    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser).
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
+
+    The action classifier's one memo: a line's verdict, for lines up to ``MEMO_LINE_MAX`` characters
+    classified without a working directory (agents re-run the same commands). Bounded: emptied when
+    full. Verdicts are never changed once made, so one may stand for many calls.
     """
 
-    __slots__ = ("_memo", "_pieces", "norm", "swe_agent_commands")
+    __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
     #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
@@ -658,23 +502,16 @@ class ShellClassifier:
         self.norm = norm
         self.swe_agent_commands = swe_agent_commands
         self._memo: dict[str, ShellVerdict] = {}
-        # (cwd, text) of an ``&&`` piece -> (its verdict, the directory after it); see ``_judge_line``.
-        self._pieces: dict[tuple[str | None, str], tuple[ShellVerdict | None, str | None]] = {}
 
     def classify(self, line: str, cwd: str | None = None) -> ShellVerdict:
-        # Repeated lines (the loops users complain about) cost a lookup. Long lines (file bodies, inline
-        # scripts) rarely repeat and would pin their text in the memo, so they are not kept.
-        memo = self._memo
-        short = cwd is None and len(line) <= self.MEMO_LINE_MAX
-        if short:
-            hit = memo.get(line)
-            if hit is not None:
-                return hit
-        verdict = self._classify(line, cwd, 0)
-        if short:
-            if len(memo) >= self._MEMO_MAX:
-                memo.clear()
-            memo[line] = verdict
+        if cwd is not None or len(line) > self.MEMO_LINE_MAX:
+            return self._classify(line, cwd, 0)
+        verdict = self._memo.get(line)
+        if verdict is None:
+            verdict = self._classify(line, cwd, 0)
+            if len(self._memo) >= self._MEMO_MAX:
+                self._memo.clear()
+            self._memo[line] = verdict
         return verdict
 
     # -------------------------------------------------------------------------------- line level
@@ -694,7 +531,7 @@ class ShellClassifier:
                     elif first != "submit":
                         verdict.scaffold = "swe-agent-0.x"
                     return verdict
-        best = self._judge_line(line, cwd) if depth == 0 else self._judge(line, cwd, depth)[0]
+        best = self._judge(line, cwd, depth)[0]
         if best is None:
             return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
         return best
@@ -712,41 +549,6 @@ class ShellClassifier:
             if best is None or v.rank > best.rank:
                 best = v
         return best, cwd
-
-    def _judge_line(self, line: str, cwd: str | None) -> ShellVerdict | None:
-        """``_judge`` of a top-level line, reusing the verdicts of ``&&`` pieces seen before (``cd
-        /testbed && …`` starts most lines of a run)."""
-        if len(line) > self.MEMO_LINE_MAX:
-            return self._judge(line, cwd, 0)[0]
-        return self._judge_pieces(line, cwd)[0]
-
-    def _judge_pieces(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
-        """``_judge(text, cwd, 0)``, split at the first ``&&`` when the head before it is plain.
-
-        A head that holds no quoting, redirection, substitution, separator or newline (``_PLAIN_HEAD``)
-        tokenizes to the same words alone as in the text, and every tokenizer starts afresh after ``&&``
-        (texts this short are never cut at ``_MAX_TOKENS``): the segments are the head's followed by the
-        rest's. The best of both halves is the best of the text (ties keep the first), and the rest
-        resolves against the directory the head leaves. Verdicts are not changed once made, so a
-        remembered one can stand in any line.
-        """
-        at = text.find("&&")
-        if at <= 0 or _PLAIN_HEAD.fullmatch(text, 0, at) is None:
-            return self._judge(text, cwd, 0)
-        head, head_cwd = self._piece(text[:at].strip(" \t"), cwd)
-        rest, rest_cwd = self._piece(text[at + 2 :].lstrip(" \t"), head_cwd)
-        return (rest if head is None or (rest is not None and rest.rank > head.rank) else head), rest_cwd
-
-    def _piece(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
-        """:meth:`_judge_pieces`, remembered per (cwd, piece)."""
-        key = (cwd, text)
-        hit = self._pieces.get(key)
-        if hit is None:
-            hit = self._judge_pieces(text, cwd)
-            if len(self._pieces) >= self._MEMO_MAX:
-                self._pieces.clear()
-            self._pieces[key] = hit
-        return hit
 
     def _pipeline(self, stages: list[_Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)
@@ -854,7 +656,7 @@ class ShellClassifier:
         elif prog in _NAVIGATORS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
             target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
-            verdict = _verdict(NAVIGATE, target, target, prog, False, R_NAVIGATE)
+            verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
         elif prog in _FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
             if url is None:
@@ -867,7 +669,7 @@ class ShellClassifier:
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self._path(ops[0], cwd) if ops else None
-            verdict = _verdict(COMMAND, prog, path, prog, True, R_VALIDATE)
+            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
             sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
@@ -904,7 +706,7 @@ class ShellClassifier:
         else:
             sub = next((w for w in words[args_at : args_at + 1] if not w.startswith("-")), "")
             intent = f"{prog} {sub}" if sub and sub.isidentifier() and len(sub) <= 20 else prog
-            verdict = _verdict(COMMAND, intent, None, intent, False, R_COMMAND)
+            verdict = ShellVerdict(COMMAND, intent, path=None, intent=intent, rank=R_COMMAND)
         if verdict is None:
             return None
         verdict.program = prog
@@ -924,7 +726,7 @@ class ShellClassifier:
         new: str | None,
     ) -> ShellVerdict:
         target = self._path(raw, cwd) if raw else None
-        v = _verdict(FILE_WRITE, target, target, prog, False, R_WRITE)
+        v = ShellVerdict(FILE_WRITE, target, path=target, intent=prog, rank=R_WRITE)
         v.write = kind
         v.program = prog
         v.old_text = old
@@ -951,9 +753,9 @@ class ShellClassifier:
         ops = _operands(words, at, _VALUE_FLAGS_HEAD if prog in ("head", "tail") else frozenset())
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
-            return _verdict(FILE_READ, None, None, prog, False, R_READ)
+            return ShellVerdict(FILE_READ, None, path=None, intent=prog, rank=R_READ)
         target = self._path(ops[0], cwd)
-        return _verdict(FILE_READ, target, target, prog, False, R_READ)
+        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         pattern: str | None = None
@@ -969,7 +771,7 @@ class ShellClassifier:
             pattern, ops = ops[0], ops[1:]
         scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
         query = f"{_collapse(pattern or '', 120)} @ {scope}"
-        return _verdict(SEARCH, query, scope, "grep", False, R_SEARCH)
+        return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         k = at
@@ -1007,7 +809,8 @@ class ShellClassifier:
                     intent="grep",
                     rank=R_SEARCH,
                 )
-        return _verdict(SEARCH, f"{_collapse(query_text, 120)} @ {scope}", scope, "find", False, R_SEARCH)
+        target = f"{_collapse(query_text, 120)} @ {scope}"
+        return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
     def _python(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
         v = self._python_kind(prog, words, at, st, cwd)
@@ -1058,7 +861,7 @@ class ShellClassifier:
                 w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
             ):
                 code = words[k + 1] if k + 1 < len(words) else ""
-                is_test = _INLINE_TEST_FAST.search(code) is not None
+                is_test = _INLINE_TEST.search(code) is not None
                 return ShellVerdict(
                     COMMAND,
                     "python -c",
@@ -1087,7 +890,14 @@ class ShellClassifier:
             or base.startswith("runtests")
             or (base == "manage.py" and bool(args) and args[0] == "test")
         )
-        v = _verdict(COMMAND, intent, path, intent, validation, R_VALIDATE if validation else R_COMMAND)
+        v = ShellVerdict(
+            COMMAND,
+            intent,
+            path=path,
+            intent=intent,
+            validation=validation,
+            rank=R_VALIDATE if validation else R_COMMAND,
+        )
         v.runs_code = True
         return v
 
@@ -1277,7 +1087,7 @@ def _h_cd(
     ops = _operands(words, at, frozenset())
     raw = ops[0] if ops else "~"
     path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
-    v = _verdict(NAVIGATE, path, path, "cd", False, R_NAVIGATE)
+    v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
     # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
     v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
     return v
