@@ -569,10 +569,6 @@ def _argv_line(argv: Sequence[str]) -> str:
 
 def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
     args = event.arguments
-    if type(args) is dict and not rule.target:  # the usual call: {"command": "<line>"}
-        line = args.get("command")
-        if isinstance(line, str) and line and args.get("is_input") not in (True, "true"):
-            return line
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return None  # input typed into a running process, not a command
     value = _arg(event, rule.target or _COMMAND_KEYS)
@@ -616,46 +612,22 @@ _PATCH_HEADER = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTIL
 
 _Reader = Callable[["ActionClassifier", MappingRule, ToolEvent], Action]
 _NO_RULE = MappingRule(tool="*", kind="command", structured=False)
+_THINK_RULE = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
 
 
 class ActionClassifier:
     """``classifier(event) -> Action`` for one vocabulary; never raises on odd names or arguments.
 
-    Rule lookups are memoised per tool name, shell verdicts per command line, and whole actions where
-    the call alone decides them: per command line of a shell tool and per path of an editor ``view``
-    (agents re-run the same commands and re-read the same files). All tables are bounded. Actions are
+    Its one memo is its shell classifier's (a verdict per command line, bounded). Actions are
     immutable, so one record may stand for many calls.
     """
 
-    __slots__ = ("_actions", "_by_tool", "_paths", "norm", "shell", "vocabulary")
-
-    _TOOL_CACHE_MAX = 1024
-    _ACTION_CACHE_MAX = 4096
+    __slots__ = ("norm", "shell", "vocabulary")
 
     def __init__(self, vocabulary: ActionVocabulary = DEFAULT_VOCABULARY) -> None:
         self.vocabulary = vocabulary
         self.norm = PathNormaliser(vocabulary.roots)
         self.shell = ShellClassifier(self.norm, swe_agent_commands=vocabulary.swe_agent_commands)
-        self._by_tool: dict[str, tuple[MappingRule, _Reader]] = {}
-        self._paths: dict[str, tuple[str, bool, bool]] = {}
-        # (tool, command line) or (tool, scaffold, viewed path) -> the action they always make.
-        self._actions: dict[tuple[str, str | None, str], Action] = {}
-
-    def path_info(self, raw: str) -> tuple[str, bool, bool]:
-        """(normalised path, looks like a file, is a source file) of a raw path, memoised (bounded)."""
-        hit = self._paths.get(raw)
-        if hit is None:
-            path = self.norm(raw)
-            hit = (path, looks_like_file(path), _is_source(path))
-            if len(self._paths) >= 4096:
-                self._paths.clear()
-            self._paths[raw] = hit
-        return hit
-
-    def _remember(self, key: tuple[str, str | None, str], action: Action) -> None:
-        if len(self._actions) >= self._ACTION_CACHE_MAX:
-            self._actions.clear()
-        self._actions[key] = action
 
     def __call__(self, event: ToolEvent) -> Action:
         try:
@@ -664,29 +636,21 @@ class ActionClassifier:
             return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
-        tool = event.tool
-        hit = self._by_tool.get(tool)
-        if hit is None:
-            hit = self._resolve(tool)
-        rule, reader = hit
-        action = reader(self, rule, event)
+        rule = self.rule_for(event.tool)
+        action = _READERS[rule.kind or "command"](self, rule, event)
         scaffold = self.vocabulary.scaffold
         if scaffold is not None and action.scaffold != scaffold:
             action = dataclasses.replace(action, scaffold=scaffold)
         return action
 
-    def _resolve(self, tool: str) -> tuple[MappingRule, _Reader]:
+    def rule_for(self, tool: str) -> MappingRule:
+        """The rule that reads calls of ``tool``: the empty tool is a reasoning step; an unknown one a
+        command (:data:`_NO_RULE`)."""
         if not isinstance(tool, str):
             tool = str(tool)
         if tool == THINK_TOOL:
-            rule = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
-        else:
-            rule = self.vocabulary.rule_for(tool) or _NO_RULE
-        hit = (rule, _READERS[rule.kind or "command"])
-        if len(self._by_tool) >= self._TOOL_CACHE_MAX:
-            self._by_tool.clear()
-        self._by_tool[tool] = hit
-        return hit
+            return _THINK_RULE
+        return self.vocabulary.rule_for(tool) or _NO_RULE
 
     def tool_call(self, event: ToolEvent) -> ToolCall:
         """The call as the phase rules read it (see :class:`ToolCall`), by this vocabulary's rules. Never
@@ -698,10 +662,7 @@ class ActionClassifier:
 
     def _tool_call(self, event: ToolEvent) -> ToolCall:
         tool = event.tool
-        hit = self._by_tool.get(tool)
-        if hit is None:
-            hit = self._resolve(tool)
-        rule = hit[0]
+        rule = self.rule_for(tool)
         if rule is _NO_RULE:
             return _UNMAPPED_CALL
         kind = rule.kind or "command"
@@ -910,31 +871,16 @@ def _raw_text(event: ToolEvent) -> str | None:
 
 def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     args = event.arguments
-    # The usual call, ``{"command": "<line>"}`` (a string: not a Codex list, not input to a running
-    # process), is the line itself; anything else takes the general reading.
-    cmd: Any = None
-    if type(args) is dict and not rule.target:
-        cmd = args.get("command")
-        if not isinstance(cmd, str) or not cmd or args.get("is_input") in (True, "true"):
-            cmd = None
+    cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
     if cmd is None:
-        cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
-        if cmd is None:
-            cmd = _raw_text(event)
-        if cmd is None:
-            return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
-        if _is_map(args) and args.get("is_input") in (True, "true"):
-            return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
-        if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
-            cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
+        cmd = _raw_text(event)
+    if cmd is None:
+        return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
+    if _is_map(args) and args.get("is_input") in (True, "true"):
+        return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+    if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
+        cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
     tool = event.tool
-    # Every entry under (tool, None, line) is the action this classifier makes of that line whichever
-    # reading gave it (it depends on nothing else), so a line seen before is one lookup.
-    cacheable = len(cmd) <= _MEMO_LINE_MAX
-    if cacheable:
-        hit = c._actions.get((tool, None, cmd))
-        if hit is not None:
-            return hit
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
@@ -942,22 +888,14 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
             if "'" in raw or '"' in raw or "\\" in raw:
                 raw = unquote(raw)
             if sub == "view":
-                action = _editor_view(c, "swe-agent", tool, raw)
-                if cacheable:
-                    c._remember((tool, None, cmd), action)
-                return action
+                return _editor_view(c, "swe-agent", tool, raw)
             old = new = None
             if len(parts) > 3:
                 rest = parts[3]
                 old = swe_flag_text(rest, "--old_str")
                 new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
             return _editor_write(c, "swe-agent", tool, sub, raw, old, new)
-    verdict = c.shell.classify(cmd)
-    action = c.from_verdict(verdict, rule, event, True)
-    # Decided by the line alone, except the 0.x editing commands that act on the open file.
-    if cacheable and not (verdict.target is None and verdict.structured):
-        c._remember((tool, None, cmd), action)
-    return action
+    return c.from_verdict(c.shell.classify(cmd), rule, event, True)
 
 
 def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -987,30 +925,20 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 
 # The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the action
-# string alike; built straight into the record (the most frequent calls of those scaffolds).
+# string alike.
 
 
 def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
-    key = (tool, scaffold, raw_path)
-    action = c._actions.get(key)
-    if action is None:
-        path = c.norm(raw_path)  # not path_info: whether a viewed path is source is never needed
-        action = make_action(
-            FILE_READ if looks_like_file(path) else NAVIGATE,
-            path,
-            tool,
-            path,
-            "view",
-            False,
-            False,
-            False,
-            None,
-            None,
-            True,
-            scaffold,
-        )
-        c._remember(key, action)
-    return action
+    path = c.norm(raw_path)
+    return make_action(
+        FILE_READ if looks_like_file(path) else NAVIGATE,
+        path,
+        tool,
+        path,
+        "view",
+        structured=True,
+        scaffold=scaffold,
+    )
 
 
 def _editor_write(
@@ -1025,10 +953,19 @@ def _editor_write(
     kind = _EDITOR_WRITES.get(sub)
     if kind is None:
         return make_action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
-    info = c._paths.get(raw_path)
-    path, _, is_source = info if info is not None else c.path_info(raw_path)
+    path = c.norm(raw_path)
     return make_action(
-        FILE_WRITE, path, tool, path, sub, False, is_source, False, kind, None, True, scaffold, old, new
+        FILE_WRITE,
+        path,
+        tool,
+        path,
+        sub,
+        is_source_write=_is_source(path),
+        write=kind,
+        structured=True,
+        scaffold=scaffold,
+        old_text=old,
+        new_text=new,
     )
 
 
@@ -1329,7 +1266,6 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
 _EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
 #: SWE-agent 0.x tool names that other scaffolds (OpenCode) use for path-addressed file tools.
 _FILE_SHAPED = frozenset({"edit", "create", "insert"})
-_MEMO_LINE_MAX = ShellClassifier.MEMO_LINE_MAX
 _EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
 _READERS: dict[str, _Reader] = {

@@ -700,9 +700,8 @@ class LiveRules:
     ``actions`` is the canonical-action classifier whose vocabulary (built-in rules plus the user's
     ``actions.rules``) says what each tool is.
 
-    One bounded memo: a call (its tool, how the vocabulary reads it, the working directory) → its
-    :class:`_CallPlan`, which also keeps the few classifications it has resolved to (they depend only on
-    whether the run has patched and on which of the plan's files the run created).
+    One bounded memo (LRU): a call (its tool, its canonical call, the working directory) → its
+    :class:`_CallPlan`, which is resolved against the session state on every call.
     """
 
     name = "live"
@@ -811,12 +810,9 @@ def _judge(sub: _Sub, root: str | None) -> _Judged:
 
 
 class _CallPlan:
-    """A call's judged sub-commands, and the classifications they resolved to (at most ``MAX_RESOLVED``,
-    keyed by ``patched`` and by which of the plan's deciding files the run created)."""
+    """A call's judged sub-commands; their roles are resolved against the session state on each call."""
 
-    __slots__ = ("depends", "opened", "per_file", "resolved", "subs", "unknown")
-
-    MAX_RESOLVED = 8
+    __slots__ = ("depends", "opened", "per_file", "subs", "unknown")
 
     def __init__(self, subs: tuple[_Judged, ...], per_file: bool, opened: str | None, unknown: bool) -> None:
         self.subs = subs
@@ -824,17 +820,11 @@ class _CallPlan:
         self.per_file = per_file
         self.opened = opened  # the file a read leaves open in a windowed editor
         self.unknown = unknown  # no mapping rule knows the tool
+        #: The files whose creation by the run decides a role.
         self.depends = tuple(dict.fromkeys(p for j in subs for p in j.paths))
-        self.resolved: dict[tuple[bool, tuple[bool, ...]], Classification] = {}
 
     def resolve(self, state: PhaseState) -> Classification:
-        key = (state.has_patch, tuple(state.is_created(p) for p in self.depends) if self.depends else ())
-        c = self.resolved.get(key)
-        if c is None:
-            c = self._resolve(state.has_patch, dict(zip(self.depends, key[1], strict=True)))
-            if len(self.resolved) < self.MAX_RESOLVED:
-                self.resolved[key] = c
-        return c
+        return self._resolve(state.has_patch, {p: state.is_created(p) for p in self.depends})
 
     def _resolve(self, patched: bool, created: dict[str, bool]) -> Classification:
         """Roles in order: a patch early in the step makes later tests validation, and a test file written
