@@ -21,7 +21,6 @@ from planguard.phases import (
     PhaseState,
     get_rules,
 )
-from planguard.phases import inline_python as inline_module
 from planguard.phases import rules as rules_module
 from planguard.phases.inline_python import written_files, written_files_lenient
 from planguard.phases.rules import _resolve
@@ -301,12 +300,6 @@ def _unmemoised(rules: PhaseRules, event: ToolEvent, state: PhaseState) -> Class
         call = rules.actions.tool_call(event)
         plans = rules._plan_commands(paper_commands(str(event.tool), call), "")
     return _resolve(plans, state)
-
-
-@FUZZ
-@given(shell_text | st.text(alphabet=st.sampled_from(list("open(write_textbytes) \n\t'\"")), max_size=40))
-def test_write_prefilter_is_the_regex(code: str) -> None:
-    assert inline_module._may_write(code) == (bool(code) and inline_module._HINT.search(code) is not None)
 
 
 def test_long_texts_are_classified_but_not_kept() -> None:

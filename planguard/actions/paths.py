@@ -2,8 +2,7 @@
 
 Agents address the same file as ``/testbed/pkg/mod.py``, ``pkg/mod.py``, ``./pkg//mod.py`` or
 ``/workspace/owner__repo__1.0/pkg/mod.py``. :class:`PathNormaliser` strips a known work-directory root
-and cleans the rest lexically, so all of those become ``pkg/mod.py``. Results are memoised in a bounded
-table: a run touches few distinct paths, so the hot path is one dict lookup.
+and cleans the rest lexically, so all of those become ``pkg/mod.py``.
 """
 
 from __future__ import annotations
