@@ -1,9 +1,8 @@
 """Shell lines classified by what they do: ``cat``/``head``/``sed -n`` read, ``grep``/``rg``/``find``
 search, ``sed -i`` and redirection write, ``pytest`` and test scripts validate.
 
-A line is tokenised once (quote-, heredoc- and operator-aware, without running a shell parser: agents
-write broken shell too, and this must never raise), split into segments on ``&&``, ``||``, ``;`` and
-newlines, and each pipeline is judged by its first stage (``grep x f | head`` is a search), except that
+A line is tokenised once by the shell lexer (:mod:`planguard.actions.lexer`) into segments, and each
+pipeline is judged by its first stage (``grep x f | head`` is a search), except that
 any stage writing a file (``| tee f``, ``> f``) makes it a write. The segment that says most about the
 line decides it: a write over a validation run over any other command over a search over a read over
 navigation. ``cd DIR`` changes the directory later segments' relative paths resolve against.
@@ -17,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .lexer import Stage, tokenize, unquote, word_at, words_of
 from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .types import (
     COMMAND,
@@ -36,164 +36,12 @@ from .types import (
     WriteKind,
 )
 
-__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text", "tokenize", "unquote"]
+__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text"]
 
 #: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 _MAX_DEPTH = 2  # nested ``bash -c "…"``
-_MAX_TOKENS = 4000  # a pathological line is judged on its head
-
-# --------------------------------------------------------------------------------------------- tokens
-
-# Words are matched possessively (nothing follows them in the pattern, so the tokens are the same) and
-# a single-quoted run continued by shlex.quote's ``'"'"'`` joins is one step: a quoted file body has
-# hundreds of them.
-_TOKEN = re.compile(
-    r"""
-     (?P<sp>[^\S\n]+|\\\n)
-    |(?P<nl>\n)
-    |(?P<op>&&|\|\||;;?|\|&?|&(?![>\d]))
-    |(?P<hd><<-?[ \t]*(?:'(?P<hq>[^'\n]*)'|"(?P<hdq>[^"\n]*)"|\\?(?P<hw>[\w.\-]+)))
-    |(?P<re>(?:\d|&)?>>?(?:&\d*-?)?|<<<|<)
-    |(?P<w>(?:[^\s'"\\;|&<>()`]++|\\.|'[^']*+'(?:"'"'[^']*+')*+|"[^"\\]*+(?:\\.[^"\\]*+)*+"|`[^`]*+`)++)
-    |(?P<par>[()])
-    |(?P<x>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-_UNQUOTE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
-_DQ_ESCAPE = re.compile(r"\\([\\\"$`])")
-
-
-def _group1(m: re.Match[str]) -> str:
-    return m.group(1)
-
-
-def _unquote_match(m: re.Match[str]) -> str:
-    if m.group(1) is not None:
-        return m.group(1)
-    if m.group(2) is not None:
-        inner = m.group(2)
-        return _DQ_ESCAPE.sub(_group1, inner) if "\\" in inner else inner
-    return m.group(3)
-
-
-def unquote(word: str) -> str:
-    """A shell word without its quoting (``'a b'`` → ``a b``, ``"x\\"y"`` → ``x"y``)."""
-    return _unquote(word)
-
-
-def _unquote(word: str) -> str:
-    if "'" in word or '"' in word or "\\" in word:
-        return _UNQUOTE.sub(_unquote_match, word)
-    return word
-
-
-class _Stage:
-    """One simple command: its words, the files it redirects output to, whether it reads a heredoc."""
-
-    __slots__ = ("appends", "body", "heredoc", "outputs", "words")
-
-    def __init__(self) -> None:
-        self.words: list[str] = []
-        self.outputs: list[str] = []
-        self.appends = False
-        self.heredoc = False
-        self.body: str | None = None
-
-
-def tokenize(line: str) -> list[list[_Stage]]:
-    """Segments (split on ``&& || ; newline``), each a pipeline of stages. Never raises.
-
-    The one shell lexer of the action layer and the live phase rules: words with their quoting removed,
-    operators, redirection targets and heredoc bodies.
-    """
-    segments: list[list[_Stage]] = []
-    pipeline: list[_Stage] = []
-    stage = _Stage()
-    pending_heredocs: list[tuple[str, bool, _Stage]] = []
-    expect_target: str | None = None  # the redirection operator waiting for its file word
-    pos, n, count = 0, len(line), 0
-    match = _TOKEN.match
-
-    def close_stage() -> None:
-        nonlocal stage
-        if stage.words or stage.outputs:
-            pipeline.append(stage)
-        stage = _Stage()
-
-    def close_segment() -> None:
-        nonlocal pipeline
-        close_stage()
-        if pipeline:
-            segments.append(pipeline)
-        pipeline = []
-
-    while pos < n and count < _MAX_TOKENS:
-        m = match(line, pos)
-        if m is None:  # unreachable (``x`` matches any char); be safe
-            break
-        pos = m.end()
-        kind = m.lastgroup
-        count += 1
-        if kind == "sp":
-            continue
-        if kind == "w":
-            word = _unquote(m.group("w"))
-            if expect_target is not None:
-                if expect_target != "<":
-                    stage.outputs.append(word)
-                    if expect_target.endswith(">>"):
-                        stage.appends = True
-                expect_target = None
-            else:
-                stage.words.append(word)
-            continue
-        expect_target = None
-        if kind == "re":
-            op = m.group("re")
-            if op.endswith(("&", "-")) or op[-1].isdigit():  # 2>&1, >&2, 3>&- : descriptor plumbing
-                continue
-            expect_target = op
-        elif kind == "hd":
-            delim = m.group("hq") or m.group("hdq") or m.group("hw") or "EOF"
-            stage.heredoc = True
-            pending_heredocs.append((delim, m.group("hd").startswith("<<-"), stage))
-        elif kind == "op":
-            if m.group("op") in ("|", "|&"):
-                close_stage()
-            else:
-                close_segment()
-        elif kind == "nl":
-            close_segment()
-            if pending_heredocs:
-                pos = _skip_heredocs(line, pos, pending_heredocs)
-                pending_heredocs = []
-        # "par" and stray characters carry no meaning for classification
-    if pending_heredocs:  # heredoc body never terminated on its own line: the rest is the body
-        for _, _, st in pending_heredocs:
-            st.body = line[pos:]
-    close_segment()
-    return segments
-
-
-def _skip_heredocs(line: str, pos: int, pending: list[tuple[str, bool, _Stage]]) -> int:
-    for delim, strip_tabs, st in pending:
-        start = pos
-        while True:
-            end = line.find("\n", pos)
-            text = line[pos:] if end < 0 else line[pos:end]
-            if (text.lstrip("\t") if strip_tabs else text).strip() == delim:
-                st.body = line[start:pos]
-                pos = len(line) if end < 0 else end + 1
-                break
-            if end < 0:
-                st.body = line[start:]
-                return len(line)
-            pos = end + 1
-    return pos
-
 
 # ------------------------------------------------------------------------------------------ verdicts
 
@@ -550,7 +398,7 @@ class ShellClassifier:
                 best = v
         return best, cwd
 
-    def _pipeline(self, stages: list[_Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
+    def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)
         for st in stages[1:]:
             if head is not None and head.type is SEARCH and head.target and st.words:
@@ -574,7 +422,7 @@ class ShellClassifier:
     def _path(self, raw: str, cwd: str | None = None) -> str:
         return self.norm(raw, cwd)
 
-    def _stage(self, st: _Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
+    def _stage(self, st: Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
         words = st.words
         i = 0
         nw = len(words)
@@ -619,7 +467,7 @@ class ShellClassifier:
             while j < nw and words[j].startswith("-"):
                 j += 2 if words[j] in ("-I", "-n", "-P", "-d", "-L", "-s", "-a", "-E") else 1
             if j < nw:
-                wrapped = _Stage()
+                wrapped = Stage()
                 wrapped.words = words[j:]
                 wrapped.outputs = st.outputs
                 wrapped.appends = st.appends
@@ -735,7 +583,7 @@ class ShellClassifier:
         return v
 
     def _redirect_write(
-        self, st: _Stage, cwd: str | None, prog: str | None, text: str | None
+        self, st: Stage, cwd: str | None, prog: str | None, text: str | None
     ) -> ShellVerdict | None:
         """A write to the first real output file, or ``None`` when output only goes to devices."""
         for out in st.outputs:
@@ -746,7 +594,7 @@ class ShellClassifier:
         return None
 
     def _reader(
-        self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+        self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
     ) -> ShellVerdict | None:
         if st.outputs and prog == "cat":
             return self._redirect_write(st, cwd, prog, st.body)
@@ -812,16 +660,16 @@ class ShellClassifier:
         target = f"{_collapse(query_text, 120)} @ {scope}"
         return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
-    def _python(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
+    def _python(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         v = self._python_kind(prog, words, at, st, cwd)
         v.runs_code = True
         return v
 
-    def _python_kind(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
+    def _python_kind(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         if prog in ("uv", "poetry", "pipenv", "hatch"):
             # ``uv run pytest`` / ``poetry run python x.py``: judge the wrapped command.
             if at < len(words) and words[at] == "run" and at + 1 < len(words):
-                wrapped = _Stage()
+                wrapped = Stage()
                 wrapped.words = words[at + 1 :]
                 wrapped.outputs, wrapped.heredoc, wrapped.body = st.outputs, st.heredoc, st.body
                 inner = self._stage(wrapped, cwd, _MAX_DEPTH)
@@ -921,14 +769,14 @@ class ShellClassifier:
         if first == "open":
             if not arg:
                 return None
-            target = self._path(_unquote(arg))
+            target = self._path(unquote(arg))
             return ShellVerdict(FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ)
         if first in ("goto", "scroll_up", "scroll_down"):
             return ShellVerdict(FILE_READ, None, intent=first, structured=True, rank=R_READ)
         if first == "create":
             if not arg:
                 return None
-            v = self._write(_unquote(arg), None, WK_CREATE, "create", None, None)
+            v = self._write(unquote(arg), None, WK_CREATE, "create", None, None)
             v.structured = True
             return v
         if first == "edit":
@@ -943,7 +791,7 @@ class ShellClassifier:
                     else text
                 )
             else:  # ``edit 'search' 'replace' [replace_all]`` (the 0.7 test-repo variant)
-                words = [_unquote(m.group(0)) for m in _TOKEN.finditer(body) if m.lastgroup == "w"]
+                words = words_of(body)
                 old = words[0] if words else None
                 new = words[1] if len(words) > 1 else None
             v = ShellVerdict(
@@ -959,7 +807,7 @@ class ShellClassifier:
             v.is_source_write = True
             return v
         if first in ("find_file", "search_dir", "search_file"):
-            words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
+            words = words_of(line)[1:]
             if not words:
                 return None
             scope = self._path(words[1]) if len(words) > 1 else None
@@ -967,7 +815,7 @@ class ShellClassifier:
             query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
-            words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
+            words = words_of(line)[1:]
             v = ShellVerdict(
                 FILE_WRITE,
                 None,
@@ -980,7 +828,7 @@ class ShellClassifier:
             v.is_source_write = True
             return v
         if first == "filemap":
-            filemap = self._path(_unquote(arg)) if arg else None
+            filemap = self._path(unquote(arg)) if arg else None
             return ShellVerdict(
                 FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
             )
@@ -1004,7 +852,7 @@ class ShellClassifier:
         parts = line.split(None, 3)
         if len(parts) < 3:
             return None
-        sub, raw_path = parts[1], _unquote(parts[2])
+        sub, raw_path = parts[1], unquote(parts[2])
         rest = parts[3] if len(parts) > 3 else ""
         return self.editor(
             sub,
@@ -1041,12 +889,7 @@ def swe_flag_text(rest: str, flag: str) -> str | None:
     at = rest.find(flag + " ")
     if at < 0:
         return None
-    m = _TOKEN.match(rest, at + len(flag) + 1)
-    while m is not None and m.lastgroup == "sp":
-        m = _TOKEN.match(rest, m.end())
-    if m is None or m.lastgroup != "w":
-        return None
-    return _unquote(m.group(0))
+    return word_at(rest, at + len(flag) + 1)
 
 
 def _is_source(target: str | None) -> bool:
@@ -1082,7 +925,7 @@ _SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
 def _h_cd(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     raw = ops[0] if ops else "~"
@@ -1094,7 +937,7 @@ def _h_cd(
 
 
 def _h_sed(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
     has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
@@ -1120,7 +963,7 @@ def _h_sed(
 
 
 def _h_awk(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, _VALUE_FLAGS_AWK)
     files = ops[1:] if "-f" not in words[at:] else ops
@@ -1131,7 +974,7 @@ def _h_awk(
 
 
 def _h_perl(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
     ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
@@ -1146,7 +989,7 @@ def _h_perl(
 
 
 def _h_git(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     k = at
     while k < len(words) and words[k].startswith("-"):
@@ -1174,14 +1017,14 @@ def _h_git(
 
 
 def _h_touch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
     return c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
 
 
 def _h_rm(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     v = c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
@@ -1192,14 +1035,14 @@ def _h_rm(
 
 
 def _h_copy(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
     return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
 
 
 def _h_tee(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     return c._write(
@@ -1213,7 +1056,7 @@ def _h_tee(
 
 
 def _h_patch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"}))
     v = c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
@@ -1222,14 +1065,14 @@ def _h_patch(
 
 
 def _h_mkdir(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-m"}))
     target = c._path(ops[0], cwd) if ops else None
     return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
 
 
-_Handler = Callable[[ShellClassifier, str, list[str], int, _Stage, "str | None"], "ShellVerdict | None"]
+_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, "str | None"], "ShellVerdict | None"]
 _HANDLERS: dict[str, _Handler] = {
     "cd": _h_cd,
     "sed": _h_sed,

@@ -45,8 +45,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeGuard
 
 from ..events import THINK_TOOL, ToolEvent
+from .lexer import unquote
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
-from .shell import ShellClassifier, ShellVerdict, swe_flag_text, unquote
+from .shell import ShellClassifier, ShellVerdict, swe_flag_text
 from .types import (
     AGENT_SPAWN,
     COMMAND,

@@ -6,7 +6,7 @@ these follow the definition a live monitor needs instead, with the same roles, l
 * the call is read through the canonical-action vocabulary (:meth:`ActionClassifier.tool_call`): the
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
-* a shell line is split with the action layer's lexer (:func:`planguard.actions.shell.tokenize`) into
+* a shell line is split with the action layer's lexer (:func:`planguard.actions.lexer.tokenize`) into
   sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
   are transparent, and each sub-command gets one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.actions.shell import COMPLETION_MARKERS, tokenize
+from planguard.actions.lexer import tokenize
+from planguard.actions.shell import COMPLETION_MARKERS
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
 from planguard.phases.inline_python import written_files_lenient
