@@ -53,10 +53,20 @@ from .types import (
 
 __all__ = ["EffectLabeler", "WriteLedger", "label_effects", "outcome_failed"]
 
-# Failure is judged from small windows of the output, with plain substring tests first: a regular
-# expression over kilobytes of output costs tens of microseconds, a substring test well under one.
+# Failure is judged from small windows of the output: its head and its tail.
 _HEAD = 240
 _TAIL = 400
+_TAIL_WORDS = (
+    "ailed",
+    "timed out",
+    "Error",
+    "ERROR",
+    "Exception",
+    "FAILED",
+    "Killed",
+    "Segmentation",
+    "Traceback",
+)
 
 # A structured tool's refusal starts its output (a file's *content* may contain anything, so only the
 # start is looked at): SWE-agent/OpenHands editor messages, Claude Code tool errors.
@@ -87,7 +97,7 @@ _SUCCESS_STARTS = (
     "[File: ",
 )
 # Run-level failures at the end of the output: an uncaught exception's last line, a test-run summary, a
-# killed process. The substring tests gate the (much slower) regular expression.
+# killed process, found in a tail that holds one of ``_TAIL_WORDS``.
 _TAIL_FAILURE = re.compile(
     r"^\w*(?:Error|Exception)\b|Traceback \(most recent call last\)|\d+ failed|\d+ errors? in |"
     r"ERROR collecting|= FAILURES =|FAILED \(|Segmentation fault|^Killed|timed out",
@@ -127,18 +137,9 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
         if "No such file or directory" in head or "command not found" in head or "Traceback (most" in head:
             return True
         tail = result[-400:]
-        # One of nine keywords gates the full check. A one-character test (memchr) costs a fraction of a
-        # multi-character one, and an uppercase letter is absent from many outputs: each keyword with one
-        # is only searched for when its letter occurs.
-        if (
-            "ailed" in tail
-            or "timed out" in tail
-            or ("E" in tail and ("Error" in tail or "ERROR" in tail or "Exception" in tail))
-            or ("F" in tail and "FAILED" in tail)
-            or ("K" in tail and "Killed" in tail)
-            or ("S" in tail and "Segmentation" in tail)
-            or ("T" in tail and "Traceback" in tail)
-        ):
+        # The run-level failure is only looked for where one of its words occurs in the tail (so a test
+        # summary like "1 error in 0.1s" alone, with none of them, is not a failure).
+        if any(word in tail for word in _TAIL_WORDS):
             return _TAIL_FAILURE.search(tail) is not None
         return False
     return (

@@ -835,7 +835,6 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    # dict first: an ABC isinstance check costs several times a class comparison on the hot path
     return isinstance(value, Mapping)
 
 
