@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 from typing import Any
 
 import pytest
@@ -181,6 +182,21 @@ def test_parser_never_raises(text: str) -> None:
     split_words(text)
     written_files(text)
     written_files_lenient(text)
+
+
+# Mostly texts quoted with double quotes only, with the odd character of other quoting.
+DQ_TEXT = st.text(alphabet=st.sampled_from([*'ab  ""-*.|' * 4, "\t", "\n", "é", "'", "\\"]), max_size=40)
+
+
+@FUZZ
+@given(st.text(max_size=200) | DQ_TEXT)
+def test_split_words_agrees_with_shlex(text: str) -> None:
+    """The paper's word splitting is POSIX shlex, ``None`` where shlex raises."""
+    try:
+        expected: list[str] | None = shlex.split(text)
+    except ValueError:
+        expected = None
+    assert split_words(text) == expected
 
 
 @FUZZ
