@@ -93,4 +93,4 @@ class Classification:
 
 
 def _roles_of(commands: tuple[Command, ...]) -> tuple[str, ...]:
-    return tuple(c.role for c in commands if c.role != GENERAL)
+    return tuple([c.role for c in commands if c.role != GENERAL])
