@@ -7,6 +7,10 @@ of other frameworks without any config.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,12 +27,14 @@ def _config(**data: Any) -> Config:
     return Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}, **data})
 
 
-def test_a_user_mapping_rule_decides_the_action_and_the_phase() -> None:
-    cfg = _config(
-        detectors={"actions": {"rules": [{"tool": "sandbox_exec", "kind": "shell", "target": ["script"]}]}}
-    )
-    guard = Guard(cfg)
-    event = ToolEvent(tool="sandbox_exec", arguments={"script": "sed -i 's/a/b/' src/app.py"}, call_id="c1")
+SANDBOX_RULES = {"actions": {"rules": [{"tool": "sandbox_exec", "kind": "shell", "target": ["script"]}]}}
+SANDBOX_CALL = {"script": "sed -i 's/a/b/' src/app.py"}
+
+
+@pytest.mark.parametrize("rules", ["live", "v351278e", "v8ec988e"])
+def test_a_user_mapping_rule_decides_the_action_and_the_phase(rules: str) -> None:
+    guard = Guard(_config(rules=rules, detectors=SANDBOX_RULES))
+    event = ToolEvent(tool="sandbox_exec", arguments=SANDBOX_CALL, call_id="c1")
     assert not guard.before_tool("s", event).blocks
     step = guard.after_tool("s", ToolEvent(tool="sandbox_exec", call_id="c1", result="", exit_code=0))
     assert step is not None
@@ -37,12 +43,43 @@ def test_a_user_mapping_rule_decides_the_action_and_the_phase() -> None:
     guard.shutdown()
 
 
-def test_without_a_rule_an_unknown_tool_has_no_action_kind_and_no_phase() -> None:
+@pytest.mark.parametrize("rules", ["live", "v351278e"])
+def test_replay_with_the_config_reads_the_user_rule_too(tmp_path: Path, rules: str) -> None:
+    config = tmp_path / "planguard.yaml"
+    config.write_text(
+        f"rules: {rules}\ntelemetry: {{enabled: false}}\nstore: {{enabled: false}}\n"
+        "detectors:\n  actions:\n    rules: [{tool: sandbox_exec, kind: shell, target: [script]}]\n"
+    )
+    run = tmp_path / "run.jsonl"
+    calls = [("sandbox_exec", SANDBOX_CALL), ("sandbox_exec", {"script": "cat src/app.py"})]
+    run.write_text(
+        "".join(
+            json.dumps({"session": "s", "tool": t, "arguments": a, "result": "", "is_error": False}) + "\n"
+            for t, a in calls
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "planguard", "replay", str(run), "--config", str(config), "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert record["letters"] == "PN"
+    assert [(a["type"], a["target"]) for a in record["actions"]] == [
+        ("FILE_WRITE", "src/app.py"),
+        ("FILE_READ", "src/app.py"),
+    ]
+
+
+@pytest.mark.parametrize("version", ["live", "v351278e"])
+def test_without_a_rule_an_unknown_tool_has_no_action_kind_and_no_phase(version: str) -> None:
     event = ToolEvent(tool="sbx", arguments={"payload": "sed -i 's/a/b/' src/app.py"})
-    rules = get_rules()
-    assert rules.classify(event, rules.new_state()).letters == ""
-    cfg = _config(detectors={"actions": {"rules": [{"tool": "sbx", "kind": "shell", "target": ["payload"]}]}})
-    guard = Guard(cfg)
+    rules = get_rules(version)
+    assert "P" not in rules.classify(event, rules.new_state()).letters
+    sbx_rules = {"actions": {"rules": [{"tool": "sbx", "kind": "shell", "target": ["payload"]}]}}
+    guard = Guard(_config(rules=version, detectors=sbx_rules))
     step = guard.session("s").observe(event)
     assert step.action.type is ActionType.FILE_WRITE and step.classification.letters == "P"
     guard.shutdown()
@@ -99,3 +136,23 @@ def test_swe_agent_and_opencode_edit_are_told_apart_by_argument_shape() -> None:
     assert rules.classify(opencode, rules.new_state()).letters == "P"
     swe = ToolEvent(tool="edit", arguments={"search": "a", "replace": "b"}, action="edit 'a' 'b'")
     assert classify_action(swe).type is ActionType.FILE_WRITE  # the open file's edit, as before
+
+
+@pytest.mark.parametrize(
+    ("name", "action_type"),
+    [
+        ("readFile", ActionType.FILE_READ),
+        ("file.read", ActionType.FILE_READ),
+        ("READ-FILE", ActionType.FILE_READ),
+        ("sandbox_exec", ActionType.FILE_WRITE),  # ``exec``: a shell; its script is the sed below
+        ("frobnicate", ActionType.COMMAND),  # holds ``cat``, but not as a word
+        ("thread_dump", ActionType.COMMAND),  # holds ``read``, but not as a word
+    ],
+)
+def test_name_heuristics_match_whole_words_of_the_name(name: str, action_type: ActionType) -> None:
+    event = ToolEvent(tool=name, arguments={"path": "src/app.py", "script": "sed -i 's/a/b/' src/app.py"})
+    assert classify_action(event).type is action_type
+    for version in ("live", "v351278e"):
+        rules = get_rules(version)
+        letters = rules.classify(event, rules.new_state()).letters
+        assert ("N" in letters) == (action_type is ActionType.FILE_READ)

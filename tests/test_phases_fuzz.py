@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
-import re
 import shlex
 from typing import Any
 
@@ -18,21 +16,17 @@ from planguard.phases import (
     PHASE_ROLES,
     RULE_VERSIONS,
     Classification,
-    Command,
     LiveRules,
     PaperRules,
     PhaseRules,
     PhaseState,
     get_rules,
 )
-from planguard.phases import inline_python as inline_module
 from planguard.phases import rules as rules_module
-from planguard.phases import shell as shell_module
 from planguard.phases.inline_python import written_files, written_files_lenient
-from planguard.phases.roles import make_classification
-from planguard.phases.rules import _ActionPlan, _Commands, _pathish, _resolve
-from planguard.phases.scaffolds import THINK, event_commands
-from planguard.phases.shell import Piece, clean_action, parse_action, plain_pieces, scan, split_words
+from planguard.phases.rules import _resolve
+from planguard.phases.scaffolds import THINK, paper_commands
+from planguard.phases.shell import parse_action, scan, split_words
 
 PAPER_VERSIONS = ("v351278e", "v8ec988e")
 
@@ -190,14 +184,14 @@ def test_parser_never_raises(text: str) -> None:
     written_files_lenient(text)
 
 
-# Mostly texts quoted with double quotes only (split_words' fast case), with the odd character that
-# sends it back to the general case.
+# Mostly texts quoted with double quotes only, with the odd character of other quoting.
 DQ_TEXT = st.text(alphabet=st.sampled_from([*'ab  ""-*.|' * 4, "\t", "\n", "é", "'", "\\"]), max_size=40)
 
 
 @FUZZ
 @given(st.text(max_size=200) | DQ_TEXT)
 def test_split_words_agrees_with_shlex(text: str) -> None:
+    """The paper's word splitting is POSIX shlex, ``None`` where shlex raises."""
     try:
         expected: list[str] | None = shlex.split(text)
     except ValueError:
@@ -251,20 +245,6 @@ plain_lists = st.one_of(
 )
 
 
-@FUZZ
-@given(plain_lists | shell_text)
-def test_plain_and_lists_split_like_the_scanner(text: str) -> None:
-    """The `` && `` fast path is an optimisation only: the scanner finds the same pieces."""
-    s = clean_action(text)
-    plain = plain_pieces(s) if s else None
-    if plain is not None:
-        scanned = scan(s)
-        assert scanned is not None
-        assert [(p, False) for p in plain] == [(p.text, p.complex) for p in scanned or (Piece(s, False),)]
-        for piece in plain:
-            assert split_words(piece) == piece.split()
-
-
 # Actions that share sub-commands, editor paths, or a piece whose label is the whole action ('' x).
 SHARING = st.sampled_from(
     [
@@ -293,9 +273,9 @@ SHARING = st.sampled_from(
 def test_memoised_plans_classify_like_fresh_rules(
     seq: list[ToolEvent], version: str, memo_max: int | None
 ) -> None:
-    """Plans memoised per action, per sub-command, per editor path and per structured call (shell command
-    text or parsed sub-commands), shared across actions and sessions, classify exactly as the parser and the
-    rules do without any memo; so do texts too long to be memoised (``memo_max``: a lowered limit)."""
+    """The paper rules' one memo (plans per action text, or per tool and canonical call), shared across
+    sessions, classifies exactly as the parser and the rules do without it; so do texts too long to be
+    memoised (``memo_max``: a lowered limit)."""
     rules = get_rules(version)
     with pytest.MonkeyPatch.context() as monkeypatch:  # per example: hypothesis runs this many times
         if memo_max is not None:
@@ -333,78 +313,9 @@ def _unmemoised(rules: PhaseRules, event: ToolEvent, state: PhaseState) -> Class
         commands = parse_action(event.action) if event.action.strip() else THINK
         plans = rules._plan_commands(commands, event.action)
     else:
-        plans = rules._plan_commands(event_commands(event), "")
-    return _resolve(_ActionPlan(plans, _Commands()), state)
-
-
-@FUZZ
-@given(st.text(alphabet="/~.py\n ab", max_size=12))
-def test_pathish_is_the_papers_regex(token: str) -> None:
-    assert _pathish(token) == (re.search(r"^[/~.]|/|\.py$", token) is not None)
-
-
-# --------------------------------------------------------------------------- string-method shortcuts
-
-_REDIRECT_REGEX = re.compile(r"[<>]|tee", re.IGNORECASE)
-# Characters around the case-folding corners: the final sigma, dotted I, the Kelvin sign, long s.
-CASE_TEXT = st.text(alphabet=st.sampled_from([*"tTeE<>aΣσςİıKſ \x00./~py\n-_", "\u0301"]), max_size=30)
-
-
-@FUZZ
-@given(CASE_TEXT | st.text(max_size=40))
-def test_may_redirect_is_the_regex(text: str) -> None:
-    assert rules_module._may_redirect(text) == (_REDIRECT_REGEX.search(text) is not None)
-
-
-@FUZZ
-@given(st.lists(CASE_TEXT | st.text(max_size=12), max_size=8))
-def test_token_helpers_match_their_per_token_forms(items: list[str]) -> None:
-    assert rules_module._lower_all(items) == [s.lower() for s in items]
-    assert rules_module._pathish_tokens(items) == [t for t in items if _pathish(t)]
-    lowered = [s.lower() for s in items]
-    assert rules_module._paper_tests(lowered) == tuple(
-        p for p in lowered if rules_module.is_test_path_paper(p)
-    )
-
-
-@FUZZ
-@given(shell_text | st.text(alphabet=st.sampled_from(list("open(write_textbytes) \n\t'\"")), max_size=40))
-def test_write_prefilter_is_the_regex(code: str) -> None:
-    assert inline_module._may_write(code) == (bool(code) and inline_module._HINT.search(code) is not None)
-
-
-@FUZZ
-@given(plain_lists | shell_text)
-def test_fast_pieces_split_like_the_scanner(text: str) -> None:
-    """The regular-expression fast path of scan() is an optimisation only: the full scanner agrees."""
-    s = clean_action(text)
-    fast = shell_module._fast_pieces(s) if s else None
-    if fast is not None:
-        sc = shell_module._Scanner(s)
-        spans = sc.program()
-        assert not sc.top_function
-        expected = [s[a:b].strip() for a, b, _ in spans if s[a:b].strip()]
-        assert [p.text for p in fast] == expected
-        assert not any(p.complex for p in fast)
-
-
-@FUZZ
-@given(
-    st.lists(st.tuples(st.text(max_size=8), st.sampled_from((*PHASE_ROLES, GENERAL))), max_size=4),
-    st.lists(st.text(max_size=8), max_size=3),
-    st.booleans(),
-    st.lists(st.integers(), max_size=3),
-)
-def test_make_classification_is_the_constructor(
-    commands: list[tuple[str, str]], created: list[str], patched: bool, nodes: list[int]
-) -> None:
-    cmds = tuple(Command(label, role) for label, role in commands)
-    fast = make_classification(cmds, tuple(created), patched, tuple(nodes))
-    slow = Classification(cmds, tuple(created), patched, tuple(nodes))
-    assert type(fast) is Classification
-    assert fast == slow and hash(fast) == hash(slow) and fast.roles == slow.roles
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.patched = not patched  # type: ignore[misc]
+        call = rules.actions.tool_call(event)
+        plans = rules._plan_commands(paper_commands(str(event.tool), call), "")
+    return _resolve(plans, state)
 
 
 def test_long_texts_are_classified_but_not_kept() -> None:
@@ -416,12 +327,9 @@ def test_long_texts_are_classified_but_not_kept() -> None:
     heredoc = ToolEvent(tool="bash", arguments={"command": f"cat <<'EOF' > /testbed/test_x.py\n{code}\nEOF"})
     state = rules.new_state()
     got = [rules.classify(e, state) for e in (script, heredoc)]
-    assert rules._action_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
-    assert rules._piece_plans.cache_info().currsize == 1  # type: ignore[attr-defined]  # ``cd /testbed`` only
-    assert rules._shell_plans.cache_info().currsize == 0  # type: ignore[attr-defined]
+    assert rules._plans.cache_info().currsize == 0  # type: ignore[attr-defined]
     roomy = PaperRules()
     with pytest.MonkeyPatch.context() as m:
         m.setattr(rules_module, "MEMO_TEXT_MAX", 10**9)
         assert got == [roomy.classify(e, state) for e in (script, heredoc)]
-    assert roomy._action_plans.cache_info().currsize == 1  # type: ignore[attr-defined]
-    assert roomy._shell_plans.cache_info().currsize == 1  # type: ignore[attr-defined]
+    assert roomy._plans.cache_info().currsize == 2  # type: ignore[attr-defined]

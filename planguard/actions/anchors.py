@@ -33,17 +33,14 @@ def files_of_diff(diff: str) -> list[str]:
 
 
 class AnchorSet:
-    """An immutable set of repo-relative anchor paths with memoised membership tests."""
+    """An immutable set of repo-relative anchor paths; a path is in it when it is one or ends with one."""
 
-    __slots__ = ("_memo", "_suffixes", "files")
-
-    _MEMO_MAX = 4096
+    __slots__ = ("_suffixes", "files")
 
     def __init__(self, files: Iterable[str], normaliser: PathNormaliser | None = None) -> None:
         norm = normaliser or PathNormaliser()
         self.files: frozenset[str] = frozenset(norm(f) for f in files if f and f.strip())
         self._suffixes = tuple("/" + f for f in self.files)
-        self._memo: dict[str, bool] = {}
 
     @classmethod
     def parse(cls, spec: str | Iterable[str], normaliser: PathNormaliser | None = None) -> AnchorSet:
@@ -57,13 +54,7 @@ class AnchorSet:
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, str) or not path:
             return False
-        hit = self._memo.get(path)
-        if hit is None:
-            hit = path in self.files or path.endswith(self._suffixes)
-            if len(self._memo) >= self._MEMO_MAX:
-                self._memo.clear()
-            self._memo[path] = hit
-        return hit
+        return path in self.files or path.endswith(self._suffixes)
 
     def mentioned_in(self, text: str) -> bool:
         """Some anchor path appears in ``text`` (a search's output)."""

@@ -26,7 +26,8 @@ class ActionRuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tool: str = Field(
-        description="fnmatch glob on the tool name (case-sensitive), or 're:REGEX' (fullmatch)."
+        description="fnmatch glob on the tool name (case-sensitive), 're:REGEX' (fullmatch), or "
+        "'words:a|b_c' (whole words of the name, any case: read_file, readFile, file.read)."
     )
     type: ActionType | None = Field(None, description="Canonical action type of the tool's calls.")
     kind: str | None = Field(

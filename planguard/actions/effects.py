@@ -54,10 +54,20 @@ from .types import (
 
 __all__ = ["EffectLabeler", "WriteLedger", "label_effects", "outcome_failed"]
 
-# Failure is judged from small windows of the output, with plain substring tests first: a regular
-# expression over kilobytes of output costs tens of microseconds, a substring test well under one.
+# Failure is judged from small windows of the output: its head and its tail.
 _HEAD = 240
 _TAIL = 400
+_TAIL_WORDS = (
+    "ailed",
+    "timed out",
+    "Error",
+    "ERROR",
+    "Exception",
+    "FAILED",
+    "Killed",
+    "Segmentation",
+    "Traceback",
+)
 
 # A structured tool's refusal starts its output (a file's *content* may contain anything, so only the
 # start is looked at): SWE-agent/OpenHands editor messages, Claude Code tool errors.
@@ -88,64 +98,12 @@ _SUCCESS_STARTS = (
     "[File: ",
 )
 # Run-level failures at the end of the output: an uncaught exception's last line, a test-run summary, a
-# killed process. The substring tests gate the (much slower) regular expression.
+# killed process, found in a tail that holds one of ``_TAIL_WORDS``.
 _TAIL_FAILURE = re.compile(
     r"^\w*(?:Error|Exception)\b|Traceback \(most recent call last\)|\d+ failed|\d+ errors? in |"
     r"ERROR collecting|= FAILURES =|FAILED \(|Segmentation fault|^Killed|timed out",
     re.MULTILINE,
 )
-
-_TAIL_LITERALS = (
-    "Traceback (most recent call last)",
-    "ERROR collecting",
-    "= FAILURES =",
-    "FAILED (",
-    "Segmentation fault",
-    "timed out",
-)
-
-
-def _tail_failed(tail: str) -> bool:
-    """``_TAIL_FAILURE.search(tail) is not None``, without running the regular expression.
-
-    The expression tries its ten alternatives at every position of the tail (about 15 µs on 400
-    characters); each alternative is a literal, or a literal with a condition on its neighbours, so
-    substring searches decide it.
-    """
-    for lit in _TAIL_LITERALS:
-        if lit in tail:
-            return True
-    if "Killed" in tail and (tail.startswith("Killed") or "\nKilled" in tail):
-        return True
-    for lit in (" failed", " error in ", " errors in "):  # \d+ failed, \d+ errors? in
-        at = tail.find(lit, 1)
-        while at > 0:
-            if tail[at - 1].isdecimal():
-                return True
-            at = tail.find(lit, at + 1)
-    # ^\w*(?:Error|Exception)\b: a line whose leading run of word characters ends with the word.
-    for word in ("Error", "Exception"):
-        at = tail.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if end == len(tail) or not _is_word(tail[end]):
-                start = tail.rfind("\n", 0, at) + 1
-                if _WORD_RUN.match(tail, start, at).end() == at:  # type: ignore[union-attr]
-                    return True
-            at = tail.find(word, at + 1)
-    return False
-
-
-_WORD_RUN = re.compile(r"\w*")
-
-
-def _is_word(c: str) -> bool:
-    r"""``re.fullmatch(r"\w", c)`` for one character."""
-    return c.isalnum() or c == "_"
-
-
-# One-entry memo: stages outside the effect tracker that ask about the same step right after each other.
-_last: tuple[ToolEvent | None, Action | None, str | None, bool] = (None, None, None, False)
 
 
 def outcome_failed(action: Action, event: ToolEvent) -> bool:
@@ -158,13 +116,7 @@ def outcome_failed(action: Action, event: ToolEvent) -> bool:
     result = event.result
     if not result or not isinstance(result, str):  # str subclasses too (LangChain content)
         return False
-    global _last
-    last = _last  # one read: the tuple is replaced whole, so concurrent sessions never see a mix
-    if last[0] is event and last[1] is action and last[2] is result:
-        return last[3]
-    failed = _judge(action.type, action.structured, result)
-    _last = (event, action, result, failed)
-    return failed
+    return _judge(action.type, action.structured, result)
 
 
 def _judge(t: ActionType, structured: bool, result: str) -> bool:
@@ -186,19 +138,10 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
         if "No such file or directory" in head or "command not found" in head or "Traceback (most" in head:
             return True
         tail = result[-400:]
-        # One of nine keywords gates the full check. A one-character test (memchr) costs a fraction of a
-        # multi-character one, and an uppercase letter is absent from many outputs: each keyword with one
-        # is only searched for when its letter occurs.
-        if (
-            "ailed" in tail
-            or "timed out" in tail
-            or ("E" in tail and ("Error" in tail or "ERROR" in tail or "Exception" in tail))
-            or ("F" in tail and "FAILED" in tail)
-            or ("K" in tail and "Killed" in tail)
-            or ("S" in tail and "Segmentation" in tail)
-            or ("T" in tail and "Traceback" in tail)
-        ):
-            return _tail_failed(tail)
+        # The run-level failure is only looked for where one of its words occurs in the tail (so a test
+        # summary like "1 error in 0.1s" alone, with none of them, is not a failure).
+        if any(word in tail for word in _TAIL_WORDS):
+            return _TAIL_FAILURE.search(tail) is not None
         return False
     return (
         "No such file" in head
@@ -373,18 +316,8 @@ class EffectLabeler:
         t = action.type
         if t is REASON:
             return REASONING
-        # outcome_failed, inlined without its memo: the label is the first (and, in the default
-        # pipeline, the only) judgement of the step's outcome; later stages read it from the step.
-        if event.is_error:
+        if outcome_failed(action, event):
             return FAILED
-        code = event.exit_code
-        if code is not None:
-            if code != 0:
-                return FAILED
-        else:
-            result = event.result
-            if result and isinstance(result, str) and _judge(t, action.structured, result):
-                return FAILED
         if t is FILE_WRITE:
             reverted = self.ledger.record(index, action)
             for other in action.also_written:  # ``rm a b c``: a write to each file

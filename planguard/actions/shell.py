@@ -1,9 +1,8 @@
 """Shell lines classified by what they do: ``cat``/``head``/``sed -n`` read, ``grep``/``rg``/``find``
 search, ``sed -i`` and redirection write, ``pytest`` and test scripts validate.
 
-A line is tokenised once (quote-, heredoc- and operator-aware, without running a shell parser: agents
-write broken shell too, and this must never raise), split into segments on ``&&``, ``||``, ``;`` and
-newlines, and each pipeline is judged by its first stage (``grep x f | head`` is a search), except that
+A line is tokenised once by the shell lexer (:mod:`planguard.actions.lexer`) into segments, and each
+pipeline is judged by its first stage (``grep x f | head`` is a search), except that
 any stage writing a file (``| tee f``, ``> f``) makes it a write. The segment that says most about the
 line decides it: a write over a validation run over any other command over a search over a read over
 navigation. ``cd DIR`` changes the directory later segments' relative paths resolve against.
@@ -17,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .lexer import Stage, tokenize, unquote, word_at, words_of
 from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .types import (
     COMMAND,
@@ -36,292 +36,12 @@ from .types import (
     WriteKind,
 )
 
-__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text", "tokenize", "unquote"]
+__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text"]
 
 #: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 _MAX_DEPTH = 2  # nested ``bash -c "…"``
-_MAX_TOKENS = 4000  # a pathological line is judged on its head
-
-# --------------------------------------------------------------------------------------------- tokens
-
-# Words are matched possessively (nothing follows them in the pattern, so the tokens are the same) and
-# a single-quoted run continued by shlex.quote's ``'"'"'`` joins is one step: a quoted file body has
-# hundreds of them.
-_TOKEN = re.compile(
-    r"""
-     (?P<sp>[^\S\n]+|\\\n)
-    |(?P<nl>\n)
-    |(?P<op>&&|\|\||;;?|\|&?|&(?![>\d]))
-    |(?P<hd><<-?[ \t]*(?:'(?P<hq>[^'\n]*)'|"(?P<hdq>[^"\n]*)"|\\?(?P<hw>[\w.\-]+)))
-    |(?P<re>(?:\d|&)?>>?(?:&\d*-?)?|<<<|<)
-    |(?P<w>(?:[^\s'"\\;|&<>()`]++|\\.|'[^']*+'(?:"'"'[^']*+')*+|"[^"\\]*+(?:\\.[^"\\]*+)*+"|`[^`]*+`)++)
-    |(?P<par>[()])
-    |(?P<x>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-_UNQUOTE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
-_DQ_ESCAPE = re.compile(r"\\([\\\"$`])")
-
-
-def _group1(m: re.Match[str]) -> str:
-    return m.group(1)
-
-
-def _unquote_match(m: re.Match[str]) -> str:
-    if m.group(1) is not None:
-        return m.group(1)
-    if m.group(2) is not None:
-        inner = m.group(2)
-        return _DQ_ESCAPE.sub(_group1, inner) if "\\" in inner else inner
-    return m.group(3)
-
-
-def unquote(word: str) -> str:
-    """A shell word without its quoting (``'a b'`` → ``a b``, ``"x\\"y"`` → ``x"y``)."""
-    return _unquote(word)
-
-
-# How shlex.quote renders text containing single quotes (SWE-agent's editor arguments: whole files).
-_SQ_JOIN = "'\"'\"'"
-
-
-def _unquote(word: str) -> str:
-    if "'" in word or '"' in word or "\\" in word:
-        if (
-            word[0] == '"'
-            and word[-1] == '"'
-            and len(word) >= 2
-            and "\\" not in word
-            and word.count('"') == 2
-        ):
-            return word[1:-1]  # ``"*.py"``: one double-quoted run, nothing escaped in it
-        if len(word) >= 2 and word[0] == "'" and word[-1] == "'":
-            # ``'a'"'"'b'`` is ``a'b``: split and join in C instead of a Python callback per quoted run
-            # (a file body has hundreds). Only when every other single quote is part of a join.
-            inner = word[1:-1]
-            parts = inner.split(_SQ_JOIN)
-            if inner.count("'") == 3 * (len(parts) - 1):
-                return "'".join(parts)
-        return _UNQUOTE.sub(_unquote_match, word)
-    return word
-
-
-class _Stage:
-    """One simple command: its words, the files it redirects output to, whether it reads a heredoc."""
-
-    __slots__ = ("appends", "body", "heredoc", "outputs", "words")
-
-    def __init__(self) -> None:
-        self.words: list[str] = []
-        self.outputs: list[str] = []
-        self.appends = False
-        self.heredoc = False
-        self.body: str | None = None
-
-
-# Lines with no quoting, redirection, substitution or heredoc (most agent commands: ``cd /testbed &&
-# python reproduce.py``, ``pytest -q``, ``find . -name x | head``) split with str methods alone.
-_PLAIN = re.compile(r"[^'\"\\<>()`$\n#{}]*")
-_PLAIN_SPLIT = re.compile(r"(&&|\|\||;;?|\|&?|&)")
-# One plain simple command (no separators or pipes either): the head of a line before its first ``&&``.
-_PLAIN_HEAD = re.compile(r"[^'\"\\<>()`$\n#{};|&]*")
-# Everything else: one token per match (heredocs, which need positions, take the general path).
-_FAST_TOKEN = re.compile(
-    r"""\\\n|\n|&&|\|\||;;?|\|&?|&(?![>\d])|(?:\d|&)?>>?(?:&\d*-?)?|<<<|<"""
-    r"""|(?:[^\s'"\\;|&<>()`]++|\\.|'[^']*+'(?:"'"'[^']*+')*+|"[^"\\]*+(?:\\.[^"\\]*+)*+"|`[^`]*+`)++|\S""",
-    re.DOTALL,
-)
-_STRAY = frozenset("()'\"`\\")
-_PIPES = frozenset({"|", "|&"})
-_REDIR_START = frozenset("<>&0123456789")
-_REDIR = re.compile(r"(?:\d|&)?>>?(?:&\d*-?)?|<<<|<")
-_SEPARATORS = frozenset({"&&", "||", ";", ";;", "&", "\n"})
-
-
-def tokenize(line: str) -> list[list[_Stage]]:
-    """Segments (split on ``&& || ; newline``), each a pipeline of stages. Never raises."""
-    if "<<" in line or ("&" in line and "&" in line.replace("&&", "")):
-        return _tokenize_general(line)  # heredocs need positions; lone ``&`` has context-dependent roles
-    if _PLAIN.fullmatch(line) is not None:
-        return _tokenize_plain(line)
-    return _tokenize_fast(line)
-
-
-_new = object.__new__
-
-
-def _made_stage(words: list[str], outputs: list[str], appends: bool) -> _Stage:
-    st: _Stage = _new(_Stage)  # a finished stage: no lists to make and throw away
-    st.words = words
-    st.outputs = outputs
-    st.appends = appends
-    st.heredoc = False
-    st.body = None
-    return st
-
-
-def _tokenize_plain(line: str) -> list[list[_Stage]]:
-    segments: list[list[_Stage]] = []
-    pipeline: list[_Stage] = []
-    for part in _PLAIN_SPLIT.split(line):
-        if part in _PIPES:
-            continue
-        if part in _SEPARATORS:
-            if pipeline:
-                segments.append(pipeline)
-            pipeline = []
-            continue
-        words = part.split()
-        if words:
-            pipeline.append(_made_stage(words, [], False))
-    if pipeline:
-        segments.append(pipeline)
-    return segments
-
-
-# What a non-word token of the fast tokenizer does: 1 ends a segment, 2 a stage, 3 nothing (line
-# continuation), 4 only cancels a pending redirection (parentheses, unbalanced quotes).
-_FAST_KIND = {
-    **dict.fromkeys(_SEPARATORS, 1),
-    **dict.fromkeys(_PIPES, 2),
-    "\\\n": 3,
-    **dict.fromkeys(_STRAY, 4),
-}
-
-
-def _tokenize_fast(line: str) -> list[list[_Stage]]:
-    segments: list[list[_Stage]] = []
-    pipeline: list[_Stage] = []
-    words: list[str] = []
-    outputs: list[str] = []
-    appends = False
-    expect: str | None = None
-    kind_of = _FAST_KIND.get
-    for tok in _FAST_TOKEN.findall(line)[:_MAX_TOKENS]:
-        kind = kind_of(tok)
-        if kind is None:
-            if tok[0] in _REDIR_START and _REDIR.fullmatch(tok) is not None:
-                # 2>&1, >&2, 3>&- are descriptor plumbing, not files
-                expect = None if tok.endswith(("&", "-")) or tok[-1].isdigit() else tok
-                continue
-            if "'" in tok or '"' in tok or "\\" in tok:
-                tok = _unquote(tok)
-            if expect is None:
-                words.append(tok)
-            else:
-                if expect != "<" and expect != "<<<":
-                    outputs.append(tok)
-                    if expect.endswith(">>"):
-                        appends = True
-                expect = None
-        elif kind <= 2:
-            if words or outputs:
-                pipeline.append(_made_stage(words, outputs, appends))
-                words = []
-                outputs = []
-                appends = False
-            expect = None
-            if kind == 1 and pipeline:
-                segments.append(pipeline)
-                pipeline = []
-        elif kind == 4:
-            expect = None
-    if words or outputs:
-        pipeline.append(_made_stage(words, outputs, appends))
-    if pipeline:
-        segments.append(pipeline)
-    return segments
-
-
-def _tokenize_general(line: str) -> list[list[_Stage]]:
-    segments: list[list[_Stage]] = []
-    pipeline: list[_Stage] = []
-    stage = _Stage()
-    pending_heredocs: list[tuple[str, bool, _Stage]] = []
-    expect_target: str | None = None  # the redirection operator waiting for its file word
-    pos, n, count = 0, len(line), 0
-    match = _TOKEN.match
-
-    def close_stage() -> None:
-        nonlocal stage
-        if stage.words or stage.outputs:
-            pipeline.append(stage)
-        stage = _Stage()
-
-    def close_segment() -> None:
-        nonlocal pipeline
-        close_stage()
-        if pipeline:
-            segments.append(pipeline)
-        pipeline = []
-
-    while pos < n and count < _MAX_TOKENS:
-        m = match(line, pos)
-        if m is None:  # unreachable (``x`` matches any char); be safe
-            break
-        pos = m.end()
-        kind = m.lastgroup
-        count += 1
-        if kind == "sp":
-            continue
-        if kind == "w":
-            word = _unquote(m.group("w"))
-            if expect_target is not None:
-                if expect_target != "<":
-                    stage.outputs.append(word)
-                    if expect_target.endswith(">>"):
-                        stage.appends = True
-                expect_target = None
-            else:
-                stage.words.append(word)
-            continue
-        expect_target = None
-        if kind == "re":
-            op = m.group("re")
-            if op.endswith(("&", "-")) or op[-1].isdigit():  # 2>&1, >&2, 3>&- : descriptor plumbing
-                continue
-            expect_target = op
-        elif kind == "hd":
-            delim = m.group("hq") or m.group("hdq") or m.group("hw") or "EOF"
-            stage.heredoc = True
-            pending_heredocs.append((delim, m.group("hd").startswith("<<-"), stage))
-        elif kind == "op":
-            if m.group("op") in ("|", "|&"):
-                close_stage()
-            else:
-                close_segment()
-        elif kind == "nl":
-            close_segment()
-            if pending_heredocs:
-                pos = _skip_heredocs(line, pos, pending_heredocs)
-                pending_heredocs = []
-        # "par" and stray characters carry no meaning for classification
-    if pending_heredocs:  # heredoc body never terminated on its own line: the rest is the body
-        for _, _, st in pending_heredocs:
-            st.body = line[pos:]
-    close_segment()
-    return segments
-
-
-def _skip_heredocs(line: str, pos: int, pending: list[tuple[str, bool, _Stage]]) -> int:
-    for delim, strip_tabs, st in pending:
-        start = pos
-        while True:
-            end = line.find("\n", pos)
-            text = line[pos:] if end < 0 else line[pos:end]
-            if (text.lstrip("\t") if strip_tabs else text).strip() == delim:
-                st.body = line[start:pos]
-                pos = len(line) if end < 0 else end + 1
-                break
-            if end < 0:
-                st.body = line[start:]
-                return len(line)
-            pos = end + 1
-    return pos
-
 
 # ------------------------------------------------------------------------------------------ verdicts
 
@@ -382,32 +102,6 @@ class ShellVerdict:
         self.cwd: str | None = None  # for ``cd``: the directory later segments resolve against
         self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
         self.also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
-
-
-def _verdict(
-    type: ActionType, target: str | None, path: str | None, intent: str | None, validation: bool, rank: int
-) -> ShellVerdict:
-    """``ShellVerdict(type, target, path=…, intent=…, validation=…, rank=…)`` for the handlers every new
-    line goes through: positional, and the slots stored directly (half the cost of the keyword call)."""
-    v: ShellVerdict = _new(ShellVerdict)
-    v.type = type
-    v.target = target
-    v.path = path
-    v.intent = intent
-    v.is_validation = validation
-    v.is_completion = False
-    v.write = None
-    v.program = None
-    v.structured = False
-    v.old_text = None
-    v.new_text = None
-    v.rank = rank
-    v.is_source_write = False
-    v.runs_code = False
-    v.cwd = None
-    v.scaffold = None
-    v.also_written = ()
-    return v
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -599,11 +293,6 @@ _VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 # Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
 _INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
-# The same test, led by the literal every alternative contains: the regex engine then skips to each
-# "test" instead of trying five alternatives at every character of the code (30x on inline scripts).
-_INLINE_TEST_FAST = re.compile(
-    r"test(?:(?<=\bpytest)\b|(?<=\bunittest)\b|(?<=\bdoctest)\b|(?<=\.test)\(|(?<=\bruntest)s\b|(?<=\brun_test)s\b)"
-)
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _WS = re.compile(r"\s+")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -642,13 +331,16 @@ def _collapse(text: str, limit: int = 160) -> str:
 
 
 class ShellClassifier:
-    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser and memos:
-    whole lines, and the ``&&`` pieces lines are made of).
+    """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser).
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
+
+    The action classifier's one memo: a line's verdict, for lines up to ``MEMO_LINE_MAX`` characters
+    classified without a working directory (agents re-run the same commands). Bounded: emptied when
+    full. Verdicts are never changed once made, so one may stand for many calls.
     """
 
-    __slots__ = ("_memo", "_pieces", "norm", "swe_agent_commands")
+    __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
     #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
@@ -658,23 +350,16 @@ class ShellClassifier:
         self.norm = norm
         self.swe_agent_commands = swe_agent_commands
         self._memo: dict[str, ShellVerdict] = {}
-        # (cwd, text) of an ``&&`` piece -> (its verdict, the directory after it); see ``_judge_line``.
-        self._pieces: dict[tuple[str | None, str], tuple[ShellVerdict | None, str | None]] = {}
 
     def classify(self, line: str, cwd: str | None = None) -> ShellVerdict:
-        # Repeated lines (the loops users complain about) cost a lookup. Long lines (file bodies, inline
-        # scripts) rarely repeat and would pin their text in the memo, so they are not kept.
-        memo = self._memo
-        short = cwd is None and len(line) <= self.MEMO_LINE_MAX
-        if short:
-            hit = memo.get(line)
-            if hit is not None:
-                return hit
-        verdict = self._classify(line, cwd, 0)
-        if short:
-            if len(memo) >= self._MEMO_MAX:
-                memo.clear()
-            memo[line] = verdict
+        if cwd is not None or len(line) > self.MEMO_LINE_MAX:
+            return self._classify(line, cwd, 0)
+        verdict = self._memo.get(line)
+        if verdict is None:
+            verdict = self._classify(line, cwd, 0)
+            if len(self._memo) >= self._MEMO_MAX:
+                self._memo.clear()
+            self._memo[line] = verdict
         return verdict
 
     # -------------------------------------------------------------------------------- line level
@@ -694,7 +379,7 @@ class ShellClassifier:
                     elif first != "submit":
                         verdict.scaffold = "swe-agent-0.x"
                     return verdict
-        best = self._judge_line(line, cwd) if depth == 0 else self._judge(line, cwd, depth)[0]
+        best = self._judge(line, cwd, depth)[0]
         if best is None:
             return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
         return best
@@ -713,42 +398,7 @@ class ShellClassifier:
                 best = v
         return best, cwd
 
-    def _judge_line(self, line: str, cwd: str | None) -> ShellVerdict | None:
-        """``_judge`` of a top-level line, reusing the verdicts of ``&&`` pieces seen before (``cd
-        /testbed && …`` starts most lines of a run)."""
-        if len(line) > self.MEMO_LINE_MAX:
-            return self._judge(line, cwd, 0)[0]
-        return self._judge_pieces(line, cwd)[0]
-
-    def _judge_pieces(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
-        """``_judge(text, cwd, 0)``, split at the first ``&&`` when the head before it is plain.
-
-        A head that holds no quoting, redirection, substitution, separator or newline (``_PLAIN_HEAD``)
-        tokenizes to the same words alone as in the text, and every tokenizer starts afresh after ``&&``
-        (texts this short are never cut at ``_MAX_TOKENS``): the segments are the head's followed by the
-        rest's. The best of both halves is the best of the text (ties keep the first), and the rest
-        resolves against the directory the head leaves. Verdicts are not changed once made, so a
-        remembered one can stand in any line.
-        """
-        at = text.find("&&")
-        if at <= 0 or _PLAIN_HEAD.fullmatch(text, 0, at) is None:
-            return self._judge(text, cwd, 0)
-        head, head_cwd = self._piece(text[:at].strip(" \t"), cwd)
-        rest, rest_cwd = self._piece(text[at + 2 :].lstrip(" \t"), head_cwd)
-        return (rest if head is None or (rest is not None and rest.rank > head.rank) else head), rest_cwd
-
-    def _piece(self, text: str, cwd: str | None) -> tuple[ShellVerdict | None, str | None]:
-        """:meth:`_judge_pieces`, remembered per (cwd, piece)."""
-        key = (cwd, text)
-        hit = self._pieces.get(key)
-        if hit is None:
-            hit = self._judge_pieces(text, cwd)
-            if len(self._pieces) >= self._MEMO_MAX:
-                self._pieces.clear()
-            self._pieces[key] = hit
-        return hit
-
-    def _pipeline(self, stages: list[_Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
+    def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)
         for st in stages[1:]:
             if head is not None and head.type is SEARCH and head.target and st.words:
@@ -772,7 +422,7 @@ class ShellClassifier:
     def _path(self, raw: str, cwd: str | None = None) -> str:
         return self.norm(raw, cwd)
 
-    def _stage(self, st: _Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
+    def _stage(self, st: Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
         words = st.words
         i = 0
         nw = len(words)
@@ -817,7 +467,7 @@ class ShellClassifier:
             while j < nw and words[j].startswith("-"):
                 j += 2 if words[j] in ("-I", "-n", "-P", "-d", "-L", "-s", "-a", "-E") else 1
             if j < nw:
-                wrapped = _Stage()
+                wrapped = Stage()
                 wrapped.words = words[j:]
                 wrapped.outputs = st.outputs
                 wrapped.appends = st.appends
@@ -854,7 +504,7 @@ class ShellClassifier:
         elif prog in _NAVIGATORS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
             target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
-            verdict = _verdict(NAVIGATE, target, target, prog, False, R_NAVIGATE)
+            verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
         elif prog in _FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
             if url is None:
@@ -867,7 +517,7 @@ class ShellClassifier:
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self._path(ops[0], cwd) if ops else None
-            verdict = _verdict(COMMAND, prog, path, prog, True, R_VALIDATE)
+            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
             sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
@@ -904,7 +554,7 @@ class ShellClassifier:
         else:
             sub = next((w for w in words[args_at : args_at + 1] if not w.startswith("-")), "")
             intent = f"{prog} {sub}" if sub and sub.isidentifier() and len(sub) <= 20 else prog
-            verdict = _verdict(COMMAND, intent, None, intent, False, R_COMMAND)
+            verdict = ShellVerdict(COMMAND, intent, path=None, intent=intent, rank=R_COMMAND)
         if verdict is None:
             return None
         verdict.program = prog
@@ -924,7 +574,7 @@ class ShellClassifier:
         new: str | None,
     ) -> ShellVerdict:
         target = self._path(raw, cwd) if raw else None
-        v = _verdict(FILE_WRITE, target, target, prog, False, R_WRITE)
+        v = ShellVerdict(FILE_WRITE, target, path=target, intent=prog, rank=R_WRITE)
         v.write = kind
         v.program = prog
         v.old_text = old
@@ -933,7 +583,7 @@ class ShellClassifier:
         return v
 
     def _redirect_write(
-        self, st: _Stage, cwd: str | None, prog: str | None, text: str | None
+        self, st: Stage, cwd: str | None, prog: str | None, text: str | None
     ) -> ShellVerdict | None:
         """A write to the first real output file, or ``None`` when output only goes to devices."""
         for out in st.outputs:
@@ -944,16 +594,16 @@ class ShellClassifier:
         return None
 
     def _reader(
-        self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+        self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
     ) -> ShellVerdict | None:
         if st.outputs and prog == "cat":
             return self._redirect_write(st, cwd, prog, st.body)
         ops = _operands(words, at, _VALUE_FLAGS_HEAD if prog in ("head", "tail") else frozenset())
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
-            return _verdict(FILE_READ, None, None, prog, False, R_READ)
+            return ShellVerdict(FILE_READ, None, path=None, intent=prog, rank=R_READ)
         target = self._path(ops[0], cwd)
-        return _verdict(FILE_READ, target, target, prog, False, R_READ)
+        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         pattern: str | None = None
@@ -969,7 +619,7 @@ class ShellClassifier:
             pattern, ops = ops[0], ops[1:]
         scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
         query = f"{_collapse(pattern or '', 120)} @ {scope}"
-        return _verdict(SEARCH, query, scope, "grep", False, R_SEARCH)
+        return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         k = at
@@ -1007,18 +657,19 @@ class ShellClassifier:
                     intent="grep",
                     rank=R_SEARCH,
                 )
-        return _verdict(SEARCH, f"{_collapse(query_text, 120)} @ {scope}", scope, "find", False, R_SEARCH)
+        target = f"{_collapse(query_text, 120)} @ {scope}"
+        return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
-    def _python(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
+    def _python(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         v = self._python_kind(prog, words, at, st, cwd)
         v.runs_code = True
         return v
 
-    def _python_kind(self, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None) -> ShellVerdict:
+    def _python_kind(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         if prog in ("uv", "poetry", "pipenv", "hatch"):
             # ``uv run pytest`` / ``poetry run python x.py``: judge the wrapped command.
             if at < len(words) and words[at] == "run" and at + 1 < len(words):
-                wrapped = _Stage()
+                wrapped = Stage()
                 wrapped.words = words[at + 1 :]
                 wrapped.outputs, wrapped.heredoc, wrapped.body = st.outputs, st.heredoc, st.body
                 inner = self._stage(wrapped, cwd, _MAX_DEPTH)
@@ -1058,7 +709,7 @@ class ShellClassifier:
                 w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
             ):
                 code = words[k + 1] if k + 1 < len(words) else ""
-                is_test = _INLINE_TEST_FAST.search(code) is not None
+                is_test = _INLINE_TEST.search(code) is not None
                 return ShellVerdict(
                     COMMAND,
                     "python -c",
@@ -1087,7 +738,14 @@ class ShellClassifier:
             or base.startswith("runtests")
             or (base == "manage.py" and bool(args) and args[0] == "test")
         )
-        v = _verdict(COMMAND, intent, path, intent, validation, R_VALIDATE if validation else R_COMMAND)
+        v = ShellVerdict(
+            COMMAND,
+            intent,
+            path=path,
+            intent=intent,
+            validation=validation,
+            rank=R_VALIDATE if validation else R_COMMAND,
+        )
         v.runs_code = True
         return v
 
@@ -1111,14 +769,14 @@ class ShellClassifier:
         if first == "open":
             if not arg:
                 return None
-            target = self._path(_unquote(arg))
+            target = self._path(unquote(arg))
             return ShellVerdict(FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ)
         if first in ("goto", "scroll_up", "scroll_down"):
             return ShellVerdict(FILE_READ, None, intent=first, structured=True, rank=R_READ)
         if first == "create":
             if not arg:
                 return None
-            v = self._write(_unquote(arg), None, WK_CREATE, "create", None, None)
+            v = self._write(unquote(arg), None, WK_CREATE, "create", None, None)
             v.structured = True
             return v
         if first == "edit":
@@ -1133,7 +791,7 @@ class ShellClassifier:
                     else text
                 )
             else:  # ``edit 'search' 'replace' [replace_all]`` (the 0.7 test-repo variant)
-                words = [_unquote(m.group(0)) for m in _TOKEN.finditer(body) if m.lastgroup == "w"]
+                words = words_of(body)
                 old = words[0] if words else None
                 new = words[1] if len(words) > 1 else None
             v = ShellVerdict(
@@ -1149,7 +807,7 @@ class ShellClassifier:
             v.is_source_write = True
             return v
         if first in ("find_file", "search_dir", "search_file"):
-            words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
+            words = words_of(line)[1:]
             if not words:
                 return None
             scope = self._path(words[1]) if len(words) > 1 else None
@@ -1157,7 +815,7 @@ class ShellClassifier:
             query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
-            words = [_unquote(m.group(0)) for m in _TOKEN.finditer(line) if m.lastgroup == "w"][1:]
+            words = words_of(line)[1:]
             v = ShellVerdict(
                 FILE_WRITE,
                 None,
@@ -1170,7 +828,7 @@ class ShellClassifier:
             v.is_source_write = True
             return v
         if first == "filemap":
-            filemap = self._path(_unquote(arg)) if arg else None
+            filemap = self._path(unquote(arg)) if arg else None
             return ShellVerdict(
                 FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
             )
@@ -1194,7 +852,7 @@ class ShellClassifier:
         parts = line.split(None, 3)
         if len(parts) < 3:
             return None
-        sub, raw_path = parts[1], _unquote(parts[2])
+        sub, raw_path = parts[1], unquote(parts[2])
         rest = parts[3] if len(parts) > 3 else ""
         return self.editor(
             sub,
@@ -1231,12 +889,7 @@ def swe_flag_text(rest: str, flag: str) -> str | None:
     at = rest.find(flag + " ")
     if at < 0:
         return None
-    m = _TOKEN.match(rest, at + len(flag) + 1)
-    while m is not None and m.lastgroup == "sp":
-        m = _TOKEN.match(rest, m.end())
-    if m is None or m.lastgroup != "w":
-        return None
-    return _unquote(m.group(0))
+    return word_at(rest, at + len(flag) + 1)
 
 
 def _is_source(target: str | None) -> bool:
@@ -1272,19 +925,19 @@ _SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
 def _h_cd(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     raw = ops[0] if ops else "~"
     path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
-    v = _verdict(NAVIGATE, path, path, "cd", False, R_NAVIGATE)
+    v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
     # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
     v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
     return v
 
 
 def _h_sed(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
     has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
@@ -1310,7 +963,7 @@ def _h_sed(
 
 
 def _h_awk(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, _VALUE_FLAGS_AWK)
     files = ops[1:] if "-f" not in words[at:] else ops
@@ -1321,7 +974,7 @@ def _h_awk(
 
 
 def _h_perl(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
     ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
@@ -1336,7 +989,7 @@ def _h_perl(
 
 
 def _h_git(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     k = at
     while k < len(words) and words[k].startswith("-"):
@@ -1364,14 +1017,14 @@ def _h_git(
 
 
 def _h_touch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
     return c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
 
 
 def _h_rm(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     v = c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
@@ -1382,14 +1035,14 @@ def _h_rm(
 
 
 def _h_copy(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
     return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
 
 
 def _h_tee(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     return c._write(
@@ -1403,7 +1056,7 @@ def _h_tee(
 
 
 def _h_patch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"}))
     v = c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
@@ -1412,14 +1065,14 @@ def _h_patch(
 
 
 def _h_mkdir(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: _Stage, cwd: str | None
+    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-m"}))
     target = c._path(ops[0], cwd) if ops else None
     return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
 
 
-_Handler = Callable[[ShellClassifier, str, list[str], int, _Stage, "str | None"], "ShellVerdict | None"]
+_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, "str | None"], "ShellVerdict | None"]
 _HANDLERS: dict[str, _Handler] = {
     "cd": _h_cd,
     "sed": _h_sed,

@@ -43,9 +43,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeGuard
 
+from ..documents import loads_json
 from ..events import THINK_TOOL, ToolEvent
+from .lexer import unquote
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
-from .shell import ShellClassifier, ShellVerdict, swe_flag_text, unquote
+from .shell import ShellClassifier, ShellVerdict, swe_flag_text
 from .types import (
     AGENT_SPAWN,
     COMMAND,
@@ -209,8 +211,11 @@ _TEXT_KEYS = ("thought", "text", "content", "message", "reasoning", "final_thoug
 class MappingRule:
     """Tool-name pattern → how to read the call.
 
-    ``tool`` is an fnmatch glob on the tool name (case-sensitive), or a regular expression when it starts
-    with ``re:``. ``kind`` picks the reader (see ``KINDS``; default: the one named after ``type``).
+    ``tool`` is an fnmatch glob on the tool name (case-sensitive), a regular expression when it starts
+    with ``re:``, or ``words:a|b_c`` for names holding one of those whole words or word runs (any case,
+    any of snake_case, camelCase, dotted or dashed: ``words:read`` matches ``read_file``, ``readFile`` and
+    ``file.read``, not ``thread`` or ``frobnicate``). ``kind`` picks the reader (see ``KINDS``; default:
+    the one named after ``type``).
     ``target`` lists argument keys tried in order for the target (a path, query, URL, …), ``text`` the
     keys holding free text (reasoning, final message), ``scope`` the keys of a search's path.
     ``validation``/``completion`` mark the call as a test run / the agent's declaration that it is done.
@@ -243,7 +248,20 @@ class MappingRule:
     def matches(self, tool: str) -> bool:
         if self.tool.startswith("re:"):
             return re.fullmatch(self.tool[3:], tool) is not None
+        if self.tool.startswith(_WORDS):
+            words = name_words(tool)
+            return any(f"_{w}_" in words for w in self.tool[len(_WORDS) :].split("|"))
         return fnmatch.fnmatchcase(tool, self.tool)
+
+
+_WORDS = "words:"
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def name_words(tool: str) -> str:
+    """The words of a tool name, lower-cased, each between underscores: ``readFile``, ``read_file``,
+    ``file.read`` and ``READ-FILE`` give ``_read_file_``/``_file_read_`` (what ``words:`` rules match)."""
+    return "_" + "_".join(_NAME_WORD.findall(tool)).lower() + "_"
 
 
 _SHELL_NAMES = ("run_command", "execute", "execute_command", "run_shell", "run_bash", "shell_exec", "exec")
@@ -267,6 +285,7 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     _r("local_shell", "shell", "codex", structured=False),
     _r("run_shell_command", "shell", structured=False),
     _r("terminal", "shell", structured=False),
+    _r("run", "shell", structured=False),  # OpenHands V0 names CmdRunAction "run"
     # --- SWE-agent 1.x / OpenHands editor
     _r("str_replace_editor", "editor", "swe-agent"),
     _r("str_replace_based_edit_tool", "editor"),
@@ -378,17 +397,18 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
         _r(name, "code", target=_CODE_KEYS)
         for name in ("python", "run_python", "execute_python", "python_repl")
     ),
-    # --- name heuristics for any other framework's tools (last: specific rules win)
-    _r("re:(?i).*(think|reason|reflect).*", "reason", structured=True),
-    _r("re:(?i).*(todo|plan|task_?track).*", "plan"),
-    _r("re:(?i).*(spawn|delegate|subagent|sub_agent|handoff).*", "spawn"),
-    _r("re:(?i).*(web|http|fetch|browse|url|download|scrape).*", "fetch", target=("url", "query")),
-    _r("re:(?i).*(grep|search|find|glob|lookup|locate|query).*", "search"),
-    _r("re:(?i).*(write|edit|replace|patch|create_file|insert|append|modify|update_file|save).*", "write"),
-    _r("re:(?i).*(read|view|open|cat|show|get_file|load_file).*", "read"),
-    _r("re:(?i).*(list_dir|listdir|ls|tree|list_files|directory|chdir|navigate).*", "navigate"),
-    _r("re:(?i).*(bash|shell|exec|run_command|terminal|command|cmd).*", "shell", structured=False),
-    _r("re:(?i).*(finish|submit|complete|done|final_answer).*", "finish"),
+    # --- name heuristics for any other framework's tools (last: specific rules win), on whole words of
+    # the name: ``read_file``, ``file.read`` and ``readFile`` read; ``frobnicate`` does not ``cat``
+    _r("words:think|thinking|thought|reason|reasoning|reflect|reflection", "reason", structured=True),
+    _r("words:todo|todos|plan|plans|planning|task_track|task_tracker|tasktracker", "plan"),
+    _r("words:spawn|delegate|subagent|sub_agent|handoff", "spawn"),
+    _r("words:web|http|https|fetch|browse|browser|url|download|scrape", "fetch", target=("url", "query")),
+    _r("words:grep|search|find|glob|lookup|look_up|locate|query", "search"),
+    _r("words:write|edit|replace|patch|create_file|insert|append|modify|update_file|save", "write"),
+    _r("words:read|view|open|cat|show|get_file|load_file", "read"),
+    _r("words:list_dir|listdir|ls|tree|list_files|directory|chdir|navigate", "navigate"),
+    _r("words:bash|shell|exec|execute|run_command|terminal|command|cmd", "shell", structured=False),
+    _r("words:finish|submit|complete|done|final_answer", "finish"),
 )
 
 
@@ -453,7 +473,7 @@ def _rule_index(rules: tuple[MappingRule, ...]) -> _RuleIndex:
     exact: dict[str, int] = {}
     patterns: list[tuple[int, MappingRule]] = []
     for k, rule in enumerate(rules):
-        if rule.tool.startswith("re:") or any(ch in rule.tool for ch in "*?["):
+        if rule.tool.startswith(("re:", _WORDS)) or any(ch in rule.tool for ch in "*?["):
             patterns.append((k, rule))
         else:
             exact.setdefault(rule.tool, k)
@@ -498,12 +518,17 @@ _CALL_KIND_OF_TYPE = {
 
 
 class ToolCall(NamedTuple):
-    """A tool call as the phase rules read it, through the same mapping rule as its canonical action.
+    """A tool call in canonical form: what both the canonical-action reading and every phase rule set
+    (live and the paper's) know of it, from the same mapping rule. Made once per call.
 
-    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a ``shell`` call (a Codex argv
-    array joined), or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call
-    addresses (normalised like action targets), ``created`` those of them the call creates as new files.
-    ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
+    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a call through a shell tool (a
+    Codex argv array joined; also set when that line is a SWE-agent tool command read as ``read``/``write``),
+    or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call addresses (normalised
+    like action targets), ``created`` those of them the call creates as new files. ``operands`` are the
+    call's target arguments as given (not normalised): a read's or write's path, a search's scope,
+    pattern and glob. ``reader`` is the mapping rule's kind (``shell``, ``editor``, ``navigate``,
+    ``find``, …, see ``KINDS``); ``thought`` marks a reasoning step that calls nothing (``think``, the
+    empty tool). ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
     """
 
     kind: str
@@ -511,6 +536,9 @@ class ToolCall(NamedTuple):
     paths: tuple[str, ...] = ()
     created: tuple[str, ...] = ()
     mapped: bool = True
+    operands: tuple[str, ...] = ()
+    reader: str = ""
+    thought: bool = False
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
@@ -542,10 +570,6 @@ def _argv_line(argv: Sequence[str]) -> str:
 
 def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
     args = event.arguments
-    if type(args) is dict and not rule.target:  # the usual call: {"command": "<line>"}
-        line = args.get("command")
-        if isinstance(line, str) and line and args.get("is_input") not in (True, "true"):
-            return line
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return None  # input typed into a running process, not a command
     value = _arg(event, rule.target or _COMMAND_KEYS)
@@ -554,6 +578,18 @@ def _shell_line(rule: MappingRule, event: ToolEvent) -> str | None:
     if isinstance(value, (list, tuple)) and value and all(isinstance(x, str) for x in value):
         return _argv_line(value)
     return _raw_text(event)
+
+
+def _search_operands(rule: MappingRule, event: ToolEvent) -> tuple[str, ...]:
+    """A search's scope, pattern and glob as given (``Grep {pattern, path, glob}``), for rules that read
+    them as the words of a ``grep``/``find``/``ls``."""
+    scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
+    query = _str_arg(event, rule.target or _QUERY_KEYS)
+    glob = _str_arg(event, ("glob",))
+    return tuple(dict.fromkeys(w for w in (scope, query, glob) if w))
+
+
+_SCOPE_KEYS = ("path", "directory", "dir", "root", "cwd")
 
 
 def patch_files(text: str) -> tuple[list[str], list[str]]:
@@ -577,106 +613,71 @@ _PATCH_HEADER = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTIL
 
 _Reader = Callable[["ActionClassifier", MappingRule, ToolEvent], Action]
 _NO_RULE = MappingRule(tool="*", kind="command", structured=False)
+_THINK_RULE = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
 
 
 class ActionClassifier:
     """``classifier(event) -> Action`` for one vocabulary; never raises on odd names or arguments.
 
-    Rule lookups are memoised per tool name, shell verdicts per command line, and whole actions where
-    the call alone decides them: per command line of a shell tool and per path of an editor ``view``
-    (agents re-run the same commands and re-read the same files). All tables are bounded. Actions are
+    Its one memo is its shell classifier's (a verdict per command line, bounded). Actions are
     immutable, so one record may stand for many calls.
     """
 
-    __slots__ = ("_actions", "_by_tool", "_paths", "norm", "shell", "vocabulary")
-
-    _TOOL_CACHE_MAX = 1024
-    _ACTION_CACHE_MAX = 4096
+    __slots__ = ("norm", "shell", "vocabulary")
 
     def __init__(self, vocabulary: ActionVocabulary = DEFAULT_VOCABULARY) -> None:
         self.vocabulary = vocabulary
         self.norm = PathNormaliser(vocabulary.roots)
         self.shell = ShellClassifier(self.norm, swe_agent_commands=vocabulary.swe_agent_commands)
-        self._by_tool: dict[str, tuple[MappingRule, _Reader]] = {}
-        self._paths: dict[str, tuple[str, bool, bool]] = {}
-        # (tool, command line) or (tool, scaffold, viewed path) -> the action they always make.
-        self._actions: dict[tuple[str, str | None, str], Action] = {}
-
-    def path_info(self, raw: str) -> tuple[str, bool, bool]:
-        """(normalised path, looks like a file, is a source file) of a raw path, memoised (bounded)."""
-        hit = self._paths.get(raw)
-        if hit is None:
-            path = self.norm(raw)
-            hit = (path, looks_like_file(path), _is_source(path))
-            if len(self._paths) >= 4096:
-                self._paths.clear()
-            self._paths[raw] = hit
-        return hit
-
-    def _remember(self, key: tuple[str, str | None, str], action: Action) -> None:
-        if len(self._actions) >= self._ACTION_CACHE_MAX:
-            self._actions.clear()
-        self._actions[key] = action
 
     def __call__(self, event: ToolEvent) -> Action:
         try:
-            return self._classify(event)
+            return self._classify(_parsed_arguments(event))
         except Exception:
             return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
-        tool = event.tool
-        hit = self._by_tool.get(tool)
-        if hit is None:
-            hit = self._resolve(tool)
-        rule, reader = hit
-        action = reader(self, rule, event)
+        rule = self.rule_for(event.tool)
+        action = _READERS[rule.kind or "command"](self, rule, event)
         scaffold = self.vocabulary.scaffold
         if scaffold is not None and action.scaffold != scaffold:
             action = dataclasses.replace(action, scaffold=scaffold)
         return action
 
-    def _resolve(self, tool: str) -> tuple[MappingRule, _Reader]:
+    def rule_for(self, tool: str) -> MappingRule:
+        """The rule that reads calls of ``tool``: the empty tool is a reasoning step; an unknown one a
+        command (:data:`_NO_RULE`)."""
         if not isinstance(tool, str):
             tool = str(tool)
         if tool == THINK_TOOL:
-            rule = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
-        else:
-            rule = self.vocabulary.rule_for(tool) or _NO_RULE
-        hit = (rule, _READERS[rule.kind or "command"])
-        if len(self._by_tool) >= self._TOOL_CACHE_MAX:
-            self._by_tool.clear()
-        self._by_tool[tool] = hit
-        return hit
+            return _THINK_RULE
+        return self.vocabulary.rule_for(tool) or _NO_RULE
 
     def tool_call(self, event: ToolEvent) -> ToolCall:
         """The call as the phase rules read it (see :class:`ToolCall`), by this vocabulary's rules. Never
         raises."""
         try:
-            return self._tool_call(event)
+            return self._tool_call(_parsed_arguments(event))
         except Exception:
             return _UNMAPPED_CALL
 
     def _tool_call(self, event: ToolEvent) -> ToolCall:
         tool = event.tool
-        hit = self._by_tool.get(tool)
-        if hit is None:
-            hit = self._resolve(tool)
-        rule = hit[0]
+        rule = self.rule_for(tool)
         if rule is _NO_RULE:
             return _UNMAPPED_CALL
+        kind = rule.kind or "command"
         if rule.validation:
-            return ToolCall("test")
-        kind = rule.kind
+            return ToolCall("test", reader=kind)
         if kind == "shell":
             line = _shell_line(rule, event)
             if line is None:
-                return _OTHER_CALL
+                return ToolCall("other", reader=kind)
             if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
                 call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
                 if call is not None:
-                    return call
-            return ToolCall("shell", line)
+                    return call._replace(command=line, reader=kind)
+            return ToolCall("shell", line, reader=kind)
         if kind == "editor":
             args = event.arguments
             if _is_map(args):
@@ -684,43 +685,61 @@ class ActionClassifier:
                 if isinstance(sub, str) and isinstance(raw, str):
                     path = self.norm(raw)
                     if sub == "view":
-                        return ToolCall("read", paths=(path,))
+                        return ToolCall("read", paths=(path,), operands=(raw,), reader=kind)
                     if sub in _EDITOR_SUBS:
-                        return ToolCall("write", paths=(path,), created=(path,) if sub == "create" else ())
-                    return _OTHER_CALL
+                        created = (path,) if sub == "create" else ()
+                        return ToolCall("write", paths=(path,), created=created, operands=(raw,), reader=kind)
+                    return ToolCall("other", reader=kind)
             text = _raw_text(event)  # the SWE-agent action string
             call = self._swe_line_call(text, event) if text else None
-            return call if call is not None else _OTHER_CALL
+            if call is None:
+                return ToolCall("other", reader=kind)
+            return call._replace(command=text, reader=kind)
         if kind == "swe_command":
             if rule.tool in _FILE_SHAPED and _names_a_file(event):
-                raw_path = _str_arg(event, ("filePath", "file_path", "path"))
-                path = self.norm(raw_path or "")
-                return ToolCall("write", paths=(path,), created=(path,) if rule.tool == "create" else ())
+                raw_path = _str_arg(event, ("filePath", "file_path", "path")) or ""
+                path = self.norm(raw_path)
+                created = (path,) if rule.tool == "create" else ()
+                return ToolCall("write", paths=(path,), created=created, operands=(raw_path,), reader=kind)
             text = event.action if isinstance(event.action, str) and event.action.strip() else None
             if text is None:
                 args = event.arguments
                 values = list(args.values()) if _is_map(args) else ([args] if args else [])
                 text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
             verdict = self.shell.swe_command(text)
-            return self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
+            call = self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
+            return call._replace(reader=kind)
         if kind == "apply_patch":
             text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
             touched, added = patch_files(text)
             return ToolCall(
-                "write", paths=tuple(map(self.norm, touched)), created=tuple(map(self.norm, added))
+                "write",
+                paths=tuple(map(self.norm, touched)),
+                created=tuple(map(self.norm, added)),
+                operands=tuple(touched),
+                reader=kind,
             )
         if kind == "code":
-            code = _str_arg(event, rule.target or _CODE_KEYS)
-            return ToolCall("code", code)
-        call_kind = _CALL_KIND_OF.get(kind or "command", "other")
+            return ToolCall("code", _str_arg(event, rule.target or _CODE_KEYS), reader=kind)
+        if kind == "reason":
+            return ToolCall("other", reader=kind, thought=True)
+        call_kind = _CALL_KIND_OF.get(kind, "other")
         if call_kind in ("read", "write"):
             raw = _str_arg(event, rule.target or _PATH_KEYS)
             paths = (self.norm(raw),) if raw else ()
             creates = kind == "write" or (
                 kind == "edit" and rule.tool == "Edit" and not _arg(event, ("old_string",))
             )
-            return ToolCall(call_kind, paths=paths, created=paths if creates else ())
-        return ToolCall(call_kind) if call_kind != "other" else _OTHER_CALL
+            return ToolCall(
+                call_kind,
+                paths=paths,
+                created=paths if creates else (),
+                operands=(raw,) if raw else (),
+                reader=kind,
+            )
+        if call_kind == "search":
+            return ToolCall("search", operands=_search_operands(rule, event), reader=kind)
+        return ToolCall(call_kind, reader=kind)
 
     def _swe_line_call(self, line: str, event: ToolEvent) -> ToolCall | None:
         """A SWE-agent tool command given as a line, or None. The editor's subcommand and path decide its
@@ -786,6 +805,20 @@ class ActionClassifier:
         )
 
 
+def _parsed_arguments(event: ToolEvent) -> ToolEvent:
+    """``event`` with arguments given as a JSON object's text (a raw function call) parsed, so that a call
+    reads the same whichever way its framework hands over the arguments."""
+    args = event.arguments
+    if isinstance(args, str) and args.lstrip().startswith("{"):
+        try:
+            value = loads_json(args)  # the model's text: the document reader's depth limit applies
+        except ValueError:
+            return event  # not JSON after all (or nested past the limit): the raw text is the argument
+        if isinstance(value, dict):
+            return dataclasses.replace(event, arguments=value)
+    return event
+
+
 def _open_file(event: ToolEvent) -> str | None:
     meta = event.metadata
     value = meta.get("open_file") if isinstance(meta, Mapping) else None
@@ -802,7 +835,6 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    # dict first: an ABC isinstance check costs several times a class comparison on the hot path
     return isinstance(value, Mapping)
 
 
@@ -839,31 +871,16 @@ def _raw_text(event: ToolEvent) -> str | None:
 
 def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     args = event.arguments
-    # The usual call, ``{"command": "<line>"}`` (a string: not a Codex list, not input to a running
-    # process), is the line itself; anything else takes the general reading.
-    cmd: Any = None
-    if type(args) is dict and not rule.target:
-        cmd = args.get("command")
-        if not isinstance(cmd, str) or not cmd or args.get("is_input") in (True, "true"):
-            cmd = None
+    cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
     if cmd is None:
-        cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
-        if cmd is None:
-            cmd = _raw_text(event)
-        if cmd is None:
-            return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
-        if _is_map(args) and args.get("is_input") in (True, "true"):
-            return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
-        if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
-            cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
+        cmd = _raw_text(event)
+    if cmd is None:
+        return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
+    if _is_map(args) and args.get("is_input") in (True, "true"):
+        return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+    if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
+        cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
     tool = event.tool
-    # Every entry under (tool, None, line) is the action this classifier makes of that line whichever
-    # reading gave it (it depends on nothing else), so a line seen before is one lookup.
-    cacheable = len(cmd) <= _MEMO_LINE_MAX
-    if cacheable:
-        hit = c._actions.get((tool, None, cmd))
-        if hit is not None:
-            return hit
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
@@ -871,22 +888,14 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
             if "'" in raw or '"' in raw or "\\" in raw:
                 raw = unquote(raw)
             if sub == "view":
-                action = _editor_view(c, "swe-agent", tool, raw)
-                if cacheable:
-                    c._remember((tool, None, cmd), action)
-                return action
+                return _editor_view(c, "swe-agent", tool, raw)
             old = new = None
             if len(parts) > 3:
                 rest = parts[3]
                 old = swe_flag_text(rest, "--old_str")
                 new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
             return _editor_write(c, "swe-agent", tool, sub, raw, old, new)
-    verdict = c.shell.classify(cmd)
-    action = c.from_verdict(verdict, rule, event, True)
-    # Decided by the line alone, except the 0.x editing commands that act on the open file.
-    if cacheable and not (verdict.target is None and verdict.structured):
-        c._remember((tool, None, cmd), action)
-    return action
+    return c.from_verdict(c.shell.classify(cmd), rule, event, True)
 
 
 def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -916,30 +925,20 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 
 # The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the action
-# string alike; built straight into the record (the most frequent calls of those scaffolds).
+# string alike.
 
 
 def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
-    key = (tool, scaffold, raw_path)
-    action = c._actions.get(key)
-    if action is None:
-        path = c.norm(raw_path)  # not path_info: whether a viewed path is source is never needed
-        action = make_action(
-            FILE_READ if looks_like_file(path) else NAVIGATE,
-            path,
-            tool,
-            path,
-            "view",
-            False,
-            False,
-            False,
-            None,
-            None,
-            True,
-            scaffold,
-        )
-        c._remember(key, action)
-    return action
+    path = c.norm(raw_path)
+    return make_action(
+        FILE_READ if looks_like_file(path) else NAVIGATE,
+        path,
+        tool,
+        path,
+        "view",
+        structured=True,
+        scaffold=scaffold,
+    )
 
 
 def _editor_write(
@@ -954,10 +953,19 @@ def _editor_write(
     kind = _EDITOR_WRITES.get(sub)
     if kind is None:
         return make_action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
-    info = c._paths.get(raw_path)
-    path, _, is_source = info if info is not None else c.path_info(raw_path)
+    path = c.norm(raw_path)
     return make_action(
-        FILE_WRITE, path, tool, path, sub, False, is_source, False, kind, None, True, scaffold, old, new
+        FILE_WRITE,
+        path,
+        tool,
+        path,
+        sub,
+        is_source_write=_is_source(path),
+        write=kind,
+        structured=True,
+        scaffold=scaffold,
+        old_text=old,
+        new_text=new,
     )
 
 
@@ -1061,7 +1069,7 @@ def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tu
     query = _str_arg(event, rule.target or _QUERY_KEYS)
     if query is None:
         query = _raw_text(event) or ""
-    raw_scope = _str_arg(event, rule.scope or ("path", "directory", "dir", "root", "cwd"))
+    raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
     scope = c.norm(raw_scope) if raw_scope else None
     return _clip(query, 120), scope
 
@@ -1258,7 +1266,6 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
 _EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
 #: SWE-agent 0.x tool names that other scaffolds (OpenCode) use for path-addressed file tools.
 _FILE_SHAPED = frozenset({"edit", "create", "insert"})
-_MEMO_LINE_MAX = ShellClassifier.MEMO_LINE_MAX
 _EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
 _READERS: dict[str, _Reader] = {

@@ -42,15 +42,20 @@ def rules_for(
     """The classifier for following ``plan``: its own matchers when it declares its phases, else the coding
     rules named ``rules`` (default: the live rules). ``actions`` is the pipeline's canonical-action
     classifier: its vocabulary (built-in tool rules plus the user's ``actions.rules``) is what declared
-    ``action``/``target`` conditions and the live rules read, so one mapping serves actions and phases."""
+    ``action``/``target`` conditions, the live rules and the paper's rules read, so one mapping serves
+    actions and phases."""
     from planguard.phases.live import LiveRules
-    from planguard.phases.rules import get_rules
+    from planguard.phases.rules import PaperRules, get_rules
 
     if plan.declarative:
         from planguard.phases.declarative import DeclarativeRules
 
         return DeclarativeRules(plan, actions)
     chosen = get_rules(rules) if rules is not None else get_rules()
-    if isinstance(chosen, LiveRules) and actions is not None and actions is not chosen.actions:
+    if actions is None or actions is getattr(chosen, "actions", None):
+        return chosen
+    if isinstance(chosen, LiveRules):
         return LiveRules(actions)
+    if isinstance(chosen, PaperRules):
+        return PaperRules(chosen.name, actions)
     return chosen

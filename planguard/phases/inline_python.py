@@ -21,11 +21,8 @@ _PATH_WRITE_RE = re.compile(r"""\bPath\(\s*(['"])([^'"\n]+)\1\s*\)\s*\.\s*write_
 
 
 def _may_write(code: str) -> bool:
-    """``_HINT.search(code)``; the substring tests (which every match passes) settle most code at a
-    fraction of a regular-expression scan."""
-    if not code or ("open" not in code and "write_" not in code):
-        return False
-    return _HINT.search(code) is not None
+    """Whether ``code`` can write a file at all (``open(``, ``.write_text``/``.write_bytes``)."""
+    return bool(code) and _HINT.search(code) is not None
 
 
 def _string(node: ast.expr) -> str | None:

@@ -6,7 +6,7 @@ these follow the definition a live monitor needs instead, with the same roles, l
 * the call is read through the canonical-action vocabulary (:meth:`ActionClassifier.tool_call`): the
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
-* a shell line is split with the action layer's lexer (:func:`planguard.actions.shell.tokenize`) into
+* a shell line is split with the action layer's lexer (:func:`planguard.actions.lexer.tokenize`) into
   sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
   are transparent, and each sub-command gets one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.actions.shell import COMPLETION_MARKERS, tokenize
+from planguard.actions.lexer import tokenize
+from planguard.actions.shell import COMPLETION_MARKERS
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
 from planguard.phases.inline_python import written_files_lenient
@@ -700,9 +701,8 @@ class LiveRules:
     ``actions`` is the canonical-action classifier whose vocabulary (built-in rules plus the user's
     ``actions.rules``) says what each tool is.
 
-    One bounded memo: a call (its tool, how the vocabulary reads it, the working directory) → its
-    :class:`_CallPlan`, which also keeps the few classifications it has resolved to (they depend only on
-    whether the run has patched and on which of the plan's files the run created).
+    One bounded memo (LRU): a call (its tool, its canonical call, the working directory) → its
+    :class:`_CallPlan`, which is resolved against the session state on every call.
     """
 
     name = "live"
@@ -811,12 +811,9 @@ def _judge(sub: _Sub, root: str | None) -> _Judged:
 
 
 class _CallPlan:
-    """A call's judged sub-commands, and the classifications they resolved to (at most ``MAX_RESOLVED``,
-    keyed by ``patched`` and by which of the plan's deciding files the run created)."""
+    """A call's judged sub-commands; their roles are resolved against the session state on each call."""
 
-    __slots__ = ("depends", "opened", "per_file", "resolved", "subs", "unknown")
-
-    MAX_RESOLVED = 8
+    __slots__ = ("depends", "opened", "per_file", "subs", "unknown")
 
     def __init__(self, subs: tuple[_Judged, ...], per_file: bool, opened: str | None, unknown: bool) -> None:
         self.subs = subs
@@ -824,17 +821,11 @@ class _CallPlan:
         self.per_file = per_file
         self.opened = opened  # the file a read leaves open in a windowed editor
         self.unknown = unknown  # no mapping rule knows the tool
+        #: The files whose creation by the run decides a role.
         self.depends = tuple(dict.fromkeys(p for j in subs for p in j.paths))
-        self.resolved: dict[tuple[bool, tuple[bool, ...]], Classification] = {}
 
     def resolve(self, state: PhaseState) -> Classification:
-        key = (state.has_patch, tuple(state.is_created(p) for p in self.depends) if self.depends else ())
-        c = self.resolved.get(key)
-        if c is None:
-            c = self._resolve(state.has_patch, dict(zip(self.depends, key[1], strict=True)))
-            if len(self.resolved) < self.MAX_RESOLVED:
-                self.resolved[key] = c
-        return c
+        return self._resolve(state.has_patch, {p: state.is_created(p) for p in self.depends})
 
     def _resolve(self, patched: bool, created: dict[str, bool]) -> Classification:
         """Roles in order: a patch early in the step makes later tests validation, and a test file written

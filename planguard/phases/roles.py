@@ -17,7 +17,6 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
-    "make_classification",
 ]
 
 NAVIGATE = "L_navigate"
@@ -94,14 +93,4 @@ class Classification:
 
 
 def _roles_of(commands: tuple[Command, ...]) -> tuple[str, ...]:
-    if len(commands) == 1:
-        role = commands[0].role
-        return () if role == GENERAL else (role,)
     return tuple([c.role for c in commands if c.role != GENERAL])
-
-
-def make_classification(
-    commands: tuple[Command, ...], created: tuple[str, ...], patched: bool, nodes: tuple[int, ...]
-) -> Classification:
-    """``Classification(commands, created, patched, nodes)``: the rules' one way to build one."""
-    return Classification(commands, created, patched, nodes)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from itertools import chain
+import shlex
 from typing import NamedTuple
 
 __all__ = [
@@ -35,13 +35,10 @@ __all__ = [
     "action_pieces",
     "clean_action",
     "complex_command",
-    "editor_call",
-    "editor_command",
     "is_simple_heredoc",
     "parse_action",
     "parse_bash",
     "piece_commands",
-    "plain_pieces",
     "scan",
     "split_words",
 ]
@@ -577,78 +574,12 @@ class _Scanner:
         raise _Reject("unmatched `")
 
 
-# A list of simple commands made of plain words and quotes only, joined by ``&&``, ``||``, ``;``, ``&``
-# or pipes: no newline, comment, expansion, escape or redirection outside quotes. Most agent actions
-# (and every SWE-agent tool call rendered with shlex quoting) are like this; they skip the scanner.
-# Besides plain text and quotes: backslash escapes, and plain ``$NAME`` parameters (not ``$(``,
-# ``$((``, ``${`` or ``$[``, which need the scanner).
-_W_QUOTED = (
-    r"'[^']*+'|\"(?:[^\"\\$`]++|\\[\s\S]|\$(?=[A-Za-z_0-9?#@!*-]))*+\"|\\[^\n]|\$(?=[A-Za-z_0-9?#@!*-])"
-)
-_W_FIRST = rf"(?:[^ \t\n'\"\\$`;&|<>()#]|{_W_QUOTED})"
-_W_REST = rf"(?:[^ \t\n'\"\\$`;&|<>()]++|{_W_QUOTED})*+"
-_WORD_RE = _W_FIRST + _W_REST
-_SIMPLE_LIST = re.compile(
-    rf"{_WORD_RE}(?:(?:[ \t]++|[ \t]*+(?:&&|\|\||[;&|])[ \t]*+){_WORD_RE})*+(?:[ \t]*+[;&])?[ \t]*+"
-)
-# Runs up to the next list separator or pipe, stepping over quoted text inside the regex engine.
-_SEPARATORS = re.compile(
-    r"(?:'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S]|[^'\";&|\\]++)*+(?:(&&|\|\||;|&)|\|)"
-)
-_FAST_UNSAFE_FIRST = (
-    _REJECTED_WORDS | _CLOSERS | frozenset({"if", "while", "until", "for", "{", "function", "!"})
-)
-
-
-def _first_word(text: str) -> str:
-    """The first word of ``text`` (``re.match(r"[ \\t]*([^ \\t]*)", text)``), ``""`` when there is none."""
-    return text.lstrip(" \t").partition(" ")[0].partition("\t")[0]
-
-
-def _fast_pieces(text: str) -> tuple[Piece, ...] | None:
-    if _SIMPLE_LIST.fullmatch(text) is None:
-        return None
-    if ";" not in text and "&" not in text and "|" not in text:
-        if _first_word(text) in _FAST_UNSAFE_FIRST:
-            return None
-        return (Piece(text, False),)
-    pieces: list[Piece] = []
-    piece_start = elem_start = 0
-    pos = 0
-    while True:
-        # Anchored at the end of the previous separator: a search could restart inside quotes.
-        m = _SEPARATORS.match(text, pos)
-        if m is None:
-            break
-        pos = m.end()
-        sep = m.group(1)
-        op_start = m.start(1) if sep is not None else pos - 1
-        # Every pipeline element starts a command: no reserved word may open it.
-        if _first_word(text[elem_start:op_start]) in _FAST_UNSAFE_FIRST:
-            return None
-        elem_start = pos
-        if sep is not None:
-            piece = text[piece_start:op_start].strip()
-            if piece:
-                pieces.append(Piece(piece, False))
-            piece_start = pos
-    if _first_word(text[elem_start:]) in _FAST_UNSAFE_FIRST:
-        return None
-    piece = text[piece_start:].strip()
-    if piece:
-        pieces.append(Piece(piece, False))
-    return tuple(pieces)
-
-
 def scan(text: str) -> tuple[Piece, ...] | None:
     """Top-level sub-commands of a (stripped) bash action, or ``None`` when it is unparseable.
 
     A bare function definition on its own line also makes the whole action unparseable, as in the
     reference parser. The result never includes heredoc bodies or comments.
     """
-    fast = _fast_pieces(text)
-    if fast is not None:
-        return fast
     sc = _Scanner(text)
     try:
         spans = sc.program()
@@ -674,111 +605,13 @@ def scan(text: str) -> tuple[Piece, ...] | None:
 
 # --------------------------------------------------------------------------- POSIX word splitting
 
-# Possessive quantifiers: these run over multi-kilobyte file contents, and must neither backtrack
-# into a long quoted run nor step through it one character at a time.
-# ``'…'"'"'…'`` (shlex.quote of text with single quotes) is matched as one run; see _SQ_RUN below.
-_SH_WORD = re.compile(
-    r"(?:[^ \t\r\n'\"\\]++|'[^']*+'(?:\"'\"'[^']*+')*+|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])++"
-)
-_SH_WORD_SPLIT = re.compile(f"({_SH_WORD.pattern})")
-_SH_SEGMENT = re.compile(r"'([^']*+)'|\"((?:[^\"\\]++|\\[\s\S])*+)\"|\\([\s\S])|([^'\"\\]++)")
-_DQ_ESCAPE = re.compile(r"\\([\"\\])")
-_SH_SPACE = " \t\r\n"
-
 
 def split_words(text: str) -> list[str] | None:
     """``shlex.split(text)`` (POSIX mode, no comments), or ``None`` where shlex raises."""
-    # Nothing to dequote and nothing to leave unbalanced: printable ASCII has no blank but the space, the
-    # only one both str.split and shlex split at.
-    if "'" not in text and '"' not in text and "\\" not in text and text.isascii() and text.isprintable():
-        return text.split()
-    if "\\" not in text and "'" not in text:
-        fast = _split_double_quoted(text)
-        if fast is not None:
-            return fast
-    # One pass: words at odd positions, what lies between them at even ones. What no word consumed must
-    # be blanks; anything else is a quote or backslash that no word could consume (unbalanced).
-    parts = _SH_WORD_SPLIT.split(text)
-    if "".join(parts[0::2]).strip(_SH_SPACE):
+    try:
+        return shlex.split(text)
+    except ValueError:
         return None
-    words: list[str] = parts[1::2]
-    if "'" in text or '"' in text or "\\" in text:
-        words = [_dequote(w) if ("'" in w or '"' in w or "\\" in w) else w for w in words]
-    return words
-
-
-_SQ_JOIN = "'\"'\"'"
-
-
-def _split_double_quoted(text: str) -> list[str] | None:
-    """``split_words(text)`` for a text quoted with balanced double quotes only (no backslash, no single
-    quote: ``grep -n "def f" x.py``, ``find . -name "*.py"``), or ``None`` for any other text.
-
-    Without a backslash, a double-quoted run is literal, so the text alternates between unquoted and
-    quoted parts at every ``"``. Outside the quotes, printable ASCII has no blank but the space. The
-    regex pass of the general case costs several times this loop over a handful of parts.
-    """
-    parts = text.split('"')
-    if not len(parts) & 1:
-        return None  # an unclosed quote: left to the general case
-    outside = "".join(parts[0::2])
-    if not (outside.isascii() and outside.isprintable()):
-        return None
-    words: list[str] = []
-    word: str | None = None  # the word being built; "" once an empty quoted run has started one
-    quoted = False
-    for part in parts:
-        if quoted:
-            word = part if word is None else word + part
-        elif part:
-            pieces = part.split(" ")
-            if len(pieces) == 1:
-                word = part if word is None else word + part
-            else:
-                head = pieces[0]
-                if word is not None:
-                    words.append(word + head)
-                elif head:
-                    words.append(head)
-                if len(pieces) > 2:
-                    words.extend(filter(None, pieces[1:-1]))
-                word = pieces[-1] or None
-        quoted = not quoted
-    if word is not None:
-        words.append(word)
-    return words
-
-
-def _dequote(w: str) -> str:
-    q = w[0]
-    if (q == "'" or (q == '"' and "\\" not in w)) and w[-1] == q and len(w) >= 2 and w.count(q) == 2:
-        # One quoted run, the most frequent quoted word (``"*.py"``, ``'pattern'``): nothing inside it is
-        # special to shlex (no backslash in the double-quoted case).
-        return w[1:-1]
-    if len(w) >= 2 and w[0] == "'" and w[-1] == "'":
-        # shlex.quote's ``'a'"'"'b'`` is ``a'b``: split and join in C when every other single quote is
-        # part of such a join (file bodies have hundreds of them).
-        inner = w[1:-1]
-        runs = inner.split(_SQ_JOIN)
-        if inner.count("'") == 3 * (len(runs) - 1):
-            return "'".join(runs)
-    if not ('"' in w and "\\" in w):
-        # No escape inside double quotes: every segment dequotes by dropping its delimiters. The
-        # segments cover the whole word, so joining their groups is the substitution r"\1\2\3\4"
-        # (which CPython 3.11 expands with a Python-level call per segment).
-        return "".join(chain.from_iterable(_SH_SEGMENT.findall(w)))
-    parts: list[str] = []
-    for seg in _SH_SEGMENT.finditer(w):
-        single, double, escaped, plain = seg.groups()
-        if single is not None:
-            parts.append(single)
-        elif double is not None:
-            parts.append(_DQ_ESCAPE.sub(r"\1", double) if "\\" in double else double)
-        elif escaped is not None:
-            parts.append(escaped)
-        else:
-            parts.append(plain)
-    return "".join(parts)
 
 
 # --------------------------------------------------------------------------- the paper's parser
@@ -824,9 +657,6 @@ class ParsedCommand(NamedTuple):
             if k == key:
                 return v
         return None
-
-
-_make_command = ParsedCommand._make
 
 
 def is_simple_heredoc(s: str) -> bool:
@@ -881,7 +711,8 @@ def _parse_heredoc(s: str) -> ParsedCommand | None:
     )
 
 
-def _parse_bash(words: list[str], text: str) -> ParsedCommand:
+def parse_bash(words: list[str], text: str) -> ParsedCommand:
+    """The paper's bash flag parser on the words of one sub-command."""
     command = words[0]
     args: list[str] = []
     flags: dict[str, FlagValue] = {}
@@ -933,13 +764,9 @@ def _parse_bash(words: list[str], text: str) -> ParsedCommand:
         else:
             args.append(w)
         i += 1
-    # Positional: a NamedTuple's keyword construction costs twice as much, once per new command.
-    return _make_command(
-        ("bash", command.strip(), tuple(args), tuple(flags.items()), "", "", (), False, text, "")
+    return ParsedCommand(
+        kind="bash", command=command.strip(), args=tuple(args), flags=tuple(flags.items()), text=text
     )
-
-
-parse_bash = _parse_bash
 
 
 _SRE_STRING_ARGS = frozenset({"command", "path", "file_text", "old_str", "new_str"})
@@ -1041,25 +868,7 @@ def _piece_commands(piece: str, out: list[ParsedCommand]) -> None:
     if head == "submit":
         out.append(ParsedCommand(kind="tool", tool="submit", text=piece))
         return
-    out.append(_parse_bash(words, piece))
-
-
-# A whole action that is one editor call rendered with shlex quoting, in a single regex pass: no
-# operator, expansion, escape, comment or newline outside quotes. Editor calls carry whole files, so
-# the general path's several scans over them would dominate the cost of classification.
-# A single-quoted run continued by shlex.quote's ``'"'"'`` joins in one step: a file body has hundreds of
-# them, and each separate quoted unit costs the engine a round of its alternatives. (The words matched
-# are the same: the unit alternatives would consume the same text, one quoted run at a time.)
-_SQ_RUN = r"'[^']*+'(?:\"'\"'[^']*+')*+"
-_EDITOR_WORD = (
-    rf"(?:[^ \t\r\n'\"\\$`;&|<>()#]|{_SQ_RUN}|\"[^\"\\$`]*+\")"
-    rf"(?:[^ \t\r\n'\"\\$`;&|<>()]++|{_SQ_RUN}|\"[^\"\\$`]*+\")*+"
-)
-_EDITOR_CALL = re.compile(
-    r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
-    r"([^- \t\r\n'\"\\$`;&|<>()#][^ \t\r\n'\"\\$`;&|<>()]*+)"
-    rf"(?:[ \t]++{_EDITOR_WORD})*+[ \t]*+"
-)
+    out.append(parse_bash(words, piece))
 
 
 def clean_action(action: str) -> str:
@@ -1067,43 +876,8 @@ def clean_action(action: str) -> str:
     return (action.replace("\x00", "") if "\x00" in action else action).strip()
 
 
-def editor_call(s: str) -> tuple[str, str] | None:
-    """``(subcommand, path)`` when the whole clean action is one shlex-quoted editor call, else ``None``.
-
-    Its sub-command is then ``str_replace_editor`` with that subcommand and path, and the action text
-    itself as the command text (:func:`editor_command`).
-    """
-    if s.startswith(SRE_TOOL) and "<<" not in s and "--path" not in s:
-        m = _EDITOR_CALL.fullmatch(s)
-        if m is not None:
-            return m.groups()  # type: ignore[return-value]  # its only groups: subcommand, path
-    return None
-
-
-def editor_command(sub: str, path: str, s: str) -> ParsedCommand:
-    return ParsedCommand(kind="tool", tool=SRE_TOOL, subcommand=sub, tool_args=(("path", path),), text=s)
-
-
 def complex_command(text: str) -> ParsedCommand:
     return ParsedCommand(kind="complex", command="complex_command", args=(text,), text=text)
-
-
-# Plain words joined by `` && `` (``cd /testbed && python reproduce.py``, the most frequent shell action):
-# no quote, escape, expansion, redirection, comment, other operator or whitespace but spaces, and no
-# reserved word starting a piece. The scanner would return exactly the ``&&``-separated pieces, and
-# shlex would split each at its spaces, so ``str.split`` does both.
-_PLAIN_WORD = r"[\w./:=,+@%^~-]++"
-_NOT_RESERVED = "(?!(?:" + "|".join(sorted(w for w in _FAST_UNSAFE_FIRST if w.isalpha())) + ")(?: |$))"
-_PLAIN_AND_LIST = re.compile(rf"{_NOT_RESERVED}{_PLAIN_WORD}(?: ++(?:&& ++{_NOT_RESERVED})?{_PLAIN_WORD})*+")
-
-
-def plain_pieces(s: str) -> list[str] | None:
-    """The pieces of a clean action of plain words joined by `` && ``; ``None`` for any other action."""
-    if _PLAIN_AND_LIST.fullmatch(s) is None:
-        return None
-    if "&&" not in s:
-        return [s]
-    return [p.strip() for p in s.split("&&")]
 
 
 def action_pieces(s: str) -> tuple[Piece, ...] | None:
@@ -1111,9 +885,6 @@ def action_pieces(s: str) -> tuple[Piece, ...] | None:
 
     ``None`` when the reference grammar rejects the action (it is then one ``complex_command``).
     """
-    plain = plain_pieces(s)
-    if plain is not None:
-        return tuple([Piece(p, False) for p in plain])
     pieces = scan(s)
     if pieces is None:
         return None
@@ -1137,9 +908,6 @@ def parse_action(action: str) -> tuple[ParsedCommand, ...]:
     s = clean_action(action)
     if not s:
         return ()
-    editor = editor_call(s)
-    if editor is not None:
-        return (editor_command(editor[0], editor[1], s),)
     if is_simple_heredoc(s):
         hd = _parse_heredoc(s)
         return (hd if hd is not None else complex_command(s),)
