@@ -10,10 +10,13 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .records import RunRecord
+from .records import GENERAL_CODE, RunRecord
 from .stats import Summary, UTest, mann_whitney_u, summarize
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 __all__ = [
     "ALL",
@@ -129,6 +132,7 @@ class Report:
     tests: dict[str, dict[str, UTest | None]]  # group -> metric -> resolved vs unresolved
     flows: dict[str, Flow]
     in_plan: dict[str, bool]  # phase letter -> part of the plan (else drawn grey, "out-of-plan")
+    phase_names: dict[str, str]  # letter -> name of a phase the plan declares (coding letters: none)
     detectors: list[str]
     prevalence: dict[str, dict[str, tuple[int, dict[str, float]]]]  # group -> outcome|ALL -> (n, det->share)
     effects: dict[str, dict[str, Any]]  # group -> profile row
@@ -140,12 +144,30 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def _in_plan(plan_name: str | None) -> dict[str, bool]:
+def _plan_phases(
+    plan_name: str | None, plans: Sequence[Plan], runs: Sequence[RunRecord]
+) -> tuple[dict[str, bool], dict[str, str]]:
+    """The letters of the plan the report scores against: letter → part of the plan, and letter → name.
+
+    A plan that declares its phases has its own letters (each phase's ``symbol``); a coding plan has the
+    coding letters, in the plan where one of its expected phases accepts the letter's role. A plan known
+    neither from ``plans`` nor from the presets (e.g. a replay jsonl scored against a plan file) puts every
+    letter its runs carry in the plan: nothing says which ones are out of it.
+    """
     from ..phases import LETTER_OF
     from ..plan import PRESETS, phase_matches
 
-    plan = PRESETS.get(plan_name or "plan") or PRESETS["plan"]
-    return {letter: any(phase_matches(role, e) for e in plan.expected) for role, letter in LETTER_OF.items()}
+    name = plan_name or "plan"
+    plan = next((p for p in plans if p.name == name), None) or PRESETS.get(name)
+    if plan is None:
+        seen = sorted({ch for r in runs for ch in r.letters} - {GENERAL_CODE})
+        return {ch: True for ch in seen}, {}
+    if plan.declarative:
+        return {p.symbol: p.scored for p in plan.phases}, {p.symbol: p.name for p in plan.phases}
+    in_plan = {
+        letter: any(phase_matches(role, e) for e in plan.expected) for role, letter in LETTER_OF.items()
+    }
+    return in_plan, {}
 
 
 def _group_names(records: Sequence[RunRecord], by: str, max_groups: int) -> tuple[list[str], dict[str, str]]:
@@ -193,9 +215,13 @@ def build_report(
     max_groups: int = 12,
     max_drill: int = 1000,
     experiments: Sequence[dict[str, Any]] = (),
+    plans: Sequence[Plan] = (),
 ) -> Report:
+    """The report over ``records``, scored against the plan most runs were scored against; ``plans`` are
+    the plans the runs were replayed with (presets are known by name without them)."""
     runs = list(records)
     plan = _primary_plan(runs)
+    in_plan, phase_names = _plan_phases(plan, plans, runs)
     shown, mapping = _group_names(runs, group_by, max_groups)
     groups = [ALL, *shown]
     by_group: dict[str, list[RunRecord]] = defaultdict(list)
@@ -308,7 +334,8 @@ def build_report(
         compliance=compliance,
         tests=tests,
         flows=flows,
-        in_plan=_in_plan(plan),
+        in_plan=in_plan,
+        phase_names=phase_names,
         detectors=detectors,
         prevalence=prevalence,
         effects=effects,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -45,6 +46,19 @@ PHASE_COLORS = {
 }
 OUT_OF_PLAN = "#a0a0a0"
 PHASE_ORDER = ("N", "R", "r", "P", "V", "v", "X", MORE, END)
+#: Colours of the phases a plan declares, in plan order (its letters are its own: ``R`` may mean "read").
+DECLARED_COLORS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#59a14f",
+    "#b07aa1",
+    "#76b7b2",
+    "#edc948",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
 OUTCOME_COLORS = {"resolved": "#2e7d32", "unresolved": "#c62828", "unknown": "#757575", ALL: "#455a64"}
 
 
@@ -69,16 +83,40 @@ def _gid(i: int) -> str:
 # ----------------------------------------------------------------------------------------------- Sankey
 
 
-def sankey_svg(flow: Flow, in_plan: dict[str, bool], *, width: int = 980, height: int = 340) -> str:
+def _colours(r: Report) -> dict[str, str]:
+    """Letter → colour: the coding letters', or those of the phases the report's plan declares."""
+    declared = {ph: DECLARED_COLORS[i % len(DECLARED_COLORS)] for i, ph in enumerate(r.phase_names)}
+    return {**PHASE_COLORS, **declared}
+
+
+def _names(r: Report) -> dict[str, str]:
+    return {**PHASE_NAMES, **r.phase_names}
+
+
+def _order(r: Report) -> tuple[str, ...]:
+    return (*r.phase_names, MORE, END) if r.phase_names else PHASE_ORDER
+
+
+def sankey_svg(
+    flow: Flow,
+    in_plan: dict[str, bool],
+    *,
+    colours: Mapping[str, str] = PHASE_COLORS,
+    names: Mapping[str, str] = PHASE_NAMES,
+    order: Sequence[str] = PHASE_ORDER,
+    width: int = 980,
+    height: int = 340,
+) -> str:
     """Figure 3's phase flow. Nodes are ``rect.node[data-node="k:P"]``, links ``path.link`` with
-    ``data-source``/``data-target``/``data-count``; heights are proportional to runs."""
+    ``data-source``/``data-target``/``data-count``; heights are proportional to runs. ``colours``, ``names``
+    and ``order`` are those of the plan's letters (default: the coding letters)."""
     cols = FLOW_POSITIONS + 1
     mx, top, nw, pad = 18, 22, 14, 5
     by_col: dict[int, list[tuple[str, int]]] = {}
     for (k, ph), c in flow.nodes.items():
         by_col.setdefault(k, []).append((ph, c))
     for k in by_col:
-        by_col[k].sort(key=lambda pc: PHASE_ORDER.index(pc[0]) if pc[0] in PHASE_ORDER else 99)
+        by_col[k].sort(key=lambda pc: order.index(pc[0]) if pc[0] in order else 99)
     max_nodes = max((len(v) for v in by_col.values()), default=1)
     usable = height - top - 24 - pad * (max_nodes - 1)
     scale = usable / max(flow.n_runs, 1)
@@ -103,14 +141,14 @@ def sankey_svg(flow: Flow, in_plan: dict[str, bool], *, width: int = 980, height
     def colour(ph: str) -> str:
         if ph in (END, MORE):
             return PHASE_COLORS[ph]
-        return PHASE_COLORS.get(ph, OUT_OF_PLAN) if in_plan.get(ph, False) else OUT_OF_PLAN
+        return colours.get(ph, OUT_OF_PLAN) if in_plan.get(ph, False) else OUT_OF_PLAN
 
     out_off: dict[tuple[int, str], float] = {}
     in_off: dict[tuple[int, str], float] = {}
-    order = {ph: i for i, ph in enumerate(PHASE_ORDER)}
+    rank = {ph: i for i, ph in enumerate(order)}
     links = sorted(
         flow.links.items(),
-        key=lambda kv: (kv[0][0][0], order.get(kv[0][0][1], 99), order.get(kv[0][1][1], 99)),
+        key=lambda kv: (kv[0][0][0], rank.get(kv[0][0][1], 99), rank.get(kv[0][1][1], 99)),
     )
     for (src, dst), c in links:
         if src not in pos or dst not in pos:
@@ -135,8 +173,8 @@ def sankey_svg(flow: Flow, in_plan: dict[str, bool], *, width: int = 980, height
             f'{x1:.1f},{y1:.1f}" '
             f'stroke="{col}" stroke-width="{w:.2f}" data-source="{src[0]}:{src[1]}" '
             f'data-target="{dst[0]}:{dst[1]}" '
-            f'data-count="{c}"><title>{escape(PHASE_NAMES.get(src[1], src[1]))} @{src[0]} → '
-            f"{escape(PHASE_NAMES.get(dst[1], dst[1]))} @{dst[0]}: {c} runs ({100 * share:.1f}%)"
+            f'data-count="{c}"><title>{escape(names.get(src[1], src[1]))} @{src[0]} → '
+            f"{escape(names.get(dst[1], dst[1]))} @{dst[0]}: {c} runs ({100 * share:.1f}%)"
             "</title></path>"
         )
     for (k, ph), (x, y, h) in sorted(pos.items()):
@@ -144,7 +182,7 @@ def sankey_svg(flow: Flow, in_plan: dict[str, bool], *, width: int = 980, height
         out.append(
             f'<rect class="node" x="{x:.1f}" y="{y:.1f}" width="{nw}" height="{h:.2f}" '
             f'fill="{colour(ph)}" '
-            f'data-node="{k}:{ph}" data-count="{c}"><title>{escape(PHASE_NAMES.get(ph, ph))} '
+            f'data-node="{k}:{ph}" data-count="{c}"><title>{escape(names.get(ph, ph))} '
             f"at position {k}: "
             f"{c} runs</title></rect>"
         )
@@ -311,14 +349,15 @@ def _compliance_section(r: Report) -> str:
 
 
 def _legend_colour(r: Report, ph: str) -> str:
-    return PHASE_COLORS[ph] if r.in_plan.get(ph, ph in (END, MORE)) else OUT_OF_PLAN
+    return _colours(r)[ph] if r.in_plan.get(ph, ph in (END, MORE)) else OUT_OF_PLAN
 
 
 def _flow_section(r: Report) -> str:
+    names = _names(r)
     legend = "".join(
         f'<span class="lg"><i style="background:{_legend_colour(r, ph)}">'
-        f"</i>{escape(ph if ph not in (END, MORE) else '')} {escape(PHASE_NAMES[ph])}</span>"
-        for ph in PHASE_ORDER
+        f"</i>{escape(ph if ph not in (END, MORE) else '')} {escape(names[ph])}</span>"
+        for ph in _order(r)
         if ph != "X"
     )
     parts = [
@@ -328,10 +367,12 @@ def _flow_section(r: Report) -> str:
         "grey at &gt;10: it continues. Grey flows are out-of-plan phases.</p>"
         f'<div class="legend">{legend}</div>'
     ]
+    colours, order = _colours(r), _order(r)
     for i, g in enumerate(r.groups):
+        svg = sankey_svg(r.flows[g], r.in_plan, colours=colours, names=names, order=order)
         parts.append(
             f'<div class="gpanel" data-group="{_gid(i)}"><h3>{escape(g)} '
-            f"<small>({r.flows[g].n_runs} runs)</small></h3>{sankey_svg(r.flows[g], r.in_plan)}</div>"
+            f"<small>({r.flows[g].n_runs} runs)</small></h3>{svg}</div>"
         )
     parts.append("</section>")
     return "".join(parts)
@@ -389,10 +430,10 @@ def _detector_section(r: Report) -> str:
 
 
 def _drill_section(r: Report) -> str:
+    colours, names = _colours(r), _names(r)
     legend = "".join(
-        f'<span class="lg"><i style="background:{PHASE_COLORS[ph]}"></i>{escape(ph)} '
-        f"{escape(PHASE_NAMES[ph])}</span>"
-        for ph in ("N", "R", "r", "P", "V", "v", ".")
+        f'<span class="lg"><i style="background:{colours[ph]}"></i>{escape(ph)} {escape(names[ph])}</span>'
+        for ph in ((*r.phase_names, ".") if r.phase_names else ("N", "R", "r", "P", "V", "v", "."))
     )
     return (
         '<section id="runs"><h2>5 · Runs</h2>'
@@ -583,6 +624,6 @@ def render_html(report: Report, *, generated: datetime | None = None) -> str:
         + errors
         + f'<section id="notes"><h2>Notes</h2><ul>{notes}</ul></section></main>'
         + _json_script("pg-runs", report.drill)
-        + _json_script("pg-colors", PHASE_COLORS)
+        + _json_script("pg-colors", _colours(report))
         + f"<script>{JS}</script></body></html>"
     )
