@@ -45,7 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="PRESET|FILE",
         help="plan(s) to score replayed trajectories against (default: the standard plan)",
     )
-    p.add_argument("--rules", default="v351278e", help="phase rules for replayed trajectories")
+    p.add_argument(
+        "--rules",
+        help="phase rules for replayed trajectories, as in replay: live (default; PHASES_LIVE.md), "
+        "v351278e, v8ec988e (the paper)",
+    )
     p.add_argument("--title", default="planguard compliance report")
     p.add_argument("--max-groups", type=int, default=12, help="groups shown separately (rest: 'other')")
     p.add_argument(
@@ -65,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..phases import DEFAULT_VERSION
+    from ..replay import resolve_plans
     from ..report import build_report, collect, read_experiments, render_html, render_terminal
     from ..report.records import RunRecord, expand_paths
 
@@ -80,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         for item in collect(
             files,
             plans=args.plan,
-            rules=args.rules,
+            rules=args.rules or DEFAULT_VERSION,
             jobs=args.jobs if args.jobs > 0 else (os.cpu_count() or 1),
         ):
             if isinstance(item, str):
@@ -96,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     report = build_report(
         records,
+        plans=resolve_plans(args.plan) if args.plan else (),
         group_by=args.group_by,
         errors=errors,
         title=args.title,

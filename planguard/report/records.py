@@ -324,15 +324,18 @@ def collect(
     paths: Iterable[str | os.PathLike[str]],
     *,
     plans: Sequence[str] | None = None,
-    rules: str = "v351278e",
+    rules: str | None = None,
     jobs: int = 1,
 ) -> Iterator[RunRecord | str]:
     """Records of every run under ``paths``, in input order; unreadable input yields an error string.
+    Trajectories are replayed with ``rules`` (default: the live rules, as ``planguard replay``).
 
     ``jobs > 1`` replays files in that many processes (a file is the unit of work: one big JSONL file
     is replayed by one process).
     """
-    opts = _Options(tuple(plans) if plans else None, rules)
+    from ..phases import DEFAULT_VERSION
+
+    opts = _Options(tuple(plans) if plans else None, rules or DEFAULT_VERSION)
     files = expand_paths(paths)
     missing = [f for f in files if not f.exists()]
     for f in missing:
