@@ -479,32 +479,54 @@ def _apply_edits(lines: list[str], edits: list[tuple[int, int, int, int, str]]) 
 
 
 def wrap_long_lines(source: str, limit: int) -> str:
-    """Break the docstring and comment lines a longer module path pushed past ``limit`` at their last space
-    before it (ruff formats code, not prose). Other long lines are left for ruff to report."""
+    """Re-wrap the docstring and comment lines a longer module path pushed past ``limit`` (ruff formats
+    code, not prose): the words past the limit move to the start of the next line of the same paragraph
+    (which may push words on in turn), or onto a new line when the paragraph ends there. Other long lines
+    are left for ruff to report."""
     try:
         module_ast = ast.parse(source)
     except SyntaxError:
         return source
-    prose: set[int] = set()
+    prose: set[int] = set()  # 0-based indexes of docstring lines
     for node in ast.walk(module_ast):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
             doc = body[0].value
             if isinstance(doc, ast.Constant) and isinstance(doc.value, str) and doc.end_lineno is not None:
-                prose.update(range(doc.lineno, doc.end_lineno + 1))
-    out: list[str] = []
-    for lineno, line in enumerate(source.split("\n"), 1):
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        comment = stripped.startswith("#")
-        while len(line) > limit and (comment or lineno in prose):
-            cut = line.rfind(" ", len(indent) + 4, limit + 1)
-            if cut < 0:
-                break
-            out.append(line[:cut].rstrip())
-            line = indent + ("# " if comment else "") + line[cut + 1 :]
-        out.append(line)
-    return "\n".join(out)
+                prose.update(range(doc.lineno - 1, doc.end_lineno))
+    lines = source.split("\n")
+
+    def kind(i: int) -> tuple[str, str] | None:
+        """(indent, comment marker) of a prose line, None for code."""
+        stripped = lines[i].lstrip()
+        indent = lines[i][: len(lines[i]) - len(stripped)]
+        if stripped.startswith("#"):
+            return indent, "# "
+        return (indent, "") if i in prose else None
+
+    i = 0
+    while i < len(lines):
+        here = kind(i)
+        if here is not None and len(lines[i]) > limit:
+            indent, marker = here
+            cut = lines[i].rfind(" ", len(indent) + len(marker) + 1, limit + 1)
+            if cut > 0:
+                overflow = lines[i][cut + 1 :]
+                lines[i] = lines[i][:cut].rstrip()
+                nxt = kind(i + 1) if i + 1 < len(lines) else None
+                text = lines[i + 1].strip()[len(marker) :] if nxt is not None else ""
+                closes = overflow.rstrip().endswith(QUOTES)  # the docstring ends on this line
+                starts_block = text.startswith(("*", "-", ":", ">", "|", "``", *QUOTES))
+                if nxt == here and text and not closes and not starts_block:
+                    lines[i + 1] = indent + marker + overflow + " " + text
+                else:
+                    lines.insert(i + 1, indent + marker + overflow)
+                    prose = {j + 1 if j > i else j for j in prose} | ({i + 1} if i in prose else set())
+        i += 1
+    return "\n".join(lines)
+
+
+QUOTES = ('"' * 3, "'" * 3)
 
 
 def _line_length(root: Path) -> int:
