@@ -97,8 +97,8 @@ integrations/         thin adapters, each its own distribution (planguard-agents
 examples/             example config (a link to the demo's), example trajectories, experiment example
 benchmarks/           hot-path and integration benchmarks (scripts, not tests)
 """
-#: Files the script never rewrites: itself and its notes mention the old names on purpose.
-SKIP_FILES = frozenset({"scripts/relayout.py", "scripts/relayout.md"})
+#: Files the script never rewrites: itself, its notes and its test mention the old names on purpose.
+SKIP_FILES = frozenset({"scripts/relayout.py", "scripts/relayout.md", "tests/test_layout.py"})
 #: Recorded data: never rewritten (a trajectory's commands are what the agent ran), only reported.
 DATA_SUFFIXES = (".jsonl", ".json", ".traj", ".csv", ".png", ".jpg", ".gif", ".svg", ".ico", ".pdf", ".gz")
 ROOT_PACKAGE = "planguard"
