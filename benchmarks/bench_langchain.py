@@ -310,7 +310,7 @@ def _guard(variant: str) -> Guard:
 
         kw = {"tracer_provider": TracerProvider(), "meter_provider": MeterProvider()}
     if variant == "console":
-        from planguard.console import ConsoleSink
+        from planguard.sinks.console import ConsoleSink
 
         kw = {"sinks": [ConsoleSink(open(os.devnull, "w"), color=False)]}  # noqa: SIM115 (closed at exit)
     return Guard(_config(variant), **kw)

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planguard.loaders import LoadError, iter_trajectories  # noqa: E402
+from planguard.offline.loaders import LoadError, iter_trajectories  # noqa: E402
 
 DEFAULT = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
 BUDGET = 2.0

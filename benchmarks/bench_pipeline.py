@@ -57,11 +57,11 @@ from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.config import Config  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
 from planguard.events import ToolEvent  # noqa: E402
-from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
+from planguard.offline.loaders import Trajectory, iter_trajectories  # noqa: E402
+from planguard.offline.replay import resolve_plans  # noqa: E402
 from planguard.phases import LIVE, LiveRules, PaperRules, PhaseClassifier  # noqa: E402
 from planguard.plan import PRESETS  # noqa: E402
 from planguard.policies import build_policies  # noqa: E402
-from planguard.replay import resolve_plans  # noqa: E402
 from planguard.session import Pipeline  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"

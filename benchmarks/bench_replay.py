@@ -39,9 +39,9 @@ import _callgrind  # noqa: E402
 
 from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
-from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
+from planguard.offline.loaders import Trajectory, iter_trajectories  # noqa: E402
+from planguard.offline.replay import replay, resolve_plans  # noqa: E402
 from planguard.phases import PaperRules  # noqa: E402
-from planguard.replay import replay, resolve_plans  # noqa: E402
 from planguard.session import Pipeline  # noqa: E402
 
 DEFAULT = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"

@@ -73,8 +73,8 @@ def main() -> int:
         return 2
 
     from planguard.cli import main as cli
-    from planguard.report import build_report, collect, render_html
-    from planguard.report.records import RunRecord
+    from planguard.offline.report import build_report, collect, render_html
+    from planguard.offline.report.records import RunRecord
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-report-"))
     work.mkdir(parents=True, exist_ok=True)

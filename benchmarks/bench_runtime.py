@@ -47,7 +47,7 @@ Driver = Callable[[Guard, list[ToolEvent], str, list[float]], None]
 
 def load_runs(path: Path) -> list[list[ToolEvent]]:
     if path.is_file():
-        from planguard.loaders import Trajectory, iter_trajectories
+        from planguard.offline.loaders import Trajectory, iter_trajectories
 
         return [list(t.events) for t in iter_trajectories([path]) if isinstance(t, Trajectory)]
     print(f"({path} not found: synthetic runs)")

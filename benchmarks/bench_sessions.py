@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planguard import Config, Guard, ToolEvent  # noqa: E402
-from planguard.loaders import Trajectory, iter_trajectories  # noqa: E402
+from planguard.offline.loaders import Trajectory, iter_trajectories  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
 #: Wall clock and the calling thread's CPU clock (what the OS ran of this thread: on a shared machine the

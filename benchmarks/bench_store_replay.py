@@ -18,8 +18,8 @@ from pathlib import Path
 
 from planguard.config import Config
 from planguard.guard import Guard
-from planguard.loaders import Trajectory, iter_trajectories
-from planguard.replay import replay, replay_pipeline
+from planguard.offline.loaders import Trajectory, iter_trajectories
+from planguard.offline.replay import replay, replay_pipeline
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_telemetry import finish, load_runs
 
 from planguard import Config, Guard, ToolEvent
-from planguard.store.writer import StoreSink
+from planguard.sinks.store.writer import StoreSink
 
 
 def main() -> None:

@@ -64,9 +64,9 @@ from planguard.events import ToolEvent
 from planguard.guard import Guard
 from planguard.session import Pipeline, Session
 from planguard.sinks import Sink
+from planguard.sinks.telemetry import attributes as A
+from planguard.sinks.telemetry.otel import OTelSink
 from planguard.step import Step
-from planguard.telemetry import attributes as A
-from planguard.telemetry.otel import OTelSink
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
 
@@ -98,7 +98,7 @@ class Recorded:
 def load_runs(limit: int) -> list[list[ToolEvent]]:
     runs: list[list[ToolEvent]] = []
     if CORPUS.is_file():
-        from planguard.loaders import Trajectory, iter_trajectories
+        from planguard.offline.loaders import Trajectory, iter_trajectories
 
         n = 0
         for t in iter_trajectories([CORPUS]):

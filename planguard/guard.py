@@ -72,7 +72,7 @@ class Guard:
 
     ``tracer_provider`` / ``meter_provider``: where planguard's spans and metrics go. Omitted, planguard uses
     the application's global providers once it has set them, and otherwise builds its own from the
-    standard ``OTEL_*`` variables (see :func:`planguard.telemetry.build_sinks`); pass the application's
+    standard ``OTEL_*`` variables (see :func:`planguard.sinks.telemetry.build_sinks`); pass the application's
     providers to keep planguard's telemetry with the rest of it without making them global.
     """
 
@@ -101,7 +101,7 @@ class Guard:
         self._sweep_at = float("inf") if self._idle is None else 0.0
         self._ticks = 0
         if not self.config.flush_on_sigterm:  # before the sinks' workers are made (they install it)
-            from .telemetry.worker import set_sigterm_flush
+            from .sinks.worker import set_sigterm_flush
 
             set_sigterm_flush(False)
         self.pipeline = self._build_pipeline(tracer_provider, meter_provider, detectors, policies, sinks)
@@ -152,7 +152,7 @@ class Guard:
             sinks.append(exp_sink)
         if cfg.telemetry.enabled or cfg.store.enabled:
             try:
-                from .telemetry import build_sinks
+                from .sinks.telemetry import build_sinks
 
                 sinks.extend(
                     build_sinks(cfg.telemetry, cfg.store, tracer_provider, meter_provider, errors=self.errors)
@@ -161,7 +161,7 @@ class Guard:
                 self.errors.record("Guard.build_sinks", exc)
         notify = cfg.policies.notify
         if notify.enabled and notify.url:
-            from .notify import WebhookSink
+            from .sinks.webhook import WebhookSink
 
             sinks.append(WebhookSink(notify))
         sinks.extend(
@@ -389,10 +389,11 @@ class Guard:
         """Wrap a tool call's execution in this (between ``before_tool`` and ``after_tool``) so that a tool
         span an instrumented framework opens for it (OpenInference's LangChain tracer does, inside the
         tool's run) carries planguard's attributes and events instead of planguard opening a second one
-        (``telemetry.tool_spans``; see :mod:`planguard.telemetry.nesting`). A no-op when no sink wants it."""
+        (``telemetry.tool_spans``; see :mod:`planguard.sinks.telemetry.nesting`). A no-op when no sink wants
+        it."""
         if not self._watching_tools:
             return nullcontext()
-        from .telemetry.nesting import tool_scope
+        from .sinks.telemetry.nesting import tool_scope
 
         return tool_scope(event)
 

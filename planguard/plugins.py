@@ -56,7 +56,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "repeated_call": "planguard.detectors.repeats:RepeatedCall",
     },
     "policies": {},
-    "sinks": {"console": "planguard.console:ConsoleSink"},
+    "sinks": {"console": "planguard.sinks.console:ConsoleSink"},
 }
 
 

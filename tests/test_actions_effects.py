@@ -20,7 +20,7 @@ from planguard.actions.effects import _TAIL_FAILURE, _judge
 from planguard.actions.types import COMMAND
 from planguard.detectors import EffectTracker, effect_state, set_anchors
 from planguard.events import ToolEvent
-from planguard.loaders import iter_trajectories
+from planguard.offline.loaders import iter_trajectories
 from planguard.session import Pipeline
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from planguard.actions import AnchorSet, Effect, classify_action
-from planguard.align import THRESHOLDS, Layer, Metric, _lcs, align, alignment_key, run_view
 from planguard.cli import main
 from planguard.events import ToolEvent
+from planguard.offline.diff import THRESHOLDS, Layer, Metric, _lcs, align, alignment_key, run_view
 
 sh = ToolEvent.shell
 

@@ -197,8 +197,8 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
 
     # One session, one store file (one end record), daemon or not; its replay gives the live letters.
-    from planguard.replay import replay, replay_pipeline
-    from planguard.store.reader import read_session
+    from planguard.offline.replay import replay, replay_pipeline
+    from planguard.sinks.store.reader import read_session
 
     (stored,) = workspace["store"].glob("*.jsonl")
     session = read_session(stored)
@@ -209,7 +209,7 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
 
     # Offline = live: the session's own transcript replays to the same phases and metrics.
     from planguard.guard import Guard
-    from planguard.loaders import Trajectory, iter_trajectories
+    from planguard.offline.loaders import Trajectory, iter_trajectories
     from planguard.session import replay_events
 
     transcripts = list((home / ".claude" / "projects").glob(f"*/{result['session_id']}.jsonl"))

@@ -197,7 +197,7 @@ def _check_replay(
     denial (skips while the loader is not on this branch)."""
     pytest.importorskip(loader_module, reason=f"{loader_module} (the session-file loader) not merged yet")
     from planguard.guard import Guard
-    from planguard.loaders import LoadError, Trajectory, iter_trajectories
+    from planguard.offline.loaders import LoadError, Trajectory, iter_trajectories
     from planguard.session import replay_events
 
     loaded = list(iter_trajectories([path]))
@@ -289,7 +289,7 @@ def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) 
     live = _check_live(session_id, workspace)
     assert live["n_model_calls"] >= 7
     (recording,) = (home / ".gemini" / "tmp").glob(f"*/chats/session-*{session_id[:8]}*.json*")
-    _check_replay(recording, "planguard.loaders.gemini_cli", workspace, live)
+    _check_replay(recording, "planguard.offline.loaders.gemini_cli", workspace, live)
 
 
 # --------------------------------------------------------------------------- Codex CLI
@@ -362,7 +362,7 @@ enabled = false
     (session_id,) = {e["thread_id"] for e in events if e.get("type") == "thread.started"}
     live = _check_live(session_id, workspace)
     (rollout,) = (codex_home / "sessions").rglob(f"rollout-*{session_id}.jsonl")
-    _check_replay(rollout, "planguard.loaders.codex", workspace, live)
+    _check_replay(rollout, "planguard.offline.loaders.codex", workspace, live)
 
 
 # --------------------------------------------------------------------------- OpenCode (plugin)
@@ -442,7 +442,7 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     (session_id,) = {e["sessionID"] for e in events if e.get("sessionID")}
     live = _check_live(session_id, workspace)
     database = home / ".local" / "share" / "opencode" / "opencode.db"  # where opencode 1.18 keeps sessions
-    _check_replay(database, "planguard.loaders.opencode", workspace, live, session_id)
+    _check_replay(database, "planguard.offline.loaders.opencode", workspace, live, session_id)
 
 
 # --------------------------------------------------------------------------- Claude Code (npm)
@@ -500,4 +500,4 @@ def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     live = _check_live(session_id, workspace)
     assert live["n_model_calls"] == len(fake.requests)
     (transcript,) = (config_dir / "projects").glob(f"*/{session_id}.jsonl")
-    _check_replay(transcript, "planguard.loaders.claude_code", workspace, live)
+    _check_replay(transcript, "planguard.offline.loaders.claude_code", workspace, live)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from planguard.console import ConsoleSink, _want_color
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks.console import ConsoleSink, _want_color
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

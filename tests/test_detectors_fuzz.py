@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from planguard.actions import classify_action
 from planguard.actions.vocabulary import SURFACES
-from planguard.align import align, run_view
 from planguard.detectors import (
     PlanAbsence,
     RedundantSearch,
@@ -23,6 +22,7 @@ from planguard.detectors import (
 from planguard.detectors.structural import _bad
 from planguard.events import ToolEvent
 from planguard.findings import Finding
+from planguard.offline.diff import align, run_view
 from planguard.session import Pipeline
 
 # A small vocabulary so that repeats, reads of the same file and reverting writes actually happen.

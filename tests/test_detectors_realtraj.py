@@ -12,7 +12,7 @@ import pytest
 from planguard.actions import classify_action
 from planguard.detectors import PlanAbsence, RepeatedCall, default_detectors
 from planguard.detectors.base import Detector
-from planguard.loaders import Trajectory, iter_trajectories
+from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.session import Pipeline, SessionSummary
 from planguard.step import Step
 

@@ -14,8 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from planguard.telemetry.drops import DropCounter
-from planguard.telemetry.worker import BackgroundWorker
+from planguard.sinks.drops import DropCounter
+from planguard.sinks.worker import BackgroundWorker
 
 CHILD = """\
 import os, signal, sys, time
@@ -75,7 +75,7 @@ def test_sigterm_chains_to_the_applications_handler(tmp_path: Path) -> None:
 
 
 def test_exit_flushes_within_its_deadline_and_counts_what_it_drops() -> None:
-    from planguard.telemetry.worker import flush_at_exit
+    from planguard.sinks.worker import flush_at_exit
 
     release = threading.Event()
     drops = DropCounter()
@@ -99,7 +99,7 @@ PROBE = """\
 import os, signal, sys, threading
 from planguard import Guard
 from planguard.config import Config, load_config
-from planguard.telemetry.worker import _on_sigterm
+from planguard.sinks.worker import _on_sigterm
 
 {before}
 def make_guard():

@@ -13,11 +13,11 @@ import pytest
 
 from planguard.config import Config
 from planguard.guard import Guard
-from planguard.loaders import detect_format, load_trajectories
-from planguard.replay import replay, replay_pipeline
-from planguard.store.export import generic_records
-from planguard.store.reader import read_session
-from planguard.store.records import RECORDED_KEY
+from planguard.offline.export import generic_records
+from planguard.offline.loaders import detect_format, load_trajectories
+from planguard.offline.replay import replay, replay_pipeline
+from planguard.sinks.store.reader import read_session
+from planguard.sinks.store.records import RECORDED_KEY
 from planguard.testing import RecordingSink
 
 

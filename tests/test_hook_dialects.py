@@ -198,7 +198,7 @@ def test_install_writes_each_clis_own_settings(tmp_path: Path) -> None:
 def test_opencode_database_loads_like_the_json_storage_and_names_bad_rows(tmp_path: Path) -> None:
     import sqlite3
 
-    from planguard.loaders import LoadError, Trajectory, iter_trajectories
+    from planguard.offline.loaders import LoadError, Trajectory, iter_trajectories
 
     path = tmp_path / "opencode.db"
     db = sqlite3.connect(path)

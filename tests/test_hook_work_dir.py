@@ -25,7 +25,7 @@ from planguard_claude_code.hook import HookRunner, answer_text, read_summary
 from planguard_claude_code.state import SessionStore
 
 from planguard.guard import Guard
-from planguard.loaders import Trajectory, iter_trajectories
+from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.session import replay_events
 
 CONFIG = "plan: plan\nrules: live\ntelemetry: {enabled: false}\nstore: {enabled: false}\n"

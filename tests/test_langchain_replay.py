@@ -35,7 +35,7 @@ from langchain_core.tools import BaseTool
 from planguard_langchain import PlanGuardMiddleware
 from planguard_langchain.testing import ScriptedChatModel
 
-from planguard.replay import PAPER_SETTINGS, resolve_plans
+from planguard.offline.replay import PAPER_SETTINGS, resolve_plans
 from planguard.testing import RecordingSink, guard_for_tests
 
 CORPUS = ("data", "swe-agent", "trajectories.jsonl")

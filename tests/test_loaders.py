@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from planguard.events import ToolEvent
-from planguard.loaders import (
+from planguard.offline.loaders import (
     FORMATS,
     STANDARD_META_KEYS,
     LoadError,
@@ -698,7 +698,7 @@ def test_mini_swe_agent_v2_layout_with_tool_calls(tmp_path: Path) -> None:
 
 
 def test_planguard_store_files_go_through_the_store_reader(tmp_path: Path) -> None:
-    from planguard.store.records import HEADER_TYPE
+    from planguard.sinks.store.records import HEADER_TYPE
 
     header = {
         "type": HEADER_TYPE,

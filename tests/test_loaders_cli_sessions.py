@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from planguard.actions import ActionType, classify_action
-from planguard.loaders import LoadError, Trajectory, detect_format, iter_trajectories
+from planguard.offline.loaders import LoadError, Trajectory, detect_format, iter_trajectories
 from planguard.session import Pipeline
 
 PATCH = "*** Begin Patch\n*** Update File: src/calc.py\n@@\n-    return a / b\n+    return a\n*** End Patch"

@@ -13,7 +13,7 @@ import pytest
 from test_loaders_robust import cc_lines, replay_exit
 
 from planguard.documents import MAX_DEPTH
-from planguard.loaders import LoadError, Trajectory, iter_trajectories
+from planguard.offline.loaders import LoadError, Trajectory, iter_trajectories
 
 CWD = "/home/u/proj"
 

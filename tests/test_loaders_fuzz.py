@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planguard.events import ToolEvent
-from planguard.loaders import FORMATS, LoadError, Trajectory, iter_trajectories
+from planguard.offline.loaders import FORMATS, LoadError, Trajectory, iter_trajectories
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL = SHARED / "data" / "realtraj"

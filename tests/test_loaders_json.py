@@ -1,8 +1,8 @@
 """The loaders' fast paths against the standard library they stand in for.
 
-``planguard.loaders._json.loads`` must be exactly ``json.loads`` (same value, same exception and message),
-whether orjson is installed or not; ``_lines`` must split a file exactly as iterating it does; and the
-positional ``ToolEvent`` construction of the SWE-agent loader relies on the dataclass's field order.
+``planguard.offline.loaders._json.loads`` must be exactly ``json.loads`` (same value, same exception and
+message), whether orjson is installed or not; ``_lines`` must split a file exactly as iterating it does; and
+the positional ``ToolEvent`` construction of the SWE-agent loader relies on the dataclass's field order.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planguard.events import ToolEvent
-from planguard.loaders import _json
-from planguard.loaders import _lines as split_lines
+from planguard.offline.loaders import _json
+from planguard.offline.loaders import _lines as split_lines
 
 FUZZ = settings(max_examples=400, deadline=None)
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from planguard.loaders import LoadError, LoadNote, Trajectory, iter_trajectories
+from planguard.offline.loaders import LoadError, LoadNote, Trajectory, iter_trajectories
 from planguard.session import Pipeline
 
 

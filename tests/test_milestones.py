@@ -8,8 +8,8 @@ import pytest
 
 from planguard.actions import AnchorSet, Effect, classify_action, label_effects
 from planguard.events import ToolEvent
-from planguard.loaders import iter_trajectories
 from planguard.milestones import MilestoneTracker, milestones
+from planguard.offline.loaders import iter_trajectories
 
 DIFF = (
     "diff --git a/pkg/a.py b/pkg/a.py\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1 +1 @@\n-x\n+y\n"

@@ -173,7 +173,7 @@ def _check_run(fake: FakeOpenAI, work: Path, traj: dict[str, Any]) -> dict[str, 
 def _offline(path: Path, live: dict[str, Any]) -> None:
     """Offline = live: the saved trajectory replays to the same phases and metrics."""
     from planguard.guard import Guard
-    from planguard.replay import replay
+    from planguard.offline.replay import replay
 
     guard = Guard.from_file(path.parent.parent / "planguard.yaml")
     try:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.notify import NotifyConfig, WebhookSink
+from planguard.sinks.webhook import NotifyConfig, WebhookSink
 from planguard.testing import ScriptedDetector, drive, guard_for_tests
 
 
@@ -171,7 +171,7 @@ def test_refused_endpoint_costs_the_agent_nothing_and_counts_failures(caplog):
         url, events=["finding", "decision:*"], max_retries=2, backoff_s=0.01, timeout_s=0.5
     )
     t0 = time.perf_counter()
-    with caplog.at_level(logging.WARNING, logger="planguard.notify"):
+    with caplog.at_level(logging.WARNING, logger="planguard.sinks.webhook"):
         for i in range(20):
             drive(guard, f"s{i}", [SEARCH, ToolEvent("edit")])
         agent_time = time.perf_counter() - t0
@@ -179,7 +179,7 @@ def test_refused_endpoint_costs_the_agent_nothing_and_counts_failures(caplog):
         assert sink.flush(10)
     assert agent_time < 0.5, agent_time
     assert sink.failed == 40 and sink.retries == 80 and sink.sent == 0  # (finding + notify) x 20
-    warnings = [r for r in caplog.records if r.name == "planguard.notify"]
+    warnings = [r for r in caplog.records if r.name == "planguard.sinks.webhook"]
     assert len(warnings) == 1  # logged once, then only counted
     guard.shutdown()
 

@@ -16,7 +16,7 @@ import pytest
 
 from planguard.cli import main
 from planguard.events import ToolEvent
-from planguard.loaders import Trajectory, iter_trajectories
+from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.phases import LETTER_OF, get_rules
 
 #: The acceptance bar of issue #18: per-step agreement under the default rules.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from planguard.commands import check_config
+from planguard.cli.commands import check_config
 from planguard.config import ConfigError, config_schema, load_config
 from planguard.events import ToolEvent
 from planguard.guard import Guard
@@ -308,8 +308,8 @@ def test_general_is_not_a_phase_id_and_hostile_arguments_fail_open(tmp_path: Pat
 def test_a_recorded_session_replays_under_its_config_to_the_same_findings_and_decisions(
     tmp_path: Path,
 ) -> None:
-    from planguard.commands import replay as replay_command
-    from planguard.replay import DecisionLog
+    from planguard.cli.commands import replay as replay_command
+    from planguard.offline.replay import DecisionLog
 
     store = tmp_path / "store"
     config = tmp_path / "planguard.yaml"

@@ -36,14 +36,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from planguard.config import Config
-from planguard.console import ConsoleSink
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.guard import Guard
 from planguard.session import Session
+from planguard.sinks.capture import ENV_CAPTURE
+from planguard.sinks.console import ConsoleSink
 from planguard.stages import Policy
 from planguard.step import Step
-from planguard.telemetry.capture import ENV_CAPTURE
 
 OFF = [None, "false", "NO_CONTENT"]
 ON = ["true", "SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT"]
@@ -388,8 +388,8 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
     from proxy_fakes import bash_agent_script, proxy_stack, quiet_config
     from test_proxy_e2e import run_openai_agent, workdir
 
-    from planguard.telemetry.capture import capture_mode_from_env
-    from planguard.telemetry.testing import TelemetryCapture
+    from planguard.sinks.capture import capture_mode_from_env
+    from planguard.sinks.telemetry.testing import TelemetryCapture
 
     if mode is None:
         monkeypatch.delenv(ENV_CAPTURE, raising=False)

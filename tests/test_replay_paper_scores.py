@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planguard.replay import ReplayResult, replay, replay_pipeline, resolve_plans
+from planguard.offline.replay import ReplayResult, replay, replay_pipeline, resolve_plans
 
 
 @pytest.mark.parametrize("version", ["v351278e", "v8ec988e"])

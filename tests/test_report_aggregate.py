@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from planguard.report.aggregate import ALL, build_report, phase_flow, phase_runs, run_effect_shares
-from planguard.report.html import render_html, sankey_svg
-from planguard.report.records import RunRecord, model_from_run, record_from_replay_json
+from planguard.offline.report.aggregate import ALL, build_report, phase_flow, phase_runs, run_effect_shares
+from planguard.offline.report.html import render_html, sankey_svg
+from planguard.offline.report.records import RunRecord, model_from_run, record_from_replay_json
 
 
 def rec(
@@ -152,3 +156,63 @@ def test_group_by_metadata_field() -> None:
     a.meta["difficulty"] = "hard"
     r = build_report([a, b], group_by="difficulty")
     assert r.groups == [ALL, "hard", "unknown"]
+
+
+def _scored_against(plan: str, r: RunRecord) -> RunRecord:
+    r.metrics = {plan: r.metrics["plan"]}
+    return r
+
+
+def test_a_declared_plan_is_drawn_with_its_own_phases() -> None:
+    # The support preset's letters: identify I → lookup L → confirm C → act A → wrap_up W.
+    runs = [_scored_against("support", rec(f"s{i}", "ILLCAW")) for i in range(3)]
+    r = build_report(runs)
+    assert r.plan == "support"
+    assert r.in_plan == dict.fromkeys("ILCAW", True)
+    assert r.phase_names["I"] == "Identify the customer" and set(r.phase_names) == set("ILCAW")
+    html = render_html(r)
+    legend = html.split('<section id="flow">', 1)[1].split("</div>", 1)[0]
+    for letter, name in r.phase_names.items():
+        assert f"</i>{letter} {name}</span>" in legend
+    assert "Reproduce" not in legend and "#a0a0a0" not in legend  # no coding letters, nothing out of plan
+    # Every in-plan flow is coloured (not the out-of-plan grey) and each phase has its own colour.
+    svg = html.split('<svg class="sankey"', 1)[1].split("</svg>", 1)[0]
+    node_fills = dict((ph, fill) for fill, ph in re.findall(r'fill="(#\w+)" data-node="\d+:(\w)"', svg))
+    assert set(node_fills) == set("ILCAW") and len(set(node_fills.values())) == 5
+    assert "#a0a0a0" not in node_fills.values()
+
+
+def test_a_declared_plan_given_by_file_is_found_by_name(tmp_path: Path) -> None:
+    from planguard.plan import PhaseMatch, Plan, PlanPhase
+
+    plan = Plan(
+        name="refund-flow",
+        phases=(
+            PlanPhase(id="identify", symbol="I", name="Identify", match=PhaseMatch(tool="find_*")),
+            PlanPhase(id="act", symbol="A", name="Act", match=PhaseMatch(tool="refund*")),
+        ),
+    )
+    runs = [_scored_against("refund-flow", rec("r", "IA.A"))]
+    assert build_report(runs, plans=[plan]).in_plan == {"I": True, "A": True}
+    # Without the plan object nothing says what is out of the plan: every letter the runs carry is in it.
+    unknown = build_report(runs)
+    assert unknown.in_plan == {"A": True, "I": True} and unknown.phase_names == {}
+
+
+def test_a_coding_plan_keeps_the_coding_letters_and_greys_what_it_leaves_out() -> None:
+    r = build_report([_scored_against("no-reproduce", rec("c", "NPV"))], plans=[_coding_without_reproduce()])
+    assert r.in_plan["N"] and r.in_plan["P"] and r.in_plan["V"] and not r.in_plan["R"]
+    assert r.phase_names == {}
+    # The standard plan: its reproduce phase accepts both kinds of reproduction, its validate phase only
+    # the newly generated test's.
+    standard = build_report([rec("d", "NRPV")])
+    assert standard.in_plan == {"N": True, "R": True, "r": True, "P": True, "V": True, "v": False}
+
+
+def _coding_without_reproduce() -> Any:
+    from planguard.plan import PRESETS
+
+    coding = PRESETS["plan"]
+    return coding.model_copy(
+        update={"name": "no-reproduce", "phases": tuple(p for p in coding.phases if "reproduce" not in p.id)}
+    )

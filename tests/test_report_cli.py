@@ -12,13 +12,13 @@ import pytest
 from planguard.cli import main
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
+from planguard.offline.report import collect, register_experiment_reader
+from planguard.offline.report import experiments as experiments_mod
 from planguard.policies.base import Policy
-from planguard.report import collect, register_experiment_reader
-from planguard.report import experiments as experiments_mod
 from planguard.session import Pipeline, Session
+from planguard.sinks.store.config import StoreConfig
+from planguard.sinks.store.writer import StoreSink
 from planguard.step import Step
-from planguard.store.config import StoreConfig
-from planguard.store.writer import StoreSink
 
 
 @pytest.fixture()
@@ -56,8 +56,8 @@ def test_html_report_over_the_shared_corpus(corpus: Path, tmp_path: Path) -> Non
 
 def test_replay_jsonl_input_gives_the_same_numbers(corpus: Path, tmp_path: Path) -> None:
     replayed = tmp_path / "replay.jsonl"
-    # ``report`` scores with the paper's rules by default; replay them with the same rules.
-    assert main(["replay", str(corpus), "--rules", "v351278e", "--format", "jsonl", "-o", str(replayed)]) == 0
+    # ``report`` and ``replay`` score with the same rules by default (the live rules).
+    assert main(["replay", str(corpus), "--format", "jsonl", "-o", str(replayed)]) == 0
     direct = [r for r in collect([corpus]) if not isinstance(r, str)]
     via = [r for r in collect([replayed]) if not isinstance(r, str)]
     assert len(direct) == len(via) == 81
@@ -74,6 +74,30 @@ def test_replay_jsonl_input_gives_the_same_numbers(corpus: Path, tmp_path: Path)
     # The replay record carries the run's metadata, so outcomes survive the round trip.
     assert [r.outcome for r in via] == [r.outcome for r in direct]
     assert {r.outcome for r in direct} == {"resolved", "unresolved"}
+
+
+def _drill(html: str) -> list[dict[str, Any]]:
+    found = re.search(r'<script type="application/json" id="pg-runs">(.*?)</script>', html)
+    assert found is not None
+    runs: list[dict[str, Any]] = json.loads(found.group(1))
+    return runs
+
+
+def test_report_defaults_to_the_rules_replay_defaults_to(corpus: Path, tmp_path: Path) -> None:
+    replayed = tmp_path / "replay.jsonl"
+    assert main(["replay", str(corpus), "--format", "jsonl", "-o", str(replayed)]) == 0
+    for args, out in (([], "default.html"), (["--rules", "live"], "live.html"), ([], "via.html")):
+        src = replayed if out == "via.html" else corpus
+        assert main(["report", str(src), *args, "-o", str(tmp_path / out)]) == 0
+    default, live, via = (
+        _drill((tmp_path / n).read_text("utf-8")) for n in ("default.html", "live.html", "via.html")
+    )
+    assert default == live
+    assert [(r["id"], r["s"], r["m"]) for r in default] == [(r["id"], r["s"], r["m"]) for r in via]
+    # The paper's rules are still one flag away, and they do score these runs differently.
+    assert main(["report", str(corpus), "--rules", "v351278e", "-o", str(tmp_path / "paper.html")]) == 0
+    paper = _drill((tmp_path / "paper.html").read_text("utf-8"))
+    assert [r["s"] for r in paper] != [r["s"] for r in default]
 
 
 def test_replay_writes_a_lone_surrogate_as_a_json_escape(corpus: Path, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planguard.report.stats import mann_whitney_u, quantile, summarize
+from planguard.offline.report.stats import mann_whitney_u, quantile, summarize
 
 
 def test_exact_complete_separation_three_by_three() -> None:

@@ -11,7 +11,7 @@ import pytest
 from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.guard import Guard
-from planguard.loaders import Trajectory, iter_trajectories
+from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.session import Session
 from planguard.testing import RecordingSink
 

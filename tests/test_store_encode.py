@@ -21,13 +21,13 @@ from planguard.metrics import Scores
 from planguard.phases import LETTER_OF
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks.capture import ContentPolicy
+from planguard.sinks.redact import REDACTED, Redactor, redact_value
+from planguard.sinks.store import writer as writer_module
+from planguard.sinks.store.config import StoreConfig
+from planguard.sinks.store.records import EventRecord, StepRecord
+from planguard.sinks.store.writer import _ENCODER, StoreSink, _encode
 from planguard.step import Step
-from planguard.store import writer as writer_module
-from planguard.store.config import StoreConfig
-from planguard.store.records import EventRecord, StepRecord
-from planguard.store.writer import _ENCODER, StoreSink, _encode
-from planguard.telemetry.capture import ContentPolicy
-from planguard.telemetry.redact import REDACTED, Redactor, redact_value
 from planguard.testing import ScriptedDetector
 
 

@@ -19,8 +19,8 @@ from planguard_langchain import is_planguard_message
 from planguard_langchain.demo import agent as demo
 from planguard_langchain.demo import support
 
-from planguard.commands import replay as replay_command
-from planguard.replay import DecisionLog
+from planguard.cli.commands import replay as replay_command
+from planguard.offline.replay import DecisionLog
 
 REPO = Path(__file__).resolve().parents[1]
 SUPPORT_CONFIG = REPO / "examples" / "demo" / "support.yaml"

@@ -9,15 +9,15 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
-from planguard.console import ConsoleSink
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
-from planguard.store.config import StoreConfig
-from planguard.store.reader import iter_sessions
-from planguard.store.writer import StoreSink
-from planguard.telemetry import build_sinks
-from planguard.telemetry.config import TelemetryConfig
-from planguard.telemetry.otel import OTelSink
+from planguard.sinks.console import ConsoleSink
+from planguard.sinks.store.config import StoreConfig
+from planguard.sinks.store.reader import iter_sessions
+from planguard.sinks.store.writer import StoreSink
+from planguard.sinks.telemetry import build_sinks
+from planguard.sinks.telemetry.config import TelemetryConfig
+from planguard.sinks.telemetry.otel import OTelSink
 
 OTLP_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",

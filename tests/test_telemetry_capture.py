@@ -13,12 +13,12 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks.capture import ENV_CAPTURE, CaptureMode, capture_mode_from_env, parse_capture_mode
+from planguard.sinks.redact import Redactor
+from planguard.sinks.telemetry import attributes as A
+from planguard.sinks.telemetry.config import TelemetryConfig
+from planguard.sinks.telemetry.testing import TelemetryCapture
 from planguard.step import Step
-from planguard.telemetry import attributes as A
-from planguard.telemetry.capture import ENV_CAPTURE, CaptureMode, capture_mode_from_env, parse_capture_mode
-from planguard.telemetry.config import TelemetryConfig
-from planguard.telemetry.redact import Redactor
-from planguard.telemetry.testing import TelemetryCapture
 from planguard.testing import ScriptedDetector
 
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
@@ -85,7 +85,7 @@ def only_tool(cap: TelemetryCapture) -> Any:
 
 def test_off_by_default_nothing_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_CAPTURE, raising=False)
-    from planguard.telemetry.otel import OTelSink
+    from planguard.sinks.telemetry.otel import OTelSink
 
     assert OTelSink().capture is CaptureMode.NO_CONTENT
     cap = TelemetryCapture()

@@ -26,11 +26,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
-from planguard.store.config import StoreConfig
-from planguard.telemetry import attributes as A
-from planguard.telemetry import build_sinks
-from planguard.telemetry.config import TelemetryConfig
-from planguard.telemetry.otel import OTelSink
+from planguard.sinks.store.config import StoreConfig
+from planguard.sinks.telemetry import attributes as A
+from planguard.sinks.telemetry import build_sinks
+from planguard.sinks.telemetry.config import TelemetryConfig
+from planguard.sinks.telemetry.otel import OTelSink
 
 ALL_VARIABLES = (
     "OTEL_SDK_DISABLED",

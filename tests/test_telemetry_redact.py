@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planguard.telemetry.redact import (
+from planguard.sinks.redact import (
     _KEY_ASSIGN,
     _KEY_VALUE,
     _MEMO_MAX_CHARS,
@@ -28,9 +28,7 @@ from planguard.telemetry.redact import (
     redact_value,
     render_content,
 )
-from planguard.telemetry.redact import (
-    _PATTERNS as _BUILTIN_PATTERNS,
-)
+from planguard.sinks.redact import _PATTERNS as _BUILTIN_PATTERNS
 
 PEM = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"

@@ -15,8 +15,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from planguard.cli import main
-from planguard.loaders import iter_trajectories
-from planguard.telemetry import attributes as A
+from planguard.offline.loaders import iter_trajectories
+from planguard.sinks.telemetry import attributes as A
 
 
 class _Receiver(BaseHTTPRequestHandler):

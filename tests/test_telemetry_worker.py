@@ -6,8 +6,8 @@ import threading
 import time
 
 from planguard.errors import ErrorCounter
-from planguard.telemetry.drops import DropCounter
-from planguard.telemetry.worker import BackgroundWorker
+from planguard.sinks.drops import DropCounter
+from planguard.sinks.worker import BackgroundWorker
 
 
 def test_items_are_handled_in_order_in_batches() -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..actions.types import Action
 from ..actions.vocabulary import SURFACES, ToolSurface, classify_action
-from ..telemetry.redact import redact
+from ..sinks.redact import redact
 
 if TYPE_CHECKING:
     from ..step import Step

@@ -93,8 +93,8 @@ class ResultRecorder(Sink):
         tracer_provider: Any = None,
         spans: bool = False,
     ):
-        from ..telemetry.drops import DropCounter
-        from ..telemetry.worker import BackgroundWorker
+        from ..sinks.drops import DropCounter
+        from ..sinks.worker import BackgroundWorker
 
         self._tracer: Any = None
         if spans:

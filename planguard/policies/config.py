@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..notify import NotifyConfig
 from ..plan import Plan
 from ..plugins import PluginSpec, load_plugin
+from ..sinks.webhook import NotifyConfig
 from .base import Policy
 from .escalation import DetectorResponses, ResponsesConfig
 from .gates import Gate, GateConfig

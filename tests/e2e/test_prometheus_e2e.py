@@ -16,9 +16,9 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks.telemetry.export import start_prometheus_exporter
+from planguard.sinks.telemetry.otel import OTelSink
 from planguard.step import Step
-from planguard.telemetry.export import start_prometheus_exporter
-from planguard.telemetry.otel import OTelSink
 from planguard.testing import ScriptedDetector
 
 PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL")

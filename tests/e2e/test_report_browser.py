@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from planguard.cli import main
-from planguard.report.aggregate import phase_flow
+from planguard.offline.report.aggregate import phase_flow
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
@@ -269,9 +269,9 @@ def test_store_decisions_are_marked_on_the_timeline(tmp_path: Path) -> None:
     from planguard.events import ToolEvent
     from planguard.policies.base import Policy
     from planguard.session import Pipeline, Session
+    from planguard.sinks.store.config import StoreConfig
+    from planguard.sinks.store.writer import StoreSink
     from planguard.step import Step
-    from planguard.store.config import StoreConfig
-    from planguard.store.writer import StoreSink
 
     class Gate(Policy):
         name = "gate"

@@ -250,7 +250,7 @@ class HookRunner:
     def __init__(self, config: str | None, store: SessionStore, *, long_lived: bool = False) -> None:
         from planguard.config import default_config, load_config
         from planguard.guard import Guard
-        from planguard.store.writer import StoreSink
+        from planguard.sinks.store.writer import StoreSink
 
         self.store = store
         cfg = load_config(config) if config else default_config()

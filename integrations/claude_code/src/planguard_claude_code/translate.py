@@ -1,8 +1,8 @@
 """Claude Code hook payloads → :class:`~planguard.events.ToolEvent`, and decisions → hook answers.
 
 Claude Code's tools are passed through under their own names (``Read``, ``Edit``, ``Bash``, ...) with
-their own inputs, exactly as the transcript loader (``planguard.loaders.claude_code``) reads them from a
-session JSONL, so a live session and the replay of its transcript classify the same events. The mapping
+their own inputs, exactly as the transcript loader (``planguard.offline.loaders.claude_code``) reads them from
+a session JSONL, so a live session and the replay of its transcript classify the same events. The mapping
 onto the paper's rules (PHASE_RULES §6) is the phase rules' job, not this module's.
 
 Answers follow the hooks reference: a blocking decision is a ``PreToolUse`` ``permissionDecision: deny``

@@ -137,9 +137,9 @@ def _guard(
     config_path: Path, store_dir: Path | None, stream: IO[str], color: bool | None, sinks: Sequence[Any] = ()
 ) -> tuple[Any, Any, Any]:
     from planguard.config import load_config
-    from planguard.console import ConsoleSink
     from planguard.guard import Guard
     from planguard.sinks import Sink
+    from planguard.sinks.console import ConsoleSink
 
     class _LastSummary(Sink):
         summary: Any = None

@@ -1,0 +1,220 @@
+"""``planguard check-config FILE``: validate a config file and print what it sets up.
+
+Exit status 0 when valid; 1 with one ``FILE:LINE: key.path: problem`` line per problem on standard error.
+Environment overrides (``PLANGUARD_*``) are applied as the guard would apply them; ``--no-env`` ignores them.
+A ``proxy:`` section (``planguard proxy``'s settings, in the same file) is checked with the proxy's own model
+when planguard-agents-proxy is installed, and reported as not checked otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...config import Config
+
+__all__ = ["register", "run", "summarize"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "check-config",
+        help="validate a config file and summarise it",
+        description="Validate a planguard config file (YAML/TOML/JSON) and summarise what it sets up.",
+    )
+    p.add_argument("file", metavar="FILE", help="config file")
+    p.add_argument("--no-env", action="store_true", help="ignore PLANGUARD_* environment overrides")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...config import ConfigError, load_config
+
+    env: Mapping[str, str] = {} if args.no_env else os.environ
+    problems: list[str] = []
+    config = None
+    try:
+        config = load_config(args.file, env=env, other_sections=("proxy",))
+    except ConfigError as exc:
+        problems += str(exc).splitlines()
+    try:
+        proxy_line = _proxy_section(args.file)
+    except ConfigError as exc:
+        problems += str(exc).splitlines()
+    if problems or config is None:
+        # The proxy section is read from the same file: a problem of the file itself shows up twice.
+        for line in dict.fromkeys(problems):
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    problems = _unresolved_plugins(config)
+    if problems:
+        for line in problems:
+            print(f"error: {args.file}: {line}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: valid")
+    for line in summarize(config, env):
+        print(line)
+    if proxy_line:
+        print(proxy_line)
+    return 0
+
+
+def _unresolved_plugins(config: Config) -> list[str]:
+    """The ``custom`` policies and sinks the guard could not build: each named class must import (or be a
+    built-in or an entry point) and be the right kind of stage. Options are only checked when the guard
+    builds. Custom detectors need no check here: loading the file builds them already (their names are the
+    finding kinds ``policies.responses`` may answer)."""
+    from ...plugins import resolve_class
+
+    problems = []
+    for kind, specs in (("policies", config.policies.custom), ("sinks", config.sinks.custom)):
+        for i, spec in enumerate(specs):
+            try:
+                resolve_class(kind, spec.class_, f"{kind}.custom.{i}")  # type: ignore[arg-type]
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
+
+
+def _proxy_section(path: str) -> str | None:
+    """The summary line of the file's ``proxy:`` section (None when it has none); ConfigError if invalid."""
+    from ...config import load_section
+
+    try:
+        from planguard_proxy.config import ProxyConfig
+    except ImportError:
+        from pydantic import BaseModel, ConfigDict
+
+        class _AnySection(BaseModel):  # only "is it a mapping": the proxy's own model is not installed
+            model_config = ConfigDict(extra="allow")
+
+        if load_section(path, "proxy", _AnySection) is None:
+            return None
+        return "proxy: present, not checked (its model comes with: pip install 'planguard-agents[proxy]')"
+    proxy = load_section(path, "proxy", ProxyConfig)
+    if proxy is None:
+        return None
+    return f"proxy: listen {proxy.listen}, gate {proxy.gate}, store {proxy.store.backend}"
+
+
+def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """Human-readable lines: plan, rules, each policy, sinks, sessions, and the active env overrides."""
+    from urllib.parse import urlsplit
+
+    from ...config import ENV_OVERRIDES
+
+    out: list[str] = []
+    if not config.enabled:
+        out.append("planguard: DISABLED (enabled: false) — every call is allowed, nothing is recorded")
+    plan = config.followed_plan
+    phases = (
+        " → ".join(f"{p.name}" + ("" if p.scored else " (not scored)") for p in plan.phases) or "(no phases)"
+    )
+    out.append(f"plan: {plan.name}: {phases}")
+    if len(config.plans) > 1:
+        out.append("also scored against: " + ", ".join(p.name for p in config.plans[1:]))
+    if plan.declarative:
+        out.append("phases: declared by the plan (the coding rules are not used)")
+        for p in plan.phases:
+            order = [f"after {', '.join(p.after)}"] if p.after else []
+            order += [f"before {', '.join(p.before)}"] if p.before else []
+            order += ["first call only"] if p.first_only else []
+            matches = " or ".join(
+                "{" + ", ".join(f"{k}: {v}" for k, v in m.model_dump(exclude_defaults=True).items()) + "}"
+                for m in p.matches
+            )
+            out.append(f"  {p.symbol} {p.id}: {matches}" + (f" ({'; '.join(order)})" if order else ""))
+    else:
+        out.append(f"rules: {config.rules}")
+    pol = config.policies
+    r = pol.reminder
+    if r.enabled and plan.phases and (r.every_model_calls or r.every_tool_calls):
+        every = " or ".join(
+            s
+            for s in (
+                f"{r.every_model_calls} model calls" if r.every_model_calls else "",
+                f"{r.every_tool_calls} tool calls" if r.every_tool_calls else "",
+            )
+            if s
+        )
+        cap = "no cap" if r.max_per_session is None else f"at most {r.max_per_session} per session"
+        out.append(
+            f"reminder: every {every}, {r.delivery}, {cap}, min gap {r.min_gap_model_calls} model calls"
+        )
+    else:
+        out.append("reminder: off")
+    v = pol.violations
+    if v.enabled and plan.phases:
+        kinds = [k for k in ("skipped", "out_of_order", "out_of_plan", "missing_at_finish") if getattr(v, k)]
+        out.append(f"violations: {', '.join(kinds) or 'none'}; on finish: {v.on_finish}; {v.delivery}")
+    else:
+        out.append("violations: off")
+    resp = pol.responses
+    if resp.enabled:
+        for kind, rc in resp.findings.items():
+            ladder = ", ".join(
+                f"{rung}@{getattr(rc.ladder, rung)}"
+                for rung in ("log", "warn", "nudge", "block", "stop")
+                if getattr(rc.ladder, rung) is not None
+            )
+            extra = f", exempt {rc.exempt_tools}" if rc.exempt_tools else ""
+            out.append(f"responses: {kind}: {ladder or 'none'} (cooldown {rc.cooldown_steps} steps{extra})")
+        d = resp.default.ladder
+        out.append(
+            "responses: other kinds: "
+            + (
+                ", ".join(
+                    f"{rung}@{getattr(d, rung)}"
+                    for rung in ("log", "warn", "nudge", "block", "stop")
+                    if getattr(d, rung) is not None
+                )
+                or "ignored"
+            )
+        )
+    else:
+        out.append("responses: off")
+    for g in pol.gates:
+        tools = g.tool_regex or (g.tool if isinstance(g.tool, str) else ", ".join(g.tool))
+        args = f" with {g.arguments}" if g.arguments else ""
+        until = g.until
+        pa = until.phase_after
+        conds = [f"{pa.phase} after {pa.after}"] if pa is not None else []
+        conds += [f"{p} seen" for p in until.phases_seen]
+        conds += ["plan complete"] if until.plan_complete else []
+        conds += [f"{until.min_steps} steps"] if until.min_steps else []
+        closed = g.fail_closed if g.fail_closed is not None else config.fail_closed_gates
+        out.append(
+            f"gate {g.name}: deny {tools}{args} until {', '.join(conds)}; "
+            f"max denials {g.max_denials if g.max_denials is not None else 'unlimited'}; "
+            f"{'fail-closed' if closed else 'fail-open'}"
+        )
+    n = pol.notify
+    if n.enabled and n.url:
+        u = urlsplit(n.url)  # never print credentials, query strings or header values
+        out.append(
+            f"notify: {u.scheme}://{u.hostname}{':' + str(u.port) if u.port else ''}{u.path} "
+            f"on {', '.join(n.events)} (timeout {n.timeout_s}s, {n.max_retries} retries, "
+            f"queue {n.queue_size})"
+        )
+    else:
+        out.append("notify: off")
+    out += [f"custom policy: {spec.class_}" for spec in pol.custom]
+    out += [f"custom detector: {spec.class_}" for spec in config.detectors.custom]
+    out += [f"custom sink: {spec.class_}" for spec in config.sinks.custom]
+    out.append(
+        f"telemetry: {'on' if config.telemetry.enabled else 'off'}; "
+        f"store: {config.store.path if config.store.enabled else 'off'}"
+    )
+    idle = config.sessions.idle_timeout_s
+    out.append(
+        f"sessions: at most {config.sessions.max_sessions}, idle timeout "
+        f"{'none' if idle is None else f'{idle:g}s'}"
+    )
+    active = [var for var in ENV_OVERRIDES if env is not None and var in env]
+    if active:
+        out.append("environment overrides: " + ", ".join(active))
+    return out

@@ -1,0 +1,85 @@
+"""``planguard proxy --config FILE [--listen HOST:PORT] [--upstream URL] [--store-url redis://…]``
+
+A model-API proxy: point an agent's base URL at it and planguard monitors the agent with no code change.
+The server lives in the separate ``planguard-agents-proxy`` distribution (an ASGI stack), imported only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["INSTALL_HINT", "register", "run"]
+
+INSTALL_HINT = (
+    "planguard proxy: the proxy server is not installed.\n"
+    "  pip install 'planguard-agents[proxy]'          (from a checkout: bash scripts/bootstrap.sh)\n"
+    "  pip install 'planguard-agents-proxy[redis]'    (replicas sharing state in Redis)"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "proxy",
+        help="run a model-API proxy that monitors any agent (OpenAI / Anthropic APIs)",
+        description="Serve OpenAI-compatible POST /v1/chat/completions and Anthropic POST /v1/messages "
+        "(streaming and not), monitoring the tool calls that pass through; everything else is forwarded "
+        "unchanged. Settings come from the config file's 'proxy:' section; flags override them.",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="planguard config (YAML/TOML/JSON) with an optional proxy: section"
+    )
+    p.add_argument("--listen", metavar="HOST:PORT", help="address to bind (default 127.0.0.1:8787)")
+    p.add_argument("--upstream", metavar="URL", help="base URL of the model API for every route")
+    p.add_argument(
+        "--gate", choices=("rewrite", "annotate", "observe"), help="what a denied tool call becomes"
+    )
+    p.add_argument(
+        "--text-actions",
+        action="store_true",
+        default=None,
+        help="read fenced bash blocks in assistant text as shell calls (mini-swe-agent text mode)",
+    )
+    p.add_argument("--store-url", metavar="URL", help="redis://HOST:PORT/DB: share state with other replicas")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # importlib, not an import statement: the proxy is a separate, optional package (type-checked on its own).
+    try:
+        load_proxy_config = importlib.import_module("planguard_proxy.config").load_proxy_config
+        serve = importlib.import_module("planguard_proxy.server").serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("planguard_proxy", "uvicorn", "httptools", "uvloop", "orjson"):
+            print(INSTALL_HINT, file=sys.stderr)
+            return 2
+        raise
+    from ...config import ConfigError
+
+    try:
+        config, proxy = load_proxy_config(args.config)
+        update: dict[str, object] = {}
+        if args.listen:
+            update["listen"] = args.listen
+        if args.upstream:
+            update["upstream"] = args.upstream
+        if args.gate:
+            update["gate"] = args.gate
+        data = proxy.model_dump()
+        data.update(update)
+        if args.text_actions:
+            data["text_actions"]["enabled"] = True
+        if args.store_url:
+            data["store"].update(backend="redis", url=args.store_url)
+        proxy = type(proxy).model_validate(data)
+    except (ConfigError, ValueError) as exc:
+        print(f"planguard proxy: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"planguard proxy: listening on http://{proxy.listen} "
+        f"(store: {proxy.store.backend}, gate: {proxy.gate})",
+        file=sys.stderr,
+    )
+    serve(config, proxy)
+    return 0

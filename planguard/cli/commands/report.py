@@ -1,0 +1,131 @@
+"""``planguard report INPUT... [-o report.html] [--group-by model|setting|FIELD] [--format html|terminal]``
+
+Inputs are trajectories (any loader format), ``planguard replay --format jsonl`` output, or store files
+(``.planguard/sessions``); experiment results are rendered when a reader is registered for them
+(:mod:`planguard.offline.report.experiments`). Without ``-o`` on a terminal the report is printed as tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import IO
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "report",
+        help="compliance report (self-contained HTML or terminal tables) over many runs",
+        description="Summarise plan compliance, phase flow, detectors and effect labels over recorded runs.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="INPUT",
+        help="trajectory files/directories, replay jsonl output, or store files",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write the HTML report to FILE")
+    p.add_argument(
+        "--format",
+        choices=("html", "terminal"),
+        help="html (default with -o or when standard output is not a terminal) or terminal",
+    )
+    p.add_argument(
+        "--group-by",
+        default="model",
+        metavar="model|setting|FIELD",
+        help="group runs by model (default), setting, format, outcome, or any run metadata field",
+    )
+    p.add_argument(
+        "--plan",
+        action="append",
+        metavar="PRESET|FILE",
+        help="plan(s) to score replayed trajectories against (default: the standard plan)",
+    )
+    p.add_argument(
+        "--rules",
+        help="phase rules for replayed trajectories, as in replay: live (default; PHASES_LIVE.md), "
+        "v351278e, v8ec988e (the paper)",
+    )
+    p.add_argument("--title", default="planguard compliance report")
+    p.add_argument("--max-groups", type=int, default=12, help="groups shown separately (rest: 'other')")
+    p.add_argument(
+        "--max-drill",
+        type=int,
+        default=1000,
+        help="runs embedded in the per-run drill-down (deterministic sample above this)",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=0,
+        help="replay input files in N processes (default 0: one per CPU; a file is the unit of work)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...offline.replay import resolve_plans
+    from ...offline.report import build_report, collect, read_experiments, render_html, render_terminal
+    from ...offline.report.records import RunRecord, expand_paths
+    from ...phases import DEFAULT_VERSION
+
+    fmt = args.format or ("html" if args.output or not sys.stdout.isatty() else "terminal")
+    files = expand_paths(args.paths)
+    experiments, files, errors = read_experiments(f for f in files if f.is_file())
+    missing = [str(p) for p in args.paths if not os.path.exists(p)]
+    errors += [
+        f"{p}: no such file or directory; expected a trajectory, replay jsonl or store file" for p in missing
+    ]
+    records: list[RunRecord] = []
+    try:
+        for item in collect(
+            files,
+            plans=args.plan,
+            rules=args.rules or DEFAULT_VERSION,
+            jobs=args.jobs if args.jobs > 0 else (os.cpu_count() or 1),
+        ):
+            if isinstance(item, str):
+                errors.append(item)
+                print(item, file=sys.stderr)
+            else:
+                records.append(item)
+    except ValueError as exc:  # a bad --plan
+        print(f"planguard report: {exc}", file=sys.stderr)
+        return 2
+    if not records and not experiments:
+        print("planguard report: no runs found in the input", file=sys.stderr)
+        return 1
+    report = build_report(
+        records,
+        plans=resolve_plans(args.plan) if args.plan else (),
+        group_by=args.group_by,
+        errors=errors,
+        title=args.title,
+        max_groups=args.max_groups,
+        max_drill=args.max_drill,
+        experiments=experiments,
+    )
+    if fmt == "terminal":
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                render_terminal(report, fh, width=160)
+        else:
+            render_terminal(report, sys.stdout)
+    else:
+        html = render_html(report)
+        out: IO[str]
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(html)
+            print(
+                f"planguard report: {len(records)} runs → {args.output} ({len(html.encode()) / 1e6:.2f} MB)",
+                file=sys.stderr,
+            )
+        else:
+            sys.stdout.write(html)
+    return 1 if errors else 0

@@ -1,0 +1,373 @@
+"""Recorded agent runs -> :class:`Trajectory` objects of :class:`~planguard.events.ToolEvent`.
+
+The offline half of planguard replays these through the same pipeline the live integrations feed::
+
+    for item in iter_trajectories(["runs/"]):
+        if isinstance(item, LoadError):
+            log.warning("%s", item)        # "runs/x.jsonl:17: 'steps' is missing; expected ..."
+            continue
+        replay(item.events)
+
+Formats (see :data:`FORMATS`; each is detected from the file's content, not its name):
+
+* ``swe-agent-jsonl`` - planguard's shared corpus, one SWE-agent run per line (streamed).
+* ``swe-agent-traj`` - SWE-agent ``.traj`` files, 0.x (legacy tools) and 1.x (function calling).
+* ``swe-agent-demo`` - SWE-agent demonstrations (``history`` only; ``.traj`` JSON or ``.yaml``).
+* ``mini-swe-agent`` - ``.traj.json`` message lists and ``{"info", "messages"}`` files.
+* ``claude-code`` - Claude Code session JSONL; sub-agent transcripts become separate runs.
+* ``openhands`` - OpenHands serialised event lists.
+* ``openhands-output`` - OpenHands evaluation and resolver ``output.jsonl`` (one instance per line,
+  streamed; V0 and V1 event histories).
+* ``codex`` - Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+* ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
+* ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``),
+  or its database (``~/.local/share/opencode/opencode.db``, opencode 1.1x and later).
+* ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.sinks.store.reader`).
+* ``generic`` - one JSON object per tool call (:mod:`planguard.offline.loaders.generic`; ``planguard
+export``).
+
+Bad input never raises out of :func:`iter_trajectories`: a malformed file or line becomes a yielded
+:class:`LoadError` and loading carries on with the next line or file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_run
+from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
+from ._json import loads
+from .claude_code import load_claude_code
+from .codex import load_codex
+from .gemini_cli import load_gemini_cli
+from .generic import load_generic
+from .mini_swe_agent import load_mini_document
+from .opencode import (
+    is_opencode_db,
+    is_opencode_storage,
+    load_opencode_db,
+    load_opencode_session_file,
+    load_opencode_storage,
+)
+from .openhands import load_event_document, load_output_record
+from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
+
+__all__ = [
+    "FORMATS",
+    "STANDARD_META_KEYS",
+    "TRAJECTORY_SUFFIXES",
+    "LoadError",
+    "LoadNote",
+    "Trajectory",
+    "detect_format",
+    "iter_trajectories",
+    "load_trajectories",
+    "trajectory_files",
+]
+
+#: File name endings a directory walk considers; anything else in a directory is not a trajectory.
+#: Files named explicitly are always tried, whatever their name.
+TRAJECTORY_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson", ".json", ".traj", ".yaml", ".yml")
+# Longest first, so "x.traj.json" loses ".traj.json" rather than only ".json".
+_STEM_SUFFIXES = (".traj.json", ".traj.yaml", ".jsonl", ".ndjson", ".json", ".traj", ".yaml", ".yml")
+_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
+
+SkipCallback = Callable[[Path, str], None]
+_DocumentLoader = Callable[[Any, str, str], Trajectory]
+_SessionLineLoader = Callable[
+    [Iterable[tuple[int, Any] | LoadError], str, str], Iterator[Trajectory | LoadError]
+]
+#: Line formats that hold one session per file (read whole, not record by record).
+_SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {
+    "claude-code": load_claude_code,
+    "codex": load_codex,
+    "gemini-cli": load_gemini_cli,
+}
+_DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
+    "swe-agent-traj": load_traj_document,
+    "swe-agent-demo": load_demo_document,
+    "mini-swe-agent": load_mini_document,
+    "openhands": load_event_document,
+}
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """The format of one file, from its content. Raises :class:`LoadError` when the file cannot be read
+    or is not a trajectory of any known format."""
+    target = Path(path)
+    try:
+        found = sniff(target)
+    except OSError as exc:
+        raise LoadError(
+            str(target), f"cannot read file ({exc.strerror or exc}); expected a readable trajectory"
+        ) from None
+    if found.format is None:
+        raise LoadError(
+            str(target), f"not a recognised trajectory: {found.reason}; expected one of {', '.join(FORMATS)}"
+        )
+    return found.format
+
+
+def iter_trajectories(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    source_format: str | None = None,
+    on_skip: SkipCallback | None = None,
+) -> Iterator[Trajectory | LoadError]:
+    """Yield every trajectory found in ``paths`` (files or directories), in input order.
+
+    Directories are walked recursively in sorted order, skipping hidden entries, files whose names do
+    not end in :data:`TRAJECTORY_SUFFIXES`, and well-formed files that are not trajectories (a labels
+    file, a config); ``on_skip(path, reason)`` hears about the latter. JSON Lines are streamed, so a
+    corpus never has to fit in memory. ``source_format`` forces a format for files whose content does
+    not reveal it (within one producer the detected layout still wins, e.g. ``"openhands"`` on an
+    ``output.jsonl`` reads it as ``openhands-output``).
+    """
+    if source_format is not None and source_format not in FORMATS:
+        raise ValueError(f"unknown source_format {source_format!r}; expected one of {', '.join(FORMATS)}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return _iterate(paths, source_format, on_skip)
+
+
+def load_trajectories(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, source_format: str | None = None
+) -> tuple[list[Trajectory], list[LoadError]]:
+    """Everything :func:`iter_trajectories` yields, split into runs and errors (for small inputs)."""
+    runs: list[Trajectory] = []
+    errors: list[LoadError] = []
+    for item in iter_trajectories(paths, source_format=source_format):
+        if isinstance(item, LoadError):
+            errors.append(item)
+        else:
+            runs.append(item)
+    return runs, errors
+
+
+def trajectory_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """The files :func:`iter_trajectories` would open for ``paths``, without opening them (e.g. for a
+    progress total): explicit files as given, directories walked as it walks them; missing paths skipped."""
+    for given in paths:
+        target = Path(given)
+        if target.is_dir():
+            yield from _walk(target)
+        elif target.exists():
+            yield target
+
+
+def run_id_from_name(name: str) -> str:
+    lowered = name.lower()
+    for suffix in _STEM_SUFFIXES:
+        if lowered.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def _iterate(
+    paths: Iterable[Any], source_format: str | None, on_skip: SkipCallback | None
+) -> Iterator[Trajectory | LoadError]:
+    for given in paths:
+        try:
+            target = Path(given)
+            is_dir = target.is_dir()
+            exists = is_dir or target.exists()
+        except (TypeError, ValueError, OSError) as exc:
+            yield LoadError(str(given), f"not a usable path ({exc}); expected a file or directory path")
+            continue
+        if is_dir:
+            for path in _walk(target):
+                storage = is_opencode_storage(path) if path.is_dir() else None
+                if storage is not None:
+                    yield from load_opencode_storage(storage)
+                else:
+                    yield from _load_file(path, source_format, on_skip, explicit=False)
+        elif exists and source_format in (None, "opencode") and is_opencode_db(target):
+            yield from load_opencode_db(target)
+        elif exists:
+            yield from _load_file(target, source_format, on_skip, explicit=True)
+        else:
+            yield LoadError(
+                str(target), "no such file or directory; expected a trajectory file or a directory"
+            )
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """The trajectory files under ``root``, and OpenCode storage directories (read as one input each)."""
+    if is_opencode_storage(root) is not None:
+        yield root
+        return
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in _SKIPPED_DIRS:
+            continue
+        try:
+            # Symlinked directories are not followed: a link back up the tree would never end.
+            if entry.is_dir(follow_symlinks=False):
+                yield from _walk(Path(entry.path))
+            elif entry.is_file() and entry.name.lower().endswith(TRAJECTORY_SUFFIXES):
+                yield Path(entry.path)
+        except OSError:
+            continue
+
+
+def _load_file(
+    path: Path, source_format: str | None, on_skip: SkipCallback | None, *, explicit: bool
+) -> Iterator[Trajectory | LoadError]:
+    shown = str(path)
+    try:
+        found = sniff(path)
+    except LoadError as exc:
+        yield exc
+        return
+    except OSError as exc:
+        yield LoadError(shown, f"cannot read file ({exc.strerror or exc}); expected a readable trajectory")
+        return
+    except Exception as exc:  # bad input must become a LoadError, whatever broke
+        yield LoadError(shown, f"cannot sniff format ({type(exc).__name__}: {exc})")
+        return
+
+    fmt = found.format
+    if source_format is not None and (fmt is None or FAMILY[fmt] != FAMILY[source_format]):
+        fmt = source_format
+    if fmt is None:
+        if explicit:
+            yield LoadError(
+                shown, f"not a recognised trajectory: {found.reason}; expected one of {', '.join(FORMATS)}"
+            )
+        elif on_skip is not None:
+            on_skip(path, found.reason)
+        return
+
+    try:
+        if fmt in LINE_FORMATS:
+            yield from _load_lines(path, fmt, found)
+        elif fmt == "opencode":
+            document = found.document if found.has_document else parse_document(path)
+            yield from load_opencode_session_file(path, document if isinstance(document, dict) else {})
+        else:
+            document = found.document if found.has_document else parse_document(path)
+            run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))
+            if found.truncated is not None:
+                yield found.truncated
+                run.meta["partial"] = True
+            yield from checked_run(run, document, shown, None)
+    except LoadError as exc:
+        yield exc
+    except OSError as exc:
+        yield LoadError(shown, f"cannot read file ({exc.strerror or exc}); expected a readable trajectory")
+    except Exception as exc:  # a loader bug on odd input must not end the whole replay
+        yield LoadError(shown, f"cannot load as {fmt} ({type(exc).__name__}: {exc})")
+
+
+def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | LoadError]:
+    shown = str(path)
+    # A pretty-printed single record (e.g. one output.jsonl instance saved as .json) was already parsed.
+    records: Iterable[tuple[int, Any] | LoadError]
+    lines = _JsonLines(path)
+    records = [(1, found.document)] if found.has_document else lines
+    if fmt in _SESSION_LINE_LOADERS:
+        # One session per file: a file whose last line is cut short (still being written, or a copy that
+        # stopped) still gives its run, marked partial beside the line's error.
+        for loaded in _SESSION_LINE_LOADERS[fmt](records, shown, run_id_from_name(path.name)):
+            if isinstance(loaded, Trajectory) and lines.last_line_failed:
+                loaded.meta["partial"] = True
+            yield loaded
+        return
+    if fmt == "planguard-store":
+        yield from _store_trajectories(records, shown, run_id_from_name(path.name))
+        return
+    if fmt == "generic":
+        yield from load_generic(records, shown)
+        return
+    load_record = load_jsonl_record if fmt == "swe-agent-jsonl" else load_output_record
+    for item in records:
+        if isinstance(item, LoadError):
+            yield item
+            continue
+        line, record = item
+        try:
+            yield from checked_run(load_record(record, shown, line), record, shown, line)
+        except LoadError as exc:
+            yield exc
+        except Exception as exc:  # one odd record must not hide the rest of the corpus
+            yield LoadError(shown, f"cannot load record as {fmt} ({type(exc).__name__}: {exc})", line)
+
+
+def _store_trajectories(
+    records: Iterable[tuple[int, Any] | LoadError], shown: str, default_id: str
+) -> Iterator[Trajectory | LoadError]:
+    # Imported on first use: replaying agent logs should not load the store, and the store's record
+    # schema stays its own business (it hands back Trajectory/LoadError items).
+    try:
+        reader: Any = importlib.import_module("planguard.sinks.store.reader")
+    except ImportError as exc:
+        yield LoadError(
+            shown, f"planguard session store file, but planguard.sinks.store is unavailable ({exc})"
+        )
+        return
+    yield from reader.trajectories_from_records(records, shown, default_id)
+
+
+class _JsonLines:
+    """The ``(line, record)`` items of a JSON Lines file (a LoadError for a line that is not JSON), read
+    as they are iterated; ``last_line_failed`` tells afterwards whether the file's last line was cut."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_line_failed = False
+
+    def __iter__(self) -> Iterator[tuple[int, Any] | LoadError]:
+        shown = str(self.path)
+        with self.path.open("rb") as handle:
+            for line, raw in enumerate(_lines(handle), 1):
+                if raw.isspace():
+                    continue
+                try:
+                    record = loads(raw)
+                except (ValueError, RecursionError) as exc:
+                    self.last_line_failed = True
+                    yield LoadError(
+                        shown, f"invalid JSON ({json_problem(exc)}); expected one JSON object per line", line
+                    )
+                    continue
+                self.last_line_failed = False
+                yield line, record
+
+
+#: Bytes read at a time when splitting JSON Lines.
+_CHUNK = 1 << 16
+
+
+def _lines(handle: BinaryIO, chunk_size: int = _CHUNK) -> Iterator[bytes]:
+    """The lines of ``handle`` as iterating it yields them (split at b"\\n", which is kept), faster.
+
+    Iterating a binary file looks for the line end one byte at a time, which for a corpus of long
+    records costs a fifth of what json.loads of the lines does; ``bytes.find`` searches at memory speed.
+    """
+    pending: list[bytes] = []  # the start of a line that continues into the next chunk
+    while chunk := handle.read(chunk_size):
+        start = 0
+        end = chunk.find(b"\n")
+        while end >= 0:
+            piece = chunk[start : end + 1]
+            if pending:
+                pending.append(piece)
+                piece = b"".join(pending)
+                pending.clear()
+            yield piece
+            start = end + 1
+            end = chunk.find(b"\n", start)
+        if start < len(chunk):
+            pending.append(chunk[start:])
+    if pending:
+        yield b"".join(pending)

@@ -1,0 +1,269 @@
+"""Offline replay: recorded trajectories through the very same ``Session`` the live integrations drive.
+
+A replay reports the calls as they ran: a recorded call is a step even where a policy of the replaying
+pipeline would now deny it, and a call the recording shows was denied is a denial, not a step. Beside them,
+:class:`DecisionLog` keeps what the pipeline's policies decided (or would have decided) at each point,
+model calls included when the recording says where they happened (``n_model_calls`` in an event's
+metadata, as the session store writes it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ..actions.types import Action, ActionType, WriteKind
+from ..events import ToolEvent
+from ..phases import LETTER_OF, PhaseRules
+from ..phases.classifier import PhaseClassifier, letter_map, rules_for
+from ..phases.roles import GENERAL, Classification, Command
+from ..plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
+from ..session import RECORDED_POLICY, Pipeline, Session, SessionSummary
+from ..sinks import Sink
+from ..sinks.store.records import RECORDED_KEY
+from ..step import Step
+from .loaders import LoadError, Trajectory, iter_trajectories
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..decisions import Decision
+
+__all__ = [
+    "PAPER_SETTINGS",
+    "DecisionLog",
+    "ReplayResult",
+    "config_pipeline",
+    "RecordedActions",
+    "RecordedRules",
+    "replay",
+    "replay_pipeline",
+    "resolve_plans",
+]
+
+#: Model calls a replay puts in front of one recorded call at most (bounds a corrupt ``n_model_calls``).
+MAX_MODEL_CALLS_GAP = 10_000
+
+#: ``--plan paper-settings``: score every run against all seven scored settings of the paper.
+PAPER_SETTINGS = "paper-settings"
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    trajectory: Trajectory
+    summary: SessionSummary
+    steps: list[Step] = field(default_factory=list)  # kept only when asked for (per-step output)
+    # Non-allow decisions of the pipeline's policies: {"kind", "policy", "step", "on": tool|model|end}.
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    letter_of: Mapping[str, str] = field(default_factory=lambda: LETTER_OF)  # role -> letter under the rules
+
+    @property
+    def ran(self) -> list[Step]:
+        """The kept steps that ran (the recording's denied calls left out)."""
+        return [s for s in self.steps if s.event.blocked is None]
+
+    @property
+    def denied(self) -> list[Step]:
+        """The kept calls the recording shows were denied (never ran)."""
+        return [s for s in self.steps if s.event.blocked is not None]
+
+
+class DecisionLog(Sink):
+    """Every non-allow decision of a pipeline's policies, per session, with where it was taken: ``step`` is
+    the call's index (for a model-call or end decision: the calls run so far). A denial read from a recording
+    is not the pipeline's decision and is left out (replay counts it as a denial)."""
+
+    def __init__(self) -> None:
+        self._by_session: dict[str, list[dict[str, Any]]] = {}  # ended sessions' logs, until taken
+
+    def new_state(self, session: Session) -> list[dict[str, Any]]:
+        return []
+
+    def on_decision(
+        self, session: Session, step: Step | None, decision: Decision, state: list[dict[str, Any]]
+    ) -> None:
+        if decision.policy == RECORDED_POLICY:
+            return
+        on = "tool" if step is not None else "end" if session.ended else "model"
+        state.append(
+            {
+                "kind": str(decision.kind),
+                "policy": decision.policy,
+                "step": step.index if step is not None else session.n_steps,
+                "on": on,
+            }
+        )
+
+    def on_session_end(self, session: Session, summary: SessionSummary, state: list[dict[str, Any]]) -> None:
+        self._by_session[session.id] = state
+
+    def take(self, session_id: str) -> list[dict[str, Any]]:
+        """The ended session's decisions, forgotten here."""
+        return self._by_session.pop(session_id, [])
+
+
+def resolve_plans(spec: str | Sequence[str] | None) -> tuple[Plan, ...]:
+    """``None`` → the standard plan; ``paper-settings`` → the seven scored settings; else presets/files."""
+    if spec is None:
+        return (PRESETS["plan"],)
+    specs = [spec] if isinstance(spec, str) else list(spec)
+    plans: list[Plan] = []
+    for s in specs:
+        if s == PAPER_SETTINGS:
+            plans.extend(PRESETS[name] for name in SCORED_SETTINGS)
+        else:
+            plans.append(resolve_plan(s))
+    return tuple(plans)
+
+
+def replay_pipeline(
+    plans: Sequence[Plan] = (PRESETS["plan"],),
+    rules: str | None = None,
+    *,
+    diagnostics: bool = True,
+    sinks: Sequence[Sink] = (),
+) -> Pipeline:
+    """The offline pipeline: phases and metrics, plus canonical actions and detectors when ``diagnostics``;
+    ``sinks`` receive the replayed sessions (``planguard replay --export otlp``).
+
+    A step recorded without content (a store kept metadata only) is taken as recorded — its commands'
+    roles and its action type — since there is nothing to classify again; every other step is classified.
+    """
+    kwargs: dict[str, Any] = {}
+    if diagnostics:
+        from ..actions import classify_action
+        from ..detectors import default_detectors
+
+        kwargs = {"actions": RecordedActions(classify_action), "detectors": default_detectors()}
+    # The first plan's declared phases, when it declares them, classify instead of the coding rules (both
+    # over the built-in vocabulary). The pipeline asks its rules only for new_state() and classify(), and
+    # reads their name and letters.
+    recorded_first = cast(PhaseRules, RecordedRules(rules_for(plans[0], rules)))
+    return Pipeline(rules=recorded_first, plans=tuple(plans), sinks=tuple(sinks), **kwargs)
+
+
+def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
+    """The pipeline a config describes (plan and scored plans, phase rules or the plan's declared phases,
+    actions vocabulary, detectors, policies), as a ``Guard`` builds it but without its sinks: a replay
+    records nothing and exports nothing unless given ``sinks`` (``--export otlp``). As in
+    :func:`replay_pipeline`, a step recorded without content is taken as recorded."""
+    from ..actions.config import build_classifier
+    from ..detectors import build_detectors
+    from ..policies.config import build_policies
+
+    plans = config.plans
+    classifier, detectors = build_detectors(config.detectors)
+    actions = RecordedActions(classifier) if classifier is not None else None
+    vocabulary = classifier if classifier is not None else build_classifier(config.detectors.actions)
+    return Pipeline(
+        rules=cast(PhaseRules, RecordedRules(rules_for(plans[0], config.rules, vocabulary))),
+        plans=plans,
+        actions=actions,
+        detectors=tuple(detectors),
+        policies=tuple(build_policies(config.policies, plans[0], fail_closed_gates=config.fail_closed_gates)),
+        sinks=tuple(sinks),
+    )
+
+
+def _recorded(event: ToolEvent) -> dict[str, Any] | None:
+    meta = event.metadata
+    recorded = meta.get(RECORDED_KEY) if meta else None
+    return recorded if isinstance(recorded, dict) else None
+
+
+class RecordedRules:
+    """Phase rules that take a step's recorded commands (see ``RECORDED_KEY``) when it has them."""
+
+    def __init__(self, rules: PhaseClassifier) -> None:
+        self.rules = rules
+        self.name = getattr(rules, "name", None)
+        self.letter_of = letter_map(rules)
+        self.needs_result = bool(getattr(rules, "needs_result", False))
+
+    def new_state(self) -> Any:
+        return self.rules.new_state()
+
+    def classify(self, event: ToolEvent, state: Any) -> Classification:
+        recorded = _recorded(event)
+        if recorded is None:
+            return self.rules.classify(event, state)
+        commands = tuple(Command(str(label), str(role)) for label, role in recorded.get("commands") or ())
+        return Classification(commands or (Command(event.tool or "unknown", GENERAL),))
+
+
+class RecordedActions:
+    """An action classifier that rebuilds a step's recorded action (its type, tool, intent, write kind
+    and flags; for target and path, their digests: the texts were content) when it has one."""
+
+    def __init__(self, classify: Callable[[ToolEvent], Any]) -> None:
+        self.classify = classify
+
+    def __call__(self, event: ToolEvent) -> Any:
+        recorded = _recorded(event)
+        if recorded is None:
+            return self.classify(event)
+        fields = recorded.get("action")
+        if not isinstance(fields, dict) or fields.get("type") not in _ACTION_TYPES:
+            return None
+        write = fields.get("write")
+        return Action(
+            ActionType(fields["type"]),
+            target=fields.get("target") or _digest(fields.get("target_id")),
+            tool=str(fields.get("tool") or event.tool),
+            path=fields.get("path") or _digest(fields.get("path_id")),
+            intent=fields.get("intent"),
+            is_validation=bool(fields.get("is_validation")),
+            is_source_write=bool(fields.get("is_source_write")),
+            is_completion=bool(fields.get("is_completion")),
+            write=WriteKind(write) if write in _WRITE_KINDS else None,
+            shell=fields.get("shell"),
+            structured=bool(fields.get("structured")),
+            scaffold=fields.get("scaffold"),
+        )
+
+
+def _digest(value: Any) -> str | None:
+    """A recorded target's or path's digest, as the text detectors compare (``#`` marks it one)."""
+    return f"#{value}" if isinstance(value, str) and value else None
+
+
+_ACTION_TYPES = frozenset(t.value for t in ActionType)
+_WRITE_KINDS = frozenset(k.value for k in WriteKind)
+
+
+def replay(
+    paths: Iterable[str | Path],
+    pipeline: Pipeline,
+    *,
+    source_format: str | None = None,
+    keep_steps: bool = False,
+) -> Iterator[ReplayResult | LoadError]:
+    """Replay every trajectory under ``paths`` in input order; load errors are yielded, not raised."""
+    log = DecisionLog()
+    pipeline = dataclasses.replace(pipeline, sinks=(*pipeline.sinks, log))
+    for item in iter_trajectories(paths, source_format=source_format):
+        if isinstance(item, LoadError):
+            yield item
+            continue
+        # A recorded run keeps its own clock: its session starts when its first call did (when recorded).
+        first = next((e.start_time for e in item.events if e.start_time is not None), None)
+        session = Session(item.id, pipeline, metadata=item.meta, started_at=first)
+        steps: list[Step] = []
+        observe = session.observe
+        for event in item.events:
+            _model_calls_until(session, event.metadata.get("n_model_calls"))
+            step = observe(event)
+            if keep_steps:
+                steps.append(step)
+        _model_calls_until(session, item.meta.get("n_model_calls"))
+        yield ReplayResult(item, session.end(), steps, log.take(session.id), pipeline.letter_of)
+
+
+def _model_calls_until(session: Session, n_model_calls: Any) -> None:
+    """Make the model calls the recording says happened before this point (none when it does not say)."""
+    if not isinstance(n_model_calls, int) or isinstance(n_model_calls, bool):
+        return
+    for _ in range(min(n_model_calls - session.n_model_calls, MAX_MODEL_CALLS_GAP)):
+        session.before_model()

@@ -1,0 +1,607 @@
+"""The embedded store: every session recorded as a JSONL file, written by a background worker.
+
+The sink's hooks only hand references (the finished ``Step``, the frozen ``Scores``) to a bounded queue;
+building records, redacting, serialising and writing all happen on the worker thread. When the queue is
+full a record is dropped and counted (``store_queue_full``) — the agent never waits for the disk.
+
+Private by default: what a record may carry of tool-call content is the sink's :class:`ContentPolicy`
+(metadata only unless ``store.content`` or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in;
+content is then redacted before it is cut). The directory is created 0700 with a ``.gitignore`` of ``*``,
+and session files 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import orjson
+
+from ..._version import __version__
+from ...detectors.repeats import call_key
+from ...errors import ErrorCounter
+from ...phases import LETTER_OF
+from .. import Sink, forget_oldest_call
+from ..capture import ContentPolicy
+from ..drops import DropCounter
+from ..redact import Redactor, redact
+from ..worker import BackgroundWorker
+from .config import StoreConfig
+from .records import (
+    DecisionRecord,
+    FindingRecord,
+    SessionEnd,
+    SessionHeader,
+)
+
+if TYPE_CHECKING:
+    from ...decisions import Decision
+    from ...events import ToolEvent
+    from ...findings import Finding
+    from ...metrics import Compliance, Scores
+    from ...session import Session, SessionSummary
+    from ...step import Step
+
+__all__ = ["StoreSink", "session_file_name"]
+
+#: Session files kept open at once by the writer; older ones are closed and reopened on demand.
+MAX_OPEN_FILES = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", "scaffold")
+_ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
+#: Action fields that hold argument text (a path, a query, a URL): kept only with content.
+_ACTION_CONTENT = frozenset({"target", "path"})
+#: Action fields that hold text taken from the call (argument text, a tool or program name): written redacted.
+_ACTION_TEXTS = frozenset({"target", "tool", "path", "intent", "shell"})
+#: Modes of what the store creates: only the user may read the sessions (tool calls, perhaps secrets).
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+# Lines are orjson's JSON. Values JSON has no form for follow the standard library's conventions (see
+# _default: ``str()`` for other objects, tuples as arrays), except two orjson decides itself: NaN and
+# infinities are written as null (strict JSON: json's ``NaN`` token is not JSON, and other readers reject it)
+# and an Enum as its value. What orjson refuses — non-string keys, integers beyond 64 bits, lone surrogates,
+# nesting deeper than 255 — goes to the standard library's encoder after _json_safe has made the same two
+# choices (and turned a key json cannot write into its str()), so every line is strict JSON whichever encoder
+# wrote it. Records are trees of fresh dicts and lists; a cycle could only come from a tool's arguments, and
+# then fails that one record (RecursionError, counted), so the fallback skips the per-container cycle
+# bookkeeping.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"), check_circular=False)
+_ORJSON_OPTIONS = (
+    orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+def _default(value: Any) -> Any:
+    """What orjson cannot write itself, as ``_ENCODER`` writes it."""
+    if isinstance(value, tuple):  # a namedtuple or other tuple subclass: an array
+        return list(value)
+    if isinstance(value, float):  # a float subclass: the number
+        return float(value)
+    return str(value)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` for the standard library's encoder, written as orjson would write it: NaN and infinities as
+    None, an Enum as its value, and a dict key json cannot write as its ``str()``."""
+    if isinstance(value, dict):
+        writable = (str, int, float)
+        return {
+            k if k is None or isinstance(k, writable) else str(k): _json_safe(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return _json_safe(value.value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    """The line for ``record``, UTF-8 encoded, with a newline (see above).
+
+    A lone surrogate (which a model's JSON may carry as an escape) cannot be written as UTF-8: such a line is
+    written with every non-ASCII character escaped, as the JSON it came from had it, and reads back equal.
+    tests/test_store_encode.py checks every line reads back as the standard library's would.
+    """
+    try:
+        return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        pass
+    record = _json_safe(record)  # rare: only what orjson refused comes here
+    text = _ENCODER.encode(record) + "\n"
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return (_ASCII_ENCODER.encode(record) + "\n").encode()
+
+
+def session_file_name(session_id: str, started_at: float) -> str:
+    """``20250101T120000-<id>-<random>.jsonl``: sorts by start time; ids may repeat across runs."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
+    safe = _UNSAFE.sub("_", redact(session_id)).strip("._")[:80] or "session"  # (an id may hold anything)
+    return f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.jsonl"
+
+
+@dataclass(slots=True)
+class _State:
+    """One session's record in the making: its file's key, and the decisions waiting for their call."""
+
+    key: int
+    compliance: Compliance | None  # the session's primary compliance: its scores go with each step
+    # Decisions made while a call was being gated (before it was accepted); they join the call's own once
+    # it is (see StoreSink._settle).
+    pre_step: Step | None = None
+    pre: list[Decision] = field(default_factory=list)
+    decisions: dict[int, list[Decision]] = field(default_factory=dict)
+
+
+class StoreSink(Sink):
+    """Writes each session to ``<path>/<start>-<id>-<rand>.jsonl`` (see
+    :mod:`planguard.sinks.store.records`)."""
+
+    def __init__(
+        self,
+        config: StoreConfig | None = None,
+        *,
+        drops: DropCounter | None = None,
+        errors: ErrorCounter | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.config = config if config is not None else StoreConfig()
+        self.path = Path(self.config.path)
+        self.drops = drops if drops is not None else DropCounter()
+        self.errors = errors if errors is not None else ErrorCounter()
+        self._redactor = redactor
+        self.content = ContentPolicy.resolve(
+            self.config.content,
+            max_chars=self.config.max_result_chars,
+            redact=self.config.redact,
+            redactor=redactor,
+        )
+        # Without content, a call's identity is kept as a keyed digest (of what the repeat detectors compare,
+        # and of its action's target and path), so that replay still sees which calls were the same. The key
+        # is this sink's own and is never written: digests compare within a run, and reveal nothing.
+        self._digest_key = os.urandom(16)
+        self._seq = itertools.count(1)  # file keys; next() is atomic
+        self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
+            "store",
+            self._write,
+            drops=self.drops,
+            drop_reason="store_queue_full",
+            max_queue=self.config.max_queue,
+            max_batch=1024,
+            interval_s=0.2,
+            errors=self.errors,
+            # Nobody waits for the file: the writer drains every interval_s (or after 256 records) rather
+            # than being woken per record, which would cost the agent a thread wake-up and a GIL hand-over
+            # per tool call. flush()/shutdown() still write everything at once.
+            wake_at=256,
+        )
+        # Sessions to be recorded on in a file another sink began (see resume_in), by session id.
+        self._resume: dict[str, Path] = {}
+        # Writer-thread state.
+        self._files: OrderedDict[int, IO[bytes]] = OrderedDict()
+        # The file name of each session being written (its file may be closed, past MAX_OPEN_FILES): a
+        # session's entry goes with its end record.
+        self._names: dict[int, str] = {}
+
+    # ------------------------------------------------------------------ hooks (agent's thread)
+
+    # No on_tool_start: a call's gate decisions are moved to it lazily (_settle), which saves every call a
+    # hook on the agent's thread.
+
+    def new_state(self, session: Session) -> _State:
+        """The session's file key; its header goes to the writer (a session restored in another process
+        begins a file of its own, unless :meth:`resume_in` named the file to go on in)."""
+        st = _State(next(self._seq), session.primary_compliance)
+        resumed = self._resume.pop(session.id, None)
+        if resumed is not None:
+            self._worker.submit(("resume", st.key, session.id, resumed))
+            return st
+        rules = session.pipeline.rules
+        rules_version = getattr(rules, "name", None)
+        header = SessionHeader(
+            session_id=session.id,
+            started_at=session.started_at,
+            plan=session.pipeline.plan.name,
+            plans=[p.name for p in session.pipeline.plans],
+            rules=rules_version if isinstance(rules_version, str) else None,
+            metadata=dict(session.metadata),
+            planguard_version=__version__,
+            content=self.content.include,
+        )
+        self._worker.submit(("start", st.key, session.id, header))
+        return st
+
+    def on_tool_end(self, session: Session, step: Step, state: _State) -> None:
+        st = state
+        if st.pre_step is step:
+            self._settle(st)
+        decisions = st.decisions.pop(step.index, None)
+        comp = st.compliance
+        self._worker.submit(
+            (
+                "step",
+                st.key,
+                session.id,
+                step,
+                decisions,
+                comp.scores() if comp is not None else None,
+                session.n_model_calls,
+                session.pipeline.letter_of,
+            )
+        )
+
+    def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _State) -> None:
+        if step is None:  # step findings travel with their step record
+            self._worker.submit(("finding", state.key, session.id, finding))
+
+    def on_decision(self, session: Session, step: Step | None, decision: Decision, state: _State) -> None:
+        st = state
+        if step is None:
+            self._worker.submit(("decision", st.key, session.id, decision))
+        elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
+            if st.pre_step is not step:
+                self._settle(st)
+                st.pre_step = step
+            st.pre.append(decision)
+            if decision.blocks:
+                self._worker.submit(
+                    ("blocked", st.key, session.id, step.event, st.pre, step.index, session.n_model_calls)
+                )
+                st.pre_step, st.pre = None, []
+        else:
+            if st.pre_step is step:
+                self._settle(st)
+            waiting = st.decisions.get(step.index)
+            if waiting is None:
+                waiting = st.decisions[step.index] = []
+                forget_oldest_call(st.decisions)
+            waiting.append(decision)
+
+    @staticmethod
+    def _settle(st: _State) -> None:
+        """Hand the gate decisions of the last gated call to it. A gated call that was not blocked was
+        accepted (a gate that does not block lets the call through), so by the time anything else happens
+        — its own later decisions, its end, another call's gate — it is a step with its final index; its
+        gate decisions come first among its decisions."""
+        step = st.pre_step
+        if step is not None and st.pre:
+            st.decisions[step.index] = st.pre
+            forget_oldest_call(st.decisions)
+            st.pre = []
+        st.pre_step = None
+
+    def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
+        self._worker.submit(("end", state.key, session.id, summary))
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until everything recorded so far is on disk (tests, reports)."""
+        return self._worker.flush(timeout_s)
+
+    # ------------------------------------------------------------------ one session, several processes
+
+    # A hook process per call (the Claude Code hook) records one session through many sinks in turn: each
+    # goes on in the file the first one began, and they share the key calls are digested with.
+
+    def resume_in(self, session_id: str, path: str | os.PathLike[str]) -> None:
+        """Record the session ``session_id`` in ``path`` (a file of this store another sink began) when it
+        next begins here (restored from a checkpoint): no second header; its records are appended there."""
+        self._resume[session_id] = Path(path)
+        while len(self._resume) > MAX_OPEN_FILES:  # never taken up: only the latest matter
+            del self._resume[next(iter(self._resume))]
+
+    def file_of(self, session: Session) -> Path | None:
+        """The file ``session`` is recorded in once a record of it is written (after :meth:`flush`); None
+        before, once its end is written, or when this sink does not record it."""
+        state = self._state_of(session)
+        name = None if state is None else self._names.get(state.key)
+        return None if name is None else self.path / name
+
+    def forget(self, session: Session) -> None:
+        """Stop recording ``session`` without an end record: it goes on elsewhere (another process)."""
+        state = self._state_of(session)
+        if state is not None:
+            self._worker.submit(("forget", state.key, session.id))
+
+    def _state_of(self, session: Session) -> _State | None:
+        return next((state for sink, state in session.sink_states if sink is self), None)
+
+    def use_digest_key(self, key: bytes) -> None:
+        """Digest calls with ``key`` rather than this sink's random one, so that the sinks recording one
+        session in turn give its same calls the same digests. Before anything is recorded."""
+        self._digest_key = bytes(key)
+
+    def files(self) -> list[Path]:
+        """The session files in the store's folder, oldest first (a name starts with its start time)."""
+        return sorted(self.path.glob("*.jsonl")) if self.path.is_dir() else []
+
+    def shutdown(self) -> None:
+        self._worker.shutdown(5.0)
+        for f in self._files.values():
+            with contextlib.suppress(OSError):
+                f.close()
+        self._files.clear()
+
+    # ------------------------------------------------------------------ writer thread
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        """Format the batch's records, then write each session's lines with one system call. The write
+        releases the GIL, and taking it back from a busy agent's thread can take the interpreter's switch
+        interval (5 ms): one write per 8 KB buffer, as a buffered file makes, let an agent in a tight loop
+        outrun the writer until its queue overflowed."""
+        lines: dict[int, list[bytes]] = {}  # file key -> its lines in this batch, in order
+        first: dict[int, tuple[str, SessionHeader | None]] = {}  # file key -> (session id, header)
+        ended: list[int] = []
+        for item in batch:
+            kind, key, session_id = item[0], item[1], item[2]
+            if kind == "resume":  # no record: the file already has the session's header
+                self._names[key] = item[3].name
+                continue
+            if kind == "forget":
+                ended.append(key)
+                continue
+            try:
+                line = self._line(item)
+            except Exception as exc:  # one bad record must not cost the rest of the batch
+                self.drops.add("store_record_failed")
+                self.errors.record("StoreSink.record", exc)
+                continue
+            if key not in lines:
+                lines[key] = []
+                first[key] = (session_id, item[3] if kind == "start" else None)
+            lines[key].append(line)
+            if kind == "end":
+                ended.append(key)
+        for key, session_lines in lines.items():
+            session_id, header = first[key]
+            try:
+                handle = self._handle(key, session_id, header)
+                handle.write(b"".join(session_lines))
+                handle.flush()
+            except OSError as exc:
+                self.drops.add("store_write_failed", len(session_lines))
+                self.errors.record("StoreSink.write", exc)
+        for key in ended:
+            if key in self._files:
+                with contextlib.suppress(OSError):
+                    self._files.pop(key).close()
+            self._names.pop(key, None)
+
+    def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[bytes]:
+        """The session's file, open."""
+        handle = self._files.get(key)
+        if handle is not None:
+            self._files.move_to_end(key)
+            return handle
+        name = self._names.get(key)
+        if name is None:  # a new session (or its start record was dropped: make the header up)
+            self._make_dir()
+            started = header.started_at if header is not None else time.time()
+            name = self._names[key] = session_file_name(session_id, started)
+            handle = _open_private(self.path / name)
+            if header is None:
+                made_up = SessionHeader(
+                    session_id=self.content.clean(session_id),
+                    started_at=started,
+                    plan="",
+                    partial=True,
+                    planguard_version=__version__,
+                    content=self.content.include,
+                )
+                handle.write(_encode(made_up.to_json()))
+        else:
+            handle = _open_private(self.path / name)
+        self._files[key] = handle
+        while len(self._files) > MAX_OPEN_FILES:
+            _, old = self._files.popitem(last=False)
+            old.close()
+        return handle
+
+    def _make_dir(self) -> None:
+        """The store directory (and missing parents) 0700, with a ``.gitignore`` that keeps it out of git."""
+        missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
+        for p in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # (another writer made it meanwhile)
+                p.mkdir(mode=DIR_MODE)
+        ignore = self.path / ".gitignore"
+        if not ignore.exists():
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                with os.fdopen(fd, "w") as f:
+                    f.write("# planguard session store: tool calls, never to be committed\n*\n")
+
+    def _line(self, item: tuple[Any, ...]) -> bytes:
+        if item[0] == "step":
+            _, _, _, step, decisions, scores, n_model_calls, letter_of = item
+            return _encode(self.step_json(step, decisions, scores, n_model_calls, letter_of))
+        return _encode(self._record(item))
+
+    def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
+        kind = item[0]
+        if kind == "start":
+            header: SessionHeader = item[3]
+            header.session_id = self.content.clean(header.session_id)
+            header.metadata = self.content.clean(header.metadata)
+            return header.to_json()
+        c = self.content
+        if kind == "blocked":
+            _, _, _, event, decisions, at_step, n_model_calls = item
+            return {
+                "type": "blocked",
+                "at_step": at_step,
+                "event": self.event_json(event),
+                "decisions": [_decision(d, c).to_json() for d in decisions],
+                "n_model_calls": n_model_calls,
+            }
+        if kind == "finding":
+            return {"type": "finding", **_finding(item[3], c).to_json()}
+        if kind == "decision":
+            return {"type": "decision", **_decision(item[3], c).to_json()}
+        if kind == "end":
+            s: SessionSummary = item[3]
+            return SessionEnd(
+                n_steps=s.n_steps,
+                n_model_calls=s.n_model_calls,
+                letters=s.letters,
+                langutory=s.langutory,
+                scores={plan: sc.as_dict() for plan, sc in s.scores.items()},
+                finding_counts=dict(s.finding_counts),
+                decision_counts=dict(s.decision_counts),
+                duration=s.duration,
+            ).to_json()
+        raise ValueError(f"unknown store item {kind!r}")
+
+    # ------------------------------------------------------------------ record building (writer thread)
+
+    # Step and event objects are built as JSON directly, as StepRecord(...).to_json() and
+    # EventRecord(...).to_json() would (tests/test_store_encode.py checks they agree): a step record is
+    # written for every tool call, and the two intermediate records cost as much as the rest of it.
+
+    def step_json(
+        self,
+        step: Step,
+        decisions: Any,
+        scores: Scores | None,
+        n_model_calls: int,
+        letter_of: Mapping[str, str] = LETTER_OF,
+    ) -> dict[str, Any]:
+        cls = step.classification
+        roles = list(cls.roles)
+        event = self.event_json(step.event)
+        d: dict[str, Any] = {
+            "type": "step",
+            "index": step.index,
+            "event": event,
+            "roles": roles,
+            "letters": "".join([letter_of.get(r, "?") for r in roles]),
+            "commands": self._commands(cls, event),
+        }
+        action = _action(step.action, self.content, self.digest)
+        if action is not None:
+            d["action"] = action
+        if step.findings:
+            d["findings"] = [_finding(f, self.content).to_json() for f in step.findings]
+        if decisions:
+            d["decisions"] = [_decision(x, self.content).to_json() for x in decisions]
+        if scores is not None:
+            d["scores"] = scores.as_dict()
+        d["n_model_calls"] = n_model_calls
+        return d
+
+    def _commands(self, cls: Any, event: dict[str, Any]) -> list[list[str]]:
+        """Each sub-command's ``[label, role]``. A label is a word of the call — a command word, and a
+        multi-line command makes every line's first word one, a key's body included — so it is kept only
+        with content, and only where the redacted call still shows it. Replay needs only the roles."""
+        commands = getattr(cls, "commands", ())
+        if not self.content.include:
+            return [["", str(c.role)] for c in commands]
+        shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
+        clean = self.content.clean  # a label is a program or tool name, shown in the call: redacted
+        return [[clean(label) if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
+
+    def digest(self, value: Any) -> str:
+        """``value``'s keyed digest (see ``_digest_key``): equal values, equal digests, within this sink."""
+        return hashlib.blake2b(repr(value).encode(), key=self._digest_key, digest_size=9).hexdigest()
+
+    def event_json(self, ev: ToolEvent) -> dict[str, Any]:
+        c = self.content
+        tool = ev.tool  # a name may hold anything: redacted like an id (a str subclass is written as it is)
+        d: dict[str, Any] = {"tool": c.clean(tool) if type(tool) is str else tool}
+        if c.include:
+            args = ev.arguments
+            # (a copy either way: the event's dict stays the agent's)
+            d["arguments"] = c.value(args) if isinstance(args, str) or c.redact else dict(args)
+        else:
+            d["digest"] = self.digest(call_key(ev))
+        if ev.call_id is not None:
+            d["call_id"] = c.clean(ev.call_id)
+        if c.include:
+            if ev.action is not None:
+                d["action"] = c.text(ev.action, 0)
+            if ev.result is not None:
+                d["result"] = c.text(ev.result)  # redacted, then cut to max_result_chars
+        if ev.exit_code is not None:
+            d["exit_code"] = ev.exit_code
+        if ev.start_time is not None:
+            d["start_time"] = ev.start_time
+        if ev.end_time is not None:
+            d["end_time"] = ev.end_time
+        if ev.is_error:
+            d["is_error"] = True
+        if ev.metadata and c.include:  # (free-form: loaders keep thoughts and tool output there)
+            d["metadata"] = c.clean(dict(ev.metadata))
+        return d
+
+
+def _finding(f: Finding, c: ContentPolicy) -> FindingRecord:
+    if c.include:
+        return FindingRecord(
+            f.detector, f.first_step, f.last_step, c.text(f.evidence) or "", c.clean(dict(f.data)), f.at_end
+        )
+    # Without content: counts and step numbers only (the data's texts are paths, queries, commands).
+    data = {k: v for k, v in f.data.items() if _is_number_data(v)}
+    return FindingRecord(f.detector, f.first_step, f.last_step, "", data, f.at_end)
+
+
+def _is_number_data(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(v, (int, float)) for v in value)
+    return isinstance(value, (int, float))
+
+
+def _decision(d: Decision, c: ContentPolicy) -> DecisionRecord:
+    return DecisionRecord(
+        str(d.kind),
+        c.message(d, 0) or "",  # (one answering a finding quotes the calls: content)
+        d.policy,
+        d.finding.detector if d.finding is not None else None,
+        d.ephemeral,
+    )
+
+
+def _open_private(path: Path) -> IO[bytes]:
+    """``path`` opened for appending, created 0600 when new."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    return os.fdopen(fd, "ab")
+
+
+def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
+    """The canonical action's fields (``Action``'s, or any action-like object's); ``target`` and ``path``
+    (argument text) only with content, and redacted (a URL's credentials), else their digests
+    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted."""
+    if action is None:
+        return None
+    out: dict[str, Any] = {}
+    for name in _ACTION_FIELDS:
+        value = getattr(action, name, None)
+        if name in _ACTION_CONTENT and not c.include:
+            if value is not None and value != "":
+                out[f"{name}_id"] = digest(str(getattr(value, "value", value)))
+            continue
+        if value is not None and value != "":
+            text = str(getattr(value, "value", value))
+            out[name] = c.clean(text) if name in _ACTION_TEXTS else text
+    for name in _ACTION_FLAGS:
+        if getattr(action, name, False):
+            out[name] = True
+    if out:
+        return out
+    return {"repr": c.clean(repr(action))} if c.include else {"type": type(action).__name__}

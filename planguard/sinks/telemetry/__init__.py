@@ -1,0 +1,43 @@
+"""Telemetry sinks: OpenTelemetry spans/events/metrics (GenAI conventions), plus the helpers that get them
+out of the process (OTLP/HTTP, Prometheus). See :mod:`planguard.sinks.telemetry.attributes` for every name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..capture import CaptureMode
+from ..drops import DropCounter
+from .build import build_sinks
+from .config import TelemetryConfig
+
+if TYPE_CHECKING:
+    from .export import BoundedSpanProcessor, configure_otlp, start_prometheus_exporter
+    from .otel import OTelSink
+
+__all__ = [
+    "BoundedSpanProcessor",
+    "CaptureMode",
+    "DropCounter",
+    "OTelSink",
+    "TelemetryConfig",
+    "build_sinks",
+    "configure_otlp",
+    "start_prometheus_exporter",
+]
+
+_LAZY = {
+    "OTelSink": "otel",
+    "BoundedSpanProcessor": "export",
+    "configure_otlp": "export",
+    "start_prometheus_exporter": "export",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The OTel SDK pieces load on first use, so importing planguard's config stays cheap.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f"{__name__}.{module}"), name)

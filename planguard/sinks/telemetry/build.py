@@ -1,0 +1,142 @@
+"""``build_sinks``: the sinks a config asks for, wired to the right providers."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ErrorCounter
+from .. import Sink
+from ..drops import DropCounter
+from .config import TelemetryConfig
+from .settings import export_settings
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+    from ..store.config import StoreConfig
+
+__all__ = ["app_meter_provider", "app_tracer_provider", "build_sinks"]
+
+_log = logging.getLogger("planguard.sinks.telemetry")
+
+
+def app_tracer_provider() -> TracerProvider | None:
+    """The application's global tracer provider, or ``None`` while it has set none (the API's proxy)."""
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    return None if isinstance(provider, trace.ProxyTracerProvider) else provider
+
+
+def app_meter_provider() -> MeterProvider | None:
+    """The application's global meter provider, or ``None`` while it has set none (the API's proxy)."""
+    from opentelemetry import metrics
+    from opentelemetry.metrics._internal import _ProxyMeterProvider  # the API exports no public name for it
+
+    provider = metrics.get_meter_provider()
+    return None if isinstance(provider, _ProxyMeterProvider) else provider
+
+
+def build_sinks(
+    telemetry: TelemetryConfig | None = None,
+    store: StoreConfig | None = None,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    *,
+    errors: ErrorCounter | None = None,
+    drops: DropCounter | None = None,
+) -> list[Sink]:
+    """Sinks for one pipeline, from the ``telemetry:`` and ``store:`` config sections.
+
+    * OpenTelemetry (``telemetry.enabled``), for each signal the first of: the provider passed in
+      (``Guard(tracer_provider=..., meter_provider=...)``); the application's global provider, once it has
+      set one (``trace.set_tracer_provider``, ``opentelemetry-instrument``, an OpenInference ``register()``);
+      else providers built here from the standard ``OTEL_*`` variables and owned by the sink (see
+      :mod:`planguard.sinks.telemetry.settings`: exporters, protocol, endpoints, batching, interval). With
+      ``OTEL_SDK_DISABLED=true`` planguard builds nothing. ``telemetry.prometheus_port`` (or
+      ``OTEL_METRICS_EXPORTER=prometheus``) serves metrics for Prometheus when no meter provider is found.
+    * The local JSONL store (``store.enabled``), with or without an OTLP exporter: while a collector is
+      down the store still keeps every session (``store: {enabled: false}`` turns it off).
+    * The console timeline when ``telemetry.console``.
+
+    All sinks share one :class:`DropCounter`, reported as the ``planguard.telemetry.dropped`` metric.
+    """
+    from ..store.config import StoreConfig
+
+    telemetry = telemetry if telemetry is not None else TelemetryConfig()
+    store = store if store is not None else StoreConfig()
+    drops = drops if drops is not None else DropCounter()
+    sinks: list[Sink] = []
+    settings = export_settings(telemetry)
+    if telemetry.enabled:
+        from .otel import OTelSink
+
+        owned: list[Any] = []
+        tp, mp = tracer_provider, meter_provider
+        if tp is None and app_tracer_provider() is not None:
+            tp = app_tracer_provider()
+        if mp is None and app_meter_provider() is not None:
+            mp = app_meter_provider()
+        if (tp is None or mp is None) and not settings.sdk_disabled:
+            from .export import configure_otlp
+
+            built = configure_otlp(
+                telemetry,
+                drops=drops,
+                errors=errors,
+                settings=replace(
+                    settings,
+                    traces=settings.traces if tp is None else replace(settings.traces, exporters=()),
+                    metrics=settings.metrics if mp is None else replace(settings.metrics, exporters=()),
+                ),
+            )
+            if built is not None:
+                tp = tp if tp is not None else built.tracer_provider
+                mp = mp if mp is not None else built.meter_provider
+                owned.extend(built.owned)
+        wants_prometheus = telemetry.prometheus_port is not None or "prometheus" in settings.metrics.exporters
+        if mp is None and wants_prometheus and not settings.sdk_disabled:
+            from .export import start_prometheus_exporter
+
+            port = telemetry.prometheus_port if telemetry.prometheus_port is not None else 9464
+            prom = start_prometheus_exporter(
+                port, telemetry.prometheus_host, service_name=telemetry.service_name
+            )
+            _log.info("planguard metrics for Prometheus at %s", prom.url)
+            mp = prom.meter_provider
+            owned.append(prom)
+        if settings.sdk_disabled:
+            from opentelemetry.metrics import NoOpMeterProvider
+            from opentelemetry.trace import NoOpTracerProvider
+
+            tp = tp if tp is not None else NoOpTracerProvider()
+            mp = mp if mp is not None else NoOpMeterProvider()
+        sinks.append(
+            OTelSink(
+                tracer_provider=tp,
+                meter_provider=mp,
+                agent_name=telemetry.agent_name,
+                provider_name=telemetry.provider_name,
+                tool_spans=telemetry.tool_spans,
+                capture=telemetry.capture_mode(),
+                max_content_chars=telemetry.max_content_chars,
+                max_queue_size=telemetry.max_queue_size,
+                drops=drops,
+                errors=errors,
+                owned=owned,
+                defer_spans=telemetry.defer_spans,
+                shutdown_timeout_s=telemetry.shutdown_timeout_s,
+            )
+        )
+    if store.enabled:
+        from ..store.writer import StoreSink
+
+        sinks.append(StoreSink(store, drops=drops, errors=errors))
+    if telemetry.console:
+        from ..console import ConsoleSink
+
+        sinks.append(ConsoleSink(drops=drops))
+    return sinks

@@ -1,0 +1,481 @@
+"""The layout shows the pipeline, and its import graph stays a tree a newcomer can follow.
+
+* every module of ``planguard/`` imports on its own, in a fresh interpreter;
+* no import circle among them, except through ``if TYPE_CHECKING:`` blocks (read from the source with
+  ``ast``: a circle that only works in one import order is still a circle);
+* no core module imports the package face (``planguard/__init__.py``), so ``_version.py`` holds the version;
+* the core imports no agent framework (ARCHITECTURE.md: "Core (``planguard/``) has no framework imports"):
+  only the standard library, its own dependencies (pyproject ``dependencies``) and, where a feature needs
+  one, an optional extra's;
+* the folders are the stages: sinks together, offline together, the CLI together.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import itertools
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "planguard"
+
+#: What the core may import besides the standard library and itself: its dependencies (pyproject
+#: ``dependencies``: pydantic, opentelemetry-api/sdk, httpx, pyyaml, rich, orjson) ...
+CORE_DEPENDENCIES = frozenset({"pydantic", "opentelemetry", "httpx", "yaml", "rich", "orjson"})
+#: ... and the optional extras a feature imports when it runs (``[experiment]``, ``[prometheus]``).
+OPTIONAL_EXTRAS = {"numpy": "experiment", "prometheus_client": "prometheus"}
+#: The CLI's subcommands start an integration inside ``run()`` (``demo``, ``hook``, ``install``, ``proxy``,
+#: ``check-config`` for the proxy's section); ``demo`` first checks that the langchain extra is installed.
+CLI_LAUNCHES = frozenset(
+    {
+        "planguard_langchain",
+        "planguard_claude_code",
+        "planguard_proxy",
+        "planguard_openai_agents",
+        "planguard_mini_swe_agent",
+        "langchain",
+    }
+)
+#: Agent frameworks and web stacks the core must not pull in, even transitively.
+FRAMEWORKS = (
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "openai",
+    "anthropic",
+    "agents",
+    "minisweagent",
+    "claude_agent_sdk",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "planguard_langchain",
+    "planguard_claude_code",
+    "planguard_proxy",
+    "planguard_openai_agents",
+    "planguard_mini_swe_agent",
+)
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if "__pycache__" in parts:
+            continue
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    target: str  # absolute dotted name as written (module, or module.attribute)
+    line: int
+    type_checking: bool
+    in_function: bool
+    from_names: tuple[str, ...] = ()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(module: str, path: Path) -> Iterator[Import]:
+    tree = ast.parse(path.read_text("utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+    def visit(node: ast.AST, tc: bool, fn: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for stmt in child.body:
+                    yield from visit_stmt(stmt, True, fn)
+                for stmt in child.orelse:
+                    yield from visit_stmt(stmt, tc, fn)
+            else:
+                yield from visit_stmt(child, tc, fn)
+
+    def visit_stmt(child: ast.AST, tc: bool, fn: bool) -> Iterator[Import]:
+        if isinstance(child, ast.Import):
+            for alias in child.names:
+                yield Import(module, alias.name, child.lineno, tc, fn)
+        elif isinstance(child, ast.ImportFrom):
+            if child.level:
+                base = package.split(".")
+                base = base[: len(base) - (child.level - 1)]
+                target = ".".join(base + ([child.module] if child.module else []))
+            else:
+                target = child.module or ""
+            yield Import(module, target, child.lineno, tc, fn, tuple(a.name for a in child.names))
+        else:
+            inner = fn or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            yield from visit(child, tc, inner)
+
+    yield from visit(tree, False, False)
+
+
+@dataclass
+class Graph:
+    edges: dict[str, dict[str, int]] = field(default_factory=dict)  # importer -> imported -> line
+
+    def add(self, a: str, b: str, line: int) -> None:
+        if a != b:
+            self.edges.setdefault(a, {}).setdefault(b, line)
+
+
+def _resolve(name: str) -> str | None:
+    """The module a dotted name lives in (``planguard.x.y.Name`` → ``planguard.x.y``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _runtime_graph() -> Graph:
+    """Edges of module-level imports outside ``if TYPE_CHECKING:``. Importing ``a.b.c`` runs ``a.b`` first,
+    so it is an edge to each package on the way too, except the importer's own packages (Python imports
+    those before the importer anyway, and a package importing its own modules is the usual shape)."""
+    graph = Graph()
+    for module, path in MODULES.items():
+        own = {".".join(module.split(".")[:n]) for n in range(1, module.count(".") + 2)}
+        for imp in _imports(module, path):
+            if imp.type_checking or imp.in_function or not imp.target.startswith("planguard"):
+                continue
+            names = [f"{imp.target}.{n}" for n in imp.from_names] or [imp.target]
+            for name in [imp.target, *names]:
+                resolved = _resolve(name)
+                if resolved is None:
+                    continue
+                parts = resolved.split(".")
+                for n in range(1, len(parts) + 1):
+                    step = ".".join(parts[:n])
+                    if step not in own:
+                        graph.add(module, step, imp.line)
+    return graph
+
+
+def _cycles(graph: Graph) -> list[list[str]]:
+    """One cycle per strongly connected component of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+
+    def strongconnect(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.edges.get(v, {})):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(_cycle_in(sorted(component), graph))
+
+    for v in sorted(MODULES):
+        if v not in index:
+            strongconnect(v)
+    return out
+
+
+def _cycle_in(component: list[str], graph: Graph) -> list[str]:
+    """The shortest way round the component from its first module (breadth first, inside it only)."""
+    inside = set(component)
+    start = component[0]
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(graph.edges.get(v, {})):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), start]
+                if w in inside and w not in came_from:
+                    came_from[w] = v
+                    following.append(w)
+        frontier = following
+    raise AssertionError(f"{component} is not a cycle")  # Tarjan only hands strongly connected components
+
+
+def _describe(cycle: list[str], graph: Graph) -> str:
+    hops = [f"{a} (line {graph.edges[a][b]})" for a, b in itertools.pairwise(cycle)]
+    return " -> ".join([*hops, cycle[-1]])
+
+
+def test_the_runtime_import_graph_has_no_cycle() -> None:
+    graph = _runtime_graph()
+    assert graph.edges, "no imports found: the graph builder is broken"
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles outside TYPE_CHECKING:\n" + "\n".join(
+        _describe(c, graph) for c in cycles
+    )
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    # The checker itself: a planted two-module circle through a package is found and named.
+    graph = Graph()
+    graph.add("planguard.a", "planguard.b", 3)
+    graph.add("planguard.b", "planguard.a", 7)
+    saved = dict(MODULES)
+    MODULES.update({"planguard.a": PACKAGE / "a.py", "planguard.b": PACKAGE / "b.py"})
+    try:
+        (cycle,) = _cycles(graph)
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
+    assert _describe(cycle, graph) == "planguard.a (line 3) -> planguard.b (line 7) -> planguard.a"
+
+
+def test_no_module_imports_the_package_face() -> None:
+    """``planguard/__init__.py`` is the face for users; inside the package everything is imported from where
+    it is defined (the version from ``_version``), so importing one module never imports the face's
+    exports and the face can import anything without a circle."""
+    offenders = []
+    for module, path in MODULES.items():
+        if module in ("planguard", "planguard.__main__"):
+            continue
+        for imp in _imports(module, path):
+            if imp.target == "planguard":
+                names = [n for n in imp.from_names if f"planguard.{n}" not in MODULES]
+                if names or not imp.from_names:
+                    offenders.append(f"{path.relative_to(ROOT)}:{imp.line}: imports {names or 'planguard'}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_core_imports_no_framework() -> None:
+    stdlib = sys.stdlib_module_names
+    offenders = []
+    for module, path in MODULES.items():
+        for imp in _imports(module, path):
+            top = imp.target.split(".")[0]
+            if not top or top == "planguard" or top in stdlib or top in CORE_DEPENDENCIES:
+                continue
+            if top in OPTIONAL_EXTRAS:
+                continue
+            if top in CLI_LAUNCHES and module.startswith("planguard.cli.commands.") and imp.in_function:
+                continue
+            offenders.append(f"{path.relative_to(ROOT)}:{imp.line}: imports {imp.target}")
+    assert not offenders, "the core imports what it may not:\n" + "\n".join(offenders)
+
+
+def test_importing_the_whole_core_loads_no_framework() -> None:
+    # Transitively too: every core module except the subcommands (which start integrations when they run,
+    # not when they are imported) in one fresh interpreter, then a look at sys.modules.
+    modules = [
+        m for m in MODULES if not m.startswith("planguard.cli.commands.") and m != "planguard.__main__"
+    ]
+    modules = [m for m in modules if not _needs_missing_extra(m)]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        f"print(' '.join(sorted(n for n in sys.modules if n.split('.')[0] in {FRAMEWORKS!r})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+def _needs_missing_extra(module: str) -> str | None:
+    """The optional extra ``module`` imports at module level when that extra is not installed here."""
+    for imp in _imports(module, MODULES[module]):
+        top = imp.target.split(".")[0]
+        runs_on_import = not imp.in_function and not imp.type_checking
+        if top in OPTIONAL_EXTRAS and runs_on_import and importlib.util.find_spec(top) is None:
+            return OPTIONAL_EXTRAS[top]
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "planguard.__main__"))
+def test_every_module_imports_on_its_own(module: str) -> None:
+    extra = _needs_missing_extra(module)
+    if extra:
+        pytest.skip(f"{module} needs the [{extra}] extra, not installed here")
+    out = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert out.returncode == 0, f"import {module} in a fresh interpreter failed:\n{out.stderr}"
+
+
+def test_python_m_planguard_is_the_cli() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "planguard", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.startswith("planguard "), out.stderr
+
+
+def test_the_folders_are_the_pipeline() -> None:
+    """A newcomer finds each stage from the folder listing: the live stages at the top, then the sinks,
+    the offline tools and the CLI each in one folder (scripts/relayout.md has the why)."""
+    expected = [
+        "guard.py",
+        "session.py",
+        "config.py",
+        "events.py",
+        "stages.py",
+        "_version.py",
+        "actions/__init__.py",
+        "phases/__init__.py",
+        "metrics.py",
+        "detectors/__init__.py",
+        "policies/__init__.py",
+        "todo.py",
+        "sinks/__init__.py",
+        "sinks/telemetry/otel.py",
+        "sinks/store/writer.py",
+        "sinks/console.py",
+        "sinks/webhook.py",
+        "sinks/worker.py",
+        "offline/__init__.py",
+        "offline/loaders/__init__.py",
+        "offline/replay.py",
+        "offline/diff.py",
+        "offline/report/__init__.py",
+        "offline/export.py",
+        "cli/__init__.py",
+        "cli/commands/__init__.py",
+        "__main__.py",
+    ]
+    missing = [p for p in expected if not (PACKAGE / p).is_file()]
+    assert not missing, f"not in the layout: {missing}"
+    gone = ["telemetry", "store", "loaders", "report", "commands", "console.py", "notify.py", "replay.py"]
+    left = [p for p in gone if (PACKAGE / p).exists()]
+    assert not left, f"left at their old place: {left} (run scripts/relayout.py)"
+
+
+# ------------------------------------------------------------------ the relayout script on code it never saw
+
+_OLD_TREE = {
+    "pyproject.toml": '[project.scripts]\nx = "planguard.cli:main"\n[tool.ruff]\nline-length = 110\n'
+    '[project.entry-points."planguard.sinks"]\nconsole = "planguard.console:ConsoleSink"\n',
+    "planguard/__init__.py": "from ._version import __version__\n",
+    "planguard/_version.py": '__version__ = "1"\n',
+    "planguard/stages.py": "class Sink:\n    pass\n",
+    "planguard/sinks.py": "from .stages import Sink\n",
+    "planguard/console.py": "from .sinks import Sink\n\n\nclass ConsoleSink(Sink):\n    pass\n",
+    "planguard/notify.py": 'import logging\n\nlog = logging.getLogger("planguard.notify")\n',
+    "planguard/replay.py": "from .telemetry.worker import BackgroundWorker\n\nx = BackgroundWorker\n",
+    "planguard/telemetry/__init__.py": "from .worker import BackgroundWorker\n\n"
+    '_LAZY = {"OTelSink": "otel"}\n',
+    "planguard/telemetry/worker.py": "class BackgroundWorker:\n    pass\n",
+    "planguard/telemetry/otel.py": "from .. import __version__\nfrom ..sinks import Sink\n"
+    "from . import worker\n"
+    'from .worker import BackgroundWorker\n\nMETRIC = "planguard.telemetry.dropped"\n\n\n'
+    "class OTelSink(Sink):\n    worker = (worker, BackgroundWorker, __version__)\n",
+    # As if another engineer added it after the script was written: it moves and is rewritten too.
+    "planguard/telemetry/brand_new.py": "from ..store.writer import Writer\nfrom . import otel\n\n"
+    "W = (Writer, otel)\n",
+    "planguard/store/__init__.py": "",
+    "planguard/store/writer.py": "class Writer:\n    pass\n",
+    "planguard/store/export.py": "from .writer import Writer\n\nE = Writer\n",
+    "planguard/cli.py": "from . import commands\nfrom ._version import __version__\n\n\ndef main() -> int:\n"
+    "    return 0\n",
+    "planguard/commands/__init__.py": "",
+    "planguard/commands/replay.py": "def run() -> int:\n    from ..replay import x\n"
+    "    from ..store import export\n\n"
+    "    return int(bool(x and export))\n",
+    "tests/test_x.py": "import planguard.notify\nfrom planguard.telemetry import otel, worker\n\n"
+    'PATCH = "planguard.telemetry.otel.OTelSink"\nFILE = "planguard/telemetry/otel.py"\n',
+    "docs/a.md": "See `planguard/store/writer.py`, `planguard/telemetry/`, :mod:`planguard.replay` and "
+    "`.planguard/sessions`.\n",
+    "data/run.jsonl": '{"command": "cat planguard/telemetry/otel.py"}\n',
+}
+
+
+def test_the_relayout_script_moves_and_rewrites_code_it_never_saw(tmp_path: Path) -> None:
+    for rel, text in _OLD_TREE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, "utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    script = [sys.executable, str(ROOT / "scripts" / "relayout.py"), "--root", str(tmp_path)]
+    first = subprocess.run(script, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "data/run.jsonl: data file mentions a moved module; left as recorded" in first.stderr
+
+    def read(rel: str) -> str:
+        return (tmp_path / rel).read_text("utf-8")
+
+    for old in ("planguard/telemetry", "planguard/store", "planguard/commands", "planguard/cli.py"):
+        assert not (tmp_path / old).exists(), old
+    otel = read("planguard/sinks/telemetry/otel.py")
+    assert "from ..._version import __version__" in otel  # not from the package face
+    assert "from .. import Sink, worker" in otel  # two imports from one package, merged by ruff
+    assert "from ..worker import BackgroundWorker" in otel
+    assert '"planguard.telemetry.dropped"' in otel  # a metric name, not a module path
+    assert "from ..store.writer import Writer" in read("planguard/sinks/telemetry/brand_new.py")
+    assert "from ..sinks.worker import BackgroundWorker" in read("planguard/offline/replay.py")
+    assert "from ..sinks.store.writer import Writer" in read("planguard/offline/export.py")
+    replay_cmd = read("planguard/cli/commands/replay.py")
+    assert "from ...offline.replay import x" in replay_cmd and "from ...offline import export" in replay_cmd
+    assert '"planguard.sinks.webhook"' in read("planguard/sinks/webhook.py")
+    assert '_LAZY = {"OTelSink": "otel"}' in read("planguard/sinks/telemetry/__init__.py")
+    test = read("tests/test_x.py")
+    assert "import planguard.sinks.webhook" in test
+    assert (
+        "from planguard.sinks import worker" in test and "from planguard.sinks.telemetry import otel" in test
+    )
+    assert (
+        '"planguard.sinks.telemetry.otel.OTelSink"' in test and '"planguard/sinks/telemetry/otel.py"' in test
+    )
+    assert read("docs/a.md") == (
+        "See `planguard/sinks/store/writer.py`, `planguard/sinks/telemetry/`, "
+        ":mod:`planguard.offline.replay` and `.planguard/sessions`.\n"
+    )
+    assert 'console = "planguard.sinks.console:ConsoleSink"' in read("pyproject.toml")
+    assert read("data/run.jsonl") == _OLD_TREE["data/run.jsonl"]
+    assert (tmp_path / "planguard/offline/__init__.py").is_file()
+
+    imports = "; ".join(
+        f"import {m}"
+        for m in (
+            "planguard.sinks.telemetry.otel",
+            "planguard.sinks.telemetry.brand_new",
+            "planguard.offline.export",
+            "planguard.cli.commands.replay",
+            "planguard.sinks.console",
+        )
+    )
+    code = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {imports}; "
+    code += "import planguard.cli.commands.replay as r; assert r.run() == 1"
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+
+    again = subprocess.run(script, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "relayout: 0 files moved, 0 rewritten, 0 created" in again.stderr
