@@ -341,3 +341,32 @@ class FakeMessages(FakeModelServer):
                 if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
                     return json.dumps(block)
         raise AssertionError(f"no tool_result for {tool_use_id} in request {request_index}")
+
+
+# --------------------------------------------------------------------------- the scripted coding task
+
+#: The throw-away repository's reproduction test (``calc.add`` is broken until the agent patches it).
+CALC_TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+
+
+def claude_code_turns(work: Path) -> list[list[dict[str, Any]]]:
+    """Claude Code's turns of the task: read, reproduce, patch, submit too early (denied), validate,
+    submit, answer."""
+
+    def tool(n: int, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": name, "args": args, "id": f"toolu_{n:02d}"}]
+
+    def bash(n: int, command: str) -> list[dict[str, Any]]:
+        return tool(n, "Bash", {"command": command, "description": f"step {n}"})
+
+    calc = str(work / "calc.py")
+    return [
+        tool(1, "Read", {"file_path": calc}),
+        bash(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
+        bash(3, "python3 test_calc.py"),
+        tool(4, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"}),
+        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        bash(6, "python3 test_calc.py"),
+        bash(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]

@@ -16,13 +16,12 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("planguard_claude_code")
 from claude_hook_support import daemon_sandbox
-from cli_fakes import FakeMessages
+from cli_fakes import FakeMessages, claude_code_turns
 from planguard_claude_code import client, settings
 from planguard_claude_code.hook import read_summary
 
@@ -44,7 +43,6 @@ CLI = _bundled_cli()
 # --------------------------------------------------------------------------- the scenario
 
 CALC = "def add(a, b):\n    return a - b\n"
-TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
 SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
 
 CONFIG = """\
@@ -59,26 +57,6 @@ policies:
       arguments: {command: 'submit\\.sh'}
       until: {phase_after: {phase: V, after: P, strict: true}}
 """
-
-
-def _turns(work: Path) -> list[list[dict[str, Any]]]:
-    def tool(n: int, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"name": name, "args": args, "id": f"toolu_{n:02d}"}]
-
-    def bash(n: int, command: str) -> list[dict[str, Any]]:
-        return tool(n, "Bash", {"command": command, "description": f"step {n}"})
-
-    calc = str(work / "calc.py")
-    return [
-        tool(1, "Read", {"file_path": calc}),
-        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
-        bash(3, "python3 test_calc.py"),
-        tool(4, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"}),
-        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
-        bash(6, "python3 test_calc.py"),
-        bash(7, "./submit.sh"),
-        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
-    ]
 
 
 @pytest.fixture
@@ -136,7 +114,7 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert command.split()[1:3] == ["-S", str(Path(client.__file__).resolve().with_name("launch.py"))]
     settings.install(workspace["settings"], command)
 
-    with FakeMessages(_turns(work)) as fake:
+    with FakeMessages(claude_code_turns(work)) as fake:
         proc = subprocess.run(
             [
                 str(CLI),
@@ -241,7 +219,7 @@ def test_claude_agent_sdk_hook_matchers(workspace: dict[str, Path]) -> None:
 
     work, home = workspace["work"], workspace["home"]
     guard = Guard(load_config(workspace["config"]))
-    with FakeMessages(_turns(work)) as fake:
+    with FakeMessages(claude_code_turns(work)) as fake:
         options = ClaudeAgentOptions(
             hooks=hook_matchers(guard),  # type: ignore[arg-type]
             allowed_tools=["Bash", "Read", "Edit"],

@@ -27,11 +27,13 @@ import pytest
 pytest.importorskip("planguard_claude_code")
 from claude_hook_support import daemon_sandbox
 from cli_fakes import (
+    CALC_TEST,
     FakeChatCompletions,
     FakeGemini,
     FakeMessages,
     FakeModelServer,
     FakeResponses,
+    claude_code_turns,
     cli_binary,
     cli_prefix,
     npm_missing,
@@ -42,7 +44,6 @@ from planguard_claude_code.hook import read_summary
 pytestmark = pytest.mark.e2e
 
 CALC = "def add(a, b):\n    return a - b\n"
-TEST = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
 SUBMIT = "#!/bin/sh\necho submitted >> submissions.log\necho submitted\n"
 GATE_TEXT = "PLANGUARD GATE (validate-before-submit)"
 REMINDER_TEXT = "PLAN REMINDER:"
@@ -226,7 +227,7 @@ def _gemini_turns(work: Path) -> list[list[dict[str, Any]]]:
     calc = str(work / "calc.py")
     return [
         [{"name": "read_file", "args": {"file_path": calc}}],
-        shell(f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        shell(f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
         shell("python3 test_calc.py"),
         [
             {
@@ -301,7 +302,7 @@ def _codex_turns() -> list[list[dict[str, Any]]]:
 
     return [
         shell(1, "cat calc.py"),
-        shell(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        shell(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
         shell(3, "python3 test_calc.py"),
         shell(4, "sed -i 's/return a - b/return a + b/' calc.py"),
         shell(5, "./submit.sh"),  # too early: nothing validated the patch yet
@@ -376,7 +377,7 @@ def _opencode_turns(work: Path) -> list[list[dict[str, Any]]]:
     calc = str(work / "calc.py")
     return [
         [{"name": "read", "args": {"filePath": calc}, "id": "call_01"}],
-        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
+        bash(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
         bash(3, "python3 test_calc.py"),
         [
             {
@@ -448,33 +449,13 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
 # --------------------------------------------------------------------------- Claude Code (npm)
 
 
-def _claude_turns(work: Path) -> list[list[dict[str, Any]]]:
-    def tool(n: int, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"name": name, "args": args, "id": f"toolu_{n:02d}"}]
-
-    def bash(n: int, command: str) -> list[dict[str, Any]]:
-        return tool(n, "Bash", {"command": command, "description": f"step {n}"})
-
-    calc = str(work / "calc.py")
-    return [
-        tool(1, "Read", {"file_path": calc}),
-        bash(2, f"cat > test_calc.py <<'EOF'\n{TEST}EOF"),
-        bash(3, "python3 test_calc.py"),
-        tool(4, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"}),
-        bash(5, "./submit.sh"),  # too early: nothing validated the patch yet
-        bash(6, "python3 test_calc.py"),
-        bash(7, "./submit.sh"),
-        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
-    ]
-
-
 def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     claude = _skip_unless("claude")
     work, home = workspace["work"], workspace["home"]
     _install("claude-code", workspace, "Bash")
     assert (work / ".claude" / "settings.json").is_file()
     config_dir = home / ".claude"  # CLAUDE_CONFIG_DIR: settings, and the session files under projects/
-    with FakeMessages(_claude_turns(work)) as fake:
+    with FakeMessages(claude_code_turns(work)) as fake:
         env = _base_env(home)
         env.update(
             {

@@ -395,16 +395,27 @@ class HookRunner:
         return len(self._cache)
 
     def _load(
-        self, stored: StoredSession, key: str, payload: Mapping[str, Any], source: str = "claude-code"
+        self,
+        stored: StoredSession,
+        key: str,
+        payload: Mapping[str, Any],
+        source: str = "claude-code",
+        *,
+        record: bool = True,
     ) -> tuple[Session, HookState, bool]:
-        """The session as it stood after the previous hook call, adopted by the guard."""
+        """The session as it stood after the previous hook call, adopted by the guard; with ``record``
+        false only to be read (no sink hears of it: a store would begin a file for it)."""
         from planguard.session import Session
 
         snap = stored.snapshot(self.fingerprint)
         if snap is not None:
-            self._resume_store_files(stored, key, cut=True)
+            if record:
+                self._resume_store_files(stored, key, cut=True)
             try:
-                session = Session.restore(self.guard.pipeline, snap.state)
+                pipeline = self.guard.pipeline if record else silent(self.guard.pipeline)
+                session = Session.restore(pipeline, snap.state)
+                if not record:
+                    return session, HookState.from_dict(snap.hook), snap.log_complete
                 session.ended = False  # a resumed conversation (claude --resume) goes on being monitored
                 adopt(self.guard, session)
                 stored.restored = "snapshot"
@@ -423,6 +434,8 @@ class HookRunner:
         adapter_now = time.time()
         for op in ops:
             _apply(session, op, state, adapter_now)
+        if not record:
+            return session, state, complete
         self._resume_store_files(stored, key, cut=False)
         session.bind(self.guard.pipeline)  # the sinks hear what this call adds
         session.ended = False
@@ -551,7 +564,7 @@ def read_summary(
         with runner.store.open(session_id) as stored:
             if not stored.exists:
                 return None
-            session, _, complete = runner._load(stored, session_id, {})
+            session, _, complete = runner._load(stored, session_id, {}, record=False)
             out = summary_dict(session.summary())
             out["journal_complete"] = complete
             if stored.problems:
