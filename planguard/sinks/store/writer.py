@@ -598,11 +598,16 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
     if action is None:
         return None
     out: dict[str, Any] = {}
+    # A file's action has the same text as its target and its path: digested once.
+    digested: tuple[str, str] | None = None  # (text, its digest)
     for name in _ACTION_FIELDS:
         value = getattr(action, name, None)
         if name in _ACTION_CONTENT and not c.include:
             if value is not None and value != "":
-                out[f"{name}_id"] = digest(str(getattr(value, "value", value)))
+                text = str(getattr(value, "value", value))
+                if digested is None or digested[0] != text:
+                    digested = (text, digest(text))
+                out[f"{name}_id"] = digested[1]
             continue
         if value is not None and value != "":
             text = str(getattr(value, "value", value))
