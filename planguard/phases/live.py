@@ -831,10 +831,7 @@ class _CallPlan:
         """Roles in order: a patch early in the step makes later tests validation, and a test file written
         early in the step is a created one for the sub-commands after it."""
         local: list[str] = []
-
-        def made(path: str) -> bool:
-            return created.get(path, False) or path in local or basename(path) in (basename(c) for c in local)
-
+        patches = False  # a sub-command of this call patches
         commands: list[Command] = []
         for j in self.subs:
             k = j.kind
@@ -848,7 +845,7 @@ class _CallPlan:
             elif k == _J_CHECK:
                 role = VALIDATE_REGRESSION if patched else GENERAL
             elif k == _J_NEW_IF_CREATED:
-                new = any(made(p) for p in j.paths)
+                new = any(_made(p, created, local) for p in j.paths)
                 role = (
                     (VALIDATE_NEW if new else VALIDATE_REGRESSION)
                     if patched
@@ -856,12 +853,12 @@ class _CallPlan:
                 )
             elif k == _J_PATCH_UNLESS_CREATED:
                 role = (
-                    PATCH if not all(made(p) for p in j.paths) else GENERAL
+                    PATCH if not all(_made(p, created, local) for p in j.paths) else GENERAL
                 )  # else: cleanup of its own files
             else:
                 role = GENERAL
             if role == PATCH:
-                patched = True
+                patched = patches = True
             command = Command(j.label, role)
             if not (self.per_file and commands and commands[-1] == command):
                 commands.append(command)
@@ -870,9 +867,14 @@ class _CallPlan:
         return Classification(
             tuple(commands),
             created=tuple(dict.fromkeys(local)),
-            patched=any(c.role == PATCH for c in commands),
+            patched=patches,
             opened=self.opened,
         )
+
+
+def _made(path: str, created: dict[str, bool], local: list[str]) -> bool:
+    """The run created ``path``: before this call (``created``) or earlier in it (``local``)."""
+    return created.get(path, False) or path in local or basename(path) in (basename(c) for c in local)
 
 
 def _work_dir(event: ToolEvent) -> str | None:

@@ -178,7 +178,8 @@ class StoreSink(Sink):
         # Without content, a call's identity is kept as a keyed digest (of what the repeat detectors compare,
         # and of its action's target and path), so that replay still sees which calls were the same. The key
         # is this sink's own and is never written: digests compare within a run, and reveal nothing.
-        self._digest_key = os.urandom(16)
+        # ``_keyed`` is the hash keyed with it and fed nothing yet; each digest continues a copy of it.
+        self._keyed = _keyed_hash(os.urandom(16))
         self._seq = itertools.count(1)  # file keys; next() is atomic
         self._worker: BackgroundWorker[tuple[Any, ...]] = BackgroundWorker(
             "store",
@@ -327,7 +328,7 @@ class StoreSink(Sink):
     def use_digest_key(self, key: bytes) -> None:
         """Digest calls with ``key`` rather than this sink's random one, so that the sinks recording one
         session in turn give its same calls the same digests. Before anything is recorded."""
-        self._digest_key = bytes(key)
+        self._keyed = _keyed_hash(bytes(key))
 
     def files(self) -> list[Path]:
         """The session files in the store's folder, oldest first (a name starts with its start time)."""
@@ -518,8 +519,10 @@ class StoreSink(Sink):
         return [[clean(label) if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
 
     def digest(self, value: Any) -> str:
-        """``value``'s keyed digest (see ``_digest_key``): equal values, equal digests, within this sink."""
-        return hashlib.blake2b(repr(value).encode(), key=self._digest_key, digest_size=9).hexdigest()
+        """``value``'s keyed digest (see ``_keyed``): equal values, equal digests, within this sink."""
+        h = self._keyed.copy()  # (keying a hash compresses a whole block: done once, in _keyed_hash)
+        h.update(repr(value).encode())
+        return h.hexdigest()
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         c = self.content
@@ -549,6 +552,11 @@ class StoreSink(Sink):
         if ev.metadata and c.include:  # (free-form: loaders keep thoughts and tool output there)
             d["metadata"] = c.clean(dict(ev.metadata))
         return d
+
+
+def _keyed_hash(key: bytes) -> hashlib.blake2b:
+    """A 9-byte BLAKE2b hash keyed with ``key``, fed nothing yet (``digest`` copies it per value)."""
+    return hashlib.blake2b(key=key, digest_size=9)
 
 
 def _finding(f: Finding, c: ContentPolicy) -> FindingRecord:
@@ -590,11 +598,16 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
     if action is None:
         return None
     out: dict[str, Any] = {}
+    # A file's action has the same text as its target and its path: digested once.
+    digested: tuple[str, str] | None = None  # (text, its digest)
     for name in _ACTION_FIELDS:
         value = getattr(action, name, None)
         if name in _ACTION_CONTENT and not c.include:
             if value is not None and value != "":
-                out[f"{name}_id"] = digest(str(getattr(value, "value", value)))
+                text = str(getattr(value, "value", value))
+                if digested is None or digested[0] != text:
+                    digested = (text, digest(text))
+                out[f"{name}_id"] = digested[1]
             continue
         if value is not None and value != "":
             text = str(getattr(value, "value", value))

@@ -86,11 +86,14 @@ class _ToolCall:
     """One open tool call: the span planguard started for it, or the framework's tool span it enriches
     (``host``), or — while a framework may still open one (``tool_spans`` adoption) — neither yet."""
 
-    __slots__ = ("attrs", "events", "host", "live", "name", "span", "start_ns")
+    __slots__ = ("attrs", "events", "host", "live", "name", "outcome", "span", "start_ns")
 
     def __init__(self, name: str, attrs: dict[str, Any], start_ns: int | None, live: bool) -> None:
         self.name = name
-        self.attrs = attrs
+        self.attrs = attrs  # every attribute of the call: those it started with, then its outcome's
+        # The attributes known only when the call ends (error, effect, findings, todo list): the span has the
+        # others from its start, so only these are set on it then (the SDK cleans each value it is given).
+        self.outcome: dict[str, Any] = {}
         self.start_ns = start_ns
         self.live = live  # recorded while the call ran (False: replayed after the fact)
         self.span: Span | None = None
@@ -259,19 +262,21 @@ class OTelSink(Sink):
             if ev.duration is not None:
                 self._counts.add_duration(ev.duration, _label(_action_type(step)), error)
             return
-        attrs = call.attrs
+        outcome = call.outcome
         status = None
         if error:
-            attrs[A.ERROR_TYPE] = error
+            outcome[A.ERROR_TYPE] = error
             if error == A.ERROR_EXIT_CODE:
-                attrs[A.EXIT_CODE] = ev.exit_code or 0
+                outcome[A.EXIT_CODE] = ev.exit_code or 0
             status = _FAILED
         effect = getattr(step, "effect", None)  # the effect tracker's label (SURVIVED, REVERTED, …), if any
-        attrs[A.EFFECT] = _label(effect) if effect is not None else "FAILED" if error else "SUCCEEDED"
+        outcome[A.EFFECT] = _label(effect) if effect is not None else "FAILED" if error else "SUCCEEDED"
         if step.findings:
-            attrs[A.FINDINGS_COUNT] = len(step.findings)
+            outcome[A.FINDINGS_COUNT] = len(step.findings)
         if step.action is not None and step.action.type is ActionType.PLAN:  # a todo call: the list now
-            self._todo_attrs(session, attrs, at_end=False)
+            self._todo_attrs(session, outcome, at_end=False)
+        attrs = call.attrs
+        attrs.update(outcome)
         if ev.duration is not None:
             self._counts.add_duration(ev.duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
         # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
@@ -404,8 +409,8 @@ class OTelSink(Sink):
         host, attrs = call.host, call.attrs
         assert host is not None
         try:
-            if host.is_recording():
-                host.set_attributes(attrs)
+            if host.is_recording():  # (it has the call's other attributes since the call started)
+                host.set_attributes(call.outcome)
                 for ev_name, ev_attrs, ts, _key, _content in call.events:
                     host.add_event(ev_name, ev_attrs, ts)
                 if status is not None:
@@ -534,10 +539,11 @@ class OTelSink(Sink):
         if st.untraced:
             return
         if call.span is None:
-            self._start_span(st, call)
+            self._start_span(st, call)  # with every attribute, the outcome's included
+        elif call.outcome:
+            call.span.set_attributes(call.outcome)
         span = call.span
         assert span is not None
-        span.set_attributes(call.attrs)
         if self._worker is not None:
             arguments = result = None
             if self._capture_on and event is not None:
