@@ -526,8 +526,8 @@ class StoreSink(Sink):
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         c = self.content
-        tool = ev.tool  # a name may hold anything: redacted like an id (a str subclass is written as it is)
-        d: dict[str, Any] = {"tool": c.clean(tool) if type(tool) is str else tool}
+        tool = ev.tool  # a name may hold anything: redacted like an id
+        d: dict[str, Any] = {"tool": c.clean(tool) if isinstance(tool, str) else tool}
         if c.include:
             args = ev.arguments
             # (a copy either way: the event's dict stays the agent's)
