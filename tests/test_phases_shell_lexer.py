@@ -4,17 +4,20 @@
 it now reads words, blanks, redirections, comments, arithmetic and heredoc bodies through the strict
 mode of :mod:`planguard.actions.lexer`. The old scanner is kept below, frozen, ONLY as the reference
 these tests compare against (it is not used anywhere else; do not import it from planguard).
+Its word splitting (``split_words``) is POSIX ``shlex.split`` read by the lexer: stdlib ``shlex`` is
+that reference.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from typing import NamedTuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planguard.phases.shell import parse_action, scan
+from planguard.phases.shell import parse_action, scan, split_words
 
 # =========================================================================== frozen reference (old scanner)
 # Copied verbatim from planguard/phases/shell.py before the scanner moved onto the lexer.
@@ -657,3 +660,39 @@ def test_parse_action_still_reads_the_examples() -> None:
     assert _pieces(scan("cat > a <<EOF\nx && y\nEOF\nls")) == [("cat > a <<EOF", False), ("ls", False)]
     # bashlex compares a quoted delimiter with its quotes: ``<<'EOF'`` is never closed by ``EOF``.
     assert scan("cat > a <<'EOF'\nx && y\nEOF\nls") is None
+
+
+# ``split_words`` is POSIX ``shlex.split`` read by the lexer; shlex itself (stdlib) is the reference.
+POSIX_TEXT = st.text(
+    alphabet=st.sampled_from([*"ab -$`;|&()<>#=", " ", "\t", "\r", "\n", "\x0b", "é", "'", '"', "\\"])
+)
+
+
+def _shlex(text: str) -> list[str] | None:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(POSIX_TEXT | st.lists(st.sampled_from(FRAGMENTS), max_size=20).map(" ".join) | st.text(max_size=100))
+def test_split_words_on_the_lexer_equals_shlex(text: str) -> None:
+    assert split_words(text) == _shlex(text)
+
+
+def test_split_words_examples() -> None:
+    assert split_words("""a 'b c' "d \\" \\$e" f\\ g \\\nh '' "" """) == [
+        "a",
+        "b c",
+        'd " \\$e',
+        "f g",
+        "\nh",
+        "",
+        "",
+    ]
+    assert split_words("echo 'open") is None
+    assert split_words('echo "open') is None
+    assert split_words("echo \\") is None
+    assert split_words('echo "a\\') is None
+    assert split_words(" \t\r\n") == []

@@ -25,6 +25,7 @@ __all__ = [
     "blanks_end",
     "comment_end",
     "heredoc_bodies_end",
+    "posix_words",
     "redirection_at",
     "tokenize",
     "unquote",
@@ -403,3 +404,41 @@ def _backquoted_end(s: str, i: int, subs: Substitutions) -> int:
             return j + 1
         j += 1
     raise ShellSyntaxError("unmatched `")
+
+
+# The paper's parser splits a sub-command into words as POSIX ``shlex.split`` does (no comments), which
+# is not bash: blanks are `` \t\r\n``; outside quotes a backslash takes the next character literally
+# (a backslash-newline is a newline in the word); inside double quotes it escapes only ``"`` and ``\``,
+# and ``$``, backquotes and operators are plain characters everywhere.
+_POSIX_BLANKS = re.compile(r"[ \t\r\n]*+")
+_POSIX_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]++|\\[\s\S]|'[^']*+'|"(?:[^"\\]++|\\[\s\S])*+")++""")
+_POSIX_PART = re.compile(r"""\\([\s\S])|'([^']*)'|"((?:[^"\\]|\\[\s\S])*)"|([^ \t\r\n'"\\]+)""")
+_POSIX_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def _posix_part(m: re.Match[str]) -> str:
+    escaped, single, double, plain = m.groups()
+    if double is not None:
+        return _POSIX_DQ_ESCAPE.sub(_group1, double) if "\\" in double else double
+    return escaped if escaped is not None else single if single is not None else plain
+
+
+def posix_words(text: str) -> list[str]:
+    """The words ``shlex.split(text)`` gives (POSIX mode, no comments), quoting removed.
+
+    Raises :class:`ShellSyntaxError` where ``shlex`` raises: an unclosed quote or a trailing backslash.
+    """
+    words: list[str] = []
+    n = len(text)
+    pos = _POSIX_BLANKS.match(text).end()  # type: ignore[union-attr]  # the pattern matches empty
+    while pos < n:
+        m = _POSIX_WORD.match(text, pos)
+        end = pos if m is None else m.end()
+        if end < n and text[end] not in " \t\r\n":  # a quote never closed, or a backslash at the end
+            raise ShellSyntaxError("no closing quotation" if text[end] in "'\"" else "no escaped character")
+        word = text[pos:end]
+        words.append(
+            _POSIX_PART.sub(_posix_part, word) if "'" in word or '"' in word or "\\" in word else word
+        )
+        pos = _POSIX_BLANKS.match(text, end).end()  # type: ignore[union-attr]
+    return words

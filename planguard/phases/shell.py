@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shlex
 from typing import NamedTuple
 
 from planguard.actions.lexer import (
@@ -34,6 +33,7 @@ from planguard.actions.lexer import (
     blanks_end,
     comment_end,
     heredoc_bodies_end,
+    posix_words,
     redirection_at,
     word_end,
 )
@@ -473,10 +473,10 @@ def scan(text: str) -> tuple[Piece, ...] | None:
 
 
 def split_words(text: str) -> list[str] | None:
-    """``shlex.split(text)`` (POSIX mode, no comments), or ``None`` where shlex raises."""
+    """``shlex.split(text)`` (POSIX mode, no comments) on the lexer, or ``None`` where shlex raises."""
     try:
-        return shlex.split(text)
-    except ValueError:
+        return posix_words(text)
+    except ShellSyntaxError:
         return None
 
 
