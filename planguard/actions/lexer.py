@@ -3,18 +3,36 @@ redirections and heredoc bodies.
 
 A line is cut into segments (on ``&&``, ``||``, ``;``, ``;;``, ``&`` and newlines), each a pipeline of
 :class:`Stage` (on ``|`` and ``|&``), without running a shell parser: agents write broken shell too, so
-this never raises, and a pathological line is cut at ``_MAX_TOKENS`` tokens. The two interpreters on top
-are the action intent interpreter (:mod:`planguard.actions.shell`) and the live phase rules
-(:mod:`planguard.phases.live`). The paper's rules keep the paper's own parser
-(:mod:`planguard.phases.shell`: the reference's bashlex grammar and its rejections, and ``shlex``
-splitting), since reproducing its labels means reproducing its quirks.
+this never raises, and a pathological line is cut at ``_MAX_TOKENS`` tokens. The interpreters on top
+are the action intent interpreter (:mod:`planguard.actions.shell`), the live phase rules
+(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.shell`: the reference's
+bashlex grammar and its rejections). The paper's parser reads the same constructs through the *strict
+mode* at the end of this module, which scans by position and raises :class:`ShellSyntaxError` where
+bashlex rejects the text, since reproducing the paper's labels means reproducing its quirks.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
-__all__ = ["Stage", "tokenize", "unquote", "word_at", "words_of"]
+__all__ = [
+    "ShellSyntaxError",
+    "Stage",
+    "Substitutions",
+    "arithmetic_end",
+    "bare_word_at",
+    "blanks_end",
+    "comment_end",
+    "heredoc_bodies_end",
+    "posix_words",
+    "redirection_at",
+    "tokenize",
+    "unquote",
+    "word_at",
+    "word_end",
+    "words_of",
+]
 
 _MAX_TOKENS = 4000  # a pathological line is judged on its head
 
@@ -178,3 +196,249 @@ def word_at(text: str, pos: int) -> str | None:
     if m is None or m.lastgroup != "w":
         return None
     return unquote(m.group(0))
+
+
+# --------------------------------------------------------------------------- strict mode
+#
+# The paper's parser (:mod:`planguard.phases.shell`) must reject exactly what the reference's bash
+# grammar (bashlex) rejects, so it reads the text through this strict mode instead of ``tokenize``:
+# the same constructs (blanks, words with their quoting, redirection operators, comments, heredoc
+# bodies), scanned by position, and an unbalanced quote, a trailing backslash, ``$((``, ``$[`` or an
+# unterminated heredoc raises :class:`ShellSyntaxError`. The grammar (lists, pipelines, compound
+# commands) stays with the parser; a word hands the commands inside ``$(…)``, ``<(…)`` and backquotes
+# back to it through :class:`Substitutions`.
+
+
+class ShellSyntaxError(ValueError):
+    """Text that bash's grammar, as the paper's reference parser reads it, does not accept."""
+
+
+class Substitutions(Protocol):
+    """The grammar's side of a word: the command lists nested inside it."""
+
+    def parenthesized(self, start: int) -> int:
+        """Parse the list starting at ``start`` up to its ``)``; the index just after the ``)``."""
+        ...
+
+    def backquoted(self, inner: str) -> None:
+        """Check the program between two backquotes (raises :class:`ShellSyntaxError`)."""
+        ...
+
+
+_BLANKS = re.compile(r"(?:[ \t]|\\\n)*")
+_PLAIN = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+")
+_DQ_PLAIN = re.compile(r'[^"\\$`]*')
+_BARE_WORD = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+(?=[ \t\n|&;()<>]|$)")
+_REDIRECTION = re.compile(r"&>>|&>|\d*(?:>>|>&|>\||<<<|<<-|<<|<&|<>|>|<)")
+_WORD_END = frozenset(" \t\n|&;()<>")
+
+
+def blanks_end(s: str, i: int) -> int:
+    """The index after the blanks (and backslash-newlines) at ``i``."""
+    return _BLANKS.match(s, i).end()  # type: ignore[union-attr]  # the pattern matches empty
+
+
+def bare_word_at(s: str, i: int) -> str | None:
+    """The unquoted word at ``i`` when it is plain text up to a word end (a keyword candidate)."""
+    m = _BARE_WORD.match(s, i)
+    return m.group() if m else None
+
+
+def redirection_at(s: str, i: int) -> re.Match[str] | None:
+    """The redirection operator at ``i`` (``>``, ``2>>``, ``&>``, ``<<-``, ``<<<``, ...), if any."""
+    return _REDIRECTION.match(s, i)
+
+
+def comment_end(s: str, i: int) -> int:
+    """The index of the newline ending the comment at ``i`` (or the end of the text)."""
+    eol = s.find("\n", i)
+    return len(s) if eol < 0 else eol
+
+
+def heredoc_bodies_end(s: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    """Skip the bodies of ``heredocs`` (delimiter, ``<<-``) starting at ``i``, the line after their
+    operators; each ends on a line that is exactly its delimiter (leading tabs removed for ``<<-``)."""
+    n = len(s)
+    for delim, strip_tabs in heredocs:
+        while True:
+            if i >= n:
+                raise ShellSyntaxError("here-document delimited by end-of-file")
+            eol = s.find("\n", i)
+            if eol < 0:
+                eol = n
+            line = s[i:eol]
+            i = eol + 1
+            if (line.lstrip("\t") if strip_tabs else line) == delim:
+                break
+        i = min(i, n)
+    return i
+
+
+def arithmetic_end(s: str, j: int) -> int:
+    """The index after the ``))`` closing an arithmetic command whose text starts at ``j``."""
+    n = len(s)
+    depth = 0
+    while j < n:
+        c = s[j]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                if j + 1 < n and s[j + 1] == ")":
+                    return j + 2
+                raise ShellSyntaxError("unterminated ((")
+            depth -= 1
+        j += 1
+    raise ShellSyntaxError("unterminated ((")
+
+
+def word_end(s: str, i: int, subs: Substitutions) -> int:
+    """The index after the word at ``i``: quotes, escapes, ``$…`` expansions, backquotes and a leading
+    process substitution ``<(…)``/``>(…)`` are part of it."""
+    n = len(s)
+    start = i
+    if i < n and s[i] in "<>" and i + 1 < n and s[i + 1] == "(":
+        i = subs.parenthesized(i + 2)
+    while i < n:
+        c = s[i]
+        if c in _WORD_END:
+            break
+        if c == "'":
+            j = s.find("'", i + 1)
+            if j < 0:
+                raise ShellSyntaxError("unmatched '")
+            i = j + 1
+        elif c == '"':
+            i = _double_quoted_end(s, i + 1, subs)
+        elif c == "\\":
+            if i + 1 >= n:
+                raise ShellSyntaxError("trailing backslash")
+            i += 2
+        elif c == "$":
+            i = _dollar_end(s, i, subs)
+        elif c == "`":
+            i = _backquoted_end(s, i, subs)
+        else:
+            i = _PLAIN.match(s, i).end()  # type: ignore[union-attr]  # s[i] is plain here
+    if i == start:
+        raise ShellSyntaxError("expected a word")
+    return i
+
+
+def _double_quoted_end(s: str, i: int, subs: Substitutions) -> int:
+    n = len(s)
+    while True:
+        i = _DQ_PLAIN.match(s, i).end()  # type: ignore[union-attr]  # the pattern matches empty
+        if i >= n:
+            raise ShellSyntaxError('unmatched "')
+        c = s[i]
+        if c == '"':
+            return i + 1
+        if c == "\\":
+            i += 2
+        elif c == "$":
+            i = _dollar_end(s, i, subs)
+        else:
+            i = _backquoted_end(s, i, subs)
+
+
+def _dollar_end(s: str, i: int, subs: Substitutions) -> int:
+    n = len(s)
+    nxt = s[i + 1] if i + 1 < n else ""
+    if nxt == "(":
+        if s.startswith("((", i + 1):
+            raise ShellSyntaxError("arithmetic expansion")
+        return subs.parenthesized(i + 2)
+    if nxt == "[":
+        raise ShellSyntaxError("arithmetic substitution")
+    if nxt == "{":
+        j = i + 2
+        depth = 1
+        while j < n:
+            c = s[j]
+            if c == "}":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            elif c == "{":
+                depth += 1
+            elif c == "\\":
+                j += 1
+            elif c == "'":
+                k = s.find("'", j + 1)
+                if k < 0:
+                    raise ShellSyntaxError("unmatched '")
+                j = k
+            elif c == '"':
+                j = _double_quoted_end(s, j + 1, subs) - 1
+            j += 1
+        raise ShellSyntaxError("unmatched ${")
+    if nxt == "'":
+        j = i + 2
+        while j < n:
+            c = s[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "'":
+                return j + 1
+            j += 1
+        raise ShellSyntaxError("unmatched $'")
+    if nxt == '"':
+        return _double_quoted_end(s, i + 2, subs)
+    return i + 1
+
+
+def _backquoted_end(s: str, i: int, subs: Substitutions) -> int:
+    n = len(s)
+    j = i + 1
+    while j < n:
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "`":
+            inner = s[i + 1 : j]
+            if inner.strip():
+                subs.backquoted(inner)
+            return j + 1
+        j += 1
+    raise ShellSyntaxError("unmatched `")
+
+
+# The paper's parser splits a sub-command into words as POSIX ``shlex.split`` does (no comments), which
+# is not bash: blanks are `` \t\r\n``; outside quotes a backslash takes the next character literally
+# (a backslash-newline is a newline in the word); inside double quotes it escapes only ``"`` and ``\``,
+# and ``$``, backquotes and operators are plain characters everywhere.
+_POSIX_BLANKS = re.compile(r"[ \t\r\n]*+")
+_POSIX_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]++|\\[\s\S]|'[^']*+'|"(?:[^"\\]++|\\[\s\S])*+")++""")
+_POSIX_PART = re.compile(r"""\\([\s\S])|'([^']*)'|"((?:[^"\\]|\\[\s\S])*)"|([^ \t\r\n'"\\]+)""")
+_POSIX_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def _posix_part(m: re.Match[str]) -> str:
+    escaped, single, double, plain = m.groups()
+    if double is not None:
+        return _POSIX_DQ_ESCAPE.sub(_group1, double) if "\\" in double else double
+    return escaped if escaped is not None else single if single is not None else plain
+
+
+def posix_words(text: str) -> list[str]:
+    """The words ``shlex.split(text)`` gives (POSIX mode, no comments), quoting removed.
+
+    Raises :class:`ShellSyntaxError` where ``shlex`` raises: an unclosed quote or a trailing backslash.
+    """
+    words: list[str] = []
+    n = len(text)
+    pos = _POSIX_BLANKS.match(text).end()  # type: ignore[union-attr]  # the pattern matches empty
+    while pos < n:
+        m = _POSIX_WORD.match(text, pos)
+        end = pos if m is None else m.end()
+        if end < n and text[end] not in " \t\r\n":  # a quote never closed, or a backslash at the end
+            raise ShellSyntaxError("no closing quotation" if text[end] in "'\"" else "no escaped character")
+        word = text[pos:end]
+        words.append(
+            _POSIX_PART.sub(_posix_part, word) if "'" in word or '"' in word or "\\" in word else word
+        )
+        pos = _POSIX_BLANKS.match(text, end).end()  # type: ignore[union-attr]
+    return words

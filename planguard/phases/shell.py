@@ -4,11 +4,12 @@ The paper's classifier does not see raw text: its command parser first cuts an a
 sub-commands and each sub-command into ``command``/``args``/``flags``. Reproducing its labels means
 reproducing that parser, so this module has two layers:
 
-* :func:`scan` is a bash structure scanner. It finds the top-level sub-commands (separated by
-  ``&&``, ``||``, ``;``, ``&`` and newlines; pipes are not split), skips comments and heredoc bodies,
-  marks subshells, groups, loops and conditionals as complex, and rejects the input where the
-  reference parser's bash grammar (bashlex) rejects it: unbalanced quotes, ``$((``, ``[[``, ``case``,
-  ``time``, empty commands between separators, quoted heredoc delimiters that are never closed, ...
+* :func:`scan` is the reference parser's bash grammar (bashlex) on the strict mode of the one shell
+  lexer (:mod:`planguard.actions.lexer`: words with their quoting, redirections, comments, heredoc
+  bodies). It finds the top-level sub-commands (separated by ``&&``, ``||``, ``;``, ``&`` and
+  newlines; pipes are not split), marks subshells, groups, loops and conditionals as complex, and
+  rejects the input where bashlex rejects it: unbalanced quotes, ``$((``, ``[[``, ``case``, ``time``,
+  empty commands between separators, quoted heredoc delimiters that are never closed, ...
   A rejected action becomes one ``complex_command``.
 * :func:`parse_action` is the paper's per-action pipeline on top of it: the *simple heredoc* rule,
   ``complex_command``, the ``VAR=value`` prefix as ``set_env``, POSIX ``shlex`` word splitting, the
@@ -23,8 +24,19 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shlex
 from typing import NamedTuple
+
+from planguard.actions.lexer import (
+    ShellSyntaxError,
+    arithmetic_end,
+    bare_word_at,
+    blanks_end,
+    comment_end,
+    heredoc_bodies_end,
+    posix_words,
+    redirection_at,
+    word_end,
+)
 
 __all__ = [
     "SRE_SUBCOMMANDS",
@@ -50,10 +62,6 @@ SRE_TOOL = "str_replace_editor"
 SRE_SUBCOMMANDS: tuple[str, ...] = ("view", "create", "str_replace", "insert", "undo_edit")
 
 
-class _Reject(Exception):
-    """The structure scanner met something the reference bash grammar does not accept."""
-
-
 class Piece(NamedTuple):
     """One top-level sub-command: its source text and whether it is a compound construct."""
 
@@ -61,16 +69,10 @@ class Piece(NamedTuple):
     complex: bool
 
 
-# --------------------------------------------------------------------------- structure scanner
+# --------------------------------------------------------------------------- the reference's bash grammar
 
-_BLANKS = re.compile(r"(?:[ \t]|\\\n)*")
-_PLAIN = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+")
-_DQ_PLAIN = re.compile(r'[^"\\$`]*')
-_BARE_WORD = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+(?=[ \t\n|&;()<>]|$)")
-_REDIRECT = re.compile(r"&>>|&>|\d*(?:>>|>&|>\||<<<|<<-|<<|<&|<>|>|<)")
 _FUNC_PARENS = re.compile(r"\(\s*\)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_WORD_END = frozenset(" \t\n|&;()<>")
 
 # bashlex raises on these at a command position (unsupported constructs or misplaced keywords).
 _REJECTED_WORDS = frozenset({"case", "select", "time", "coproc", "[[", "]]", "esac"})
@@ -78,7 +80,12 @@ _CLOSERS = frozenset({"then", "elif", "else", "fi", "do", "done", "}"})
 _NO_STOPS: frozenset[str] = frozenset()
 
 
-class _Scanner:
+class _Grammar:
+    """bashlex's grammar (lists, pipelines, compound commands, functions) over the strict mode of the
+    shell lexer; it records the top-level sub-commands as ``(start, end, is compound)`` spans and raises
+    :class:`ShellSyntaxError` where bashlex rejects the text. It is the lexer's :class:`Substitutions`:
+    the lists inside ``$(…)``, ``<(…)`` and backquotes are parsed by the same grammar."""
+
     __slots__ = ("count", "heredocs", "i", "last_end", "n", "pieces", "s", "top_function")
 
     def __init__(self, s: str) -> None:
@@ -91,45 +98,39 @@ class _Scanner:
         self.top_function = False
         self.count = 0
 
-    # -- small helpers
+    # -- the lexer's side
     def _blanks(self) -> None:
-        self.i = _BLANKS.match(self.s, self.i).end()  # type: ignore[union-attr]
-
-    def _bare_at(self, i: int) -> str | None:
-        m = _BARE_WORD.match(self.s, i)
-        return m.group() if m else None
+        self.i = blanks_end(self.s, self.i)
 
     def _newline(self) -> None:
         """Consume one newline and, as bash does, the bodies of the heredocs opened on that line."""
         self.i += 1
-        if not self.heredocs:
-            return
-        s, n = self.s, self.n
-        for delim, strip_tabs in self.heredocs:
-            i = self.i
-            while True:
-                if i >= n:
-                    raise _Reject("here-document delimited by end-of-file")
-                eol = s.find("\n", i)
-                if eol < 0:
-                    eol = n
-                line = s[i:eol]
-                if (line.lstrip("\t") if strip_tabs else line) == delim:
-                    i = eol + 1
-                    break
-                i = eol + 1
-            self.i = min(i, n)
-        self.heredocs.clear()
+        if self.heredocs:
+            self.i = heredoc_bodies_end(self.s, self.i, self.heredocs)
+            self.heredocs.clear()
 
     def _comment(self) -> None:
-        eol = self.s.find("\n", self.i)
-        self.i = self.n if eol < 0 else eol
+        self.i = comment_end(self.s, self.i)
+
+    def _word(self) -> None:
+        self.i = word_end(self.s, self.i, self)
+
+    def parenthesized(self, start: int) -> int:
+        saved = self.i, self.last_end
+        self.i = start
+        self._body(")", True, 1_000)
+        end = self.i
+        self.i, self.last_end = saved
+        return end
+
+    def backquoted(self, inner: str) -> None:
+        _Grammar(inner).program()
 
     # -- lists and pipelines
     def program(self) -> list[tuple[int, int, bool]]:
         self._list(_NO_STOPS, False, 0)
         if self.heredocs:
-            raise _Reject("here-document delimited by end-of-file")
+            raise ShellSyntaxError("here-document delimited by end-of-file")
         return self.pieces
 
     def _list(self, stops: frozenset[str], paren: bool, depth: int) -> str:
@@ -148,7 +149,7 @@ class _Scanner:
             i = self.i
             if i >= n:
                 if need:
-                    raise _Reject("unexpected EOF")
+                    raise ShellSyntaxError("unexpected EOF")
                 break
             c = s[i]
             if c == "\n":
@@ -165,17 +166,17 @@ class _Scanner:
             if c == ")":
                 if paren and not need:
                     return ")"
-                raise _Reject("unexpected )")
+                raise ShellSyntaxError("unexpected )")
             if c == ";":
                 if s.startswith(";;", i) or not have:
-                    raise _Reject("unexpected ;")
+                    raise ShellSyntaxError("unexpected ;")
                 self.i += 1
                 have = False
                 part_seps += 1
                 continue
             if c == "&" and not s.startswith("&>", i):
                 if not have:
-                    raise _Reject("unexpected &")
+                    raise ShellSyntaxError("unexpected &")
                 self.i += 2 if s.startswith("&&", i) else 1
                 need = s.startswith("&&", i)
                 have = False
@@ -183,18 +184,18 @@ class _Scanner:
                 continue
             if c == "|":
                 if not have or not s.startswith("||", i):
-                    raise _Reject("unexpected |")
+                    raise ShellSyntaxError("unexpected |")
                 self.i += 2
                 need = True
                 have = False
                 part_seps += 1
                 continue
             if have:
-                raise _Reject("missing separator")
-            word = self._bare_at(i)
+                raise ShellSyntaxError("missing separator")
+            word = bare_word_at(s, i)
             if word is not None and word in stops:
                 if need:
-                    raise _Reject("unexpected keyword")
+                    raise ShellSyntaxError("unexpected keyword")
                 return word
             start = i
             cplx, func = self._pipeline(depth)
@@ -217,15 +218,15 @@ class _Scanner:
 
     def _pipeline(self, depth: int) -> tuple[bool, bool]:
         s, n = self.s, self.n
-        if self._bare_at(self.i) == "!":
+        if bare_word_at(s, self.i) == "!":
             self.i += 1
             self._blanks()
         cplx = False
         elements = 0
         func = False
         while True:
-            if elements and self._bare_at(self.i) == "!":
-                raise _Reject("! inside a pipeline")
+            if elements and bare_word_at(s, self.i) == "!":
+                raise ShellSyntaxError("! inside a pipeline")
             c_cplx, c_func = self._command(depth)
             cplx = cplx or c_cplx
             func = c_func
@@ -243,7 +244,7 @@ class _Scanner:
                     else:
                         break
                 if self.i >= n or s[self.i] in "|&;)":
-                    raise _Reject("unexpected token after |")
+                    raise ShellSyntaxError("unexpected token after |")
                 continue
             break
         return cplx, func and elements == 1
@@ -254,20 +255,20 @@ class _Scanner:
         s, n = self.s, self.n
         i = self.i
         if i >= n:
-            raise _Reject("unexpected EOF")
+            raise ShellSyntaxError("unexpected EOF")
         c = s[i]
         if c == "(":
             if s.startswith("((", i):
-                self.i = self.last_end = self._arith_end(i + 2)
+                self.i = self.last_end = arithmetic_end(s, i + 2)
             else:
                 self.i += 1
                 self._body(")", True, depth)
             self._redirects()
             return True, False
-        word = self._bare_at(i)
+        word = bare_word_at(s, i)
         if word is not None:
             if word in _REJECTED_WORDS or word in _CLOSERS:
-                raise _Reject(f"unexpected {word}")
+                raise ShellSyntaxError(f"unexpected {word}")
             if word == "if":
                 self.i += 2
                 self._body_kw(frozenset({"then"}), depth)
@@ -301,7 +302,7 @@ class _Scanner:
                 self._blanks()
                 name = _NAME.match(s, self.i)
                 if name is None:
-                    raise _Reject("bad function name")
+                    raise ShellSyntaxError("bad function name")
                 self.i = name.end()
                 self._blanks()
                 m = _FUNC_PARENS.match(s, self.i)
@@ -311,23 +312,6 @@ class _Scanner:
                 return True, True
         return self._simple(depth)
 
-    def _arith_end(self, j: int) -> int:
-        """End of an arithmetic command ``(( ... ))`` whose text starts at ``j``."""
-        s, n = self.s, self.n
-        depth = 0
-        while j < n:
-            c = s[j]
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                if depth == 0:
-                    if j + 1 < n and s[j + 1] == ")":
-                        return j + 2
-                    raise _Reject("unterminated ((")
-                depth -= 1
-            j += 1
-        raise _Reject("unterminated ((")
-
     def _function_body(self, depth: int) -> None:
         s, n = self.s, self.n
         while True:
@@ -336,16 +320,16 @@ class _Scanner:
                 self._newline()
             else:
                 break
-        word = self._bare_at(self.i)
+        word = bare_word_at(s, self.i)
         if not (word in ("{", "if", "while", "until", "for") or (self.i < n and s[self.i] == "(")):
-            raise _Reject("function body must be a compound command")
+            raise ShellSyntaxError("function body must be a compound command")
         self._command(depth)
 
     def _body(self, closer: str, paren: bool, depth: int) -> None:
         count = self.count
         got = self._list(_NO_STOPS, paren, depth + 1)
         if got != closer or self.count == count:
-            raise _Reject(f"expected {closer}")
+            raise ShellSyntaxError(f"expected {closer}")
         self.i += 1
         self.last_end = self.i
 
@@ -354,9 +338,9 @@ class _Scanner:
         count = self.count
         got = self._list(stops, False, depth + 1)
         if not got or got not in stops:
-            raise _Reject("unterminated compound command")
+            raise ShellSyntaxError("unterminated compound command")
         if self.count == count:
-            raise _Reject("empty compound list")
+            raise ShellSyntaxError("empty compound list")
         self.i += len(got)
         self.last_end = self.i
         return got
@@ -366,23 +350,23 @@ class _Scanner:
         self.i += 3
         self._blanks()
         if s.startswith("((", self.i):
-            raise _Reject("arithmetic for")
+            raise ShellSyntaxError("arithmetic for")
         name = _NAME.match(s, self.i)
         if name is None:
-            raise _Reject("bad for variable")
+            raise ShellSyntaxError("bad for variable")
         self.i = name.end()
         self._blanks()
-        if self._bare_at(self.i) == "in":
+        if bare_word_at(s, self.i) == "in":
             self.i += 2
             while True:
                 self._blanks()
                 if self.i >= n:
-                    raise _Reject("unexpected EOF in for")
+                    raise ShellSyntaxError("unexpected EOF in for")
                 c = s[self.i]
                 if c in ";\n":
                     break
                 if c in "|&()<>":
-                    raise _Reject("unexpected token in for")
+                    raise ShellSyntaxError("unexpected token in for")
                 self._word()
         while True:  # separators between the word list and ``do``
             self._blanks()
@@ -394,8 +378,8 @@ class _Scanner:
                 self._comment()
             else:
                 break
-        if self._bare_at(self.i) != "do":
-            raise _Reject("expected do")
+        if bare_word_at(s, self.i) != "do":
+            raise ShellSyntaxError("expected do")
         self.i += 2
         self._body_kw(frozenset({"done"}), depth)
 
@@ -405,7 +389,7 @@ class _Scanner:
             self._blanks()
             if self.i >= n:
                 return
-            m = _REDIRECT.match(s, self.i)
+            m = redirection_at(s, self.i)
             if m is None:
                 return
             self._redirect(m)
@@ -415,7 +399,7 @@ class _Scanner:
         self.i = m.end()
         self._blanks()
         if self.i >= self.n or self.s[self.i] in "\n|&;)<>":
-            raise _Reject("missing redirection target")
+            raise ShellSyntaxError("missing redirection target")
         start = self.i
         self._word()
         if op.endswith(("<<", "<<-")) and not op.endswith("<<<"):
@@ -442,8 +426,8 @@ class _Scanner:
                     self.i = _FUNC_PARENS.match(s, i).end()  # type: ignore[union-attr]
                     self._function_body(depth)
                     return True, True
-                raise _Reject("unexpected (")
-            m = _REDIRECT.match(s, i)
+                raise ShellSyntaxError("unexpected (")
+            m = redirection_at(s, i)
             if m is not None and not (c in "<>" and s.startswith("(", m.end()) and m.end() == i + 1):
                 self._redirect(m)
                 words += 2
@@ -452,126 +436,8 @@ class _Scanner:
             self.last_end = self.i
             words += 1
         if words == 0:
-            raise _Reject("empty command")
+            raise ShellSyntaxError("empty command")
         return False, False
-
-    # -- words
-    def _word(self) -> None:
-        s, n = self.s, self.n
-        i = self.i
-        start = i
-        if i < n and s[i] in "<>" and i + 1 < n and s[i + 1] == "(":
-            self.i = i + 2
-            self._body(")", True, 1_000)
-            i = self.i
-        while i < n:
-            c = s[i]
-            if c in _WORD_END:
-                break
-            if c == "'":
-                j = s.find("'", i + 1)
-                if j < 0:
-                    raise _Reject("unmatched '")
-                i = j + 1
-            elif c == '"':
-                i = self._dquote(i + 1)
-            elif c == "\\":
-                if i + 1 >= n:
-                    raise _Reject("trailing backslash")
-                i += 2
-            elif c == "$":
-                i = self._dollar(i)
-            elif c == "`":
-                i = self._backtick(i)
-            else:
-                i = _PLAIN.match(s, i).end()  # type: ignore[union-attr]
-        if i == start:
-            raise _Reject("expected a word")
-        self.i = i
-
-    def _dquote(self, i: int) -> int:
-        s, n = self.s, self.n
-        while True:
-            i = _DQ_PLAIN.match(s, i).end()  # type: ignore[union-attr]
-            if i >= n:
-                raise _Reject('unmatched "')
-            c = s[i]
-            if c == '"':
-                return i + 1
-            if c == "\\":
-                i += 2
-            elif c == "$":
-                i = self._dollar(i)
-            else:
-                i = self._backtick(i)
-
-    def _dollar(self, i: int) -> int:
-        s, n = self.s, self.n
-        nxt = s[i + 1] if i + 1 < n else ""
-        if nxt == "(":
-            if s.startswith("((", i + 1):
-                raise _Reject("arithmetic expansion")
-            saved = self.i, self.last_end
-            self.i = i + 2
-            self._body(")", True, 1_000)
-            end = self.i
-            self.i, self.last_end = saved
-            return end
-        if nxt == "[":
-            raise _Reject("arithmetic substitution")
-        if nxt == "{":
-            j = i + 2
-            depth = 1
-            while j < n:
-                c = s[j]
-                if c == "}":
-                    depth -= 1
-                    if depth == 0:
-                        return j + 1
-                elif c == "{":
-                    depth += 1
-                elif c == "\\":
-                    j += 1
-                elif c == "'":
-                    k = s.find("'", j + 1)
-                    if k < 0:
-                        raise _Reject("unmatched '")
-                    j = k
-                elif c == '"':
-                    j = self._dquote(j + 1) - 1
-                j += 1
-            raise _Reject("unmatched ${")
-        if nxt == "'":
-            j = i + 2
-            while j < n:
-                c = s[j]
-                if c == "\\":
-                    j += 2
-                    continue
-                if c == "'":
-                    return j + 1
-                j += 1
-            raise _Reject("unmatched $'")
-        if nxt == '"':
-            return self._dquote(i + 2)
-        return i + 1
-
-    def _backtick(self, i: int) -> int:
-        s, n = self.s, self.n
-        j = i + 1
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-                continue
-            if c == "`":
-                inner = s[i + 1 : j]
-                if inner.strip():
-                    sub = _Scanner(inner)
-                    sub.program()
-                return j + 1
-            j += 1
-        raise _Reject("unmatched `")
 
 
 def scan(text: str) -> tuple[Piece, ...] | None:
@@ -580,10 +446,10 @@ def scan(text: str) -> tuple[Piece, ...] | None:
     A bare function definition on its own line also makes the whole action unparseable, as in the
     reference parser. The result never includes heredoc bodies or comments.
     """
-    sc = _Scanner(text)
+    sc = _Grammar(text)
     try:
         spans = sc.program()
-    except (_Reject, RecursionError):
+    except (ShellSyntaxError, RecursionError):
         return None
     if sc.top_function:
         return None
@@ -596,8 +462,8 @@ def scan(text: str) -> tuple[Piece, ...] | None:
             # The reference re-parses each piece on its own and only calls it complex when that
             # succeeds; a compound piece whose heredoc body lies outside it then fails.
             try:
-                _Scanner(piece).program()
-            except (_Reject, RecursionError):
+                _Grammar(piece).program()
+            except (ShellSyntaxError, RecursionError):
                 cplx = False
         out.append(Piece(piece, cplx))
     return tuple(out)
@@ -607,10 +473,10 @@ def scan(text: str) -> tuple[Piece, ...] | None:
 
 
 def split_words(text: str) -> list[str] | None:
-    """``shlex.split(text)`` (POSIX mode, no comments), or ``None`` where shlex raises."""
+    """``shlex.split(text)`` (POSIX mode, no comments) on the lexer, or ``None`` where shlex raises."""
     try:
-        return shlex.split(text)
-    except ValueError:
+        return posix_words(text)
+    except ShellSyntaxError:
         return None
 
 
