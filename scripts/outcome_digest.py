@@ -47,10 +47,12 @@ def main() -> int:
                 text=True,
                 check=False,
             )
-            if proc.returncode not in (0, 1):
-                sys.stderr.write(proc.stderr)
-                return proc.returncode
-            for line in proc.stdout.splitlines():
+            lines = proc.stdout.splitlines()
+            # replay exits 1 when a file did not load; no record at all means planguard did not run.
+            if proc.returncode not in (0, 1) or not lines:
+                sys.stderr.write(proc.stderr or f"outcome_digest: {name}: replay wrote no record\n")
+                return proc.returncode or 1
+            for line in lines:
                 record = f"{name}\t{line}\n"
                 digest.update(record.encode())
                 out.write(record)
