@@ -222,7 +222,7 @@ def _step_record_before(
     c = sink.content
     args = ev.arguments
     event = EventRecord(
-        tool=ev.tool,
+        tool=c.clean(ev.tool) if isinstance(ev.tool, str) else ev.tool,  # a name, redacted like an id
         arguments=(c.value(args) if isinstance(args, str) or c.redact else dict(args)) if c.include else None,
         call_id=c.clean(ev.call_id) if ev.call_id is not None else None,
         action=c.text(ev.action, 0) if ev.action is not None else None,
