@@ -139,15 +139,18 @@ def test_every_dialect_gives_the_live_rules_the_work_dir(
     config = str(repo.parent / "planguard.yaml")
     store = SessionStore(str(repo.parent / "state"))
     runner = HookRunner(config, store)  # as in a hook process: the session is restored from disk per call
-    rules = runner.guard.pipeline.rules
+    rules_class = type(runner.guard.pipeline.rules)
     seen: list[tuple[Any, Any]] = []
-    classify = rules.classify
+    classify = rules_class.classify
 
-    def spy(event: Any, state: Any) -> Any:
+    def spy(self: Any, event: Any, state: Any) -> Any:
         seen.append((event.metadata.get("cwd"), state.root))
-        return classify(event, state)
+        return classify(self, event, state)
 
-    monkeypatch.setattr(rules, "classify", spy)
+    # On the class: the rules instance is shared by every guard (get_rules), and undoing a patch of an
+    # instance leaves the bound method behind as an instance attribute, which a later test's patch of
+    # the class cannot reach.
+    monkeypatch.setattr(rules_class, "classify", spy)
     try:
         sent = payloads(repo)
         for payload in sent:
