@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .lexer import Stage, tokenize, unquote, word_at, words_of
 from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
@@ -36,7 +37,7 @@ from .types import (
     WriteKind,
 )
 
-__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text"]
+__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellLine", "ShellVerdict", "swe_flag_text"]
 
 #: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -330,41 +331,73 @@ def _collapse(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit]
 
 
+class ShellLine(NamedTuple):
+    """A shell line read once: its segments, as the lexer cuts them, and its verdict.
+
+    ``segments`` is ``None`` for a SWE-agent tool command, which is read without the lexer. Both the
+    verdict's reading and the live phase rules (through :attr:`ToolCall.segments
+    <planguard.actions.vocabulary.ToolCall>`) read these same words; neither changes them.
+    """
+
+    segments: list[list[Stage]] | None
+    verdict: ShellVerdict
+
+
 class ShellClassifier:
     """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser).
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
 
-    The action classifier's one memo: a line's verdict, for lines up to ``MEMO_LINE_MAX`` characters
-    classified without a working directory (agents re-run the same commands). Bounded: emptied when
-    full. Verdicts are never changed once made, so one may stand for many calls.
+    The action classifier's one memo: a line's :class:`ShellLine`, for lines up to ``MEMO_LINE_MAX``
+    characters (agents re-run the same commands). Bounded: emptied when full. Verdicts are never changed
+    once made, so one may stand for many calls.
     """
 
     __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
     #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
-    MEMO_LINE_MAX = 400
+    MEMO_LINE_MAX = 2048
 
     def __init__(self, norm: PathNormaliser, *, swe_agent_commands: bool = True) -> None:
         self.norm = norm
         self.swe_agent_commands = swe_agent_commands
-        self._memo: dict[str, ShellVerdict] = {}
+        self._memo: dict[str, ShellLine] = {}
 
-    def classify(self, line: str, cwd: str | None = None) -> ShellVerdict:
-        if cwd is not None or len(line) > self.MEMO_LINE_MAX:
-            return self._classify(line, cwd, 0)
-        verdict = self._memo.get(line)
-        if verdict is None:
-            verdict = self._classify(line, cwd, 0)
+    def classify(self, line: str) -> ShellVerdict:
+        """What ``line`` does."""
+        return self.read(line).verdict
+
+    def read(self, line: str) -> ShellLine:
+        """``line`` lexed and judged (memoised)."""
+        if len(line) > self.MEMO_LINE_MAX:
+            return self._read(line)
+        read = self._memo.get(line)
+        if read is None:
+            read = self._read(line)
             if len(self._memo) >= self._MEMO_MAX:
                 self._memo.clear()
-            self._memo[line] = verdict
-        return verdict
+            self._memo[line] = read
+        return read
 
     # -------------------------------------------------------------------------------- line level
 
+    def _read(self, line: str) -> ShellLine:
+        verdict = self._swe_line(line)
+        if verdict is not None:
+            return ShellLine(None, verdict)
+        segments = tokenize(line)
+        return ShellLine(segments, self._verdict(line, segments, None, 0))
+
     def _classify(self, line: str, cwd: str | None, depth: int) -> ShellVerdict:
+        """A nested line's verdict (``bash -c '…'``), read against the directory ``cwd``."""
+        verdict = self._swe_line(line)
+        if verdict is not None:
+            return verdict
+        return self._verdict(line, tokenize(line), cwd, depth)
+
+    def _swe_line(self, line: str) -> ShellVerdict | None:
+        """The verdict of a SWE-agent tool command given as a shell line, or None (or an empty line's)."""
         stripped = line.lstrip()
         if not stripped:
             return ShellVerdict(REASON, rank=R_TRIVIAL)
@@ -379,16 +412,13 @@ class ShellClassifier:
                     elif first != "submit":
                         verdict.scaffold = "swe-agent-0.x"
                     return verdict
-        best = self._judge(line, cwd, depth)[0]
-        if best is None:
-            return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
-        return best
+        return None
 
-    def _judge(self, text: str, cwd: str | None, depth: int) -> tuple[ShellVerdict | None, str | None]:
-        """The segment that says most about ``text`` (None when none says anything), and the directory
-        the segments leave behind."""
+    def _verdict(self, line: str, segments: list[list[Stage]], cwd: str | None, depth: int) -> ShellVerdict:
+        """The verdict of the segment that says most about the line; ``cd DIR`` moves the directory later
+        segments resolve against."""
         best: ShellVerdict | None = None
-        for pipeline in tokenize(text):
+        for pipeline in segments:
             v = self._pipeline(pipeline, cwd, depth)
             if v is None:
                 continue
@@ -396,7 +426,9 @@ class ShellClassifier:
                 cwd = v.cwd
             if best is None or v.rank > best.rank:
                 best = v
-        return best, cwd
+        if best is None:
+            return ShellVerdict(COMMAND, _collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
+        return best
 
     def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)

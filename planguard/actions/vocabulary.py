@@ -41,11 +41,11 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, TypeGuard
 
 from ..documents import loads_json
 from ..events import THINK_TOOL, ToolEvent
-from .lexer import unquote
+from .lexer import Stage, unquote
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .shell import ShellClassifier, ShellVerdict, swe_flag_text
 from .types import (
@@ -517,7 +517,8 @@ _CALL_KIND_OF_TYPE = {
 }
 
 
-class ToolCall(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ToolCall:
     """A tool call in canonical form: what both the canonical-action reading and every phase rule set
     (live and the paper's) know of it, from the same mapping rule. Made once per call.
 
@@ -529,6 +530,8 @@ class ToolCall(NamedTuple):
     pattern and glob. ``reader`` is the mapping rule's kind (``shell``, ``editor``, ``navigate``,
     ``find``, …, see ``KINDS``); ``thought`` marks a reasoning step that calls nothing (``think``, the
     empty tool). ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
+    ``segments`` is a ``shell`` call's line as the lexer cuts it, the same words the action verdict was
+    read from; it follows from ``command``, so it is no part of the call's identity (equality, hash).
     """
 
     kind: str
@@ -539,6 +542,7 @@ class ToolCall(NamedTuple):
     operands: tuple[str, ...] = ()
     reader: str = ""
     thought: bool = False
+    segments: list[list[Stage]] | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
@@ -676,8 +680,8 @@ class ActionClassifier:
             if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
                 call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
                 if call is not None:
-                    return call._replace(command=line, reader=kind)
-            return ToolCall("shell", line, reader=kind)
+                    return dataclasses.replace(call, command=line, reader=kind)
+            return ToolCall("shell", line, reader=kind, segments=self.shell.read(line).segments)
         if kind == "editor":
             args = event.arguments
             if _is_map(args):
@@ -694,7 +698,7 @@ class ActionClassifier:
             call = self._swe_line_call(text, event) if text else None
             if call is None:
                 return ToolCall("other", reader=kind)
-            return call._replace(command=text, reader=kind)
+            return dataclasses.replace(call, command=text, reader=kind)
         if kind == "swe_command":
             if rule.tool in _FILE_SHAPED and _names_a_file(event):
                 raw_path = _str_arg(event, ("filePath", "file_path", "path")) or ""
@@ -708,7 +712,7 @@ class ActionClassifier:
                 text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
             verdict = self.shell.swe_command(text)
             call = self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
-            return call._replace(reader=kind)
+            return dataclasses.replace(call, reader=kind)
         if kind == "apply_patch":
             text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
             touched, added = patch_files(text)

@@ -6,9 +6,10 @@ these follow the definition a live monitor needs instead, with the same roles, l
 * the call is read through the canonical-action vocabulary (:meth:`ActionClassifier.tool_call`): the
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
-* a shell line is split with the action layer's lexer (:func:`planguard.actions.lexer.tokenize`) into
-  sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
-  are transparent, and each sub-command gets one role or none (§1);
+* a shell line is read in the words the action layer's lexer cut it into for the call's action
+  (:attr:`ToolCall.segments`, lexed once per line), as sub-commands; wrappers (``cd``, ``export``,
+  ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …) are transparent, and each sub-command gets
+  one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
 
 A call's *plan* (its sub-commands, each judged as far as its text allows) is memoised per call in one
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.actions.lexer import tokenize
+from planguard.actions.lexer import Stage, tokenize
 from planguard.actions.shell import COMPLETION_MARKERS
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
@@ -629,12 +630,12 @@ def _stage_plans(words: list[str], outputs: list[str], body: str | None, depth: 
     if name in _SHELLS and depth < _MAX_DEPTH:
         for k, a in enumerate(args):
             if a.startswith("-") and "c" in a and not a.startswith("--") and k + 1 < len(args):
-                return _line_plans(args[k + 1], depth + 1)
+                return _line_plans(tokenize(args[k + 1]), depth + 1)
         ops = _operands(args)
         if ops:
             return [_Sub(name, _RUN, (ops[0],))]
         if body:
-            return _line_plans(body, depth + 1)
+            return _line_plans(tokenize(body), depth + 1)
         return [_Sub(name, _GENERAL)]
     sub = _program(prog, args, body)
     if outputs and sub.does in (_NAV, _GENERAL):
@@ -663,10 +664,11 @@ def _substitute(words: list[str], loop_vars: dict[str, str]) -> list[str]:
     return out
 
 
-def _line_plans(line: str, depth: int = 0) -> list[_Sub]:
+def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[_Sub]:
+    """The plans of a lexed line's sub-commands."""
     plans: list[_Sub] = []
     loop_vars: dict[str, str] = {}
-    for pipeline in tokenize(line):
+    for pipeline in segments:
         head = pipeline[0]
         loop = _loop_variable(head.words)
         if loop is not None:
@@ -742,7 +744,10 @@ def _plan_call(tool: str, call: ToolCall, root: str | None) -> _CallPlan:
         if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
             subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
         else:
-            subs = _line_plans(line) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
+            # The line as the action classifier lexed it (a line it read as a SWE-agent tool command
+            # without the lexer, but whose call is a shell call, is lexed here).
+            segments = call.segments if call.segments is not None else tokenize(line)
+            subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
     elif kind == "read":
         subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
     elif kind == "search":
