@@ -27,6 +27,7 @@ import re
 from typing import NamedTuple
 
 from planguard.actions.lexer import (
+    MAX_NESTING,
     ShellSyntaxError,
     arithmetic_end,
     bare_word_at,
@@ -86,9 +87,9 @@ class _Grammar:
     :class:`ShellSyntaxError` where bashlex rejects the text. It is the lexer's :class:`Substitutions`:
     the lists inside ``$(…)``, ``<(…)`` and backquotes are parsed by the same grammar."""
 
-    __slots__ = ("count", "heredocs", "i", "last_end", "n", "pieces", "s", "top_function")
+    __slots__ = ("count", "heredocs", "i", "last_end", "n", "nesting", "pieces", "s", "top_function")
 
-    def __init__(self, s: str) -> None:
+    def __init__(self, s: str, nesting: int = 0) -> None:
         self.s = s
         self.n = len(s)
         self.i = 0
@@ -97,6 +98,7 @@ class _Grammar:
         self.pieces: list[tuple[int, int, bool]] = []
         self.top_function = False
         self.count = 0
+        self.nesting = nesting  # the lists this text's list lies in (a backquoted one's included)
 
     # -- the lexer's side
     def _blanks(self) -> None:
@@ -124,7 +126,7 @@ class _Grammar:
         return end
 
     def backquoted(self, inner: str) -> None:
-        _Grammar(inner).program()
+        _Grammar(inner, self.nesting + 1).program()
 
     # -- lists and pipelines
     def program(self) -> list[tuple[int, int, bool]]:
@@ -325,9 +327,19 @@ class _Grammar:
             raise ShellSyntaxError("function body must be a compound command")
         self._command(depth)
 
+    def _nested(self, stops: frozenset[str], paren: bool, depth: int) -> str:
+        """A list inside another (a subshell's, a substitution's, a compound command's), nested at most
+        :data:`MAX_NESTING` deep."""
+        if self.nesting >= MAX_NESTING:
+            raise ShellSyntaxError("nested too deeply")
+        self.nesting += 1
+        got = self._list(stops, paren, depth + 1)
+        self.nesting -= 1
+        return got
+
     def _body(self, closer: str, paren: bool, depth: int) -> None:
         count = self.count
-        got = self._list(_NO_STOPS, paren, depth + 1)
+        got = self._nested(_NO_STOPS, paren, depth)
         if got != closer or self.count == count:
             raise ShellSyntaxError(f"expected {closer}")
         self.i += 1
@@ -336,7 +348,7 @@ class _Grammar:
     def _body_kw(self, stops: frozenset[str], depth: int) -> str:
         """A compound-list ended by one of ``stops``; consumes the keyword and returns it."""
         count = self.count
-        got = self._list(stops, False, depth + 1)
+        got = self._nested(stops, False, depth)
         if not got or got not in stops:
             raise ShellSyntaxError("unterminated compound command")
         if self.count == count:
@@ -449,7 +461,7 @@ def scan(text: str) -> tuple[Piece, ...] | None:
     sc = _Grammar(text)
     try:
         spans = sc.program()
-    except (ShellSyntaxError, RecursionError):
+    except ShellSyntaxError:
         return None
     if sc.top_function:
         return None
@@ -463,7 +475,7 @@ def scan(text: str) -> tuple[Piece, ...] | None:
             # succeeds; a compound piece whose heredoc body lies outside it then fails.
             try:
                 _Grammar(piece).program()
-            except (ShellSyntaxError, RecursionError):
+            except ShellSyntaxError:
                 cplx = False
         out.append(Piece(piece, cplx))
     return tuple(out)
