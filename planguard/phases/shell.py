@@ -527,9 +527,6 @@ class ParsedCommand(NamedTuple):
     text: str = ""
     label: str = ""
 
-    def flag_dict(self) -> dict[str, FlagValue]:
-        return dict(self.flags)
-
     def tool_arg(self, key: str) -> ToolArgValue | None:
         for k, v in self.tool_args:
             if k == key:
@@ -648,13 +645,6 @@ def parse_bash(words: list[str], text: str) -> ParsedCommand:
 
 
 _SRE_STRING_ARGS = frozenset({"command", "path", "file_text", "old_str", "new_str"})
-_SRE_HEAD = re.compile(
-    r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
-    r"([^- \t\r\n'\"\\][^ \t\r\n'\"\\]*+)(?:[ \t\r\n]|$)"
-)
-_SHLEX_VALID = re.compile(
-    r"(?:[^'\"\\]++|'[^']*+'(?:\"'\"'[^']*+')*+|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])*+"
-)
 
 
 def _parse_sre(words: list[str], text: str) -> ParsedCommand | None:
@@ -716,21 +706,6 @@ def _piece_commands(piece: str, out: list[ParsedCommand]) -> None:
     if has_equals and _ASSIGNMENT.fullmatch(piece):
         out.append(ParsedCommand(kind="set_env", command="set_env", args=(piece,), text=piece))
         return
-    if piece.startswith(SRE_TOOL):
-        # The editor's long --file_text/--old_str/--new_str values decide nothing but the node
-        # identity (taken from the text); only the subcommand and the path need splitting.
-        m = _SRE_HEAD.match(piece)
-        if m is not None and "--path" not in piece and _SHLEX_VALID.fullmatch(piece):
-            out.append(
-                ParsedCommand(
-                    kind="tool",
-                    tool=SRE_TOOL,
-                    subcommand=m.group(1),
-                    tool_args=(("path", m.group(2)),),
-                    text=piece,
-                )
-            )
-            return
     words = split_words(piece)
     if words is None:
         out.append(ParsedCommand(kind="complex", command="complex_command", args=(piece,), text=piece))
