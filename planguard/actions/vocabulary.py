@@ -80,7 +80,6 @@ __all__ = [
     "ToolCall",
     "ToolSurface",
     "classify_action",
-    "make_action",
     "patch_files",
 ]
 
@@ -112,45 +111,6 @@ SURFACES: dict[str, ToolSurface] = {
     "gemini-cli": ToolSurface(True, True, True),
     "generic": ToolSurface(False, False, False),
 }
-
-
-def make_action(
-    type: ActionType,
-    target: str | None = None,
-    tool: str = "",
-    path: str | None = None,
-    intent: str | None = None,
-    is_validation: bool = False,
-    is_source_write: bool = False,
-    is_completion: bool = False,
-    write: WriteKind | None = None,
-    shell: str | None = None,
-    structured: bool = False,
-    scaffold: str | None = None,
-    old_text: str | None = None,
-    new_text: str | None = None,
-    text: str | None = None,
-    also_written: tuple[str, ...] = (),
-) -> Action:
-    """An ``Action`` from its fields in declaration order (the readers' one way to build one)."""
-    return Action(
-        type,
-        target,
-        tool,
-        path,
-        intent,
-        is_validation,
-        is_source_write,
-        is_completion,
-        write,
-        shell,
-        structured,
-        scaffold,
-        old_text,
-        new_text,
-        text,
-        also_written,
-    )
 
 
 # --------------------------------------------------------------------------------------- rules
@@ -509,12 +469,7 @@ _CALL_KIND_OF = {
     "reason": "other",
     "command": "other",
 }
-_CALL_KIND_OF_TYPE = {
-    FILE_READ: "read",
-    NAVIGATE: "read",
-    FILE_WRITE: "write",
-    SEARCH: "search",
-}
+_CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -638,7 +593,7 @@ class ActionClassifier:
         try:
             return self._classify(_parsed_arguments(event))
         except Exception:
-            return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
+            return Action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
         rule = self.rule_for(event.tool)
@@ -789,7 +744,7 @@ class ActionClassifier:
         source = v.is_source_write
         if v.type is FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
             source = _is_source(target)
-        return make_action(
+        return Action(
             v.type,
             target,
             event.tool,
@@ -879,9 +834,9 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     if cmd is None:
         cmd = _raw_text(event)
     if cmd is None:
-        return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
+        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     if _is_map(args) and args.get("is_input") in (True, "true"):
-        return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+        return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
     if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
         cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
     tool = event.tool
@@ -908,11 +863,11 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
             return c.from_verdict(c.shell.classify(text), rule, event, False)
-        return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
+        return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     sub = args.get("command")
     raw_path = args.get("path")
     if not isinstance(sub, str) or not isinstance(raw_path, str):
-        return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
+        return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     if sub == "view":
         return _editor_view(c, rule.scaffold, event.tool, raw_path)
     old = args.get("old_str")
@@ -934,7 +889,7 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
     path = c.norm(raw_path)
-    return make_action(
+    return Action(
         FILE_READ if looks_like_file(path) else NAVIGATE,
         path,
         tool,
@@ -956,9 +911,9 @@ def _editor_write(
 ) -> Action:
     kind = _EDITOR_WRITES.get(sub)
     if kind is None:
-        return make_action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
+        return Action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
     path = c.norm(raw_path)
-    return make_action(
+    return Action(
         FILE_WRITE,
         path,
         tool,
@@ -978,38 +933,42 @@ def _file_target(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> st
     return c.norm(raw) if raw else None
 
 
-def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    target = _file_target(c, rule, event)
-    return make_action(
-        FILE_READ,
+def _tool_write(
+    rule: MappingRule,
+    event: ToolEvent,
+    target: str | None,
+    intent: str,
+    kind: WriteKind,
+    old: str | None,
+    new: str | None,
+) -> Action:
+    """The write of a file tool (``Write``, ``Edit``, ``MultiEdit`` and their kin) to ``target``."""
+    return Action(
+        FILE_WRITE,
         target,
         event.tool,
         target,
-        "read",
+        intent,
+        is_source_write=_is_source(target),
+        write=kind,
         structured=rule.structured,
         scaffold=rule.scaffold,
+        old_text=old,
+        new_text=new,
+    )
+
+
+def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event)
+    return Action(
+        FILE_READ, target, event.tool, target, "read", structured=rule.structured, scaffold=rule.scaffold
     )
 
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
     text = _str_arg(event, rule.text or ("content", "file_text", "text", "new_source", "data"))
-    return make_action(
-        FILE_WRITE,
-        target,
-        event.tool,
-        target,
-        "write",
-        False,
-        _is_source(target),
-        False,
-        WK_CREATE,
-        None,
-        rule.structured,
-        rule.scaffold,
-        None,
-        text,
-    )
+    return _tool_write(rule, event, target, "write", WK_CREATE, None, text)
 
 
 def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1020,22 +979,7 @@ def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     )
     # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
     kind = WK_EDIT if old else (WK_CREATE if rule.tool == "Edit" else WK_EDIT)
-    return make_action(
-        FILE_WRITE,
-        target,
-        event.tool,
-        target,
-        "edit",
-        False,
-        _is_source(target),
-        False,
-        kind,
-        None,
-        rule.structured,
-        rule.scaffold,
-        old,
-        new,
-    )
+    return _tool_write(rule, event, target, "edit", kind, old, new)
 
 
 def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1051,22 +995,7 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
                     olds.append(o)
                 if isinstance(n, str):
                     news.append(n)
-    return make_action(
-        FILE_WRITE,
-        target,
-        event.tool,
-        target,
-        "edit",
-        False,
-        _is_source(target),
-        False,
-        WK_EDIT,
-        None,
-        rule.structured,
-        rule.scaffold,
-        "\n".join(olds) or None,
-        "\n".join(news) or None,
-    )
+    return _tool_write(rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None)
 
 
 def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tuple[str, str | None]:
@@ -1083,7 +1012,7 @@ def _search_reader(intent: str) -> _Reader:
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
         query, scope = _query_scope(c, rule, event)
-        return make_action(
+        return Action(
             SEARCH,
             f"{query} @ {scope or '.'}",
             event.tool,
@@ -1098,20 +1027,14 @@ def _search_reader(intent: str) -> _Reader:
 
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event) or "."
-    return make_action(
-        NAVIGATE,
-        target,
-        event.tool,
-        target,
-        "ls",
-        structured=rule.structured,
-        scaffold=rule.scaffold,
+    return Action(
+        NAVIGATE, target, event.tool, target, "ls", structured=rule.structured, scaffold=rule.scaffold
     )
 
 
 def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _str_arg(event, rule.target or ("url", "query", "uri"))
-    return make_action(
+    return Action(
         FETCH,
         _clip(target, 200) if target else None,
         event.tool,
@@ -1124,7 +1047,7 @@ def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
 
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
-    return make_action(
+    return Action(
         PLAN,
         "plan",
         event.tool,
@@ -1138,7 +1061,7 @@ def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 
 def _read_spawn(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _str_arg(event, rule.target or ("subagent_type", "agent", "name", "description"))
-    return make_action(
+    return Action(
         AGENT_SPAWN,
         _clip(target, 80) if target else None,
         event.tool,
@@ -1153,12 +1076,12 @@ def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     if text is None and isinstance(event.arguments, str):
         text = event.arguments or None
-    return make_action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
+    return Action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
 
 
 def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
-    return make_action(
+    return Action(
         REASON,
         "finish",
         event.tool,
@@ -1172,7 +1095,7 @@ def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 
 def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    return make_action(
+    return Action(
         COMMAND,
         "submit",
         event.tool,
@@ -1189,7 +1112,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     code = _str_arg(event, rule.target or _CODE_KEYS)
     if code is None:
         return _read_command(c, rule, event)
-    return make_action(
+    return Action(
         COMMAND,
         "python -c",
         str(event.tool),
@@ -1203,7 +1126,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 
 def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     tool = str(event.tool)
-    return make_action(
+    return Action(
         COMMAND,
         _clip(tool, 80),
         tool,
@@ -1223,19 +1146,16 @@ def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
     m = _PATCH_FILE.search(text)
     target = c.norm(m.group(1).strip()) if m else None
-    return make_action(
+    return Action(
         FILE_WRITE,
         target,
         event.tool,
         target,
         "apply_patch",
-        False,
-        _is_source(target) if target else True,
-        False,
-        WK_OTHER,
-        None,
-        True,
-        rule.scaffold,
+        is_source_write=_is_source(target) if target else True,
+        write=WK_OTHER,
+        structured=True,
+        scaffold=rule.scaffold,
     )
 
 
@@ -1256,7 +1176,7 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
         text = " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
     verdict = c.shell.swe_command(text)
     if verdict is None:
-        return make_action(
+        return Action(
             COMMAND,
             _clip(str(event.tool), 80),
             event.tool,
