@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, outcome_failed
-from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action, ActionType
+from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, ActionType
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
 from .base import Detector
@@ -82,9 +82,7 @@ class SearchLoop(Detector):
         return _LoopState()
 
     def observe(self, step: Step, state: _LoopState) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         t = a.type
         if t is SEARCH or t is FILE_READ:
             if state.count == 0:
@@ -200,9 +198,7 @@ class RereadChurn(Detector):
         return _WindowCounts(self.window)
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         t = a.type
         target = a.target
         if target is None or (t is not FILE_READ and t is not FILE_WRITE):
@@ -245,9 +241,7 @@ class RedundantSearch(Detector):
         return _WindowCounts(self.window)
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         if a.type is not SEARCH or not a.target:
             return None
         index = step.index
@@ -319,9 +313,7 @@ class ToolOscillation(Detector):
         return _OscillationState()
 
     def observe(self, step: Step, state: _OscillationState) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         t = a.type
         path = a.target
         if path is None or (t is not FILE_READ and t is not FILE_WRITE):
@@ -411,9 +403,7 @@ class PlanAbsence(Detector):
     def observe(self, step: Step, state: _PlanState) -> Finding | None:
         if state.fired or state.plan_seen:
             return None
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         scaffold = a.scaffold
         if scaffold is not None and scaffold not in state.seen:
             state.learn(a)
@@ -470,9 +460,7 @@ class ShellOverTool(Detector):
         return _ShellState(self.scaffold)
 
     def observe(self, step: Step, state: _ShellState) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         scaffold = a.scaffold
         if scaffold is not None and scaffold not in state.seen:
             state.learn(a)
@@ -521,9 +509,7 @@ class _EndOfRun(Detector):
     def observe(self, step: Step, state: RunFacts | None) -> Finding | None:
         if state is None:  # the tracker keeps the facts
             return None
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         if state.note(step.index, a) and not outcome_failed(a, step.event):
             state.last_ok_validation = step.index
         return None
