@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import NamedTuple
 
 from .lexer import Stage, tokenize, unquote, word_at, words_of
@@ -47,62 +48,28 @@ _MAX_DEPTH = 2  # nested ``bash -c "…"``
 # ------------------------------------------------------------------------------------------ verdicts
 
 
+@dataclass(slots=True, eq=False)
 class ShellVerdict:
     """What a shell line does, in the fields :class:`~planguard.actions.types.Action` needs."""
 
-    __slots__ = (
-        "also_written",
-        "cwd",
-        "intent",
-        "is_completion",
-        "is_source_write",
-        "is_validation",
-        "new_text",
-        "old_text",
-        "path",
-        "program",
-        "rank",
-        "runs_code",
-        "scaffold",
-        "structured",
-        "target",
-        "type",
-        "write",
-    )
-
-    def __init__(
-        self,
-        type: ActionType,
-        target: str | None = None,
-        *,
-        path: str | None = None,
-        intent: str | None = None,
-        validation: bool = False,
-        completion: bool = False,
-        write: WriteKind | None = None,
-        program: str | None = None,
-        structured: bool = False,
-        old_text: str | None = None,
-        new_text: str | None = None,
-        rank: int = 0,
-    ) -> None:
-        self.type = type
-        self.target = target
-        self.path = path
-        self.intent = intent
-        self.is_validation = validation
-        self.is_completion = completion
-        self.write = write
-        self.program = program
-        self.structured = structured
-        self.old_text = old_text
-        self.new_text = new_text
-        self.rank = rank
-        self.is_source_write = False
-        self.runs_code = False  # runs a program or tests: its output redirection is a log, not a write
-        self.cwd: str | None = None  # for ``cd``: the directory later segments resolve against
-        self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
-        self.also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
+    type: ActionType
+    target: str | None = None
+    _: KW_ONLY
+    path: str | None = None
+    intent: str | None = None
+    is_validation: bool = False
+    is_completion: bool = False
+    write: WriteKind | None = None
+    program: str | None = None
+    structured: bool = False
+    old_text: str | None = None
+    new_text: str | None = None
+    rank: int = 0
+    is_source_write: bool = False
+    runs_code: bool = False  # runs a program or tests: its output redirection is a log, not a write
+    cwd: str | None = None  # for ``cd``: the directory later segments resolve against
+    scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
+    also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -549,7 +516,7 @@ class ShellClassifier:
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self._path(ops[0], cwd) if ops else None
-            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE)
+            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, is_validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
             sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
@@ -561,7 +528,7 @@ class ShellClassifier:
                 COMMAND,
                 intent,
                 intent=intent,
-                validation=is_test,
+                is_validation=is_test,
                 rank=R_VALIDATE if is_test else R_COMMAND,
             )
             verdict.runs_code = True
@@ -573,7 +540,7 @@ class ShellClassifier:
                     COMMAND,
                     "submit",
                     intent="submit",
-                    completion=True,
+                    is_completion=True,
                     program=prog,
                     rank=R_COMPLETE,
                 )
@@ -606,13 +573,18 @@ class ShellClassifier:
         new: str | None,
     ) -> ShellVerdict:
         target = self._path(raw, cwd) if raw else None
-        v = ShellVerdict(FILE_WRITE, target, path=target, intent=prog, rank=R_WRITE)
-        v.write = kind
-        v.program = prog
-        v.old_text = old
-        v.new_text = new
-        v.is_source_write = _is_source(target)
-        return v
+        return ShellVerdict(
+            FILE_WRITE,
+            target,
+            path=target,
+            intent=prog,
+            write=kind,
+            program=prog,
+            old_text=old,
+            new_text=new,
+            rank=R_WRITE,
+            is_source_write=_is_source(target),
+        )
 
     def _redirect_write(
         self, st: Stage, cwd: str | None, prog: str | None, text: str | None
@@ -717,7 +689,9 @@ class ShellClassifier:
                 if mod in _PY_TEST_MODULES:
                     ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
                     path = self._path(ops[0], cwd) if ops else None
-                    return ShellVerdict(COMMAND, mod, path=path, intent=mod, validation=True, rank=R_VALIDATE)
+                    return ShellVerdict(
+                        COMMAND, mod, path=path, intent=mod, is_validation=True, rank=R_VALIDATE
+                    )
                 if mod == "pip":
                     sub = words[k + 2] if k + 2 < len(words) else ""
                     return ShellVerdict(
@@ -733,7 +707,7 @@ class ShellClassifier:
                         COMMAND,
                         f"python -m {mod} test".replace(" test test", " test"),
                         intent=f"python -m {mod}",
-                        validation=True,
+                        is_validation=True,
                         rank=R_VALIDATE,
                     )
                 return ShellVerdict(COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND)
@@ -746,7 +720,7 @@ class ShellClassifier:
                     COMMAND,
                     "python -c",
                     intent="python -c",
-                    validation=is_test,
+                    is_validation=is_test,
                     rank=R_VALIDATE if is_test else R_COMMAND,
                 )
             if w == "-":
@@ -770,16 +744,15 @@ class ShellClassifier:
             or base.startswith("runtests")
             or (base == "manage.py" and bool(args) and args[0] == "test")
         )
-        v = ShellVerdict(
+        return ShellVerdict(
             COMMAND,
             intent,
             path=path,
             intent=intent,
-            validation=validation,
+            is_validation=validation,
             rank=R_VALIDATE if validation else R_COMMAND,
+            runs_code=True,
         )
-        v.runs_code = True
-        return v
 
     # ------------------------------------------------------------------ SWE-agent tool commands
 
@@ -794,7 +767,7 @@ class ShellClassifier:
                 COMMAND,
                 "submit",
                 intent="submit",
-                completion=True,
+                is_completion=True,
                 structured=True,
                 rank=R_COMPLETE,
             )
@@ -826,7 +799,7 @@ class ShellClassifier:
                 words = words_of(body)
                 old = words[0] if words else None
                 new = words[1] if len(words) > 1 else None
-            v = ShellVerdict(
+            return ShellVerdict(
                 FILE_WRITE,
                 None,
                 intent="edit",
@@ -835,9 +808,8 @@ class ShellClassifier:
                 old_text=old,
                 new_text=new,
                 rank=R_WRITE,
+                is_source_write=True,
             )
-            v.is_source_write = True
-            return v
         if first in ("find_file", "search_dir", "search_file"):
             words = words_of(line)[1:]
             if not words:
@@ -848,7 +820,7 @@ class ShellClassifier:
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
             words = words_of(line)[1:]
-            v = ShellVerdict(
+            return ShellVerdict(
                 FILE_WRITE,
                 None,
                 intent="insert",
@@ -856,9 +828,8 @@ class ShellClassifier:
                 structured=True,
                 new_text=words[0] if words else None,
                 rank=R_WRITE,
+                is_source_write=True,
             )
-            v.is_source_write = True
-            return v
         if first == "filemap":
             filemap = self._path(unquote(arg)) if arg else None
             return ShellVerdict(
