@@ -77,143 +77,47 @@ R_TRIVIAL, R_NAVIGATE, R_FETCH, R_READ, R_SEARCH, R_COMMAND, R_VALIDATE, R_WRITE
 
 _READERS = frozenset(
     {
-        "cat",
-        "head",
-        "tail",
-        "less",
-        "more",
-        "nl",
-        "bat",
-        "batcat",
-        "tac",
-        "view",
-        "strings",
-        "xxd",
-        "od",
+        "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "tac", "view", "strings", "xxd", "od",
         "hexdump",
     }
-)
+)  # fmt: skip
 _GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "ack-grep", "zgrep", "pcregrep", "git-grep"})
 _FINDS = frozenset({"find", "fd", "fdfind", "locate", "mlocate"})
 _NAVIGATORS = frozenset(
     {
-        "ls",
-        "tree",
-        "pwd",
-        "dir",
-        "exa",
-        "eza",
-        "du",
-        "realpath",
-        "readlink",
-        "file",
-        "stat",
-        "wc",
-        "lsd",
-        "pushd",
-        "popd",
+        "ls", "tree", "pwd", "dir", "exa", "eza", "du", "realpath", "readlink", "file", "stat", "wc", "lsd",
+        "pushd", "popd",
     }
-)
+)  # fmt: skip
 _FETCHERS = frozenset({"curl", "wget", "http", "https", "lynx", "w3m", "xh"})
 _PYTHONS = re.compile(r"^(?:python[\d.]*|py|pypy[\d.]*|ipython[\d.]*|uv|poetry|pipenv|hatch)$")
 _TEST_RUNNERS = frozenset(
     {
-        "pytest",
-        "py.test",
-        "tox",
-        "nox",
-        "nosetests",
-        "nose2",
-        "trial",
-        "jest",
-        "vitest",
-        "mocha",
-        "phpunit",
-        "rspec",
-        "ctest",
-        "runtests",
-        "runtests.py",
-        "unittest",
+        "pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest", "mocha",
+        "phpunit", "rspec", "ctest", "runtests", "runtests.py", "unittest",
     }
-)
+)  # fmt: skip
 _TEST_SUBCOMMANDS = frozenset({"test", "tests", "check", "t"})
 _BUILD_TOOLS = frozenset(
     {
-        "make",
-        "npm",
-        "yarn",
-        "pnpm",
-        "go",
-        "cargo",
-        "mvn",
-        "gradle",
-        "gradlew",
-        "mix",
-        "dotnet",
-        "deno",
-        "bun",
-        "bazel",
-        "sbt",
-        "lein",
-        "rake",
-        "bundle",
-        "swift",
-        "dune",
+        "make", "npm", "yarn", "pnpm", "go", "cargo", "mvn", "gradle", "gradlew", "mix", "dotnet", "deno",
+        "bun", "bazel", "sbt", "lein", "rake", "bundle", "swift", "dune",
     }
-)
+)  # fmt: skip
 _PY_TEST_MODULES = frozenset({"pytest", "py.test", "unittest", "doctest", "nose", "nose2", "tox", "trial"})
 _TRIVIAL = frozenset(
     {
-        "echo",
-        "printf",
-        "true",
-        "false",
-        ":",
-        "export",
-        "set",
-        "unset",
-        "source",
-        ".",
-        "sleep",
-        "clear",
-        "history",
-        "alias",
-        "exit",
-        "wait",
-        "then",
-        "else",
-        "fi",
-        "done",
-        "do",
-        "esac",
-        "return",
-        "shopt",
-        "ulimit",
-        "umask",
-        "trap",
-        "type",
-        "which",
-        "whoami",
-        "date",
-        "env",
+        "echo", "printf", "true", "false", ":", "export", "set", "unset", "source", ".", "sleep", "clear",
+        "history", "alias", "exit", "wait", "then", "else", "fi", "done", "do", "esac", "return", "shopt",
+        "ulimit", "umask", "trap", "type", "which", "whoami", "date", "env",
     }
-)
+)  # fmt: skip
 _WRAPPERS = frozenset(
     {
-        "sudo",
-        "time",
-        "nohup",
-        "nice",
-        "command",
-        "exec",
-        "builtin",
-        "stdbuf",
-        "unbuffer",
-        "xvfb-run",
-        "caffeinate",
-        "noglob",
+        "sudo", "time", "nohup", "nice", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run",
+        "caffeinate", "noglob",
     }
-)
+)  # fmt: skip
 _CONTROL = frozenset(
     {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "fi", "done", "[[", "["}
 )
@@ -223,37 +127,11 @@ _LOOP_HEADS = frozenset({"for", "case", "select", "function"})
 _PREFIX_WORDS = _CONTROL | _WRAPPERS | {"timeout", "env"}
 _VALUE_FLAGS_GREP = frozenset(
     {
-        "-e",
-        "-f",
-        "-m",
-        "-A",
-        "-B",
-        "-C",
-        "-d",
-        "-D",
-        "--include",
-        "--exclude",
-        "--exclude-dir",
-        "--max-count",
-        "--context",
-        "--regexp",
-        "--file",
-        "-g",
-        "-t",
-        "-T",
-        "--glob",
-        "--iglob",
-        "--type",
-        "--type-not",
-        "-M",
-        "-j",
-        "--threads",
-        "--replace",
-        "-G",
-        "--ignore",
-        "--max-columns",
+        "-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude", "--exclude-dir",
+        "--max-count", "--context", "--regexp", "--file", "-g", "-t", "-T", "--glob", "--iglob", "--type",
+        "--type-not", "-M", "-j", "--threads", "--replace", "-G", "--ignore", "--max-columns",
     }
-)
+)  # fmt: skip
 _VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
 _VALUE_FLAGS_NAV = frozenset({"-L", "-I", "-P", "-d", "-T", "--max-depth", "--ignore", "--hide", "-c"})
 _VALUE_FLAGS_SED = frozenset({"-e", "-f", "-l", "--expression", "--file"})
@@ -906,21 +784,10 @@ def _is_source(target: str | None) -> bool:
 
 _SWE_TOOL_WORDS = frozenset(
     {
-        "str_replace_editor",
-        "submit",
-        "open",
-        "goto",
-        "scroll_up",
-        "scroll_down",
-        "create",
-        "edit",
-        "find_file",
-        "search_dir",
-        "search_file",
-        "filemap",
-        "insert",
+        "str_replace_editor", "submit", "open", "goto", "scroll_up", "scroll_down", "create", "edit",
+        "find_file", "search_dir", "search_file", "filemap", "insert",
     }
-)
+)  # fmt: skip
 _SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 

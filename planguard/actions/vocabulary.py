@@ -117,26 +117,9 @@ SURFACES: dict[str, ToolSurface] = {
 
 #: How a rule reads a call. ``type`` rules without a ``kind`` use the kind named after the type.
 KINDS = (
-    "swe_command",
-    "shell",
-    "editor",
-    "read",
-    "write",
-    "edit",
-    "multi_edit",
-    "search",
-    "find",
-    "navigate",
-    "fetch",
-    "plan",
-    "spawn",
-    "reason",
-    "finish",
-    "submit",
-    "command",
-    "apply_patch",
-    "code",
-)
+    "swe_command", "shell", "editor", "read", "write", "edit", "multi_edit", "search", "find", "navigate",
+    "fetch", "plan", "spawn", "reason", "finish", "submit", "command", "apply_patch", "code",
+)  # fmt: skip
 
 _KIND_OF_TYPE = {
     FILE_READ: "read",
@@ -503,18 +486,9 @@ class ToolCall:
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
 #: First words of SWE-agent's tool commands given as shell lines (``ShellClassifier.swe_command``'s).
 _SWE_WORDS = (
-    "str_replace_editor",
-    "submit",
-    "open",
-    "goto",
-    "scroll_",
-    "create",
-    "edit",
-    "insert",
-    "find_file",
-    "search_",
-    "filemap",
-)
+    "str_replace_editor", "submit", "open", "goto", "scroll_", "create", "edit", "insert", "find_file",
+    "search_", "filemap",
+)  # fmt: skip
 _OTHER_CALL = ToolCall("other")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)

@@ -172,19 +172,10 @@ _READERS = frozenset(
 )  # fmt: skip
 _GIT_READS = frozenset(
     {
-        "log",
-        "show",
-        "diff",
-        "status",
-        "blame",
-        "grep",
-        "ls-files",
-        "ls-tree",
-        "shortlog",
-        "reflog",
+        "log", "show", "diff", "status", "blame", "grep", "ls-files", "ls-tree", "shortlog", "reflog",
         "cat-file",
     }
-)
+)  # fmt: skip
 _PYTHONS = re.compile(r"^(?:python(?:\d+(?:\.\d+)*)?|py|pypy\d*|ipython\d*)$")
 _PY_VALUE_FLAGS = frozenset({"-W", "-X", "-Q"})
 _PY_TEST_MODULES = frozenset(
@@ -192,19 +183,10 @@ _PY_TEST_MODULES = frozenset(
 )
 _PY_CHECK_MODULES = frozenset(
     {
-        "mypy",
-        "ruff",
-        "flake8",
-        "pylint",
-        "pyright",
-        "pyflakes",
-        "black",
-        "isort",
-        "compileall",
-        "py_compile",
-        "build",
+        "mypy", "ruff", "flake8", "pylint", "pyright", "pyflakes", "black", "isort", "compileall",
+        "py_compile", "build",
     }
-)
+)  # fmt: skip
 _PY_TOOL_MODULES = frozenset({"pip", "venv", "ensurepip", "pipx", "virtualenv", "site", "json.tool"})
 _PY_TEST_SCRIPTS = frozenset({"runtests.py", "run_tests.py", "runtest.py", "run_test.py"})
 _TEST_RUNNERS = frozenset(
@@ -229,19 +211,10 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 #: Words before the program that only set up how it runs (§1); ``timeout``/``env``/``nice`` take values.
 _WRAPPERS = frozenset(
     {
-        "sudo",
-        "time",
-        "nohup",
-        "command",
-        "exec",
-        "builtin",
-        "stdbuf",
-        "unbuffer",
-        "xvfb-run",
-        "noglob",
+        "sudo", "time", "nohup", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run", "noglob",
         "xargs",
     }
-)
+)  # fmt: skip
 _CONTROL = frozenset(
     {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "[[", "[", "(", ")"}
 )
