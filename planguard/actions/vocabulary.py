@@ -1006,17 +1006,23 @@ def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> 
     )
 
 
-def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    target = _str_arg(event, rule.target or ("url", "query", "uri"))
-    return Action(
-        FETCH,
-        _clip(target, 200) if target else None,
-        event.tool,
-        None,
-        event.tool,
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-    )
+def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reader:
+    """The reader of a tool whose target is the one argument that names what it reaches (a fetch's URL,
+    a spawned agent's kind), clipped to ``limit`` characters."""
+
+    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+        target = _str_arg(event, rule.target or keys)
+        return Action(
+            type,
+            _clip(target, limit) if target else None,
+            event.tool,
+            None,
+            event.tool,
+            structured=rule.structured,
+            scaffold=rule.scaffold,
+        )
+
+    return read
 
 
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1030,19 +1036,6 @@ def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
         structured=rule.structured,
         scaffold=rule.scaffold,
         text=text,
-    )
-
-
-def _read_spawn(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    target = _str_arg(event, rule.target or ("subagent_type", "agent", "name", "description"))
-    return Action(
-        AGENT_SPAWN,
-        _clip(target, 80) if target else None,
-        event.tool,
-        None,
-        event.tool,
-        structured=rule.structured,
-        scaffold=rule.scaffold,
     )
 
 
@@ -1177,9 +1170,9 @@ _READERS: dict[str, _Reader] = {
     "search": _search_reader("grep"),
     "find": _search_reader("find"),
     "navigate": _read_navigate,
-    "fetch": _read_fetch,
+    "fetch": _named_reader(FETCH, ("url", "query", "uri"), 200),
     "plan": _read_plan,
-    "spawn": _read_spawn,
+    "spawn": _named_reader(AGENT_SPAWN, ("subagent_type", "agent", "name", "description"), 80),
     "reason": _read_reason,
     "finish": _read_finish,
     "submit": _read_submit,

@@ -114,6 +114,21 @@ class _Grammar:
     def _comment(self) -> None:
         self.i = comment_end(self.s, self.i)
 
+    def _line_breaks(self, *, semicolons: bool) -> None:
+        """Skip blanks, newlines (and the heredoc bodies they end), comments and, if asked, ``;``."""
+        s, n = self.s, self.n
+        while True:
+            self._blanks()
+            c = s[self.i] if self.i < n else ""
+            if c == "\n":
+                self._newline()
+            elif c == "#":
+                self._comment()
+            elif c == ";" and semicolons:
+                self.i += 1
+            else:
+                return
+
     def _word(self) -> None:
         self.i = word_end(self.s, self.i, self)
 
@@ -237,14 +252,7 @@ class _Grammar:
             i = self.i
             if i < n and s[i] == "|" and not s.startswith("||", i):
                 self.i += 2 if s.startswith("|&", i) else 1
-                while True:  # newlines and comments may follow a pipe
-                    self._blanks()
-                    if self.i < n and s[self.i] == "\n":
-                        self._newline()
-                    elif self.i < n and s[self.i] == "#":
-                        self._comment()
-                    else:
-                        break
+                self._line_breaks(semicolons=False)  # newlines and comments may follow a pipe
                 if self.i >= n or s[self.i] in "|&;)":
                     raise ShellSyntaxError("unexpected token after |")
                 continue
@@ -380,16 +388,7 @@ class _Grammar:
                 if c in "|&()<>":
                     raise ShellSyntaxError("unexpected token in for")
                 self._word()
-        while True:  # separators between the word list and ``do``
-            self._blanks()
-            if self.i < n and s[self.i] == ";":
-                self.i += 1
-            elif self.i < n and s[self.i] == "\n":
-                self._newline()
-            elif self.i < n and s[self.i] == "#":
-                self._comment()
-            else:
-                break
+        self._line_breaks(semicolons=True)  # separators between the word list and ``do``
         if bare_word_at(s, self.i) != "do":
             raise ShellSyntaxError("expected do")
         self.i += 2
