@@ -134,10 +134,9 @@ class _WindowCounts:
     def expire(self, index: int, threshold: int) -> None:
         entries = self.entries
         floor = index - self.window
-        invalidated = self.epoch
         while entries and entries[0][0] <= floor:
             _, key, epoch = entries.popleft()
-            if epoch >= invalidated.get(key, -1):  # self._valid(key, epoch)
+            if self._valid(key, epoch):
                 c = self.counts.get(key, 0) - 1
                 if c <= 0:
                     self.counts.pop(key, None)
