@@ -179,9 +179,8 @@ def _collapse(text: str, limit: int = 160) -> str:
 class ShellLine(NamedTuple):
     """A shell line read once: its segments, as the lexer cuts them, and its verdict.
 
-    ``segments`` is ``None`` for a SWE-agent tool command, which is read without the lexer. Both the
-    verdict's reading and the live phase rules (through :attr:`ToolCall.segments
-    <planguard.actions.vocabulary.ToolCall>`) read these same words; neither changes them.
+    ``segments`` is ``None`` for a SWE-agent tool command, which is read without the lexer. The verdict
+    and the live phase rules (:mod:`planguard.phases.live`) read these same words; neither changes them.
     """
 
     segments: list[list[Stage]] | None

@@ -41,11 +41,11 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from ..documents import loads_json
 from ..events import THINK_TOOL, ToolEvent
-from .lexer import Stage, unquote
+from .lexer import unquote
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .shell import ShellClassifier, ShellVerdict, swe_flag_text
 from .types import (
@@ -455,8 +455,7 @@ _CALL_KIND_OF = {
 _CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """A tool call in canonical form: what both the canonical-action reading and every phase rule set
     (live and the paper's) know of it, from the same mapping rule. Made once per call.
 
@@ -468,8 +467,6 @@ class ToolCall:
     pattern and glob. ``reader`` is the mapping rule's kind (``shell``, ``editor``, ``navigate``,
     ``find``, …, see ``KINDS``); ``thought`` marks a reasoning step that calls nothing (``think``, the
     empty tool). ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
-    ``segments`` is a ``shell`` call's line as the lexer cuts it, the same words the action verdict was
-    read from; it follows from ``command``, so it is no part of the call's identity (equality, hash).
     """
 
     kind: str
@@ -480,7 +477,6 @@ class ToolCall:
     operands: tuple[str, ...] = ()
     reader: str = ""
     thought: bool = False
-    segments: list[list[Stage]] | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
@@ -609,8 +605,8 @@ class ActionClassifier:
             if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
                 call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
                 if call is not None:
-                    return dataclasses.replace(call, command=line, reader=kind)
-            return ToolCall("shell", line, reader=kind, segments=self.shell.read(line).segments)
+                    return call._replace(command=line, reader=kind)
+            return ToolCall("shell", line, reader=kind)
         if kind == "editor":
             args = event.arguments
             if _is_map(args):
@@ -627,7 +623,7 @@ class ActionClassifier:
             call = self._swe_line_call(text, event) if text else None
             if call is None:
                 return ToolCall("other", reader=kind)
-            return dataclasses.replace(call, command=text, reader=kind)
+            return call._replace(command=text, reader=kind)
         if kind == "swe_command":
             if rule.tool in _FILE_SHAPED and _names_a_file(event):
                 raw_path = _str_arg(event, ("filePath", "file_path", "path")) or ""
@@ -641,7 +637,7 @@ class ActionClassifier:
                 text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
             verdict = self.shell.swe_command(text)
             call = self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
-            return dataclasses.replace(call, reader=kind)
+            return call._replace(reader=kind)
         if kind == "apply_patch":
             text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
             touched, added = patch_files(text)

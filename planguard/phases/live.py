@@ -7,7 +7,7 @@ these follow the definition a live monitor needs instead, with the same roles, l
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
 * a shell line is read in the words the action layer's lexer cut it into for the call's action
-  (:attr:`ToolCall.segments`, lexed once per line), as sub-commands; wrappers (``cd``, ``export``,
+  (:meth:`ShellClassifier.read`, lexed once per line), as sub-commands; wrappers (``cd``, ``export``,
   ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …) are transparent, and each sub-command gets
   one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
@@ -684,7 +684,7 @@ class LiveRules:
 
     def __init__(self, actions: ActionClassifier | None = None, cache_size: int = 4096) -> None:
         self.actions = actions if actions is not None else DEFAULT_CLASSIFIER
-        self._memo = lru_cache(maxsize=cache_size)(_plan_call)
+        self._memo = lru_cache(maxsize=cache_size)(self._plan)
 
     def new_state(self) -> PhaseState:
         return PhaseState()
@@ -700,7 +700,7 @@ class LiveRules:
             root = _work_dir(event) or state.root
             text = call.command
             if text is not None and len(text) > MEMO_TEXT_MAX:
-                plan = _plan_call(tool, call, root)  # long texts rarely repeat: not kept
+                plan = self._plan(tool, call, root)  # long texts rarely repeat: not kept
             else:
                 plan = self._memo(tool, call, root)
             return plan.resolve(state)
@@ -708,33 +708,34 @@ class LiveRules:
             label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
             return Classification(commands=(Command(label, GENERAL),))
 
-
-def _plan_call(tool: str, call: ToolCall, root: str | None) -> _CallPlan:
-    """The judged plan of one call (pure: the text, the vocabulary's reading and the working directory)."""
-    kind = call.kind
-    if kind == "shell":
-        line = call.command or ""
-        if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
-            subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
+    def _plan(self, tool: str, call: ToolCall, root: str | None) -> _CallPlan:
+        """The judged plan of one call (pure: its text, the vocabulary's reading, the working directory)."""
+        kind = call.kind
+        if kind == "shell":
+            line = call.command or ""
+            if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
+                subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
+            else:
+                # The words the action classifier cut the line into for the call's action (its one memo keeps
+                # them); a line it read as a SWE-agent tool command, without the lexer, is lexed here.
+                segments = self.actions.shell.read(line).segments
+                if segments is None:
+                    segments = tokenize(line)
+                subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
+        elif kind == "read":
+            subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
+        elif kind == "search":
+            subs = (_Sub(tool, _NAV),)
+        elif kind == "write":
+            subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
+        elif kind == "test":
+            subs = (_Sub(tool, _TESTS),)
+        elif kind == "code":
+            subs = (_snippet(tool, call.command or ""),)
         else:
-            # The line as the action classifier lexed it (a line it read as a SWE-agent tool command
-            # without the lexer, but whose call is a shell call, is lexed here).
-            segments = call.segments if call.segments is not None else tokenize(line)
-            subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
-    elif kind == "read":
-        subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
-    elif kind == "search":
-        subs = (_Sub(tool, _NAV),)
-    elif kind == "write":
-        subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
-    elif kind == "test":
-        subs = (_Sub(tool, _TESTS),)
-    elif kind == "code":
-        subs = (_snippet(tool, call.command or ""),)
-    else:
-        subs = (_Sub(tool, _GENERAL),)
-    opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
-    return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
+            subs = (_Sub(tool, _GENERAL),)
+        opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
+        return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).
