@@ -496,9 +496,7 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
             ("build", "assemble", "compileJava", "compileKotlin"),
             ("run", "bootRun"),
         )
-    if name == "dotnet":
-        return _by_verb(label, args[:1], ("test",), ("build",), ("run",))
-    if name in ("swift", "bazel", "bazelisk"):
+    if name in ("dotnet", "swift", "bazel", "bazelisk"):
         return _by_verb(label, args[:1], ("test",), ("build",), ("run",))
     if name in ("rake", "rails"):
         return _by_verb(label, args[:1], ("test", "spec"), ("assets:precompile",), ("server", "s", "runner"))
