@@ -677,8 +677,7 @@ class ActionClassifier:
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
             if len(parts) < 3 or parts[1] not in _EDITOR_SUBS:
                 return None
-            raw = parts[2]
-            path = self.norm(unquote(raw) if "'" in raw or '"' in raw or "\\" in raw else raw)
+            path = self.norm(unquote(parts[2]))
             if parts[1] == "view":
                 return ToolCall("read", paths=(path,))
             return ToolCall("write", paths=(path,), created=(path,) if parts[1] == "create" else ())
@@ -813,9 +812,7 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
-            sub, raw = parts[1], parts[2]
-            if "'" in raw or '"' in raw or "\\" in raw:
-                raw = unquote(raw)
+            sub, raw = parts[1], unquote(parts[2])
             if sub == "view":
                 return _editor_view(c, "swe-agent", tool, raw)
             old = new = None

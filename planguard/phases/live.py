@@ -28,7 +28,7 @@ from planguard.actions.lexer import Stage, tokenize
 from planguard.actions.shell import COMPLETION_MARKERS
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
-from planguard.phases.inline_python import written_files_lenient
+from planguard.phases.inline_python import written_files
 from planguard.phases.roles import (
     GENERAL,
     NAVIGATE,
@@ -327,7 +327,7 @@ def _python_script(label: str, script: str, rest: Sequence[str]) -> _Sub:
 
 def _snippet(label: str, code: str) -> _Sub:
     """Inline code: a new test, or a write of the files it opens for writing."""
-    written = tuple(written_files_lenient(code)) if code else ()
+    written = written_files(code, lenient=True) if code else ()
     if written:
         return _Sub(label, _WRITE, written, written)
     return _Sub(label, _SNIPPET)
