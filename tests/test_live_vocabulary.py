@@ -21,6 +21,7 @@ from planguard.actions.types import ActionType
 from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.phases import get_rules
+from planguard.phases.roles import GENERAL, NAVIGATE, PATCH, VALIDATE_REGRESSION
 
 
 def _config(**data: Any) -> Config:
@@ -156,3 +157,35 @@ def test_name_heuristics_match_whole_words_of_the_name(name: str, action_type: A
         rules = get_rules(version)
         letters = rules.classify(event, rules.new_state()).letters
         assert ("N" in letters) == (action_type is ActionType.FILE_READ)
+
+
+def test_a_shell_line_is_lexed_once_for_its_action_and_its_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live rules read the words the action classifier lexed the line into (ToolCall.segments)."""
+    import planguard.actions.shell as action_shell
+    import planguard.phases.live as live
+
+    lexed: list[str] = []
+
+    def counting(line: str) -> Any:
+        lexed.append(line)
+        return real(line)
+
+    real = action_shell.tokenize
+    monkeypatch.setattr(action_shell, "tokenize", counting)
+    monkeypatch.setattr(live, "tokenize", counting)
+    guard = Guard(_config())
+    # Lines no other test uses: the default classifier's memo is shared by the process.
+    lines = [
+        "cd /testbed && grep -rn lexed_once src | head",
+        "sed -i 's/lexed/once/' src/app.py",
+        "python -m pytest -x -k lexed_once",
+    ]
+    roles = []
+    for k, line in enumerate(lines):
+        event = ToolEvent.shell(line, call_id=f"c{k}")
+        assert not guard.before_tool("s", event).blocks
+        step = guard.after_tool("s", ToolEvent(tool="bash", call_id=f"c{k}", result="", exit_code=0))
+        assert step is not None and step.classification is not None
+        roles.append([c.role for c in step.classification.commands])
+    assert lexed == lines
+    assert roles == [[GENERAL, NAVIGATE], [PATCH], [VALIDATE_REGRESSION]]

@@ -23,7 +23,7 @@ from planguard.phases import (
     get_rules,
 )
 from planguard.phases import rules as rules_module
-from planguard.phases.inline_python import written_files, written_files_lenient
+from planguard.phases.inline_python import written_files
 from planguard.phases.rules import _resolve
 from planguard.phases.scaffolds import THINK, paper_commands
 from planguard.phases.shell import parse_action, scan, split_words
@@ -181,7 +181,7 @@ def test_parser_never_raises(text: str) -> None:
     scan(text.strip())
     split_words(text)
     written_files(text)
-    written_files_lenient(text)
+    written_files(text, lenient=True)
 
 
 # Mostly texts quoted with double quotes only, with the odd character of other quoting.

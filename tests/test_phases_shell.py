@@ -6,7 +6,8 @@ import shlex
 
 import pytest
 
-from planguard.phases.shell import is_simple_heredoc, parse_action, scan, split_words
+from planguard.actions.lexer import MAX_NESTING
+from planguard.phases.shell import Piece, complex_command, is_simple_heredoc, parse_action, scan, split_words
 
 
 def labels(action: str) -> list[str]:
@@ -118,3 +119,34 @@ def test_long_quoted_argument_is_fast_and_exact() -> None:
     action = f"str_replace_editor create /testbed/test_big.py --file_text '{body}'"
     (cmd,) = parse_action(action)
     assert cmd.subcommand == "create" and cmd.tool_arg("path") == "/testbed/test_big.py"
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("echo $(echo ", ")"),
+        ('echo "$(echo ', ')"'),
+        ("cat <(echo ", ")"),
+        ("( ", ")"),
+        ("{ ", "; }"),
+        ("if true; then ", "; fi"),
+        ('echo ${a:-"', '"}'),
+        ('echo $"', '"'),
+    ],
+)
+def test_deep_nesting_is_a_clean_rejection(opening: str, closing: str) -> None:
+    """Nesting past MAX_NESTING is rejected (one complex_command, as the paper's parser does on a parse
+    failure) by the bound, not by running into the interpreter's recursion limit: 10,000 levels are
+    rejected at once, and a caller deep in its own stack gets the same answer."""
+
+    def nested(n: int) -> str:
+        return opening * n + "x" + closing * n
+
+    assert scan(nested(MAX_NESTING)) is not None
+    assert scan(nested(MAX_NESTING + 1)) is None
+    assert parse_action(nested(10_000)) == (complex_command(nested(10_000)),)
+
+    def deep_caller(frames: int) -> tuple[Piece, ...] | None:
+        return scan(nested(MAX_NESTING)) if frames == 0 else deep_caller(frames - 1)
+
+    assert deep_caller(300) is not None

@@ -24,7 +24,6 @@ from .vocabulary import (
     MappingRule,
     ToolSurface,
     classify_action,
-    make_action,
 )
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
     "files_of_diff",
     "is_test_path",
     "label_effects",
-    "make_action",
     "outcome_failed",
 ]
 

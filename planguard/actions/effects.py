@@ -58,45 +58,21 @@ __all__ = ["EffectLabeler", "WriteLedger", "label_effects", "outcome_failed"]
 _HEAD = 240
 _TAIL = 400
 _TAIL_WORDS = (
-    "ailed",
-    "timed out",
-    "Error",
-    "ERROR",
-    "Exception",
-    "FAILED",
-    "Killed",
-    "Segmentation",
-    "Traceback",
-)
+    "ailed", "timed out", "Error", "ERROR", "Exception", "FAILED", "Killed", "Segmentation", "Traceback",
+)  # fmt: skip
 
 # A structured tool's refusal starts its output (a file's *content* may contain anything, so only the
 # start is looked at): SWE-agent/OpenHands editor messages, Claude Code tool errors.
 _EDITOR_ERROR_STARTS = (
-    "No replacement was performed",
-    "Invalid `",
-    "Your proposed edit has introduced",
-    "File already exists",
-    "Cannot overwrite",
-    "No such file",
-    "Unrecognized command",
-    "Parameter `",
-    "Multiple occurrences",
-    "Found multiple",
-    "String to replace not found",
-    "File has not been read yet",
-    "Usage:",
-    "ERROR",
-    "Error",
-    "error:",
-    "<tool_use_error>",
-    "Traceback",
-)
+    "No replacement was performed", "Invalid `", "Your proposed edit has introduced", "File already exists",
+    "Cannot overwrite", "No such file", "Unrecognized command", "Parameter `", "Multiple occurrences",
+    "Found multiple", "String to replace not found", "File has not been read yet", "Usage:", "ERROR", "Error",
+    "error:", "<tool_use_error>", "Traceback",
+)  # fmt: skip
 _SUCCESS_STARTS = (
-    "Here's the result of running",
-    "File created successfully",
-    "Here's the files and directories",
+    "Here's the result of running", "File created successfully", "Here's the files and directories",
     "[File: ",
-)
+)  # fmt: skip
 # Run-level failures at the end of the output: an uncaught exception's last line, a test-run summary, a
 # killed process, found in a tail that holds one of ``_TAIL_WORDS``.
 _TAIL_FAILURE = re.compile(

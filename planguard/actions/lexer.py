@@ -17,6 +17,7 @@ import re
 from typing import Protocol
 
 __all__ = [
+    "MAX_NESTING",
     "ShellSyntaxError",
     "Stage",
     "Substitutions",
@@ -209,6 +210,12 @@ def word_at(text: str, pos: int) -> str | None:
 # back to it through :class:`Substitutions`.
 
 
+#: How deeply constructs may nest (``$(…)``, backquotes, compound commands, quotes inside ``${…}``) before
+#: the text is rejected. bashlex itself fails (RecursionError) at about 110 levels of ``$(``; at 32 the
+#: parser's own recursion (about ten frames a level) stays far inside the interpreter's limit.
+MAX_NESTING = 32
+
+
 class ShellSyntaxError(ValueError):
     """Text that bash's grammar, as the paper's reference parser reads it, does not accept."""
 
@@ -325,7 +332,11 @@ def word_end(s: str, i: int, subs: Substitutions) -> int:
     return i
 
 
-def _double_quoted_end(s: str, i: int, subs: Substitutions) -> int:
+def _double_quoted_end(s: str, i: int, subs: Substitutions, nesting: int = 0) -> int:
+    """The index after the double-quoted text starting at ``i``; ``nesting`` counts the quotes it lies in
+    (``"${a:-"${b}"}"``), bounded by :data:`MAX_NESTING`."""
+    if nesting > MAX_NESTING:
+        raise ShellSyntaxError("nested too deeply")
     n = len(s)
     while True:
         i = _DQ_PLAIN.match(s, i).end()  # type: ignore[union-attr]  # the pattern matches empty
@@ -337,12 +348,12 @@ def _double_quoted_end(s: str, i: int, subs: Substitutions) -> int:
         if c == "\\":
             i += 2
         elif c == "$":
-            i = _dollar_end(s, i, subs)
+            i = _dollar_end(s, i, subs, nesting)
         else:
             i = _backquoted_end(s, i, subs)
 
 
-def _dollar_end(s: str, i: int, subs: Substitutions) -> int:
+def _dollar_end(s: str, i: int, subs: Substitutions, nesting: int = 0) -> int:
     n = len(s)
     nxt = s[i + 1] if i + 1 < n else ""
     if nxt == "(":
@@ -370,7 +381,7 @@ def _dollar_end(s: str, i: int, subs: Substitutions) -> int:
                     raise ShellSyntaxError("unmatched '")
                 j = k
             elif c == '"':
-                j = _double_quoted_end(s, j + 1, subs) - 1
+                j = _double_quoted_end(s, j + 1, subs, nesting + 1) - 1
             j += 1
         raise ShellSyntaxError("unmatched ${")
     if nxt == "'":
@@ -385,7 +396,7 @@ def _dollar_end(s: str, i: int, subs: Substitutions) -> int:
             j += 1
         raise ShellSyntaxError("unmatched $'")
     if nxt == '"':
-        return _double_quoted_end(s, i + 2, subs)
+        return _double_quoted_end(s, i + 2, subs, nesting + 1)
     return i + 1
 
 

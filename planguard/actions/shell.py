@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
+from typing import NamedTuple
 
 from .lexer import Stage, tokenize, unquote, word_at, words_of
 from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
@@ -36,7 +38,7 @@ from .types import (
     WriteKind,
 )
 
-__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellVerdict", "swe_flag_text"]
+__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellLine", "ShellVerdict", "swe_flag_text"]
 
 #: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -46,62 +48,28 @@ _MAX_DEPTH = 2  # nested ``bash -c "…"``
 # ------------------------------------------------------------------------------------------ verdicts
 
 
+@dataclass(slots=True, eq=False)
 class ShellVerdict:
     """What a shell line does, in the fields :class:`~planguard.actions.types.Action` needs."""
 
-    __slots__ = (
-        "also_written",
-        "cwd",
-        "intent",
-        "is_completion",
-        "is_source_write",
-        "is_validation",
-        "new_text",
-        "old_text",
-        "path",
-        "program",
-        "rank",
-        "runs_code",
-        "scaffold",
-        "structured",
-        "target",
-        "type",
-        "write",
-    )
-
-    def __init__(
-        self,
-        type: ActionType,
-        target: str | None = None,
-        *,
-        path: str | None = None,
-        intent: str | None = None,
-        validation: bool = False,
-        completion: bool = False,
-        write: WriteKind | None = None,
-        program: str | None = None,
-        structured: bool = False,
-        old_text: str | None = None,
-        new_text: str | None = None,
-        rank: int = 0,
-    ) -> None:
-        self.type = type
-        self.target = target
-        self.path = path
-        self.intent = intent
-        self.is_validation = validation
-        self.is_completion = completion
-        self.write = write
-        self.program = program
-        self.structured = structured
-        self.old_text = old_text
-        self.new_text = new_text
-        self.rank = rank
-        self.is_source_write = False
-        self.runs_code = False  # runs a program or tests: its output redirection is a log, not a write
-        self.cwd: str | None = None  # for ``cd``: the directory later segments resolve against
-        self.scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
-        self.also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
+    type: ActionType
+    target: str | None = None
+    _: KW_ONLY
+    path: str | None = None
+    intent: str | None = None
+    is_validation: bool = False
+    is_completion: bool = False
+    write: WriteKind | None = None
+    program: str | None = None
+    structured: bool = False
+    old_text: str | None = None
+    new_text: str | None = None
+    rank: int = 0
+    is_source_write: bool = False
+    runs_code: bool = False  # runs a program or tests: its output redirection is a log, not a write
+    cwd: str | None = None  # for ``cd``: the directory later segments resolve against
+    scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
+    also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -109,143 +77,47 @@ R_TRIVIAL, R_NAVIGATE, R_FETCH, R_READ, R_SEARCH, R_COMMAND, R_VALIDATE, R_WRITE
 
 _READERS = frozenset(
     {
-        "cat",
-        "head",
-        "tail",
-        "less",
-        "more",
-        "nl",
-        "bat",
-        "batcat",
-        "tac",
-        "view",
-        "strings",
-        "xxd",
-        "od",
+        "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "tac", "view", "strings", "xxd", "od",
         "hexdump",
     }
-)
+)  # fmt: skip
 _GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "ack-grep", "zgrep", "pcregrep", "git-grep"})
 _FINDS = frozenset({"find", "fd", "fdfind", "locate", "mlocate"})
 _NAVIGATORS = frozenset(
     {
-        "ls",
-        "tree",
-        "pwd",
-        "dir",
-        "exa",
-        "eza",
-        "du",
-        "realpath",
-        "readlink",
-        "file",
-        "stat",
-        "wc",
-        "lsd",
-        "pushd",
-        "popd",
+        "ls", "tree", "pwd", "dir", "exa", "eza", "du", "realpath", "readlink", "file", "stat", "wc", "lsd",
+        "pushd", "popd",
     }
-)
+)  # fmt: skip
 _FETCHERS = frozenset({"curl", "wget", "http", "https", "lynx", "w3m", "xh"})
 _PYTHONS = re.compile(r"^(?:python[\d.]*|py|pypy[\d.]*|ipython[\d.]*|uv|poetry|pipenv|hatch)$")
 _TEST_RUNNERS = frozenset(
     {
-        "pytest",
-        "py.test",
-        "tox",
-        "nox",
-        "nosetests",
-        "nose2",
-        "trial",
-        "jest",
-        "vitest",
-        "mocha",
-        "phpunit",
-        "rspec",
-        "ctest",
-        "runtests",
-        "runtests.py",
-        "unittest",
+        "pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest", "mocha",
+        "phpunit", "rspec", "ctest", "runtests", "runtests.py", "unittest",
     }
-)
+)  # fmt: skip
 _TEST_SUBCOMMANDS = frozenset({"test", "tests", "check", "t"})
 _BUILD_TOOLS = frozenset(
     {
-        "make",
-        "npm",
-        "yarn",
-        "pnpm",
-        "go",
-        "cargo",
-        "mvn",
-        "gradle",
-        "gradlew",
-        "mix",
-        "dotnet",
-        "deno",
-        "bun",
-        "bazel",
-        "sbt",
-        "lein",
-        "rake",
-        "bundle",
-        "swift",
-        "dune",
+        "make", "npm", "yarn", "pnpm", "go", "cargo", "mvn", "gradle", "gradlew", "mix", "dotnet", "deno",
+        "bun", "bazel", "sbt", "lein", "rake", "bundle", "swift", "dune",
     }
-)
+)  # fmt: skip
 _PY_TEST_MODULES = frozenset({"pytest", "py.test", "unittest", "doctest", "nose", "nose2", "tox", "trial"})
 _TRIVIAL = frozenset(
     {
-        "echo",
-        "printf",
-        "true",
-        "false",
-        ":",
-        "export",
-        "set",
-        "unset",
-        "source",
-        ".",
-        "sleep",
-        "clear",
-        "history",
-        "alias",
-        "exit",
-        "wait",
-        "then",
-        "else",
-        "fi",
-        "done",
-        "do",
-        "esac",
-        "return",
-        "shopt",
-        "ulimit",
-        "umask",
-        "trap",
-        "type",
-        "which",
-        "whoami",
-        "date",
-        "env",
+        "echo", "printf", "true", "false", ":", "export", "set", "unset", "source", ".", "sleep", "clear",
+        "history", "alias", "exit", "wait", "then", "else", "fi", "done", "do", "esac", "return", "shopt",
+        "ulimit", "umask", "trap", "type", "which", "whoami", "date", "env",
     }
-)
+)  # fmt: skip
 _WRAPPERS = frozenset(
     {
-        "sudo",
-        "time",
-        "nohup",
-        "nice",
-        "command",
-        "exec",
-        "builtin",
-        "stdbuf",
-        "unbuffer",
-        "xvfb-run",
-        "caffeinate",
-        "noglob",
+        "sudo", "time", "nohup", "nice", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run",
+        "caffeinate", "noglob",
     }
-)
+)  # fmt: skip
 _CONTROL = frozenset(
     {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "fi", "done", "[[", "["}
 )
@@ -255,37 +127,11 @@ _LOOP_HEADS = frozenset({"for", "case", "select", "function"})
 _PREFIX_WORDS = _CONTROL | _WRAPPERS | {"timeout", "env"}
 _VALUE_FLAGS_GREP = frozenset(
     {
-        "-e",
-        "-f",
-        "-m",
-        "-A",
-        "-B",
-        "-C",
-        "-d",
-        "-D",
-        "--include",
-        "--exclude",
-        "--exclude-dir",
-        "--max-count",
-        "--context",
-        "--regexp",
-        "--file",
-        "-g",
-        "-t",
-        "-T",
-        "--glob",
-        "--iglob",
-        "--type",
-        "--type-not",
-        "-M",
-        "-j",
-        "--threads",
-        "--replace",
-        "-G",
-        "--ignore",
-        "--max-columns",
+        "-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude", "--exclude-dir",
+        "--max-count", "--context", "--regexp", "--file", "-g", "-t", "-T", "--glob", "--iglob", "--type",
+        "--type-not", "-M", "-j", "--threads", "--replace", "-G", "--ignore", "--max-columns",
     }
-)
+)  # fmt: skip
 _VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
 _VALUE_FLAGS_NAV = frozenset({"-L", "-I", "-P", "-d", "-T", "--max-depth", "--ignore", "--hide", "-c"})
 _VALUE_FLAGS_SED = frozenset({"-e", "-f", "-l", "--expression", "--file"})
@@ -330,41 +176,72 @@ def _collapse(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit]
 
 
+class ShellLine(NamedTuple):
+    """A shell line read once: its segments, as the lexer cuts them, and its verdict.
+
+    ``segments`` is ``None`` for a SWE-agent tool command, which is read without the lexer. The verdict
+    and the live phase rules (:mod:`planguard.phases.live`) read these same words; neither changes them.
+    """
+
+    segments: list[list[Stage]] | None
+    verdict: ShellVerdict
+
+
 class ShellClassifier:
     """Classifies shell lines. One per vocabulary (it owns that vocabulary's path normaliser).
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
 
-    The action classifier's one memo: a line's verdict, for lines up to ``MEMO_LINE_MAX`` characters
-    classified without a working directory (agents re-run the same commands). Bounded: emptied when
-    full. Verdicts are never changed once made, so one may stand for many calls.
+    The action classifier's one memo: a line's :class:`ShellLine`, for lines up to ``MEMO_LINE_MAX``
+    characters (agents re-run the same commands). Bounded: emptied when full. Verdicts are never changed
+    once made, so one may stand for many calls.
     """
 
     __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
     #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
-    MEMO_LINE_MAX = 400
+    MEMO_LINE_MAX = 2048
 
     def __init__(self, norm: PathNormaliser, *, swe_agent_commands: bool = True) -> None:
         self.norm = norm
         self.swe_agent_commands = swe_agent_commands
-        self._memo: dict[str, ShellVerdict] = {}
+        self._memo: dict[str, ShellLine] = {}
 
-    def classify(self, line: str, cwd: str | None = None) -> ShellVerdict:
-        if cwd is not None or len(line) > self.MEMO_LINE_MAX:
-            return self._classify(line, cwd, 0)
-        verdict = self._memo.get(line)
-        if verdict is None:
-            verdict = self._classify(line, cwd, 0)
+    def classify(self, line: str) -> ShellVerdict:
+        """What ``line`` does."""
+        return self.read(line).verdict
+
+    def read(self, line: str) -> ShellLine:
+        """``line`` lexed and judged (memoised)."""
+        if len(line) > self.MEMO_LINE_MAX:
+            return self._read(line)
+        read = self._memo.get(line)
+        if read is None:
+            read = self._read(line)
             if len(self._memo) >= self._MEMO_MAX:
                 self._memo.clear()
-            self._memo[line] = verdict
-        return verdict
+            self._memo[line] = read
+        return read
 
     # -------------------------------------------------------------------------------- line level
 
+    def _read(self, line: str) -> ShellLine:
+        verdict = self._swe_line(line)
+        if verdict is not None:
+            return ShellLine(None, verdict)
+        segments = tokenize(line)
+        return ShellLine(segments, self._verdict(line, segments, None, 0))
+
     def _classify(self, line: str, cwd: str | None, depth: int) -> ShellVerdict:
+        """A nested line's verdict (``bash -c '…'``), read against the directory ``cwd``."""
+        verdict = self._swe_line(line)
+        if verdict is not None:
+            return verdict
+        return self._verdict(line, tokenize(line), cwd, depth)
+
+    def _swe_line(self, line: str) -> ShellVerdict | None:
+        """The verdict of a SWE-agent tool command given as a shell line, or None (or an empty line's)."""
         stripped = line.lstrip()
         if not stripped:
             return ShellVerdict(REASON, rank=R_TRIVIAL)
@@ -379,16 +256,13 @@ class ShellClassifier:
                     elif first != "submit":
                         verdict.scaffold = "swe-agent-0.x"
                     return verdict
-        best = self._judge(line, cwd, depth)[0]
-        if best is None:
-            return ShellVerdict(COMMAND, _collapse(stripped, 40), intent="complex", rank=R_TRIVIAL)
-        return best
+        return None
 
-    def _judge(self, text: str, cwd: str | None, depth: int) -> tuple[ShellVerdict | None, str | None]:
-        """The segment that says most about ``text`` (None when none says anything), and the directory
-        the segments leave behind."""
+    def _verdict(self, line: str, segments: list[list[Stage]], cwd: str | None, depth: int) -> ShellVerdict:
+        """The verdict of the segment that says most about the line; ``cd DIR`` moves the directory later
+        segments resolve against."""
         best: ShellVerdict | None = None
-        for pipeline in tokenize(text):
+        for pipeline in segments:
             v = self._pipeline(pipeline, cwd, depth)
             if v is None:
                 continue
@@ -396,7 +270,9 @@ class ShellClassifier:
                 cwd = v.cwd
             if best is None or v.rank > best.rank:
                 best = v
-        return best, cwd
+        if best is None:
+            return ShellVerdict(COMMAND, _collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
+        return best
 
     def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
         head = self._stage(stages[0], cwd, depth)
@@ -517,7 +393,7 @@ class ShellClassifier:
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self._path(ops[0], cwd) if ops else None
-            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, validation=True, rank=R_VALIDATE)
+            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, is_validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
             sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
@@ -529,7 +405,7 @@ class ShellClassifier:
                 COMMAND,
                 intent,
                 intent=intent,
-                validation=is_test,
+                is_validation=is_test,
                 rank=R_VALIDATE if is_test else R_COMMAND,
             )
             verdict.runs_code = True
@@ -541,7 +417,7 @@ class ShellClassifier:
                     COMMAND,
                     "submit",
                     intent="submit",
-                    completion=True,
+                    is_completion=True,
                     program=prog,
                     rank=R_COMPLETE,
                 )
@@ -574,13 +450,18 @@ class ShellClassifier:
         new: str | None,
     ) -> ShellVerdict:
         target = self._path(raw, cwd) if raw else None
-        v = ShellVerdict(FILE_WRITE, target, path=target, intent=prog, rank=R_WRITE)
-        v.write = kind
-        v.program = prog
-        v.old_text = old
-        v.new_text = new
-        v.is_source_write = _is_source(target)
-        return v
+        return ShellVerdict(
+            FILE_WRITE,
+            target,
+            path=target,
+            intent=prog,
+            write=kind,
+            program=prog,
+            old_text=old,
+            new_text=new,
+            rank=R_WRITE,
+            is_source_write=_is_source(target),
+        )
 
     def _redirect_write(
         self, st: Stage, cwd: str | None, prog: str | None, text: str | None
@@ -685,7 +566,9 @@ class ShellClassifier:
                 if mod in _PY_TEST_MODULES:
                     ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
                     path = self._path(ops[0], cwd) if ops else None
-                    return ShellVerdict(COMMAND, mod, path=path, intent=mod, validation=True, rank=R_VALIDATE)
+                    return ShellVerdict(
+                        COMMAND, mod, path=path, intent=mod, is_validation=True, rank=R_VALIDATE
+                    )
                 if mod == "pip":
                     sub = words[k + 2] if k + 2 < len(words) else ""
                     return ShellVerdict(
@@ -701,7 +584,7 @@ class ShellClassifier:
                         COMMAND,
                         f"python -m {mod} test".replace(" test test", " test"),
                         intent=f"python -m {mod}",
-                        validation=True,
+                        is_validation=True,
                         rank=R_VALIDATE,
                     )
                 return ShellVerdict(COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND)
@@ -714,7 +597,7 @@ class ShellClassifier:
                     COMMAND,
                     "python -c",
                     intent="python -c",
-                    validation=is_test,
+                    is_validation=is_test,
                     rank=R_VALIDATE if is_test else R_COMMAND,
                 )
             if w == "-":
@@ -738,16 +621,15 @@ class ShellClassifier:
             or base.startswith("runtests")
             or (base == "manage.py" and bool(args) and args[0] == "test")
         )
-        v = ShellVerdict(
+        return ShellVerdict(
             COMMAND,
             intent,
             path=path,
             intent=intent,
-            validation=validation,
+            is_validation=validation,
             rank=R_VALIDATE if validation else R_COMMAND,
+            runs_code=True,
         )
-        v.runs_code = True
-        return v
 
     # ------------------------------------------------------------------ SWE-agent tool commands
 
@@ -762,7 +644,7 @@ class ShellClassifier:
                 COMMAND,
                 "submit",
                 intent="submit",
-                completion=True,
+                is_completion=True,
                 structured=True,
                 rank=R_COMPLETE,
             )
@@ -794,7 +676,7 @@ class ShellClassifier:
                 words = words_of(body)
                 old = words[0] if words else None
                 new = words[1] if len(words) > 1 else None
-            v = ShellVerdict(
+            return ShellVerdict(
                 FILE_WRITE,
                 None,
                 intent="edit",
@@ -803,9 +685,8 @@ class ShellClassifier:
                 old_text=old,
                 new_text=new,
                 rank=R_WRITE,
+                is_source_write=True,
             )
-            v.is_source_write = True
-            return v
         if first in ("find_file", "search_dir", "search_file"):
             words = words_of(line)[1:]
             if not words:
@@ -816,7 +697,7 @@ class ShellClassifier:
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
             words = words_of(line)[1:]
-            v = ShellVerdict(
+            return ShellVerdict(
                 FILE_WRITE,
                 None,
                 intent="insert",
@@ -824,9 +705,8 @@ class ShellClassifier:
                 structured=True,
                 new_text=words[0] if words else None,
                 rank=R_WRITE,
+                is_source_write=True,
             )
-            v.is_source_write = True
-            return v
         if first == "filemap":
             filemap = self._path(unquote(arg)) if arg else None
             return ShellVerdict(
@@ -903,21 +783,10 @@ def _is_source(target: str | None) -> bool:
 
 _SWE_TOOL_WORDS = frozenset(
     {
-        "str_replace_editor",
-        "submit",
-        "open",
-        "goto",
-        "scroll_up",
-        "scroll_down",
-        "create",
-        "edit",
-        "find_file",
-        "search_dir",
-        "search_file",
-        "filemap",
-        "insert",
+        "str_replace_editor", "submit", "open", "goto", "scroll_up", "scroll_down", "create", "edit",
+        "find_file", "search_dir", "search_file", "filemap", "insert",
     }
-)
+)  # fmt: skip
 _SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 

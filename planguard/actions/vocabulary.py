@@ -80,7 +80,6 @@ __all__ = [
     "ToolCall",
     "ToolSurface",
     "classify_action",
-    "make_action",
     "patch_files",
 ]
 
@@ -114,69 +113,13 @@ SURFACES: dict[str, ToolSurface] = {
 }
 
 
-def make_action(
-    type: ActionType,
-    target: str | None = None,
-    tool: str = "",
-    path: str | None = None,
-    intent: str | None = None,
-    is_validation: bool = False,
-    is_source_write: bool = False,
-    is_completion: bool = False,
-    write: WriteKind | None = None,
-    shell: str | None = None,
-    structured: bool = False,
-    scaffold: str | None = None,
-    old_text: str | None = None,
-    new_text: str | None = None,
-    text: str | None = None,
-    also_written: tuple[str, ...] = (),
-) -> Action:
-    """An ``Action`` from its fields in declaration order (the readers' one way to build one)."""
-    return Action(
-        type,
-        target,
-        tool,
-        path,
-        intent,
-        is_validation,
-        is_source_write,
-        is_completion,
-        write,
-        shell,
-        structured,
-        scaffold,
-        old_text,
-        new_text,
-        text,
-        also_written,
-    )
-
-
 # --------------------------------------------------------------------------------------- rules
 
 #: How a rule reads a call. ``type`` rules without a ``kind`` use the kind named after the type.
 KINDS = (
-    "swe_command",
-    "shell",
-    "editor",
-    "read",
-    "write",
-    "edit",
-    "multi_edit",
-    "search",
-    "find",
-    "navigate",
-    "fetch",
-    "plan",
-    "spawn",
-    "reason",
-    "finish",
-    "submit",
-    "command",
-    "apply_patch",
-    "code",
-)
+    "swe_command", "shell", "editor", "read", "write", "edit", "multi_edit", "search", "find", "navigate",
+    "fetch", "plan", "spawn", "reason", "finish", "submit", "command", "apply_patch", "code",
+)  # fmt: skip
 
 _KIND_OF_TYPE = {
     FILE_READ: "read",
@@ -509,12 +452,7 @@ _CALL_KIND_OF = {
     "reason": "other",
     "command": "other",
 }
-_CALL_KIND_OF_TYPE = {
-    FILE_READ: "read",
-    NAVIGATE: "read",
-    FILE_WRITE: "write",
-    SEARCH: "search",
-}
+_CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
 
 
 class ToolCall(NamedTuple):
@@ -544,18 +482,9 @@ class ToolCall(NamedTuple):
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
 #: First words of SWE-agent's tool commands given as shell lines (``ShellClassifier.swe_command``'s).
 _SWE_WORDS = (
-    "str_replace_editor",
-    "submit",
-    "open",
-    "goto",
-    "scroll_",
-    "create",
-    "edit",
-    "insert",
-    "find_file",
-    "search_",
-    "filemap",
-)
+    "str_replace_editor", "submit", "open", "goto", "scroll_", "create", "edit", "insert", "find_file",
+    "search_", "filemap",
+)  # fmt: skip
 _OTHER_CALL = ToolCall("other")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
@@ -634,7 +563,7 @@ class ActionClassifier:
         try:
             return self._classify(_parsed_arguments(event))
         except Exception:
-            return make_action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
+            return Action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
         rule = self.rule_for(event.tool)
@@ -748,8 +677,7 @@ class ActionClassifier:
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
             if len(parts) < 3 or parts[1] not in _EDITOR_SUBS:
                 return None
-            raw = parts[2]
-            path = self.norm(unquote(raw) if "'" in raw or '"' in raw or "\\" in raw else raw)
+            path = self.norm(unquote(parts[2]))
             if parts[1] == "view":
                 return ToolCall("read", paths=(path,))
             return ToolCall("write", paths=(path,), created=(path,) if parts[1] == "create" else ())
@@ -785,7 +713,7 @@ class ActionClassifier:
         source = v.is_source_write
         if v.type is FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
             source = _is_source(target)
-        return make_action(
+        return Action(
             v.type,
             target,
             event.tool,
@@ -875,18 +803,16 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     if cmd is None:
         cmd = _raw_text(event)
     if cmd is None:
-        return make_action(COMMAND, None, event.tool, scaffold=rule.scaffold)
+        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     if _is_map(args) and args.get("is_input") in (True, "true"):
-        return make_action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+        return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
     if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
         cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
     tool = event.tool
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
-            sub, raw = parts[1], parts[2]
-            if "'" in raw or '"' in raw or "\\" in raw:
-                raw = unquote(raw)
+            sub, raw = parts[1], unquote(parts[2])
             if sub == "view":
                 return _editor_view(c, "swe-agent", tool, raw)
             old = new = None
@@ -904,11 +830,11 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
             return c.from_verdict(c.shell.classify(text), rule, event, False)
-        return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
+        return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     sub = args.get("command")
     raw_path = args.get("path")
     if not isinstance(sub, str) or not isinstance(raw_path, str):
-        return make_action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
+        return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     if sub == "view":
         return _editor_view(c, rule.scaffold, event.tool, raw_path)
     old = args.get("old_str")
@@ -930,7 +856,7 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
     path = c.norm(raw_path)
-    return make_action(
+    return Action(
         FILE_READ if looks_like_file(path) else NAVIGATE,
         path,
         tool,
@@ -952,9 +878,9 @@ def _editor_write(
 ) -> Action:
     kind = _EDITOR_WRITES.get(sub)
     if kind is None:
-        return make_action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
+        return Action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
     path = c.norm(raw_path)
-    return make_action(
+    return Action(
         FILE_WRITE,
         path,
         tool,
@@ -974,38 +900,42 @@ def _file_target(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> st
     return c.norm(raw) if raw else None
 
 
-def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    target = _file_target(c, rule, event)
-    return make_action(
-        FILE_READ,
+def _tool_write(
+    rule: MappingRule,
+    event: ToolEvent,
+    target: str | None,
+    intent: str,
+    kind: WriteKind,
+    old: str | None,
+    new: str | None,
+) -> Action:
+    """The write of a file tool (``Write``, ``Edit``, ``MultiEdit`` and their kin) to ``target``."""
+    return Action(
+        FILE_WRITE,
         target,
         event.tool,
         target,
-        "read",
+        intent,
+        is_source_write=_is_source(target),
+        write=kind,
         structured=rule.structured,
         scaffold=rule.scaffold,
+        old_text=old,
+        new_text=new,
+    )
+
+
+def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    target = _file_target(c, rule, event)
+    return Action(
+        FILE_READ, target, event.tool, target, "read", structured=rule.structured, scaffold=rule.scaffold
     )
 
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
     text = _str_arg(event, rule.text or ("content", "file_text", "text", "new_source", "data"))
-    return make_action(
-        FILE_WRITE,
-        target,
-        event.tool,
-        target,
-        "write",
-        False,
-        _is_source(target),
-        False,
-        WK_CREATE,
-        None,
-        rule.structured,
-        rule.scaffold,
-        None,
-        text,
-    )
+    return _tool_write(rule, event, target, "write", WK_CREATE, None, text)
 
 
 def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1016,22 +946,7 @@ def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     )
     # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
     kind = WK_EDIT if old else (WK_CREATE if rule.tool == "Edit" else WK_EDIT)
-    return make_action(
-        FILE_WRITE,
-        target,
-        event.tool,
-        target,
-        "edit",
-        False,
-        _is_source(target),
-        False,
-        kind,
-        None,
-        rule.structured,
-        rule.scaffold,
-        old,
-        new,
-    )
+    return _tool_write(rule, event, target, "edit", kind, old, new)
 
 
 def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1047,22 +962,7 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
                     olds.append(o)
                 if isinstance(n, str):
                     news.append(n)
-    return make_action(
-        FILE_WRITE,
-        target,
-        event.tool,
-        target,
-        "edit",
-        False,
-        _is_source(target),
-        False,
-        WK_EDIT,
-        None,
-        rule.structured,
-        rule.scaffold,
-        "\n".join(olds) or None,
-        "\n".join(news) or None,
-    )
+    return _tool_write(rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None)
 
 
 def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tuple[str, str | None]:
@@ -1079,7 +979,7 @@ def _search_reader(intent: str) -> _Reader:
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
         query, scope = _query_scope(c, rule, event)
-        return make_action(
+        return Action(
             SEARCH,
             f"{query} @ {scope or '.'}",
             event.tool,
@@ -1094,33 +994,33 @@ def _search_reader(intent: str) -> _Reader:
 
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event) or "."
-    return make_action(
-        NAVIGATE,
-        target,
-        event.tool,
-        target,
-        "ls",
-        structured=rule.structured,
-        scaffold=rule.scaffold,
+    return Action(
+        NAVIGATE, target, event.tool, target, "ls", structured=rule.structured, scaffold=rule.scaffold
     )
 
 
-def _read_fetch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    target = _str_arg(event, rule.target or ("url", "query", "uri"))
-    return make_action(
-        FETCH,
-        _clip(target, 200) if target else None,
-        event.tool,
-        None,
-        event.tool,
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-    )
+def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reader:
+    """The reader of a tool whose target is the one argument that names what it reaches (a fetch's URL,
+    a spawned agent's kind), clipped to ``limit`` characters."""
+
+    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+        target = _str_arg(event, rule.target or keys)
+        return Action(
+            type,
+            _clip(target, limit) if target else None,
+            event.tool,
+            None,
+            event.tool,
+            structured=rule.structured,
+            scaffold=rule.scaffold,
+        )
+
+    return read
 
 
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
-    return make_action(
+    return Action(
         PLAN,
         "plan",
         event.tool,
@@ -1132,29 +1032,16 @@ def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     )
 
 
-def _read_spawn(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    target = _str_arg(event, rule.target or ("subagent_type", "agent", "name", "description"))
-    return make_action(
-        AGENT_SPAWN,
-        _clip(target, 80) if target else None,
-        event.tool,
-        None,
-        event.tool,
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-    )
-
-
 def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     if text is None and isinstance(event.arguments, str):
         text = event.arguments or None
-    return make_action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
+    return Action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
 
 
 def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
-    return make_action(
+    return Action(
         REASON,
         "finish",
         event.tool,
@@ -1168,7 +1055,7 @@ def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 
 def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    return make_action(
+    return Action(
         COMMAND,
         "submit",
         event.tool,
@@ -1185,7 +1072,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     code = _str_arg(event, rule.target or _CODE_KEYS)
     if code is None:
         return _read_command(c, rule, event)
-    return make_action(
+    return Action(
         COMMAND,
         "python -c",
         str(event.tool),
@@ -1199,7 +1086,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 
 def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     tool = str(event.tool)
-    return make_action(
+    return Action(
         COMMAND,
         _clip(tool, 80),
         tool,
@@ -1219,19 +1106,16 @@ def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
     m = _PATCH_FILE.search(text)
     target = c.norm(m.group(1).strip()) if m else None
-    return make_action(
+    return Action(
         FILE_WRITE,
         target,
         event.tool,
         target,
         "apply_patch",
-        False,
-        _is_source(target) if target else True,
-        False,
-        WK_OTHER,
-        None,
-        True,
-        rule.scaffold,
+        is_source_write=_is_source(target) if target else True,
+        write=WK_OTHER,
+        structured=True,
+        scaffold=rule.scaffold,
     )
 
 
@@ -1252,7 +1136,7 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
         text = " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
     verdict = c.shell.swe_command(text)
     if verdict is None:
-        return make_action(
+        return Action(
             COMMAND,
             _clip(str(event.tool), 80),
             event.tool,
@@ -1279,9 +1163,9 @@ _READERS: dict[str, _Reader] = {
     "search": _search_reader("grep"),
     "find": _search_reader("find"),
     "navigate": _read_navigate,
-    "fetch": _read_fetch,
+    "fetch": _named_reader(FETCH, ("url", "query", "uri"), 200),
     "plan": _read_plan,
-    "spawn": _read_spawn,
+    "spawn": _named_reader(AGENT_SPAWN, ("subagent_type", "agent", "name", "description"), 80),
     "reason": _read_reason,
     "finish": _read_finish,
     "submit": _read_submit,

@@ -195,9 +195,7 @@ class EffectTracker(Detector):
         return EffectState(self.anchors, self.max_pending_reads)
 
     def observe(self, step: Step, state: EffectState) -> Finding | None:
-        action = step.action
-        if not isinstance(action, Action):
-            action = action_of(step)
+        action = action_of(step)
         index = step.index
         effect = state.labeler.label(index, action, step.event, step)
         recent = state.recent

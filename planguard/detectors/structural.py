@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, outcome_failed
-from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, Action, ActionType
+from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, ActionType
 from ..findings import Finding
 from ._common import SurfaceTracker, action_of, clip
 from .base import Detector
@@ -82,9 +82,7 @@ class SearchLoop(Detector):
         return _LoopState()
 
     def observe(self, step: Step, state: _LoopState) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         t = a.type
         if t is SEARCH or t is FILE_READ:
             if state.count == 0:
@@ -136,10 +134,9 @@ class _WindowCounts:
     def expire(self, index: int, threshold: int) -> None:
         entries = self.entries
         floor = index - self.window
-        invalidated = self.epoch
         while entries and entries[0][0] <= floor:
             _, key, epoch = entries.popleft()
-            if epoch >= invalidated.get(key, -1):  # self._valid(key, epoch)
+            if self._valid(key, epoch):
                 c = self.counts.get(key, 0) - 1
                 if c <= 0:
                     self.counts.pop(key, None)
@@ -200,9 +197,7 @@ class RereadChurn(Detector):
         return _WindowCounts(self.window)
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         t = a.type
         target = a.target
         if target is None or (t is not FILE_READ and t is not FILE_WRITE):
@@ -245,9 +240,7 @@ class RedundantSearch(Detector):
         return _WindowCounts(self.window)
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         if a.type is not SEARCH or not a.target:
             return None
         index = step.index
@@ -319,9 +312,7 @@ class ToolOscillation(Detector):
         return _OscillationState()
 
     def observe(self, step: Step, state: _OscillationState) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         t = a.type
         path = a.target
         if path is None or (t is not FILE_READ and t is not FILE_WRITE):
@@ -411,9 +402,7 @@ class PlanAbsence(Detector):
     def observe(self, step: Step, state: _PlanState) -> Finding | None:
         if state.fired or state.plan_seen:
             return None
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         scaffold = a.scaffold
         if scaffold is not None and scaffold not in state.seen:
             state.learn(a)
@@ -470,9 +459,7 @@ class ShellOverTool(Detector):
         return _ShellState(self.scaffold)
 
     def observe(self, step: Step, state: _ShellState) -> Finding | None:
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         scaffold = a.scaffold
         if scaffold is not None and scaffold not in state.seen:
             state.learn(a)
@@ -521,9 +508,7 @@ class _EndOfRun(Detector):
     def observe(self, step: Step, state: RunFacts | None) -> Finding | None:
         if state is None:  # the tracker keeps the facts
             return None
-        a = step.action
-        if not isinstance(a, Action):
-            a = action_of(step)
+        a = action_of(step)
         if state.note(step.index, a) and not outcome_failed(a, step.event):
             state.last_ok_validation = step.index
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["written_files", "written_files_lenient"]
+__all__ = ["written_files"]
 
 _WRITE_MODE = ("w", "a", "x")
 _HINT = re.compile(r"open\s*\(|write_(?:text|bytes)")
@@ -111,28 +111,20 @@ def _preorder(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
-def written_files(code: str) -> tuple[str, ...]:
-    """Files the code opens for writing, as the paper finds them (nothing when it does not parse)."""
-    if not _may_write(code):
-        return ()
-    try:
-        tree = ast.parse(code)
-        return tuple(_analyse(tree))
-    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
-        return ()
-
-
-def written_files_lenient(code: str) -> tuple[str, ...]:
-    """Like :func:`written_files`, with a regular-expression fallback for code that does not parse."""
+def written_files(code: str, *, lenient: bool = False) -> tuple[str, ...]:
+    """Files the code opens for writing, as the paper finds them (nothing when it does not parse).
+    ``lenient`` (the live rules) reads code that does not parse with regular expressions instead."""
     if not _may_write(code):
         return ()
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+        if not lenient:
+            return ()
         found = [m.group(2) for m in _OPEN_RE.finditer(code) if any(c in m.group(4) for c in _WRITE_MODE)]
         found.extend(m.group(2) for m in _PATH_WRITE_RE.finditer(code))
         return tuple(found)
     try:
         return tuple(_analyse(tree))
-    except (RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
         return ()

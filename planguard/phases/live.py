@@ -6,9 +6,10 @@ these follow the definition a live monitor needs instead, with the same roles, l
 * the call is read through the canonical-action vocabulary (:meth:`ActionClassifier.tool_call`): the
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
-* a shell line is split with the action layer's lexer (:func:`planguard.actions.lexer.tokenize`) into
-  sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
-  are transparent, and each sub-command gets one role or none (§1);
+* a shell line is read in the words the action layer's lexer cut it into for the call's action
+  (:meth:`ShellClassifier.read`, lexed once per line), as sub-commands; wrappers (``cd``, ``export``,
+  ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …) are transparent, and each sub-command gets
+  one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
 
 A call's *plan* (its sub-commands, each judged as far as its text allows) is memoised per call in one
@@ -23,11 +24,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.actions.lexer import tokenize
+from planguard.actions.lexer import Stage, tokenize
 from planguard.actions.shell import COMPLETION_MARKERS
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
-from planguard.phases.inline_python import written_files_lenient
+from planguard.phases.inline_python import written_files
 from planguard.phases.roles import (
     GENERAL,
     NAVIGATE,
@@ -171,19 +172,10 @@ _READERS = frozenset(
 )  # fmt: skip
 _GIT_READS = frozenset(
     {
-        "log",
-        "show",
-        "diff",
-        "status",
-        "blame",
-        "grep",
-        "ls-files",
-        "ls-tree",
-        "shortlog",
-        "reflog",
+        "log", "show", "diff", "status", "blame", "grep", "ls-files", "ls-tree", "shortlog", "reflog",
         "cat-file",
     }
-)
+)  # fmt: skip
 _PYTHONS = re.compile(r"^(?:python(?:\d+(?:\.\d+)*)?|py|pypy\d*|ipython\d*)$")
 _PY_VALUE_FLAGS = frozenset({"-W", "-X", "-Q"})
 _PY_TEST_MODULES = frozenset(
@@ -191,19 +183,10 @@ _PY_TEST_MODULES = frozenset(
 )
 _PY_CHECK_MODULES = frozenset(
     {
-        "mypy",
-        "ruff",
-        "flake8",
-        "pylint",
-        "pyright",
-        "pyflakes",
-        "black",
-        "isort",
-        "compileall",
-        "py_compile",
-        "build",
+        "mypy", "ruff", "flake8", "pylint", "pyright", "pyflakes", "black", "isort", "compileall",
+        "py_compile", "build",
     }
-)
+)  # fmt: skip
 _PY_TOOL_MODULES = frozenset({"pip", "venv", "ensurepip", "pipx", "virtualenv", "site", "json.tool"})
 _PY_TEST_SCRIPTS = frozenset({"runtests.py", "run_tests.py", "runtest.py", "run_test.py"})
 _TEST_RUNNERS = frozenset(
@@ -228,19 +211,10 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 #: Words before the program that only set up how it runs (§1); ``timeout``/``env``/``nice`` take values.
 _WRAPPERS = frozenset(
     {
-        "sudo",
-        "time",
-        "nohup",
-        "command",
-        "exec",
-        "builtin",
-        "stdbuf",
-        "unbuffer",
-        "xvfb-run",
-        "noglob",
+        "sudo", "time", "nohup", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run", "noglob",
         "xargs",
     }
-)
+)  # fmt: skip
 _CONTROL = frozenset(
     {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "[[", "[", "(", ")"}
 )
@@ -353,7 +327,7 @@ def _python_script(label: str, script: str, rest: Sequence[str]) -> _Sub:
 
 def _snippet(label: str, code: str) -> _Sub:
     """Inline code: a new test, or a write of the files it opens for writing."""
-    written = tuple(written_files_lenient(code)) if code else ()
+    written = written_files(code, lenient=True) if code else ()
     if written:
         return _Sub(label, _WRITE, written, written)
     return _Sub(label, _SNIPPET)
@@ -522,9 +496,7 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
             ("build", "assemble", "compileJava", "compileKotlin"),
             ("run", "bootRun"),
         )
-    if name == "dotnet":
-        return _by_verb(label, args[:1], ("test",), ("build",), ("run",))
-    if name in ("swift", "bazel", "bazelisk"):
+    if name in ("dotnet", "swift", "bazel", "bazelisk"):
         return _by_verb(label, args[:1], ("test",), ("build",), ("run",))
     if name in ("rake", "rails"):
         return _by_verb(label, args[:1], ("test", "spec"), ("assets:precompile",), ("server", "s", "runner"))
@@ -629,12 +601,12 @@ def _stage_plans(words: list[str], outputs: list[str], body: str | None, depth: 
     if name in _SHELLS and depth < _MAX_DEPTH:
         for k, a in enumerate(args):
             if a.startswith("-") and "c" in a and not a.startswith("--") and k + 1 < len(args):
-                return _line_plans(args[k + 1], depth + 1)
+                return _line_plans(tokenize(args[k + 1]), depth + 1)
         ops = _operands(args)
         if ops:
             return [_Sub(name, _RUN, (ops[0],))]
         if body:
-            return _line_plans(body, depth + 1)
+            return _line_plans(tokenize(body), depth + 1)
         return [_Sub(name, _GENERAL)]
     sub = _program(prog, args, body)
     if outputs and sub.does in (_NAV, _GENERAL):
@@ -663,10 +635,11 @@ def _substitute(words: list[str], loop_vars: dict[str, str]) -> list[str]:
     return out
 
 
-def _line_plans(line: str, depth: int = 0) -> list[_Sub]:
+def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[_Sub]:
+    """The plans of a lexed line's sub-commands."""
     plans: list[_Sub] = []
     loop_vars: dict[str, str] = {}
-    for pipeline in tokenize(line):
+    for pipeline in segments:
         head = pipeline[0]
         loop = _loop_variable(head.words)
         if loop is not None:
@@ -709,7 +682,7 @@ class LiveRules:
 
     def __init__(self, actions: ActionClassifier | None = None, cache_size: int = 4096) -> None:
         self.actions = actions if actions is not None else DEFAULT_CLASSIFIER
-        self._memo = lru_cache(maxsize=cache_size)(_plan_call)
+        self._memo = lru_cache(maxsize=cache_size)(self._plan)
 
     def new_state(self) -> PhaseState:
         return PhaseState()
@@ -725,7 +698,7 @@ class LiveRules:
             root = _work_dir(event) or state.root
             text = call.command
             if text is not None and len(text) > MEMO_TEXT_MAX:
-                plan = _plan_call(tool, call, root)  # long texts rarely repeat: not kept
+                plan = self._plan(tool, call, root)  # long texts rarely repeat: not kept
             else:
                 plan = self._memo(tool, call, root)
             return plan.resolve(state)
@@ -733,30 +706,34 @@ class LiveRules:
             label = event.tool if isinstance(event.tool, str) and event.tool else "unknown"
             return Classification(commands=(Command(label, GENERAL),))
 
-
-def _plan_call(tool: str, call: ToolCall, root: str | None) -> _CallPlan:
-    """The judged plan of one call (pure: the text, the vocabulary's reading and the working directory)."""
-    kind = call.kind
-    if kind == "shell":
-        line = call.command or ""
-        if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
-            subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
+    def _plan(self, tool: str, call: ToolCall, root: str | None) -> _CallPlan:
+        """The judged plan of one call (pure: its text, the vocabulary's reading, the working directory)."""
+        kind = call.kind
+        if kind == "shell":
+            line = call.command or ""
+            if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
+                subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
+            else:
+                # The words the action classifier cut the line into for the call's action (its one memo keeps
+                # them); a line it read as a SWE-agent tool command, without the lexer, is lexed here.
+                segments = self.actions.shell.read(line).segments
+                if segments is None:
+                    segments = tokenize(line)
+                subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
+        elif kind == "read":
+            subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
+        elif kind == "search":
+            subs = (_Sub(tool, _NAV),)
+        elif kind == "write":
+            subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
+        elif kind == "test":
+            subs = (_Sub(tool, _TESTS),)
+        elif kind == "code":
+            subs = (_snippet(tool, call.command or ""),)
         else:
-            subs = _line_plans(line) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
-    elif kind == "read":
-        subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
-    elif kind == "search":
-        subs = (_Sub(tool, _NAV),)
-    elif kind == "write":
-        subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
-    elif kind == "test":
-        subs = (_Sub(tool, _TESTS),)
-    elif kind == "code":
-        subs = (_snippet(tool, call.command or ""),)
-    else:
-        subs = (_Sub(tool, _GENERAL),)
-    opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
-    return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
+            subs = (_Sub(tool, _GENERAL),)
+        opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
+        return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).

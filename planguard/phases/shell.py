@@ -27,6 +27,7 @@ import re
 from typing import NamedTuple
 
 from planguard.actions.lexer import (
+    MAX_NESTING,
     ShellSyntaxError,
     arithmetic_end,
     bare_word_at,
@@ -86,9 +87,9 @@ class _Grammar:
     :class:`ShellSyntaxError` where bashlex rejects the text. It is the lexer's :class:`Substitutions`:
     the lists inside ``$(…)``, ``<(…)`` and backquotes are parsed by the same grammar."""
 
-    __slots__ = ("count", "heredocs", "i", "last_end", "n", "pieces", "s", "top_function")
+    __slots__ = ("count", "heredocs", "i", "last_end", "n", "nesting", "pieces", "s", "top_function")
 
-    def __init__(self, s: str) -> None:
+    def __init__(self, s: str, nesting: int = 0) -> None:
         self.s = s
         self.n = len(s)
         self.i = 0
@@ -97,6 +98,7 @@ class _Grammar:
         self.pieces: list[tuple[int, int, bool]] = []
         self.top_function = False
         self.count = 0
+        self.nesting = nesting  # the lists this text's list lies in (a backquoted one's included)
 
     # -- the lexer's side
     def _blanks(self) -> None:
@@ -112,6 +114,21 @@ class _Grammar:
     def _comment(self) -> None:
         self.i = comment_end(self.s, self.i)
 
+    def _line_breaks(self, *, semicolons: bool) -> None:
+        """Skip blanks, newlines (and the heredoc bodies they end), comments and, if asked, ``;``."""
+        s, n = self.s, self.n
+        while True:
+            self._blanks()
+            c = s[self.i] if self.i < n else ""
+            if c == "\n":
+                self._newline()
+            elif c == "#":
+                self._comment()
+            elif c == ";" and semicolons:
+                self.i += 1
+            else:
+                return
+
     def _word(self) -> None:
         self.i = word_end(self.s, self.i, self)
 
@@ -124,7 +141,7 @@ class _Grammar:
         return end
 
     def backquoted(self, inner: str) -> None:
-        _Grammar(inner).program()
+        _Grammar(inner, self.nesting + 1).program()
 
     # -- lists and pipelines
     def program(self) -> list[tuple[int, int, bool]]:
@@ -235,14 +252,7 @@ class _Grammar:
             i = self.i
             if i < n and s[i] == "|" and not s.startswith("||", i):
                 self.i += 2 if s.startswith("|&", i) else 1
-                while True:  # newlines and comments may follow a pipe
-                    self._blanks()
-                    if self.i < n and s[self.i] == "\n":
-                        self._newline()
-                    elif self.i < n and s[self.i] == "#":
-                        self._comment()
-                    else:
-                        break
+                self._line_breaks(semicolons=False)  # newlines and comments may follow a pipe
                 if self.i >= n or s[self.i] in "|&;)":
                     raise ShellSyntaxError("unexpected token after |")
                 continue
@@ -325,9 +335,19 @@ class _Grammar:
             raise ShellSyntaxError("function body must be a compound command")
         self._command(depth)
 
+    def _nested(self, stops: frozenset[str], paren: bool, depth: int) -> str:
+        """A list inside another (a subshell's, a substitution's, a compound command's), nested at most
+        :data:`MAX_NESTING` deep."""
+        if self.nesting >= MAX_NESTING:
+            raise ShellSyntaxError("nested too deeply")
+        self.nesting += 1
+        got = self._list(stops, paren, depth + 1)
+        self.nesting -= 1
+        return got
+
     def _body(self, closer: str, paren: bool, depth: int) -> None:
         count = self.count
-        got = self._list(_NO_STOPS, paren, depth + 1)
+        got = self._nested(_NO_STOPS, paren, depth)
         if got != closer or self.count == count:
             raise ShellSyntaxError(f"expected {closer}")
         self.i += 1
@@ -336,7 +356,7 @@ class _Grammar:
     def _body_kw(self, stops: frozenset[str], depth: int) -> str:
         """A compound-list ended by one of ``stops``; consumes the keyword and returns it."""
         count = self.count
-        got = self._list(stops, False, depth + 1)
+        got = self._nested(stops, False, depth)
         if not got or got not in stops:
             raise ShellSyntaxError("unterminated compound command")
         if self.count == count:
@@ -368,16 +388,7 @@ class _Grammar:
                 if c in "|&()<>":
                     raise ShellSyntaxError("unexpected token in for")
                 self._word()
-        while True:  # separators between the word list and ``do``
-            self._blanks()
-            if self.i < n and s[self.i] == ";":
-                self.i += 1
-            elif self.i < n and s[self.i] == "\n":
-                self._newline()
-            elif self.i < n and s[self.i] == "#":
-                self._comment()
-            else:
-                break
+        self._line_breaks(semicolons=True)  # separators between the word list and ``do``
         if bare_word_at(s, self.i) != "do":
             raise ShellSyntaxError("expected do")
         self.i += 2
@@ -449,7 +460,7 @@ def scan(text: str) -> tuple[Piece, ...] | None:
     sc = _Grammar(text)
     try:
         spans = sc.program()
-    except (ShellSyntaxError, RecursionError):
+    except ShellSyntaxError:
         return None
     if sc.top_function:
         return None
@@ -463,7 +474,7 @@ def scan(text: str) -> tuple[Piece, ...] | None:
             # succeeds; a compound piece whose heredoc body lies outside it then fails.
             try:
                 _Grammar(piece).program()
-            except (ShellSyntaxError, RecursionError):
+            except ShellSyntaxError:
                 cplx = False
         out.append(Piece(piece, cplx))
     return tuple(out)
@@ -514,9 +525,6 @@ class ParsedCommand(NamedTuple):
     heredoc: bool = False
     text: str = ""
     label: str = ""
-
-    def flag_dict(self) -> dict[str, FlagValue]:
-        return dict(self.flags)
 
     def tool_arg(self, key: str) -> ToolArgValue | None:
         for k, v in self.tool_args:
@@ -636,13 +644,6 @@ def parse_bash(words: list[str], text: str) -> ParsedCommand:
 
 
 _SRE_STRING_ARGS = frozenset({"command", "path", "file_text", "old_str", "new_str"})
-_SRE_HEAD = re.compile(
-    r"str_replace_editor[ \t]++(view|create|str_replace|insert|undo_edit)[ \t]++"
-    r"([^- \t\r\n'\"\\][^ \t\r\n'\"\\]*+)(?:[ \t\r\n]|$)"
-)
-_SHLEX_VALID = re.compile(
-    r"(?:[^'\"\\]++|'[^']*+'(?:\"'\"'[^']*+')*+|\"(?:[^\"\\]++|\\[\s\S])*+\"|\\[\s\S])*+"
-)
 
 
 def _parse_sre(words: list[str], text: str) -> ParsedCommand | None:
@@ -704,21 +705,6 @@ def _piece_commands(piece: str, out: list[ParsedCommand]) -> None:
     if has_equals and _ASSIGNMENT.fullmatch(piece):
         out.append(ParsedCommand(kind="set_env", command="set_env", args=(piece,), text=piece))
         return
-    if piece.startswith(SRE_TOOL):
-        # The editor's long --file_text/--old_str/--new_str values decide nothing but the node
-        # identity (taken from the text); only the subcommand and the path need splitting.
-        m = _SRE_HEAD.match(piece)
-        if m is not None and "--path" not in piece and _SHLEX_VALID.fullmatch(piece):
-            out.append(
-                ParsedCommand(
-                    kind="tool",
-                    tool=SRE_TOOL,
-                    subcommand=m.group(1),
-                    tool_args=(("path", m.group(2)),),
-                    text=piece,
-                )
-            )
-            return
     words = split_words(piece)
     if words is None:
         out.append(ParsedCommand(kind="complex", command="complex_command", args=(piece,), text=piece))
