@@ -300,32 +300,21 @@ _S = PlanPhase(
     description="Summarise your changes in a PR-style description before submitting.",
 )
 
+
+def _coding_plan(name: str, *phases: PlanPhase) -> Plan:
+    return Plan(name=name, phases=phases, description="Follow these phases in order:")
+
+
 PRESETS: dict[str, Plan] = {
-    "plan": Plan(name="plan", phases=(_N, _R, _P, _V), description="Follow these phases in order:"),
+    "plan": _coding_plan("plan", _N, _R, _P, _V),
     "no_plan": Plan(name="no_plan"),
-    "no_reproduce": Plan(
-        name="no_reproduce", phases=(_N, _P, _V), description="Follow these phases in order:"
-    ),
-    "no_validation": Plan(
-        name="no_validation", phases=(_N, _R, _P), description="Follow these phases in order:"
-    ),
-    "plan_and_regression": Plan(
-        name="plan_and_regression",
-        phases=(_RG, _N, _RN, _P, _V, _VG),
-        description="Follow these phases in order:",
-    ),
-    "plan_and_summary": Plan(
-        name="plan_and_summary", phases=(_N, _R, _P, _V, _S), description="Follow these phases in order:"
-    ),
+    "no_reproduce": _coding_plan("no_reproduce", _N, _P, _V),
+    "no_validation": _coding_plan("no_validation", _N, _R, _P),
+    "plan_and_regression": _coding_plan("plan_and_regression", _RG, _N, _RN, _P, _V, _VG),
+    "plan_and_summary": _coding_plan("plan_and_summary", _N, _R, _P, _V, _S),
     # The paper tells the agent N-P-R-V but its scorer expects only N-P-V here (PHASE_RULES §5).
-    "plan_reordered": Plan(
-        name="plan_reordered",
-        phases=(_N, _P, _R.model_copy(update={"scored": False}), _V),
-        description="Follow these phases in order:",
-    ),
-    "plan_reminded": Plan(
-        name="plan_reminded", phases=(_N, _R, _P, _V), description="Follow these phases in order:"
-    ),
+    "plan_reordered": _coding_plan("plan_reordered", _N, _P, _R.model_copy(update={"scored": False}), _V),
+    "plan_reminded": _coding_plan("plan_reminded", _N, _R, _P, _V),
 }
 PRESETS["standard"] = PRESETS["plan"]
 #: ``coding``: the standard plan of a coding agent (navigate → reproduce → patch → validate), classified by
@@ -333,7 +322,10 @@ PRESETS["standard"] = PRESETS["plan"]
 PRESETS["coding"] = PRESETS["plan"]
 
 
-def _m(**kw: Any) -> PhaseMatch:
+def _m(tool: str | None = None, **kw: Any) -> PhaseMatch:
+    """A preset's match; ``tool`` lists its globs separated by spaces."""
+    if tool is not None:
+        kw["tool"] = tool.split()
     return PhaseMatch.model_validate(kw)
 
 
@@ -357,19 +349,10 @@ PRESETS["support"] = Plan(
             "Find and authenticate the customer (by email, name and zip code, or account id).",
             [
                 _m(
-                    tool=[
-                        "find_customer*",
-                        "find_user*",
-                        "lookup_customer*",
-                        "get_customer*",
-                        "get_user*",
-                        "search_customer*",
-                        "search_user*",
-                        "identify*",
-                        "authenticate*",
-                        "verify_identity*",
-                        "verify_customer*",
-                    ]
+                    tool=(
+                        "find_customer* find_user* lookup_customer* get_customer* get_user* search_customer* "
+                        "search_user* identify* authenticate* verify_identity* verify_customer*"
+                    )
                 )
             ],
         ),
@@ -380,24 +363,11 @@ PRESETS["support"] = Plan(
             "Read the customer's orders, reservations or account records the request is about.",
             [
                 _m(
-                    tool=[
-                        "get_*order*",
-                        "get_*reservation*",
-                        "get_*booking*",
-                        "get_*flight*",
-                        "get_*account*",
-                        "get_*product*",
-                        "get_*ticket*",
-                        "get_*invoice*",
-                        "get_*record*",
-                        "get_*details*",
-                        "list_*",
-                        "search_*",
-                        "lookup_*",
-                        "find_*",
-                        "read_*",
-                        "fetch_*",
-                    ]
+                    tool=(
+                        "get_*order* get_*reservation* get_*booking* get_*flight* get_*account* "
+                        "get_*product* get_*ticket* get_*invoice* get_*record* get_*details* list_* search_* "
+                        "lookup_* find_* read_* fetch_*"
+                    )
                 ),
                 _m(action=["FILE_READ", "SEARCH", "FETCH"]),
             ],
@@ -407,18 +377,7 @@ PRESETS["support"] = Plan(
             "C",
             "Check policy and confirm",
             "Check the request against the policy and get the customer's explicit confirmation.",
-            [
-                _m(
-                    tool=[
-                        "confirm*",
-                        "check_policy*",
-                        "get_policy*",
-                        "ask_user*",
-                        "ask_customer*",
-                        "request_confirm*",
-                    ]
-                )
-            ],
+            [_m(tool="confirm* check_policy* get_policy* ask_user* ask_customer* request_confirm*")],
         ),
         _declared(
             "act",
@@ -427,19 +386,10 @@ PRESETS["support"] = Plan(
             "Carry out the confirmed change with the write tool.",
             [
                 _m(
-                    tool=[
-                        "refund*",
-                        "cancel*",
-                        "modify_*",
-                        "update_*",
-                        "exchange_*",
-                        "return_*",
-                        "book_*",
-                        "create_*",
-                        "issue_*",
-                        "change_*",
-                        "send_certificate*",
-                    ]
+                    tool=(
+                        "refund* cancel* modify_* update_* exchange_* return_* book_* create_* issue_* "
+                        "change_* send_certificate*"
+                    )
                 ),
                 _m(action="FILE_WRITE"),
             ],
@@ -451,17 +401,10 @@ PRESETS["support"] = Plan(
             "Tell the customer what was done, or hand over to a human agent.",
             [
                 _m(
-                    tool=[
-                        "send_message*",
-                        "reply*",
-                        "respond*",
-                        "notify*",
-                        "close_ticket*",
-                        "end_conversation*",
-                        "transfer_to_human*",
-                        "final_answer",
-                        "finish",
-                    ]
+                    tool=(
+                        "send_message* reply* respond* notify* close_ticket* end_conversation* "
+                        "transfer_to_human* final_answer finish"
+                    )
                 )
             ],
         ),
@@ -480,7 +423,7 @@ PRESETS["research"] = Plan(
             "Search",
             "Search for sources on the question.",
             [
-                _m(tool=["*search*", "google*", "bing*", "tavily*", "arxiv*", "find_papers*"]),
+                _m(tool="*search* google* bing* tavily* arxiv* find_papers*"),
                 _m(action="SEARCH"),
             ],
             before=["write"],
@@ -491,18 +434,7 @@ PRESETS["research"] = Plan(
             "Read sources",
             "Open and read the most relevant sources.",
             [
-                _m(
-                    tool=[
-                        "fetch*",
-                        "read*",
-                        "open*",
-                        "browse*",
-                        "get_page*",
-                        "scrape*",
-                        "download*",
-                        "visit*",
-                    ]
-                ),
+                _m(tool="fetch* read* open* browse* get_page* scrape* download* visit*"),
                 _m(action=["FETCH", "FILE_READ"]),
             ],
             before=["write"],
@@ -513,17 +445,7 @@ PRESETS["research"] = Plan(
             "Write",
             "Write the answer or report from what the sources say.",
             [
-                _m(
-                    tool=[
-                        "write*",
-                        "draft*",
-                        "edit*",
-                        "append*",
-                        "save*",
-                        "create_document*",
-                        "update_document*",
-                    ]
-                ),
+                _m(tool="write* draft* edit* append* save* create_document* update_document*"),
                 _m(action="FILE_WRITE"),
             ],
         ),
@@ -533,7 +455,7 @@ PRESETS["research"] = Plan(
             "Cite and verify",
             "Cite the sources and check each claim against them.",
             [
-                _m(tool=["cite*", "add_citation*", "verify*", "fact_check*", "check_*", "validate*"]),
+                _m(tool="cite* add_citation* verify* fact_check* check_* validate*"),
                 _m(action=["SEARCH", "FETCH", "FILE_READ"]),
             ],
             after=["write"],
@@ -557,22 +479,13 @@ PRESETS["data-analysis"] = Plan(
             "List the tables and columns and look at a few rows before querying.",
             [
                 _m(
-                    tool=[
-                        "*schema*",
-                        "list_tables*",
-                        "list_columns*",
-                        "describe*",
-                        "show_tables*",
-                        "get_columns*",
-                        "get_table_info*",
-                        "inspect*",
-                        "head*",
-                        "sql_db_list_tables",
-                        "sql_db_schema",
-                    ]
+                    tool=(
+                        "*schema* list_tables* list_columns* describe* show_tables* get_columns* "
+                        "get_table_info* inspect* head* sql_db_list_tables sql_db_schema"
+                    )
                 ),
-                _m(tool=["*query*", "*sql*"], arguments={"query": _SCHEMA_SQL}),
-                _m(tool=["*query*", "*sql*"], arguments={"sql": _SCHEMA_SQL}),
+                _m(tool="*query* *sql*", arguments={"query": _SCHEMA_SQL}),
+                _m(tool="*query* *sql*", arguments={"sql": _SCHEMA_SQL}),
             ],
         ),
         _declared(
@@ -581,18 +494,7 @@ PRESETS["data-analysis"] = Plan(
             "Query",
             "Query the data for the question asked.",
             [
-                _m(
-                    tool=[
-                        "*query*",
-                        "*sql*",
-                        "run_code*",
-                        "execute*",
-                        "python*",
-                        "pandas*",
-                        "dataframe*",
-                        "aggregate*",
-                    ]
-                ),
+                _m(tool="*query* *sql* run_code* execute* python* pandas* dataframe* aggregate*"),
             ],
         ),
         _declared(
@@ -600,21 +502,7 @@ PRESETS["data-analysis"] = Plan(
             "C",
             "Check the results",
             "Sanity-check the results (row counts, nulls, a second query or a plot) before reporting.",
-            [
-                _m(
-                    tool=[
-                        "check*",
-                        "validate*",
-                        "verify*",
-                        "assert*",
-                        "compare*",
-                        "plot*",
-                        "chart*",
-                        "visuali*",
-                        "sanity*",
-                    ]
-                )
-            ],
+            [_m(tool="check* validate* verify* assert* compare* plot* chart* visuali* sanity*")],
             after=["query"],
         ),
         _declared(
@@ -623,18 +511,7 @@ PRESETS["data-analysis"] = Plan(
             "Report",
             "Report the answer with the numbers and how they were obtained.",
             [
-                _m(
-                    tool=[
-                        "report*",
-                        "write_report*",
-                        "summar*",
-                        "final_answer",
-                        "submit*",
-                        "send*",
-                        "publish*",
-                        "save_report*",
-                    ]
-                ),
+                _m(tool="report* write_report* summar* final_answer submit* send* publish* save_report*"),
                 _m(action="FILE_WRITE"),
             ],
         ),
