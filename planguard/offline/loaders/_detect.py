@@ -58,18 +58,10 @@ LINE_FORMATS = frozenset(
 )
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
-    "swe-agent-jsonl": "swe-agent-jsonl",
+    **{fmt: fmt for fmt in FORMATS},  # (each other format is a family of its own)
     "swe-agent-traj": "swe-agent",
     "swe-agent-demo": "swe-agent",
-    "mini-swe-agent": "mini-swe-agent",
-    "claude-code": "claude-code",
-    "openhands": "openhands",
     "openhands-output": "openhands",
-    "codex": "codex",
-    "gemini-cli": "gemini-cli",
-    "opencode": "opencode",
-    "planguard-store": "planguard-store",
-    "generic": "generic",
 }
 
 _SNIFF_LINES = 20

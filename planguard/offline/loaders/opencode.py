@@ -78,7 +78,7 @@ def load_opencode_storage(root: Path) -> Iterator[Trajectory | LoadError]:
             continue
         session_id = as_str(info.get("id")) or session_file.stem
         try:
-            yield from _session_run(root, session_file, info, session_id)
+            yield from _run(session_id, info, str(session_file), _stored_messages(root, session_id))
         except LoadError as exc:
             yield exc
 
@@ -104,15 +104,10 @@ def load_opencode_session_file(path: Path, info: dict[str, Any]) -> Iterator[Tra
         )
         return
     try:
-        yield from _session_run(root, path, info, as_str(info.get("id")) or path.stem)
+        session_id = as_str(info.get("id")) or path.stem
+        yield from _run(session_id, info, str(path), _stored_messages(root, session_id))
     except LoadError as exc:
         yield exc
-
-
-def _session_run(
-    root: Path, session_file: Path, info: dict[str, Any], session_id: str
-) -> Iterator[Trajectory | LoadError]:
-    yield from _run(session_id, info, str(session_file), _stored_messages(root, session_id))
 
 
 def _stored_messages(

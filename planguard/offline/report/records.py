@@ -37,6 +37,7 @@ __all__ = [
     "RunRecord",
     "collect",
     "expand_paths",
+    "first_object",
     "is_replay_jsonl",
     "model_from_run",
     "record_from_replay",
@@ -231,17 +232,23 @@ def record_from_replay_json(obj: Mapping[str, Any], where: str) -> RunRecord:
     )
 
 
-def is_replay_jsonl(path: Path) -> bool:
-    """The file's first JSON line looks like a ``planguard replay --format jsonl`` record."""
+def first_object(path: Path) -> Any:
+    """The file's first non-blank line as JSON (None when the file cannot be read or the line is not JSON):
+    what tells the kind of a JSON Lines input."""
     try:
         with path.open("rb") as handle:
             for raw in handle:
                 if raw.strip():
-                    obj = loads_json(raw)
-                    return isinstance(obj, dict) and {"id", "letters", "metrics", "step_roles"} <= obj.keys()
+                    return loads_json(raw)
     except (OSError, ValueError):
-        return False
-    return False
+        return None
+    return None
+
+
+def is_replay_jsonl(path: Path) -> bool:
+    """The file's first JSON line looks like a ``planguard replay --format jsonl`` record."""
+    obj = first_object(path)
+    return isinstance(obj, dict) and {"id", "letters", "metrics", "step_roles"} <= obj.keys()
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
