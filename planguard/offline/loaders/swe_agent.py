@@ -68,11 +68,7 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
         raise LoadError(path, f"'steps' is {got}; expected an array of step objects", line)
 
     events: list[ToolEvent] = []
-    append = events.append
     index = 0
-    # ToolEvent is built positionally: keyword matching costs as much again as the rest of a step.
-    # Fields: tool, arguments, call_id, action, result, is_error, exit_code, start_time, end_time,
-    # metadata (tests/test_loaders.py pins this order).
     try:
         for index, step in enumerate(steps):
             action = step["action"]
@@ -113,7 +109,9 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
                 tool, arguments = SHELL_TOOL, {"command": action}
             else:
                 tool, arguments = THINK_TOOL, {}
-            append(ToolEvent(tool, arguments, call_id, action, result, False, None, None, None, metadata))
+            events.append(
+                ToolEvent(tool, arguments, call_id=call_id, action=action, result=result, metadata=metadata)
+            )
     except (KeyError, TypeError, AttributeError, IndexError):
         raise LoadError(path, _diagnose_steps(steps, index), line) from None
 
