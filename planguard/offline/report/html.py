@@ -9,13 +9,14 @@ of the runs on the current page. ``window.onerror`` and ``console.error`` increm
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from .aggregate import ALL, END, FLOW_POSITIONS, METRICS, MORE, OUTCOMES, Flow, Report
+from .aggregate import ALL, END, FLOW_POSITIONS, METRICS, MORE, OUTCOMES, Flow, Report, format_cell
+from .aggregate import format_number as _f
+from .aggregate import format_share as _pct
 from .stats import Summary
 
 __all__ = ["PHASE_COLORS", "render_html"]
@@ -60,16 +61,6 @@ DECLARED_COLORS = (
     "#bab0ac",
 )
 OUTCOME_COLORS = {"resolved": "#2e7d32", "unresolved": "#c62828", "unknown": "#757575", ALL: "#455a64"}
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.{digits}f}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
 
 def _p(p: float) -> str:
@@ -457,10 +448,7 @@ def _experiment_section(r: Report) -> str:
         )
     parts = ['<section id="experiments"><h2>6 · Plan experiments</h2>']
     for t in r.experiments:
-        rows = [
-            [escape("–" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))) for c in row]
-            for row in t["rows"]
-        ]
+        rows = [[escape(format_cell(c)) for c in row] for row in t["rows"]]
         parts.append(
             f"<h3>{escape(t['title'])}</h3>" + _table([escape(str(c)) for c in t["columns"]], rows, "num")
         )
