@@ -23,6 +23,7 @@ its ``_``, then drop the first ``_``-separated token; the rest is the model
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -271,12 +272,6 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
-    plans: tuple[str, ...] | None
-    rules: str
-
-
 def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
     from ...sinks.store.reader import read_session
 
@@ -291,7 +286,7 @@ def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
     return sorted(out, key=lambda d: d[0])
 
 
-def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
+def _file_records(path: Path, plans: tuple[str, ...] | None, rules: str) -> list[RunRecord | str]:
     """Every record (or error message) one input file yields."""
     out: list[RunRecord | str] = []
     if path.is_file() and is_replay_jsonl(path):
@@ -311,7 +306,7 @@ def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
     from ..loaders import LoadError
     from ..replay import replay, replay_pipeline, resolve_plans
 
-    pipeline = replay_pipeline(resolve_plans(list(opts.plans) if opts.plans else None), opts.rules)
+    pipeline = replay_pipeline(resolve_plans(list(plans) if plans else None), rules)
     for item in replay([path], pipeline, keep_steps=True):
         if isinstance(item, LoadError):
             out.append(str(item))
@@ -321,10 +316,6 @@ def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
         )
         out.append(record_from_replay(item, decisions))
     return out
-
-
-def _file_records_star(args: tuple[Path, _Options]) -> list[RunRecord | str]:
-    return _file_records(*args)
 
 
 def collect(
@@ -342,7 +333,9 @@ def collect(
     """
     from ...phases import DEFAULT_VERSION
 
-    opts = _Options(tuple(plans) if plans else None, rules or DEFAULT_VERSION)
+    read = functools.partial(
+        _file_records, plans=tuple(plans) if plans else None, rules=rules or DEFAULT_VERSION
+    )
     files = expand_paths(paths)
     missing = [f for f in files if not f.exists()]
     for f in missing:
@@ -353,8 +346,8 @@ def collect(
 
         ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
         with ctx.Pool(min(jobs, len(files))) as pool:
-            for chunk in pool.imap(_file_records_star, [(f, opts) for f in files]):
+            for chunk in pool.imap(read, files):
                 yield from chunk
         return
     for f in files:
-        yield from _file_records(f, opts)
+        yield from read(f)
