@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = args.format or ("html" if args.output or not sys.stdout.isatty() else "terminal")
     files = expand_paths(args.paths)
-    experiments, files, errors = read_experiments(f for f in files if f.is_file())
+    experiments, files, errors = read_experiments(f for f in files if f.exists())
     missing = [str(p) for p in args.paths if not os.path.exists(p)]
     errors += [
         f"{p}: no such file or directory; expected a trajectory, replay jsonl or store file" for p in missing

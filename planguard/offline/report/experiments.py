@@ -118,7 +118,7 @@ def read_experiments(files: Iterable[Path]) -> tuple[list[ExperimentTable], list
     errors: list[str] = []
     for path in files:
         claimed = False
-        for reader in readers:
+        for reader in readers if path.is_file() else ():  # (a directory is OpenCode storage, replayed)
             try:
                 got = reader(path)
             except Exception as exc:  # a reader bug must not lose the rest of the report

@@ -253,23 +253,15 @@ def is_replay_jsonl(path: Path) -> bool:
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files named, plus trajectory-like files under directories (sorted, hidden entries skipped)."""
-    from ..loaders import TRAJECTORY_SUFFIXES
+    """The inputs a replay reads: files named (missing ones too, to be reported), and under directories what
+    :func:`planguard.offline.loaders.trajectory_files` walks to (trajectory files, OpenCode storage)."""
+    from ..loaders import trajectory_files
 
-    out: list[Path] = []
-    for given in paths:
-        p = Path(given)
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-                out.extend(
-                    Path(root, f)
-                    for f in sorted(files)
-                    if not f.startswith(".") and f.lower().endswith(TRAJECTORY_SUFFIXES)
-                )
-        else:
-            out.append(p)
-    return out
+    return [
+        found
+        for given in paths
+        for found in (trajectory_files([given]) if Path(given).is_dir() else [Path(given)])
+    ]
 
 
 def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
