@@ -255,49 +255,49 @@ class Plan(BaseModel):
         return "\n".join(lines)
 
 
-_N = PlanPhase(
-    id="L_navigate",
-    symbol="N",
-    name="Navigation",
-    description="Search for, open and read the files relevant to the issue to localise the bug.",
+def _phase(
+    id: str, symbol: str, name: str, description: str, match: list[PhaseMatch] | None = None, **kw: Any
+) -> PlanPhase:
+    if match is not None:  # (a declared phase)
+        kw["match"] = match
+    return PlanPhase(id=id, symbol=symbol, name=name, description=description, **kw)
+
+
+# The coding plan's phases (the paper's prompts), accepted by the classifier's role prefixes.
+_N = _phase(
+    "L_navigate",
+    "N",
+    "Navigation",
+    "Search for, open and read the files relevant to the issue to localise the bug.",
 )
-_R = PlanPhase(
-    id="L_reproduce",
-    symbol="R",
-    name="Reproduction",
-    description="Write a new test script that reproduces the bug and run it to confirm it fails.",
+_R = _phase(
+    "L_reproduce",
+    "R",
+    "Reproduction",
+    "Write a new test script that reproduces the bug and run it to confirm it fails.",
 )
-_P = PlanPhase(id="P", symbol="P", name="Patch", description="Edit the source code to fix the bug.")
-_V = PlanPhase(
-    id="V_newly_generated_test",
-    symbol="V",
-    name="Validation",
-    description="Rerun your reproduction script and new edge-case tests to confirm the fix.",
+_P = _phase("P", "P", "Patch", "Edit the source code to fix the bug.")
+_V = _phase(
+    "V_newly_generated_test",
+    "V",
+    "Validation",
+    "Rerun your reproduction script and new edge-case tests to confirm the fix.",
 )
-_RG = PlanPhase(
-    id="L_reproduce_regression_test",
-    symbol="R_G",
-    name="Regression tests (before)",
-    description="Run the project's existing tests relevant to the issue before changing anything.",
+_RG = _phase(
+    "L_reproduce_regression_test",
+    "R_G",
+    "Regression tests (before)",
+    "Run the project's existing tests relevant to the issue before changing anything.",
 )
-_RN = PlanPhase(
-    id="L_reproduce_newly_generated_test",
-    symbol="R",
-    name="Reproduction",
-    description="Write a new test script that reproduces the bug and run it to confirm it fails.",
+_RN = _R.model_copy(update={"id": "L_reproduce_newly_generated_test"})
+_VG = _phase(
+    "V_regression_test",
+    "V_G",
+    "Regression tests (after)",
+    "Run the project's existing tests again to check the fix breaks nothing.",
 )
-_VG = PlanPhase(
-    id="V_regression_test",
-    symbol="V_G",
-    name="Regression tests (after)",
-    description="Run the project's existing tests again to check the fix breaks nothing.",
-)
-_S = PlanPhase(
-    id="S",
-    symbol="S",
-    name="Summary",
-    scored=False,
-    description="Summarise your changes in a PR-style description before submitting.",
+_S = _phase(
+    "S", "S", "Summary", "Summarise your changes in a PR-style description before submitting.", scored=False
 )
 
 
@@ -329,12 +329,6 @@ def _m(tool: str | None = None, **kw: Any) -> PhaseMatch:
     return PhaseMatch.model_validate(kw)
 
 
-def _declared(
-    id: str, symbol: str, name: str, description: str, match: list[PhaseMatch], **kw: Any
-) -> PlanPhase:
-    return PlanPhase(id=id, symbol=symbol, name=name, description=description, match=match, **kw)
-
-
 # Support agents (the tau-bench Retail and Airline worlds: find_user_id_by_email, get_order_details,
 # cancel_pending_order, …; and the usual find_customer / get_order / refund_order). The first phase whose
 # match holds wins, so the more specific globs come first.
@@ -342,7 +336,7 @@ PRESETS["support"] = Plan(
     name="support",
     description="Follow these steps in order:",
     phases=(
-        _declared(
+        _phase(
             "identify",
             "I",
             "Identify the customer",
@@ -356,7 +350,7 @@ PRESETS["support"] = Plan(
                 )
             ],
         ),
-        _declared(
+        _phase(
             "lookup",
             "L",
             "Look up the records",
@@ -372,14 +366,14 @@ PRESETS["support"] = Plan(
                 _m(action=["FILE_READ", "SEARCH", "FETCH"]),
             ],
         ),
-        _declared(
+        _phase(
             "confirm",
             "C",
             "Check policy and confirm",
             "Check the request against the policy and get the customer's explicit confirmation.",
             [_m(tool="confirm* check_policy* get_policy* ask_user* ask_customer* request_confirm*")],
         ),
-        _declared(
+        _phase(
             "act",
             "A",
             "Act",
@@ -394,7 +388,7 @@ PRESETS["support"] = Plan(
                 _m(action="FILE_WRITE"),
             ],
         ),
-        _declared(
+        _phase(
             "wrap_up",
             "W",
             "Wrap up",
@@ -417,7 +411,7 @@ PRESETS["research"] = Plan(
     name="research",
     description="Follow these steps in order:",
     phases=(
-        _declared(
+        _phase(
             "search",
             "S",
             "Search",
@@ -428,7 +422,7 @@ PRESETS["research"] = Plan(
             ],
             before=["write"],
         ),
-        _declared(
+        _phase(
             "read",
             "R",
             "Read sources",
@@ -439,7 +433,7 @@ PRESETS["research"] = Plan(
             ],
             before=["write"],
         ),
-        _declared(
+        _phase(
             "write",
             "W",
             "Write",
@@ -449,7 +443,7 @@ PRESETS["research"] = Plan(
                 _m(action="FILE_WRITE"),
             ],
         ),
-        _declared(
+        _phase(
             "verify",
             "V",
             "Cite and verify",
@@ -472,7 +466,7 @@ PRESETS["data-analysis"] = Plan(
     name="data-analysis",
     description="Follow these steps in order:",
     phases=(
-        _declared(
+        _phase(
             "explore",
             "E",
             "Explore the schema",
@@ -488,7 +482,7 @@ PRESETS["data-analysis"] = Plan(
                 _m(tool="*query* *sql*", arguments={"sql": _SCHEMA_SQL}),
             ],
         ),
-        _declared(
+        _phase(
             "query",
             "Q",
             "Query",
@@ -497,7 +491,7 @@ PRESETS["data-analysis"] = Plan(
                 _m(tool="*query* *sql* run_code* execute* python* pandas* dataframe* aggregate*"),
             ],
         ),
-        _declared(
+        _phase(
             "check",
             "C",
             "Check the results",
@@ -505,7 +499,7 @@ PRESETS["data-analysis"] = Plan(
             [_m(tool="check* validate* verify* assert* compare* plot* chart* visuali* sanity*")],
             after=["query"],
         ),
-        _declared(
+        _phase(
             "report",
             "P",
             "Report",
