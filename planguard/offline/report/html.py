@@ -397,24 +397,9 @@ def _detector_section(r: Report) -> str:
             + [_pct(e[c + "_mean"] if c == "recorded" else e[c]) for c in cols]
             + [_f(e["harmful"], 2)]
         )
+    labels = [f"{c} (mean)" if c == "recorded" else c.replace("_", "-") for c in cols]
     parts.append(
-        _table(
-            [
-                "group",
-                "runs",
-                "resolve rate",
-                "steps/run",
-                "survived",
-                "failed",
-                "reverted",
-                "justified",
-                "recorded (mean)",
-                "off-anchor",
-                "harmful ratio",
-            ],
-            rows,
-            "num",
-        )
+        _table(["group", "runs", "resolve rate", "steps/run", *labels, "harmful ratio"], rows, "num")
     )
     parts.append("</section>")
     return "".join(parts)
