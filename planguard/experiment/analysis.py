@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .config import CONDITIONS
 from .endpoints import ENDPOINTS, Endpoint
 from .records import Episode
 
@@ -119,7 +120,6 @@ class ExperimentReport:
 
 # ---------------------------------------------------------------------------------------------- per task
 
-_CONDS = ("A", "B", "none")
 _K = len(ENDPOINTS)
 _IDX = {e: i for i, e in enumerate(ENDPOINTS)}
 
@@ -131,7 +131,7 @@ def _base_name(cond: str, e: Endpoint) -> str:
 def _task_probs(eps_by_cond: dict[str, dict[str | None, list[Episode]]]) -> np.ndarray:
     """(3 × 8) endpoint probabilities of one task: repeats within text, then texts within task."""
     out = np.zeros((3, _K))
-    for ci, cond in enumerate(_CONDS):
+    for ci, cond in enumerate(CONDITIONS):
         texts = eps_by_cond[cond]
         for eps in texts.values():
             row = np.zeros(_K)
@@ -305,9 +305,9 @@ def analyze(
     warn: list[str] = []
     # task → condition → text → episodes
     tree: dict[str, dict[str, dict[str | None, list[Episode]]]] = defaultdict(
-        lambda: {c: defaultdict(list) for c in _CONDS}
+        lambda: {c: defaultdict(list) for c in CONDITIONS}
     )
-    counts = {c: {e.value: 0 for e in ENDPOINTS} for c in _CONDS}
+    counts = {c: {e.value: 0 for e in ENDPOINTS} for c in CONDITIONS}
     cluster_of: dict[str, str] = {}
     for ep in episodes:
         tree[ep.task][ep.condition][ep.text].append(ep)
@@ -324,7 +324,7 @@ def analyze(
             warn.append(f"task {ep.task!r} appears in clusters {prev!r} and {key!r}; using {prev!r}")
 
     tasks = sorted(tree)
-    complete = [t for t in tasks if all(tree[t][c] for c in _CONDS)]
+    complete = [t for t in tasks if all(tree[t][c] for c in CONDITIONS)]
     missing = [t for t in tasks if t not in complete]
     if missing:
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
@@ -336,11 +336,11 @@ def analyze(
     task_cluster = np.array([cidx[cluster_of[t]] for t in tasks], dtype=np.int64)
     complete_mask = np.array([t in set(complete) for t in tasks])
 
-    base_names = [_base_name(c, e) for c in _CONDS for e in ENDPOINTS]
+    base_names = [_base_name(c, e) for c in CONDITIONS for e in ENDPOINTS]
     extra_names = ["N_A", "N_B", "N_none"]
     outcome_cols: list[tuple[str, str, str, str | None]] = []  # (name, attr, cond, minus cond)
     for attr, unit_name in (("success", "S"), ("tool_calls", "calls"), ("tokens", "tokens")):
-        for cond in _CONDS:
+        for cond in CONDITIONS:
             outcome_cols.append((f"{unit_name}({COND_LABEL[cond]})", attr, cond, None))
         for a, b in (("A", "none"), ("B", "none"), ("B", "A")):
             outcome_cols.append((f"{unit_name}: {COND_LABEL[a]} − {COND_LABEL[b]}", attr, a, b))
@@ -350,12 +350,12 @@ def analyze(
         node = tree[t]
         if complete_mask[ti]:
             values[ti, :n_base] = _task_probs(node).ravel()
-        for j, cond in enumerate(_CONDS):
+        for j, cond in enumerate(CONDITIONS):
             values[ti, n_base + j] = _task_disagreement(node[cond])
         means = {
             (attr, c): _task_mean(node[c], attr)
             for attr in ("success", "tool_calls", "tokens")
-            for c in _CONDS
+            for c in CONDITIONS
         }
         for j, (_, attr, cond_a, cond_b) in enumerate(outcome_cols):
             v = means[(attr, cond_a)] if cond_b is None else means[(attr, cond_a)] - means[(attr, cond_b)]
@@ -392,7 +392,7 @@ def analyze(
         COND_LABEL[cond]: [
             Estimate(base_names[j], *interval(j), "%", n_complete) for j in range(ci * _K, (ci + 1) * _K)
         ]
-        for ci, cond in enumerate(_CONDS)
+        for ci, cond in enumerate(CONDITIONS)
     }
 
     estimates: list[Estimate] = []

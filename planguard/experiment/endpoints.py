@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..events import ToolEvent
 
-__all__ = ["ENDPOINTS", "ArgPredicate", "Endpoint", "MatcherSet", "ToolMatcher", "matches_any"]
+__all__ = ["ENDPOINTS", "ArgPredicate", "Endpoint", "MatcherSet", "ToolMatcher"]
 
 
 class Endpoint(StrEnum):
@@ -113,10 +113,6 @@ class MatcherSet:
 
     def matches(self, event: ToolEvent) -> bool:
         return any(m.matches(event) for m in self._ms)
-
-
-def matches_any(matchers: list[ToolMatcher], event: ToolEvent) -> bool:
-    return MatcherSet(matchers).matches(event)
 
 
 def _lookup(arguments: Mapping[str, Any] | str, key: str) -> tuple[bool, Any]:

@@ -53,10 +53,11 @@ def experiment_result_tables(path: Path) -> list[ExperimentTable] | None:
     ):
         return None
     from ...experiment import ENDPOINTS, read_results
+    from ...experiment.config import CONDITIONS
 
     episodes, problems = read_results([path])
     name = str(first.get("experiment") or path.name)
-    conds = [c for c in ("A", "B", "none") if any(e.condition == c for e in episodes)]
+    conds = [c for c in CONDITIONS if any(e.condition == c for e in episodes)]
     rows: list[list[Any]] = []
     for c in conds:
         eps = [e for e in episodes if e.condition == c]
