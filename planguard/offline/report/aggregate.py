@@ -6,6 +6,7 @@ out, and tests check the numbers without parsing any output.
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
 from collections import Counter, defaultdict
@@ -90,11 +91,7 @@ class Flow:
 
 def phase_runs(letters: str) -> str:
     """The Langutory with repeats collapsed (``NNRRP`` → ``NRP``): the sequence Figure 3 follows."""
-    out: list[str] = []
-    for ch in letters:
-        if not out or out[-1] != ch:
-            out.append(ch)
-    return "".join(out)
+    return "".join(letter for letter, _run in itertools.groupby(letters))
 
 
 def phase_flow(letter_strings: Iterable[str], positions: int = FLOW_POSITIONS) -> Flow:

@@ -83,11 +83,7 @@ class RunRecord:
         return len(self.steps)
 
     def group(self, by: str) -> str:
-        if by == "model":
-            return self.model
-        if by == "setting":
-            return self.setting
-        if by in ("format", "outcome", "source"):
+        if by in ("model", "setting", "format", "outcome", "source"):
             return str(getattr(self, by))
         key = by.removeprefix("meta.")
         value = self.meta.get(key)
@@ -112,12 +108,13 @@ def _outcome(resolved: Any, status: Any = None) -> str:
 
 
 def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in meta.items():
-        short_text = isinstance(v, str) and len(v) <= _MAX_META_VALUE
-        if v is None or isinstance(v, (bool, int, float)) or short_text:
-            out[k] = v
-    return out
+    return {
+        k: v
+        for k, v in meta.items()
+        if v is None
+        or isinstance(v, (bool, int, float))
+        or (isinstance(v, str) and len(v) <= _MAX_META_VALUE)
+    }
 
 
 def _step_codes(step_roles: Iterable[Sequence[str]], letter_of: Mapping[str, str] | None = None) -> str:
