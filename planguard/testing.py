@@ -143,12 +143,10 @@ def guard_for_tests(
     else:
         data = dict(config or {})
     data.update(overrides)
-    data.setdefault("telemetry", {})
-    data.setdefault("store", {})
-    if isinstance(data["telemetry"], dict):
-        data["telemetry"] = {**data["telemetry"], "enabled": False}
-    if isinstance(data["store"], dict):
-        data["store"] = {**data["store"], "enabled": False}
+    for section in ("telemetry", "store"):
+        given = data.setdefault(section, {})
+        if isinstance(given, dict):
+            data[section] = {**given, "enabled": False}
     cfg = Config.model_validate(data)
     rec = RecordingSink()
     guard = Guard(cfg, sinks=[rec, *sinks])
