@@ -125,10 +125,6 @@ def classify_record(obj: Any) -> str | None:
     return None
 
 
-def _is_str_in(value: Any, names: frozenset[str]) -> bool:
-    return isinstance(value, str) and value in names
-
-
 def _has_actions(steps: Any) -> bool:
     # SWE-agent steps carry their "action"; a labels file's steps (live-labels/dev.jsonl) do not.
     return isinstance(steps, list) and any(isinstance(step, dict) and "action" in step for step in steps[:4])
@@ -159,7 +155,9 @@ def classify_document(obj: Any) -> str | None:
         if any(
             ("action" in item or "observation" in item) and ("source" in item or "timestamp" in item)
             for item in sample
-        ) or any(_is_str_in(item.get("kind"), _OPENHANDS_V1_KINDS) for item in sample):
+        ) or any(
+            item.get("kind") in _OPENHANDS_V1_KINDS for item in sample if isinstance(item.get("kind"), str)
+        ):
             return "openhands"
     return None
 
