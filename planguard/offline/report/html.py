@@ -270,18 +270,8 @@ def _summary_section(r: Report) -> str:
         gs = s["groups"][g]
         o = gs["outcomes"]
         gst: Summary = gs["steps"]
-        rows.append(
-            [
-                escape(g),
-                str(gs["runs"]),
-                str(o["resolved"]),
-                str(o["unresolved"]),
-                str(o["unknown"]),
-                _f(gst.median, 0),
-                _f(gst.mean, 1),
-                f"{_f(gst.min, 0)}–{_f(gst.max, 0)}",
-            ]
-        )
+        spread = [_f(gst.median, 0), _f(gst.mean, 1), f"{_f(gst.min, 0)}–{_f(gst.max, 0)}"]
+        rows.append([escape(g), str(gs["runs"]), *(str(o[outcome]) for outcome in OUTCOMES), *spread])
     fmts = ", ".join(f"{escape(k)}: {v}" for k, v in s["formats"].items())
     return (
         '<section id="summary"><h2>1 · Corpus</h2>'
