@@ -188,10 +188,6 @@ class ConfigError(ValueError):
 # --------------------------------------------------------------------------- environment overrides
 
 
-def _flag(v: str) -> str:
-    return v.strip()
-
-
 def _every(v: str) -> int | str | None:
     v = v.strip().lower()
     return None if v in ("0", "off", "none", "null", "") else v
@@ -206,12 +202,12 @@ def _opt(v: str) -> str | None:
 ENV_OVERRIDES: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
     "PLANGUARD_ENABLED": (
         ("enabled",),
-        _flag,
+        str.strip,
         "0 turns planguard off (every call allowed, nothing recorded)",
     ),
     "PLANGUARD_PLAN": (("plan",), str.strip, "plan preset name or plan file"),
     "PLANGUARD_RULES": (("rules",), str.strip, "classifier rules version"),
-    "PLANGUARD_REMINDERS": (("policies", "reminder", "enabled"), _flag, "0 turns periodic reminders off"),
+    "PLANGUARD_REMINDERS": (("policies", "reminder", "enabled"), str.strip, "0 turns periodic reminders off"),
     "PLANGUARD_REMINDER_EVERY": (
         ("policies", "reminder", "every_model_calls"),
         _every,
@@ -223,10 +219,10 @@ ENV_OVERRIDES: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
         "ephemeral or persisted",
     ),
     "PLANGUARD_WEBHOOK_URL": (("policies", "notify", "url"), _opt, "webhook URL for notifications"),
-    "PLANGUARD_FAIL_CLOSED_GATES": (("fail_closed_gates",), _flag, "1: gates deny when planguard fails"),
-    "PLANGUARD_FLUSH_ON_SIGTERM": (("flush_on_sigterm",), _flag, "0: install no SIGTERM handler"),
-    "PLANGUARD_TELEMETRY": (("telemetry", "enabled"), _flag, "0 turns OpenTelemetry output off"),
-    "PLANGUARD_STORE": (("store", "enabled"), _flag, "0 turns the local session store off"),
+    "PLANGUARD_FAIL_CLOSED_GATES": (("fail_closed_gates",), str.strip, "1: gates deny when planguard fails"),
+    "PLANGUARD_FLUSH_ON_SIGTERM": (("flush_on_sigterm",), str.strip, "0: install no SIGTERM handler"),
+    "PLANGUARD_TELEMETRY": (("telemetry", "enabled"), str.strip, "0 turns OpenTelemetry output off"),
+    "PLANGUARD_STORE": (("store", "enabled"), str.strip, "0 turns the local session store off"),
     "PLANGUARD_STORE_DIR": (("store", "path"), str.strip, "directory of the local session store"),
     "PLANGUARD_MAX_SESSIONS": (("sessions", "max_sessions"), str.strip, "live sessions kept at most"),
     "PLANGUARD_IDLE_TIMEOUT_S": (("sessions", "idle_timeout_s"), _opt, "seconds before an idle session ends"),

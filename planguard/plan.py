@@ -255,77 +255,66 @@ class Plan(BaseModel):
         return "\n".join(lines)
 
 
-_N = PlanPhase(
-    id="L_navigate",
-    symbol="N",
-    name="Navigation",
-    description="Search for, open and read the files relevant to the issue to localise the bug.",
+def _phase(
+    id: str, symbol: str, name: str, description: str, match: list[PhaseMatch] | None = None, **kw: Any
+) -> PlanPhase:
+    if match is not None:  # (a declared phase)
+        kw["match"] = match
+    return PlanPhase(id=id, symbol=symbol, name=name, description=description, **kw)
+
+
+# The coding plan's phases (the paper's prompts), accepted by the classifier's role prefixes.
+_N = _phase(
+    "L_navigate",
+    "N",
+    "Navigation",
+    "Search for, open and read the files relevant to the issue to localise the bug.",
 )
-_R = PlanPhase(
-    id="L_reproduce",
-    symbol="R",
-    name="Reproduction",
-    description="Write a new test script that reproduces the bug and run it to confirm it fails.",
+_R = _phase(
+    "L_reproduce",
+    "R",
+    "Reproduction",
+    "Write a new test script that reproduces the bug and run it to confirm it fails.",
 )
-_P = PlanPhase(id="P", symbol="P", name="Patch", description="Edit the source code to fix the bug.")
-_V = PlanPhase(
-    id="V_newly_generated_test",
-    symbol="V",
-    name="Validation",
-    description="Rerun your reproduction script and new edge-case tests to confirm the fix.",
+_P = _phase("P", "P", "Patch", "Edit the source code to fix the bug.")
+_V = _phase(
+    "V_newly_generated_test",
+    "V",
+    "Validation",
+    "Rerun your reproduction script and new edge-case tests to confirm the fix.",
 )
-_RG = PlanPhase(
-    id="L_reproduce_regression_test",
-    symbol="R_G",
-    name="Regression tests (before)",
-    description="Run the project's existing tests relevant to the issue before changing anything.",
+_RG = _phase(
+    "L_reproduce_regression_test",
+    "R_G",
+    "Regression tests (before)",
+    "Run the project's existing tests relevant to the issue before changing anything.",
 )
-_RN = PlanPhase(
-    id="L_reproduce_newly_generated_test",
-    symbol="R",
-    name="Reproduction",
-    description="Write a new test script that reproduces the bug and run it to confirm it fails.",
+_RN = _R.model_copy(update={"id": "L_reproduce_newly_generated_test"})
+_VG = _phase(
+    "V_regression_test",
+    "V_G",
+    "Regression tests (after)",
+    "Run the project's existing tests again to check the fix breaks nothing.",
 )
-_VG = PlanPhase(
-    id="V_regression_test",
-    symbol="V_G",
-    name="Regression tests (after)",
-    description="Run the project's existing tests again to check the fix breaks nothing.",
-)
-_S = PlanPhase(
-    id="S",
-    symbol="S",
-    name="Summary",
-    scored=False,
-    description="Summarise your changes in a PR-style description before submitting.",
+_S = _phase(
+    "S", "S", "Summary", "Summarise your changes in a PR-style description before submitting.", scored=False
 )
 
+
+def _coding_plan(name: str, *phases: PlanPhase) -> Plan:
+    return Plan(name=name, phases=phases, description="Follow these phases in order:")
+
+
 PRESETS: dict[str, Plan] = {
-    "plan": Plan(name="plan", phases=(_N, _R, _P, _V), description="Follow these phases in order:"),
+    "plan": _coding_plan("plan", _N, _R, _P, _V),
     "no_plan": Plan(name="no_plan"),
-    "no_reproduce": Plan(
-        name="no_reproduce", phases=(_N, _P, _V), description="Follow these phases in order:"
-    ),
-    "no_validation": Plan(
-        name="no_validation", phases=(_N, _R, _P), description="Follow these phases in order:"
-    ),
-    "plan_and_regression": Plan(
-        name="plan_and_regression",
-        phases=(_RG, _N, _RN, _P, _V, _VG),
-        description="Follow these phases in order:",
-    ),
-    "plan_and_summary": Plan(
-        name="plan_and_summary", phases=(_N, _R, _P, _V, _S), description="Follow these phases in order:"
-    ),
+    "no_reproduce": _coding_plan("no_reproduce", _N, _P, _V),
+    "no_validation": _coding_plan("no_validation", _N, _R, _P),
+    "plan_and_regression": _coding_plan("plan_and_regression", _RG, _N, _RN, _P, _V, _VG),
+    "plan_and_summary": _coding_plan("plan_and_summary", _N, _R, _P, _V, _S),
     # The paper tells the agent N-P-R-V but its scorer expects only N-P-V here (PHASE_RULES §5).
-    "plan_reordered": Plan(
-        name="plan_reordered",
-        phases=(_N, _P, _R.model_copy(update={"scored": False}), _V),
-        description="Follow these phases in order:",
-    ),
-    "plan_reminded": Plan(
-        name="plan_reminded", phases=(_N, _R, _P, _V), description="Follow these phases in order:"
-    ),
+    "plan_reordered": _coding_plan("plan_reordered", _N, _P, _R.model_copy(update={"scored": False}), _V),
+    "plan_reminded": _coding_plan("plan_reminded", _N, _R, _P, _V),
 }
 PRESETS["standard"] = PRESETS["plan"]
 #: ``coding``: the standard plan of a coding agent (navigate → reproduce → patch → validate), classified by
@@ -333,14 +322,11 @@ PRESETS["standard"] = PRESETS["plan"]
 PRESETS["coding"] = PRESETS["plan"]
 
 
-def _m(**kw: Any) -> PhaseMatch:
+def _m(tool: str | None = None, **kw: Any) -> PhaseMatch:
+    """A preset's match; ``tool`` lists its globs separated by spaces."""
+    if tool is not None:
+        kw["tool"] = tool.split()
     return PhaseMatch.model_validate(kw)
-
-
-def _declared(
-    id: str, symbol: str, name: str, description: str, match: list[PhaseMatch], **kw: Any
-) -> PlanPhase:
-    return PlanPhase(id=id, symbol=symbol, name=name, description=description, match=match, **kw)
 
 
 # Support agents (the tau-bench Retail and Airline worlds: find_user_id_by_email, get_order_details,
@@ -350,118 +336,69 @@ PRESETS["support"] = Plan(
     name="support",
     description="Follow these steps in order:",
     phases=(
-        _declared(
+        _phase(
             "identify",
             "I",
             "Identify the customer",
             "Find and authenticate the customer (by email, name and zip code, or account id).",
             [
                 _m(
-                    tool=[
-                        "find_customer*",
-                        "find_user*",
-                        "lookup_customer*",
-                        "get_customer*",
-                        "get_user*",
-                        "search_customer*",
-                        "search_user*",
-                        "identify*",
-                        "authenticate*",
-                        "verify_identity*",
-                        "verify_customer*",
-                    ]
+                    tool=(
+                        "find_customer* find_user* lookup_customer* get_customer* get_user* search_customer* "
+                        "search_user* identify* authenticate* verify_identity* verify_customer*"
+                    )
                 )
             ],
         ),
-        _declared(
+        _phase(
             "lookup",
             "L",
             "Look up the records",
             "Read the customer's orders, reservations or account records the request is about.",
             [
                 _m(
-                    tool=[
-                        "get_*order*",
-                        "get_*reservation*",
-                        "get_*booking*",
-                        "get_*flight*",
-                        "get_*account*",
-                        "get_*product*",
-                        "get_*ticket*",
-                        "get_*invoice*",
-                        "get_*record*",
-                        "get_*details*",
-                        "list_*",
-                        "search_*",
-                        "lookup_*",
-                        "find_*",
-                        "read_*",
-                        "fetch_*",
-                    ]
+                    tool=(
+                        "get_*order* get_*reservation* get_*booking* get_*flight* get_*account* "
+                        "get_*product* get_*ticket* get_*invoice* get_*record* get_*details* list_* search_* "
+                        "lookup_* find_* read_* fetch_*"
+                    )
                 ),
                 _m(action=["FILE_READ", "SEARCH", "FETCH"]),
             ],
         ),
-        _declared(
+        _phase(
             "confirm",
             "C",
             "Check policy and confirm",
             "Check the request against the policy and get the customer's explicit confirmation.",
-            [
-                _m(
-                    tool=[
-                        "confirm*",
-                        "check_policy*",
-                        "get_policy*",
-                        "ask_user*",
-                        "ask_customer*",
-                        "request_confirm*",
-                    ]
-                )
-            ],
+            [_m(tool="confirm* check_policy* get_policy* ask_user* ask_customer* request_confirm*")],
         ),
-        _declared(
+        _phase(
             "act",
             "A",
             "Act",
             "Carry out the confirmed change with the write tool.",
             [
                 _m(
-                    tool=[
-                        "refund*",
-                        "cancel*",
-                        "modify_*",
-                        "update_*",
-                        "exchange_*",
-                        "return_*",
-                        "book_*",
-                        "create_*",
-                        "issue_*",
-                        "change_*",
-                        "send_certificate*",
-                    ]
+                    tool=(
+                        "refund* cancel* modify_* update_* exchange_* return_* book_* create_* issue_* "
+                        "change_* send_certificate*"
+                    )
                 ),
                 _m(action="FILE_WRITE"),
             ],
         ),
-        _declared(
+        _phase(
             "wrap_up",
             "W",
             "Wrap up",
             "Tell the customer what was done, or hand over to a human agent.",
             [
                 _m(
-                    tool=[
-                        "send_message*",
-                        "reply*",
-                        "respond*",
-                        "notify*",
-                        "close_ticket*",
-                        "end_conversation*",
-                        "transfer_to_human*",
-                        "final_answer",
-                        "finish",
-                    ]
+                    tool=(
+                        "send_message* reply* respond* notify* close_ticket* end_conversation* "
+                        "transfer_to_human* final_answer finish"
+                    )
                 )
             ],
         ),
@@ -474,66 +411,45 @@ PRESETS["research"] = Plan(
     name="research",
     description="Follow these steps in order:",
     phases=(
-        _declared(
+        _phase(
             "search",
             "S",
             "Search",
             "Search for sources on the question.",
             [
-                _m(tool=["*search*", "google*", "bing*", "tavily*", "arxiv*", "find_papers*"]),
+                _m(tool="*search* google* bing* tavily* arxiv* find_papers*"),
                 _m(action="SEARCH"),
             ],
             before=["write"],
         ),
-        _declared(
+        _phase(
             "read",
             "R",
             "Read sources",
             "Open and read the most relevant sources.",
             [
-                _m(
-                    tool=[
-                        "fetch*",
-                        "read*",
-                        "open*",
-                        "browse*",
-                        "get_page*",
-                        "scrape*",
-                        "download*",
-                        "visit*",
-                    ]
-                ),
+                _m(tool="fetch* read* open* browse* get_page* scrape* download* visit*"),
                 _m(action=["FETCH", "FILE_READ"]),
             ],
             before=["write"],
         ),
-        _declared(
+        _phase(
             "write",
             "W",
             "Write",
             "Write the answer or report from what the sources say.",
             [
-                _m(
-                    tool=[
-                        "write*",
-                        "draft*",
-                        "edit*",
-                        "append*",
-                        "save*",
-                        "create_document*",
-                        "update_document*",
-                    ]
-                ),
+                _m(tool="write* draft* edit* append* save* create_document* update_document*"),
                 _m(action="FILE_WRITE"),
             ],
         ),
-        _declared(
+        _phase(
             "verify",
             "V",
             "Cite and verify",
             "Cite the sources and check each claim against them.",
             [
-                _m(tool=["cite*", "add_citation*", "verify*", "fact_check*", "check_*", "validate*"]),
+                _m(tool="cite* add_citation* verify* fact_check* check_* validate*"),
                 _m(action=["SEARCH", "FETCH", "FILE_READ"]),
             ],
             after=["write"],
@@ -550,91 +466,46 @@ PRESETS["data-analysis"] = Plan(
     name="data-analysis",
     description="Follow these steps in order:",
     phases=(
-        _declared(
+        _phase(
             "explore",
             "E",
             "Explore the schema",
             "List the tables and columns and look at a few rows before querying.",
             [
                 _m(
-                    tool=[
-                        "*schema*",
-                        "list_tables*",
-                        "list_columns*",
-                        "describe*",
-                        "show_tables*",
-                        "get_columns*",
-                        "get_table_info*",
-                        "inspect*",
-                        "head*",
-                        "sql_db_list_tables",
-                        "sql_db_schema",
-                    ]
+                    tool=(
+                        "*schema* list_tables* list_columns* describe* show_tables* get_columns* "
+                        "get_table_info* inspect* head* sql_db_list_tables sql_db_schema"
+                    )
                 ),
-                _m(tool=["*query*", "*sql*"], arguments={"query": _SCHEMA_SQL}),
-                _m(tool=["*query*", "*sql*"], arguments={"sql": _SCHEMA_SQL}),
+                _m(tool="*query* *sql*", arguments={"query": _SCHEMA_SQL}),
+                _m(tool="*query* *sql*", arguments={"sql": _SCHEMA_SQL}),
             ],
         ),
-        _declared(
+        _phase(
             "query",
             "Q",
             "Query",
             "Query the data for the question asked.",
             [
-                _m(
-                    tool=[
-                        "*query*",
-                        "*sql*",
-                        "run_code*",
-                        "execute*",
-                        "python*",
-                        "pandas*",
-                        "dataframe*",
-                        "aggregate*",
-                    ]
-                ),
+                _m(tool="*query* *sql* run_code* execute* python* pandas* dataframe* aggregate*"),
             ],
         ),
-        _declared(
+        _phase(
             "check",
             "C",
             "Check the results",
             "Sanity-check the results (row counts, nulls, a second query or a plot) before reporting.",
-            [
-                _m(
-                    tool=[
-                        "check*",
-                        "validate*",
-                        "verify*",
-                        "assert*",
-                        "compare*",
-                        "plot*",
-                        "chart*",
-                        "visuali*",
-                        "sanity*",
-                    ]
-                )
-            ],
+            [_m(tool="check* validate* verify* assert* compare* plot* chart* visuali* sanity*")],
             after=["query"],
         ),
-        _declared(
+        _phase(
             "report",
             "P",
             "Report",
             "Report the answer with the numbers and how they were obtained.",
             [
-                _m(
-                    tool=[
-                        "report*",
-                        "write_report*",
-                        "summar*",
-                        "final_answer",
-                        "submit*",
-                        "send*",
-                        "publish*",
-                        "save_report*",
-                    ]
-                ),
+                _m(tool="report* write_report* summar* final_answer submit* send* publish* save_report*"),
                 _m(action="FILE_WRITE"),
             ],
         ),

@@ -91,18 +91,14 @@ class RecordingSink(Sink):
         """Decisions recorded, filtered by kind (``"deny"``), session and deciding policy."""
         with self._lock:
             items = list(self.decisions)
-        out: list[Decision] = []
-        for r in items:
-            d = r.item
-            assert isinstance(d, Decision)
-            if kind is not None and d.kind != kind:
-                continue
-            if session_id is not None and r.session_id != session_id:
-                continue
-            if policy is not None and d.policy != policy:
-                continue
-            out.append(d)
-        return out
+        return [
+            d
+            for r in items
+            if isinstance(d := r.item, Decision)
+            and (kind is None or d.kind == kind)
+            and (session_id is None or r.session_id == session_id)
+            and (policy is None or d.policy == policy)
+        ]
 
     def findings_of(self, kind: str | None = None, *, session_id: str | None = None) -> list[Finding]:
         """Findings recorded, filtered by kind (detector name) and session."""
@@ -147,12 +143,10 @@ def guard_for_tests(
     else:
         data = dict(config or {})
     data.update(overrides)
-    data.setdefault("telemetry", {})
-    data.setdefault("store", {})
-    if isinstance(data["telemetry"], dict):
-        data["telemetry"] = {**data["telemetry"], "enabled": False}
-    if isinstance(data["store"], dict):
-        data["store"] = {**data["store"], "enabled": False}
+    for section in ("telemetry", "store"):
+        given = data.setdefault(section, {})
+        if isinstance(given, dict):
+            data[section] = {**given, "enabled": False}
     cfg = Config.model_validate(data)
     rec = RecordingSink()
     guard = Guard(cfg, sinks=[rec, *sinks])

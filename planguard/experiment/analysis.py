@@ -30,11 +30,12 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .config import CONDITIONS
 from .endpoints import ENDPOINTS, Endpoint
 from .records import Episode
 
@@ -64,15 +65,7 @@ class Estimate:
     description: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "value": self.value,
-            "lo": self.lo,
-            "hi": self.hi,
-            "unit": self.unit,
-            "n_tasks": self.n_tasks,
-            "description": self.description,
-        }
+        return asdict(self)
 
 
 @dataclass(slots=True)
@@ -91,16 +84,7 @@ class IdentityCheck:
         return worst < 1e-9
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "equation": self.equation,
-            "lhs": self.lhs,
-            "rhs": self.rhs,
-            "terms": self.terms,
-            "residual": self.residual,
-            "max_resample_residual": self.max_resample_residual,
-            "holds": self.holds,
-        }
+        return {**asdict(self), "holds": self.holds}
 
 
 @dataclass(slots=True)
@@ -130,26 +114,12 @@ class ExperimentReport:
         raise KeyError(name)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "n_episodes": self.n_episodes,
-            "n_tasks": self.n_tasks,
-            "n_complete_tasks": self.n_complete_tasks,
-            "n_clusters": self.n_clusters,
-            "cluster_key": self.cluster_key,
-            "resamples": self.resamples,
-            "seed": self.seed,
-            "counts": self.counts,
-            "distributions": {c: [e.to_json() for e in d] for c, d in self.distributions.items()},
-            "estimates": [e.to_json() for e in self.estimates],
-            "identities": [i.to_json() for i in self.identities],
-            "notes": self.notes,
-            "warnings": self.warnings,
-        }
+        # (asdict copies the nested estimates too; an identity adds its ``holds``, a property)
+        return {**asdict(self), "identities": [i.to_json() for i in self.identities]}
 
 
 # ---------------------------------------------------------------------------------------------- per task
 
-_CONDS = ("A", "B", "none")
 _K = len(ENDPOINTS)
 _IDX = {e: i for i, e in enumerate(ENDPOINTS)}
 
@@ -161,7 +131,7 @@ def _base_name(cond: str, e: Endpoint) -> str:
 def _task_probs(eps_by_cond: dict[str, dict[str | None, list[Episode]]]) -> np.ndarray:
     """(3 × 8) endpoint probabilities of one task: repeats within text, then texts within task."""
     out = np.zeros((3, _K))
-    for ci, cond in enumerate(_CONDS):
+    for ci, cond in enumerate(CONDITIONS):
         texts = eps_by_cond[cond]
         for eps in texts.values():
             row = np.zeros(_K)
@@ -286,6 +256,23 @@ def _linear(names: list[str]) -> dict[str, np.ndarray]:
     }
 
 
+#: The endpoint contrasts reported, in order (each a linear combination of the base probabilities).
+_CONTRASTS = (
+    "D_A",
+    "D_B",
+    "R_A",
+    "R_B",
+    "G_A",
+    "G_B",
+    "C(P_A)",
+    "C(P_B)",
+    "C(none)",
+    "p_O(P_A)",
+    "p_O(P_B)",
+    "p_O(none)",
+    "H_A",
+    "H_B",
+)
 _DESCRIPTIONS = {
     "D_A": "priority control toward A: p_A(P_A) − p_A(P_B)",
     "D_B": "priority control toward B: p_B(P_B) − p_B(P_A)",
@@ -318,9 +305,9 @@ def analyze(
     warn: list[str] = []
     # task → condition → text → episodes
     tree: dict[str, dict[str, dict[str | None, list[Episode]]]] = defaultdict(
-        lambda: {c: defaultdict(list) for c in _CONDS}
+        lambda: {c: defaultdict(list) for c in CONDITIONS}
     )
-    counts = {c: {e.value: 0 for e in ENDPOINTS} for c in _CONDS}
+    counts = {c: {e.value: 0 for e in ENDPOINTS} for c in CONDITIONS}
     cluster_of: dict[str, str] = {}
     for ep in episodes:
         tree[ep.task][ep.condition][ep.text].append(ep)
@@ -337,7 +324,7 @@ def analyze(
             warn.append(f"task {ep.task!r} appears in clusters {prev!r} and {key!r}; using {prev!r}")
 
     tasks = sorted(tree)
-    complete = [t for t in tasks if all(tree[t][c] for c in _CONDS)]
+    complete = [t for t in tasks if all(tree[t][c] for c in CONDITIONS)]
     missing = [t for t in tasks if t not in complete]
     if missing:
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
@@ -349,11 +336,11 @@ def analyze(
     task_cluster = np.array([cidx[cluster_of[t]] for t in tasks], dtype=np.int64)
     complete_mask = np.array([t in set(complete) for t in tasks])
 
-    base_names = [_base_name(c, e) for c in _CONDS for e in ENDPOINTS]
+    base_names = [_base_name(c, e) for c in CONDITIONS for e in ENDPOINTS]
     extra_names = ["N_A", "N_B", "N_none"]
     outcome_cols: list[tuple[str, str, str, str | None]] = []  # (name, attr, cond, minus cond)
     for attr, unit_name in (("success", "S"), ("tool_calls", "calls"), ("tokens", "tokens")):
-        for cond in _CONDS:
+        for cond in CONDITIONS:
             outcome_cols.append((f"{unit_name}({COND_LABEL[cond]})", attr, cond, None))
         for a, b in (("A", "none"), ("B", "none"), ("B", "A")):
             outcome_cols.append((f"{unit_name}: {COND_LABEL[a]} − {COND_LABEL[b]}", attr, a, b))
@@ -363,12 +350,12 @@ def analyze(
         node = tree[t]
         if complete_mask[ti]:
             values[ti, :n_base] = _task_probs(node).ravel()
-        for j, cond in enumerate(_CONDS):
+        for j, cond in enumerate(CONDITIONS):
             values[ti, n_base + j] = _task_disagreement(node[cond])
         means = {
             (attr, c): _task_mean(node[c], attr)
             for attr in ("success", "tool_calls", "tokens")
-            for c in _CONDS
+            for c in CONDITIONS
         }
         for j, (_, attr, cond_a, cond_b) in enumerate(outcome_cols):
             v = means[(attr, cond_a)] if cond_b is None else means[(attr, cond_a)] - means[(attr, cond_b)]
@@ -396,18 +383,17 @@ def analyze(
     def fin(x: float) -> float | None:
         return None if x is None or not math.isfinite(x) else float(x)
 
+    def interval(j: int, scale: float = 100.0) -> tuple[float | None, float | None, float | None]:
+        """Column ``j``'s point estimate and interval, scaled (percent or percentage points by default)."""
+        return fin(scale * point[j]), fin(scale * lo[j]), fin(scale * hi[j])
+
     n_complete = int(complete_mask.sum())
-    distributions: dict[str, list[Estimate]] = {}
-    for ci, cond in enumerate(_CONDS):
-        rows = []
-        for ki in range(_K):
-            j = ci * _K + ki
-            rows.append(
-                Estimate(
-                    base_names[j], fin(100 * point[j]), fin(100 * lo[j]), fin(100 * hi[j]), "%", n_complete
-                )
-            )
-        distributions[COND_LABEL[cond]] = rows
+    distributions = {
+        COND_LABEL[cond]: [
+            Estimate(base_names[j], *interval(j), "%", n_complete) for j in range(ci * _K, (ci + 1) * _K)
+        ]
+        for ci, cond in enumerate(CONDITIONS)
+    }
 
     estimates: list[Estimate] = []
     identities: list[IdentityCheck] = []
@@ -417,39 +403,15 @@ def analyze(
         bb = boot[:, :n_base] if boot is not None else None
         derived_point = {k: float(v @ bp) for k, v in lin.items()}
         derived_boot = {k: (bb @ v) for k, v in lin.items()} if bb is not None else {}
-        for name in (
-            "D_A",
-            "D_B",
-            "R_A",
-            "R_B",
-            "G_A",
-            "G_B",
-            "C(P_A)",
-            "C(P_B)",
-            "C(none)",
-            "p_O(P_A)",
-            "p_O(P_B)",
-            "p_O(none)",
-            "H_A",
-            "H_B",
-        ):
+        for name in _CONTRASTS:
             col_boot = derived_boot.get(name)
             lo_, hi_ = (
                 (float(x[0]) for x in _percentiles(col_boot[:, None]))
                 if col_boot is not None
                 else (math.nan,) * 2
             )
-            estimates.append(
-                Estimate(
-                    name,
-                    fin(100 * derived_point[name]),
-                    fin(100 * lo_),
-                    fin(100 * hi_),
-                    "pp",
-                    n_complete,
-                    _DESCRIPTIONS.get(name, ""),
-                )
-            )
+            value = (fin(100 * derived_point[name]), fin(100 * lo_), fin(100 * hi_))
+            estimates.append(Estimate(name, *value, "pp", n_complete, _DESCRIPTIONS.get(name, "")))
         identities = _identities(derived_point, derived_boot)
     else:
         warn.append("no task was observed under all three conditions: no endpoint contrasts")
@@ -457,34 +419,14 @@ def analyze(
     for j, name in enumerate(extra_names):
         col = n_base + j
         if n_tasks_col[col]:
-            estimates.append(
-                Estimate(
-                    name,
-                    fin(100 * point[col]),
-                    fin(100 * lo[col]),
-                    fin(100 * hi[col]),
-                    "%",
-                    int(n_tasks_col[col]),
-                    _DESCRIPTIONS[name],
-                )
-            )
+            estimates.append(Estimate(name, *interval(col), "%", int(n_tasks_col[col]), _DESCRIPTIONS[name]))
     for j, (name, attr, _a, minus) in enumerate(outcome_cols):
         col = n_base + len(extra_names) + j
         if not n_tasks_col[col]:
             continue
         scale, unit = (100.0, "pp" if minus else "%") if attr == "success" else (1.0, attr)
         desc = f"task-first mean {attr}" + (" difference on the same tasks" if minus else "")
-        estimates.append(
-            Estimate(
-                name,
-                fin(scale * point[col]),
-                fin(scale * lo[col]),
-                fin(scale * hi[col]),
-                unit,
-                int(n_tasks_col[col]),
-                desc,
-            )
-        )
+        estimates.append(Estimate(name, *interval(col, scale), unit, int(n_tasks_col[col]), desc))
 
     return ExperimentReport(
         n_episodes=len(episodes),

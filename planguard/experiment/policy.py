@@ -39,8 +39,6 @@ __all__ = ["RESULT_KEY", "ExperimentPolicy", "result_record"]
 
 #: Session metadata key holding the finished result record (read by :class:`ResultRecorder`).
 RESULT_KEY = "planguard.experiment.result"
-#: Session metadata keys the caller may set: task and cluster identity, repeat number, outcome and cost.
-META_KEYS = ("task", "cluster", "repeat", "success", "tokens")
 
 FIRST_TEMPLATE = f"{REMINDER_PREFIX} (planguard: the plan for this task)\n{{plan}}"
 PERIODIC_TEMPLATE = (

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..documents import loads_json
 from ..errors import ErrorCounter
 from ..sinks import Sink
+from .config import CONDITIONS
 from .endpoints import Endpoint
 from .policy import RESULT_KEY
 
@@ -202,7 +203,7 @@ def _episode(d: Mapping[str, Any]) -> Episode:
         if d.get(key) is None:
             raise ValueError(f"'{key}' is missing; expected it in every result record")
     cond = d["condition"]
-    if cond not in ("A", "B", "none"):
+    if cond not in CONDITIONS:
         raise ValueError(f"'condition' is {cond!r}; expected A, B or none")
     try:
         endpoint = Endpoint(d["endpoint"])

@@ -430,20 +430,18 @@ def _file_selection(
     ref: RunView, cmp: RunView, ri: list[int], ci: list[int], anchors: AnchorSet | None
 ) -> Layer:
     c_reads = _read_paths(cmp, ci)
+    c_written = _written(cmp, ci)
     if anchors is not None:
         anchor_files = set(anchors.files)
         off = [p for p in c_reads if not (p in anchors or _covers(p, anchor_files))]
+        drift = [f for f in c_written if f not in anchors]
         reference_writes: set[str] = anchor_files
     else:
         known = set(_read_paths(ref, ri)) | _written(ref, ri)
         off = [p for p in c_reads if not _covers(p, known)]
         reference_writes = _written(ref, ri)
-    off_ratio = len(off) / len(c_reads) if c_reads else 0.0
-    c_written = _written(cmp, ci)
-    if anchors is not None:
-        drift = [f for f in c_written if f not in anchors]
-    else:
         drift = [f for f in c_written if not _covers(f, reference_writes)]
+    off_ratio = len(off) / len(c_reads) if c_reads else 0.0
     drift_ratio = len(drift) / len(c_written) if c_written else 0.0
     missed = [f for f in reference_writes if not _covers(f, c_written)]
     missed_ratio = len(missed) / len(reference_writes) if reference_writes else 0.0

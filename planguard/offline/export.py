@@ -30,15 +30,12 @@ def generic_records(session: StoredSession) -> Iterator[dict[str, Any]]:
             "result": event.result,
             "is_error": event.is_error,
         }
-        if event.call_id is not None:
-            record["call_id"] = event.call_id
-        if event.start_time is not None:
-            record["time"] = event.start_time
-        if event.exit_code is not None:
-            record["exit_code"] = event.exit_code
-        if event.blocked is not None:
-            record["blocked"] = event.blocked
-        recorded = (event.metadata or {}).get(RECORDED_KEY)
-        if recorded is not None:
-            record["recorded"] = recorded
+        optional = {
+            "call_id": event.call_id,
+            "time": event.start_time,
+            "exit_code": event.exit_code,
+            "blocked": event.blocked,
+            "recorded": (event.metadata or {}).get(RECORDED_KEY),
+        }
+        record.update((key, value) for key, value in optional.items() if value is not None)
         yield record

@@ -525,6 +525,7 @@ class ProxyApp:
             await send(start)
         try:
             tail: list[bytes] = []
+            upstream_failed: bytes | None = None  # the error event ending a stream the upstream broke off
             try:
                 async for chunk in chunks:
                     if not observing:
@@ -551,16 +552,9 @@ class ProxyApp:
                     await forward(out)
             except httpx.HTTPError as exc:
                 kind = "timeout_error" if isinstance(exc, httpx.TimeoutException) else "api_error"
-                if observing:
-                    rest = translator.finish()
-                    end = given_up() if translator.error is not None else None
-                    if end is not None:
-                        await finish(b"".join([*tail, end]))
-                        return None
-                    tail.extend(rest)
-                tail.append(wire.stream_error(f"upstream stream failed: {type(exc).__name__}", kind))
-                await finish(b"".join(tail))
-                return None
+                upstream_failed = wire.stream_error(f"upstream stream failed: {type(exc).__name__}", kind)
+            # The stream has ended, or the upstream broke off: either way the translator gives back what it
+            # still holds (or, having given up under a fail-closed gate, the error event that ends it).
             if observing:
                 rest = translator.finish()
                 end = given_up() if translator.error is not None else None
@@ -568,6 +562,10 @@ class ProxyApp:
                     await finish(b"".join([*tail, end]))
                     return None
                 tail.extend(rest)
+            if upstream_failed is not None:
+                await finish(b"".join([*tail, upstream_failed]))
+                return None
+            if observing:
                 tail.append(decoder.take_rest())
                 if translator.response_id is not None:
                     monitor.remember_response(translator.response_id, conv.id)

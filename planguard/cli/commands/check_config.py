@@ -155,26 +155,18 @@ def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]
         out.append("violations: off")
     resp = pol.responses
     if resp.enabled:
+
+        def rungs(ladder: object) -> str:
+            """The ladder's rungs with the finding count each starts at, e.g. ``warn@2, block@4``."""
+            at = {rung: getattr(ladder, rung) for rung in ("log", "warn", "nudge", "block", "stop")}
+            return ", ".join(f"{rung}@{n}" for rung, n in at.items() if n is not None)
+
         for kind, rc in resp.findings.items():
-            ladder = ", ".join(
-                f"{rung}@{getattr(rc.ladder, rung)}"
-                for rung in ("log", "warn", "nudge", "block", "stop")
-                if getattr(rc.ladder, rung) is not None
-            )
             extra = f", exempt {rc.exempt_tools}" if rc.exempt_tools else ""
-            out.append(f"responses: {kind}: {ladder or 'none'} (cooldown {rc.cooldown_steps} steps{extra})")
-        d = resp.default.ladder
-        out.append(
-            "responses: other kinds: "
-            + (
-                ", ".join(
-                    f"{rung}@{getattr(d, rung)}"
-                    for rung in ("log", "warn", "nudge", "block", "stop")
-                    if getattr(d, rung) is not None
-                )
-                or "ignored"
+            out.append(
+                f"responses: {kind}: {rungs(rc.ladder) or 'none'} (cooldown {rc.cooldown_steps} steps{extra})"
             )
-        )
+        out.append(f"responses: other kinds: {rungs(resp.default.ladder) or 'ignored'}")
     else:
         out.append("responses: off")
     for g in pol.gates:

@@ -13,7 +13,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 __all__ = ["load_run", "register", "render_text", "run"]
 
@@ -191,6 +191,7 @@ def _fmt(v: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ...offline.diff import align, run_view
+    from ..output import open_output
 
     try:
         traj_a = load_run(args.run_a, args.id_a, args.source)
@@ -202,14 +203,10 @@ def run(args: argparse.Namespace) -> int:
     ref = run_view(traj_a.events, label=traj_a.id, anchors=anchors)
     cmp = run_view(traj_b.events, label=traj_b.id, anchors=anchors)
     al = align(ref, cmp, anchors=anchors, include_reasoning=args.include_reasoning)
-    out: IO[str] = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
+    with open_output(args.output) as out:
         if args.format == "json":
             out.write(json.dumps(al.as_dict(), ensure_ascii=False) + "\n")
         else:
             width = args.width or shutil.get_terminal_size((120, 24)).columns
             out.write(render_text(al, width))
-    finally:
-        if out is not sys.stdout:
-            out.close()
     return 0

@@ -7,10 +7,8 @@ planguard/offline/loaders/generic.py), which ``planguard replay`` reads back.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
-from typing import IO
 
 __all__ = ["register", "run"]
 
@@ -32,15 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from ...offline.export import generic_records
     from ...sinks.store.reader import StoreReadError, iter_sessions
+    from ..output import open_output
 
-    if args.output:
-        out: IO[str] = open(args.output, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
-    else:
-        out = sys.stdout
-        if isinstance(out, io.TextIOWrapper):
-            out.reconfigure(errors="backslashreplace")
     failed = 0
-    try:
+    with open_output(args.output) as out:
         for path in args.paths:
             for item in iter_sessions(path):
                 if isinstance(item, StoreReadError):
@@ -52,9 +45,6 @@ def run(args: argparse.Namespace) -> int:
                     print(err, file=sys.stderr)
                 for record in generic_records(item):
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
     if failed:
         print(f"planguard export: {failed} problem(s) reading the store", file=sys.stderr)
     return 1 if failed else 0

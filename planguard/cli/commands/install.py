@@ -12,6 +12,7 @@ entries instead of adding more.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -80,53 +81,48 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.agent == "opencode":
-        return _install_opencode(args, opencode, settings)
-    target = settings.TARGETS[args.agent]
     try:
-        path = (
-            settings.settings_path(args.scope, args.project_dir, target)
-            if args.settings is None
-            else args.settings
-        )
-        if args.uninstall:
-            removed = settings.uninstall(path)
-            print(f"removed {removed} planguard hook(s) from {path}")
-            return 0
-        command = settings.hook_command(
-            args.config, args.state_dir, daemon=not args.no_daemon, dialect=target.dialect
-        )
-        if args.dry_run:
-            import json
-
-            merged = settings.merged(path, command, timeout=args.timeout, target=target)
-            print(json.dumps(merged, indent=2))
-            return 0
-        settings.install(path, command, timeout=args.timeout, target=target)
+        if args.agent == "opencode":
+            message = _install_opencode(args, opencode, settings)
+        else:
+            message = _install_hooks(args, settings)
     except (ValueError, OSError) as exc:
         print(f"planguard install {args.agent}: {exc}", file=sys.stderr)
         return 2
-    print(f"planguard hooks written to {path}\n  command: {command}")
+    print(message)
     return 0
 
 
-def _install_opencode(args: argparse.Namespace, opencode: Any, settings: Any) -> int:
-    try:
-        path = opencode.plugin_path(args.scope, args.project_dir) if args.settings is None else args.settings
-        if args.uninstall:
-            removed = opencode.uninstall(path)
-            print(f"removed planguard's plugin {path}" if removed else f"no planguard plugin at {path}")
-            return 0
-        command = settings.hook_command(
-            args.config, args.state_dir, daemon=not args.no_daemon, dialect="opencode"
-        )
-        text = opencode.plugin_text(command, timeout_s=args.timeout)
-        if args.dry_run:
-            print(text)
-            return 0
-        opencode.install(path, text)
-    except (ValueError, OSError) as exc:
-        print(f"planguard install opencode: {exc}", file=sys.stderr)
-        return 2
-    print(f"planguard plugin written to {path}\n  command: {command}")
-    return 0
+def _install_hooks(args: argparse.Namespace, settings: Any) -> str:
+    """Write (or remove, or only show) the hook entries; what to tell the user."""
+    target = settings.TARGETS[args.agent]
+    path = (
+        settings.settings_path(args.scope, args.project_dir, target)
+        if args.settings is None
+        else args.settings
+    )
+    if args.uninstall:
+        return f"removed {settings.uninstall(path)} planguard hook(s) from {path}"
+    command = settings.hook_command(
+        args.config, args.state_dir, daemon=not args.no_daemon, dialect=target.dialect
+    )
+    if args.dry_run:
+        return json.dumps(settings.merged(path, command, timeout=args.timeout, target=target), indent=2)
+    settings.install(path, command, timeout=args.timeout, target=target)
+    return f"planguard hooks written to {path}\n  command: {command}"
+
+
+def _install_opencode(args: argparse.Namespace, opencode: Any, settings: Any) -> str:
+    """Write (or remove, or only show) planguard's OpenCode plugin; what to tell the user."""
+    path = opencode.plugin_path(args.scope, args.project_dir) if args.settings is None else args.settings
+    if args.uninstall:
+        removed = opencode.uninstall(path)
+        return f"removed planguard's plugin {path}" if removed else f"no planguard plugin at {path}"
+    command = settings.hook_command(
+        args.config, args.state_dir, daemon=not args.no_daemon, dialect="opencode"
+    )
+    text = opencode.plugin_text(command, timeout_s=args.timeout)
+    if args.dry_run:
+        return str(text)
+    opencode.install(path, text)
+    return f"planguard plugin written to {path}\n  command: {command}"

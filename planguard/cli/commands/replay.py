@@ -11,7 +11,6 @@ lists what its policies decided, or would have decided, at each step.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import logging
 import sys
@@ -107,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from ...phases import DEFAULT_VERSION
     from ...unclassified import logger as unclassified_logger
     from ...unclassified import unobserved_reason
+    from ..output import open_output
 
     try:
         exporter, endpoint = _exporter(args)
@@ -124,51 +124,42 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError) as exc:
         print(f"planguard replay: {exc}", file=sys.stderr)
         return 2
-    # A recorded string may hold a lone surrogate (JSON allows "\ud800"), which UTF-8 cannot encode; written
-    # as a backslash escape it stays valid JSON that decodes to the same string.
-    if args.output:
-        out: IO[str] = open(args.output, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
-    else:
-        out = sys.stdout
-        if isinstance(out, io.TextIOWrapper):
-            out.reconfigure(errors="backslashreplace")
-    fmt = args.format or ("table" if out.isatty() else "jsonl")
-    failed = replayed = noted = 0
-    rows: list[dict[str, Any]] = []
-    # Progress whenever a person watches standard error, whatever the output format; its total is the number
-    # of input files (a JSON Lines file holds many runs, counting those would mean reading everything twice).
-    progress = _Progress(args.paths if sys.stderr.isatty() else None)
-    level = unclassified_logger.level
-    unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
-    try:
-        for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
-            if isinstance(item, LoadError):
-                if item.fatal:
-                    failed += 1
-                else:  # a LoadNote (a skipped compaction transcript, ...) only informs
-                    noted += 1
-                progress.print_error(str(item))
-                continue
-            record = result_record(item)
-            replayed += 1
-            progress.advance(record["id"], item.trajectory.source)
-            s = item.summary
-            unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
-            if unobserved is not None:  # a warning, not a failure: the run replayed
-                progress.print_warning(f"{item.trajectory.source or record['id']}: {unobserved}")
-            if fmt == "jsonl":
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            else:
-                rows.append(record)
-    finally:
-        unclassified_logger.setLevel(level)
-        progress.close()
-        if exporter is not None:
-            _finish_export(exporter, replayed, endpoint)
-        if fmt == "table":
-            _print_table(rows, [p.name for p in plans if p.scored], out)
-        if out is not sys.stdout:
-            out.close()
+    with open_output(args.output) as out:
+        fmt = args.format or ("table" if out.isatty() else "jsonl")
+        failed = replayed = noted = 0
+        rows: list[dict[str, Any]] = []
+        # Progress whenever a person watches standard error, whatever the output format; its total is the
+        # number of input files (a JSON Lines file holds many runs: counting those would read it all twice).
+        progress = _Progress(args.paths if sys.stderr.isatty() else None)
+        level = unclassified_logger.level
+        unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
+        try:
+            for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
+                if isinstance(item, LoadError):
+                    if item.fatal:
+                        failed += 1
+                    else:  # a LoadNote (a skipped compaction transcript, ...) only informs
+                        noted += 1
+                    progress.print_error(str(item))
+                    continue
+                record = result_record(item)
+                replayed += 1
+                progress.advance(record["id"], item.trajectory.source)
+                s = item.summary
+                unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
+                if unobserved is not None:  # a warning, not a failure: the run replayed
+                    progress.print_warning(f"{item.trajectory.source or record['id']}: {unobserved}")
+                if fmt == "jsonl":
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                else:
+                    rows.append(record)
+        finally:
+            unclassified_logger.setLevel(level)
+            progress.close()
+            if exporter is not None:
+                _finish_export(exporter, replayed, endpoint)
+            if fmt == "table":
+                _print_table(rows, [p.name for p in plans if p.scored], out)
     if failed:
         print(f"planguard replay: {failed} input(s) failed", file=sys.stderr)
     elif not replayed and not noted:  # nothing at all was found to read

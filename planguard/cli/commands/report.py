@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import IO
 
 __all__ = ["register", "run"]
 
@@ -73,10 +72,11 @@ def run(args: argparse.Namespace) -> int:
     from ...offline.report import build_report, collect, read_experiments, render_html, render_terminal
     from ...offline.report.records import RunRecord, expand_paths
     from ...phases import DEFAULT_VERSION
+    from ..output import open_output
 
     fmt = args.format or ("html" if args.output or not sys.stdout.isatty() else "terminal")
     files = expand_paths(args.paths)
-    experiments, files, errors = read_experiments(f for f in files if f.is_file())
+    experiments, files, errors = read_experiments(f for f in files if f.exists())
     missing = [str(p) for p in args.paths if not os.path.exists(p)]
     errors += [
         f"{p}: no such file or directory; expected a trajectory, replay jsonl or store file" for p in missing
@@ -110,22 +110,15 @@ def run(args: argparse.Namespace) -> int:
         max_drill=args.max_drill,
         experiments=experiments,
     )
-    if fmt == "terminal":
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                render_terminal(report, fh, width=160)
+    with open_output(args.output) as out:
+        if fmt == "terminal":
+            render_terminal(report, out, width=160 if args.output else None)  # a file: wide tables
         else:
-            render_terminal(report, sys.stdout)
-    else:
-        html = render_html(report)
-        out: IO[str]
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as out:
-                out.write(html)
-            print(
-                f"planguard report: {len(records)} runs → {args.output} ({len(html.encode()) / 1e6:.2f} MB)",
-                file=sys.stderr,
-            )
-        else:
-            sys.stdout.write(html)
+            html = render_html(report)
+            out.write(html)
+    if args.output and fmt == "html":
+        print(
+            f"planguard report: {len(records)} runs → {args.output} ({len(html.encode()) / 1e6:.2f} MB)",
+            file=sys.stderr,
+        )
     return 1 if errors else 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 __all__ = ["register", "run"]
 
@@ -22,11 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from ...config import config_schema
+    from ..output import open_output
 
     text = json.dumps(config_schema(), indent=args.indent, ensure_ascii=False) + "\n"
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    with open_output(args.output) as out:
+        out.write(text)
     return 0

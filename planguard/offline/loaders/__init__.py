@@ -36,7 +36,7 @@ import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_run
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
@@ -329,7 +329,7 @@ class _JsonLines:
     def __iter__(self) -> Iterator[tuple[int, Any] | LoadError]:
         shown = str(self.path)
         with self.path.open("rb") as handle:
-            for line, raw in enumerate(_lines(handle), 1):
+            for line, raw in enumerate(handle, 1):
                 if raw.isspace():
                     continue
                 try:
@@ -342,32 +342,3 @@ class _JsonLines:
                     continue
                 self.last_line_failed = False
                 yield line, record
-
-
-#: Bytes read at a time when splitting JSON Lines.
-_CHUNK = 1 << 16
-
-
-def _lines(handle: BinaryIO, chunk_size: int = _CHUNK) -> Iterator[bytes]:
-    """The lines of ``handle`` as iterating it yields them (split at b"\\n", which is kept), faster.
-
-    Iterating a binary file looks for the line end one byte at a time, which for a corpus of long
-    records costs a fifth of what json.loads of the lines does; ``bytes.find`` searches at memory speed.
-    """
-    pending: list[bytes] = []  # the start of a line that continues into the next chunk
-    while chunk := handle.read(chunk_size):
-        start = 0
-        end = chunk.find(b"\n")
-        while end >= 0:
-            piece = chunk[start : end + 1]
-            if pending:
-                pending.append(piece)
-                piece = b"".join(pending)
-                pending.clear()
-            yield piece
-            start = end + 1
-            end = chunk.find(b"\n", start)
-        if start < len(chunk):
-            pending.append(chunk[start:])
-    if pending:
-        yield b"".join(pending)

@@ -58,18 +58,10 @@ LINE_FORMATS = frozenset(
 )
 #: Formats that are layouts of the same producer: a ``source_format`` override of one accepts the other.
 FAMILY: dict[str, str] = {
-    "swe-agent-jsonl": "swe-agent-jsonl",
+    **{fmt: fmt for fmt in FORMATS},  # (each other format is a family of its own)
     "swe-agent-traj": "swe-agent",
     "swe-agent-demo": "swe-agent",
-    "mini-swe-agent": "mini-swe-agent",
-    "claude-code": "claude-code",
-    "openhands": "openhands",
     "openhands-output": "openhands",
-    "codex": "codex",
-    "gemini-cli": "gemini-cli",
-    "opencode": "opencode",
-    "planguard-store": "planguard-store",
-    "generic": "generic",
 }
 
 _SNIFF_LINES = 20
@@ -133,10 +125,6 @@ def classify_record(obj: Any) -> str | None:
     return None
 
 
-def _is_str_in(value: Any, names: frozenset[str]) -> bool:
-    return isinstance(value, str) and value in names
-
-
 def _has_actions(steps: Any) -> bool:
     # SWE-agent steps carry their "action"; a labels file's steps (live-labels/dev.jsonl) do not.
     return isinstance(steps, list) and any(isinstance(step, dict) and "action" in step for step in steps[:4])
@@ -167,7 +155,9 @@ def classify_document(obj: Any) -> str | None:
         if any(
             ("action" in item or "observation" in item) and ("source" in item or "timestamp" in item)
             for item in sample
-        ) or any(_is_str_in(item.get("kind"), _OPENHANDS_V1_KINDS) for item in sample):
+        ) or any(
+            item.get("kind") in _OPENHANDS_V1_KINDS for item in sample if isinstance(item.get("kind"), str)
+        ):
             return "openhands"
     return None
 

@@ -335,7 +335,8 @@ def load_claude_code(
     has_main = main.n_lines > 0 or not sidechains
     if has_main:
         yield from main.emit(stem, path, {"summaries": summaries, "is_sidechain": False})
-    parent = stem if has_main else (main.session_id or _first_session(sidechains) or stem)
+    first_session = next((c.session_id for c in sidechains.values() if c.session_id), None)
+    parent = stem if has_main else (main.session_id or first_session or stem)
     for name, chain in sidechains.items():
         yield from chain.emit(
             f"{parent}/{name}",
@@ -370,10 +371,3 @@ def _relative_arguments(arguments: dict[str, Any], cwd: str) -> dict[str, Any]:
         elif isinstance(value, str) and value == cwd.rstrip("/"):
             out[key] = "."
     return out
-
-
-def _first_session(chains: dict[str, _Chain]) -> str | None:
-    for chain in chains.values():
-        if chain.session_id:
-            return chain.session_id
-    return None

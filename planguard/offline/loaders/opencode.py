@@ -36,7 +36,6 @@ from .claude_code import PLANGUARD_REASON_PREFIXES
 
 __all__ = [
     "is_opencode_db",
-    "is_opencode_session",
     "is_opencode_storage",
     "load_opencode_db",
     "load_opencode_session_file",
@@ -78,19 +77,9 @@ def load_opencode_storage(root: Path) -> Iterator[Trajectory | LoadError]:
             continue
         session_id = as_str(info.get("id")) or session_file.stem
         try:
-            yield from _session_run(root, session_file, info, session_id)
+            yield from _run(session_id, info, str(session_file), _stored_messages(root, session_id))
         except LoadError as exc:
             yield exc
-
-
-def is_opencode_session(document: Any) -> bool:
-    """A session info object (``session/<projectID>/<sessionID>.json``)."""
-    return (
-        isinstance(document, dict)
-        and isinstance(document.get("id"), str)
-        and document["id"].startswith("ses_")
-        and "projectID" in document
-    )
 
 
 def load_opencode_session_file(path: Path, info: dict[str, Any]) -> Iterator[Trajectory | LoadError]:
@@ -104,15 +93,10 @@ def load_opencode_session_file(path: Path, info: dict[str, Any]) -> Iterator[Tra
         )
         return
     try:
-        yield from _session_run(root, path, info, as_str(info.get("id")) or path.stem)
+        session_id = as_str(info.get("id")) or path.stem
+        yield from _run(session_id, info, str(path), _stored_messages(root, session_id))
     except LoadError as exc:
         yield exc
-
-
-def _session_run(
-    root: Path, session_file: Path, info: dict[str, Any], session_id: str
-) -> Iterator[Trajectory | LoadError]:
-    yield from _run(session_id, info, str(session_file), _stored_messages(root, session_id))
 
 
 def _stored_messages(

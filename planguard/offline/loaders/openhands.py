@@ -29,6 +29,7 @@ wrote it), otherwise they are rebuilt from the action's ``args``. Observations a
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from planguard.events import ToolEvent
@@ -171,7 +172,7 @@ class _Builder:
         self._response_ids: set[str] = set()
         self._plain_messages = 0
         self._unpaired = 0
-        self._skipped: dict[str, int] = {}
+        self._skipped: Counter[str] = Counter()
         self._model: str | None = None
         self._task: str | None = None
         self._final_text: str | None = None
@@ -222,8 +223,7 @@ class _Builder:
                     self._plain_messages += 1  # an LLM reply with no tool call is still a model call
             return None
         if source == "user" or not isinstance(kind, str) or (kind not in ACTION_TOOLS and tool_meta is None):
-            key = str(kind)
-            self._skipped[key] = self._skipped.get(key, 0) + 1
+            self._skipped[str(kind)] += 1
             return None
 
         tool, arguments = _tool_call(kind, args, item, tool_meta)
@@ -317,16 +317,14 @@ class _Builder:
                 self._final_text = text
                 self._plain_messages += 1
         else:
-            self._skipped[kind] = self._skipped.get(kind, 0) + 1
+            self._skipped[kind] += 1
 
     def _v1_action(self, item: dict[str, Any]) -> None:
         call = as_dict(item.get("tool_call"))
         action = as_dict(item.get("action"))
         tool = as_str(item.get("tool_name")) or as_str(call.get("name"))
         if not tool:
-            self._skipped["ActionEvent without tool_name"] = (
-                self._skipped.get("ActionEvent without tool_name", 0) + 1
-            )
+            self._skipped["ActionEvent without tool_name"] += 1
             return
         # The model's own arguments (tool_call.arguments) as it wrote them; the parsed action otherwise.
         arguments: dict[str, Any] | str

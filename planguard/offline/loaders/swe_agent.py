@@ -27,7 +27,6 @@ from ._base import (
     text_of,
     type_name,
 )
-from ._json import loads
 
 __all__ = ["load_demo_document", "load_jsonl_record", "load_traj_document", "resolved_from_status"]
 
@@ -50,12 +49,7 @@ def resolved_from_status(status: Any) -> bool | None:
 
 
 def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
-    """One line of the shared SWE-agent JSONL corpus.
-
-    This is the replay hot path (budget: at most the cost of ``json.loads`` again), so the happy path is
-    plain dict indexing with a single ``try``; only when it fails does :func:`_diagnose_steps` walk the
-    steps again to say precisely which field of which step is wrong.
-    """
+    """One line of the shared SWE-agent JSONL corpus; a malformed step is named with what is wrong in it."""
     if not isinstance(record, dict):
         raise LoadError(path, f"expected a JSON object (one trajectory), got {type_name(record)}", line)
     run_id = record.get("id")
@@ -68,54 +62,33 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
         raise LoadError(path, f"'steps' is {got}; expected an array of step objects", line)
 
     events: list[ToolEvent] = []
-    append = events.append
-    index = 0
-    # ToolEvent is built positionally: keyword matching costs as much again as the rest of a step.
-    # Fields: tool, arguments, call_id, action, result, is_error, exit_code, start_time, end_time,
-    # metadata (tests/test_loaders.py pins this order).
-    try:
-        for index, step in enumerate(steps):
-            action = step["action"]
-            if not isinstance(action, str):
-                raise TypeError
-            result = step.get("observation_head")
-            if result is not None and not isinstance(result, str):
-                raise TypeError
-            metadata = {
-                "step": index,
-                "observation_chars": step.get("observation_chars"),
-                "thought_chars": step.get("thought_chars"),
-            }
-            calls = step.get("tool_calls")
-            call_id = None
-            if calls:
-                call = calls[0]
-                function = call["function"]
-                tool = function["name"]
-                if not isinstance(tool, str):
-                    raise TypeError
-                raw_arguments = function["arguments"]
-                if isinstance(raw_arguments, str):
-                    try:
-                        arguments: Any = loads(raw_arguments)
-                    except ValueError:
-                        arguments = raw_arguments
-                    if not isinstance(arguments, dict):
-                        arguments = raw_arguments
-                elif isinstance(raw_arguments, dict):
-                    arguments = raw_arguments
-                else:
-                    raise TypeError
-                call_id = call.get("id")
-                if len(calls) > 1:
-                    metadata["extra_tool_calls"] = calls[1:]
-            elif action:
-                tool, arguments = SHELL_TOOL, {"command": action}
-            else:
-                tool, arguments = THINK_TOOL, {}
-            append(ToolEvent(tool, arguments, call_id, action, result, False, None, None, None, metadata))
-    except (KeyError, TypeError, AttributeError, IndexError):
-        raise LoadError(path, _diagnose_steps(steps, index), line) from None
+    for index, step in enumerate(steps):
+        problem = _step_problem(step)
+        if problem is not None:
+            raise LoadError(path, f"steps[{index}]: {problem}", line)
+        action = step["action"]
+        metadata = {
+            "step": index,
+            "observation_chars": step.get("observation_chars"),
+            "thought_chars": step.get("thought_chars"),
+        }
+        calls = step.get("tool_calls")
+        call_id = None
+        if calls:
+            call = calls[0]
+            tool = call["function"]["name"]
+            arguments = parse_arguments(call["function"]["arguments"])
+            call_id = call.get("id")
+            if len(calls) > 1:
+                metadata["extra_tool_calls"] = calls[1:]
+        elif action:
+            tool, arguments = SHELL_TOOL, {"command": action}
+        else:
+            tool, arguments = THINK_TOOL, {}
+        result = step.get("observation_head")
+        events.append(
+            ToolEvent(tool, arguments, call_id=call_id, action=action, result=result, metadata=metadata)
+        )
 
     status = record.get("resolution_status")
     meta = new_meta(
@@ -133,15 +106,8 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
     return Trajectory(id=run_id, source=f"{path}:{line}", format="swe-agent-jsonl", events=events, meta=meta)
 
 
-def _diagnose_steps(steps: list[Any], start: int) -> str:
-    for index in range(start, len(steps)):
-        problem = _step_problem(steps[index])
-        if problem:
-            return f"steps[{index}]: {problem}"
-    return f"steps[{start}]: malformed step; expected {{'action': string, 'tool_calls': null or array}}"
-
-
 def _step_problem(step: Any) -> str | None:
+    """What is wrong with one step of the corpus (None: nothing)."""
     if not isinstance(step, dict):
         return f"expected a step object, got {type_name(step)}"
     if "action" not in step:

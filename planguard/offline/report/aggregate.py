@@ -6,6 +6,8 @@ out, and tests check the numbers without parsing any output.
 
 from __future__ import annotations
 
+import itertools
+import math
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -26,6 +28,9 @@ __all__ = [
     "Flow",
     "Report",
     "build_report",
+    "format_cell",
+    "format_number",
+    "format_share",
     "phase_flow",
     "run_effect_shares",
 ]
@@ -60,6 +65,21 @@ EFFECT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def format_number(x: float | None, digits: int = 3) -> str:
+    """``x`` to ``digits`` places, as both renderers show it ("–": no value)."""
+    return "–" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def format_share(x: float | None) -> str:
+    """A share as a percentage ("–": no value)."""
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def format_cell(c: Any) -> str:
+    """One cell of an experiment table: floats to 3 places, "–" for None."""
+    return "–" if c is None else f"{c:.3f}" if isinstance(c, float) else str(c)
+
+
 @dataclass(slots=True)
 class Flow:
     """A phase-flow Sankey: nodes ``(position, phase)`` and links between consecutive positions."""
@@ -71,11 +91,7 @@ class Flow:
 
 def phase_runs(letters: str) -> str:
     """The Langutory with repeats collapsed (``NNRRP`` → ``NRP``): the sequence Figure 3 follows."""
-    out: list[str] = []
-    for ch in letters:
-        if not out or out[-1] != ch:
-            out.append(ch)
-    return "".join(out)
+    return "".join(letter for letter, _run in itertools.groupby(letters))
 
 
 def phase_flow(letter_strings: Iterable[str], positions: int = FLOW_POSITIONS) -> Flow:

@@ -1,7 +1,9 @@
-"""Extension point for plan-experiment tables (the ``planguard.experiment`` result format).
+"""Plan-experiment tables in the report.
 
-The experiment runner's result format was not available when the report was written, so the report does
-not guess it. Instead a *reader* turns a file into tables, and the report renders any tables it gets::
+Built in: :func:`experiment_result_tables` reads the result files of :mod:`planguard.experiment`
+(``ResultRecorder`` JSONL, ``type: result``/``outcome`` lines, read with ``read_results``) into an
+endpoint-distribution table per condition, plus the contrasts of ``planguard.experiment.analysis.analyze``
+when numpy is installed. Other result formats plug in as a *reader* that turns a file into tables::
 
     from planguard.offline.report.experiments import register_experiment_reader
 
@@ -10,22 +12,16 @@ not guess it. Instead a *reader* turns a file into tables, and the report render
     register_experiment_reader(read)
 
 A table is ``{"title": str, "columns": [str, ...], "rows": [[cell, ...], ...], "note": str}`` with cells
-that are str, int, float or None. Files a reader claims are not replayed as trajectories. When a module
-``planguard.experiment`` exists and has ``report_tables(path) -> list[ExperimentTable] | None``, it is
-registered automatically, so the experiment package can plug in without touching the report.
-
-Built in: :func:`experiment_result_tables` reads the result files of :mod:`planguard.experiment`
-(``ResultRecorder`` JSONL, ``type: result``/``outcome`` lines, read with ``read_results``) into an
-endpoint-distribution table per condition, plus the contrasts of ``planguard.experiment.analysis.analyze``
-when numpy is installed.
+that are str, int, float or None. Files a reader claims are not replayed as trajectories.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from .records import first_object
 
 __all__ = [
     "ExperimentReader",
@@ -45,22 +41,9 @@ def register_experiment_reader(reader: ExperimentReader) -> None:
         _READERS.append(reader)
 
 
-def _first_object(path: Path) -> Any:
-    from ...documents import loads_json
-
-    try:
-        with path.open("rb") as handle:
-            for raw in handle:
-                if raw.strip():
-                    return loads_json(raw)
-    except (OSError, ValueError):
-        return None
-    return None
-
-
 def experiment_result_tables(path: Path) -> list[ExperimentTable] | None:
     """Tables of a ``planguard.experiment`` result file; ``None`` when the file is not one."""
-    first = _first_object(path)
+    first = first_object(path)
     if not (
         isinstance(first, dict)
         and first.get("type") == "result"
@@ -70,10 +53,11 @@ def experiment_result_tables(path: Path) -> list[ExperimentTable] | None:
     ):
         return None
     from ...experiment import ENDPOINTS, read_results
+    from ...experiment.config import CONDITIONS
 
     episodes, problems = read_results([path])
     name = str(first.get("experiment") or path.name)
-    conds = [c for c in ("A", "B", "none") if any(e.condition == c for e in episodes)]
+    conds = [c for c in CONDITIONS if any(e.condition == c for e in episodes)]
     rows: list[list[Any]] = []
     for c in conds:
         eps = [e for e in episodes if e.condition == c]
@@ -118,15 +102,6 @@ def experiment_result_tables(path: Path) -> list[ExperimentTable] | None:
     return tables
 
 
-def _readers() -> list[ExperimentReader]:
-    try:
-        module: Any = importlib.import_module("planguard.experiment")
-    except ImportError:
-        return list(_READERS)
-    hook = getattr(module, "report_tables", None)
-    return [*_READERS, hook] if callable(hook) and hook not in _READERS else list(_READERS)
-
-
 def _valid(table: Any) -> bool:
     return (
         isinstance(table, dict)
@@ -138,13 +113,13 @@ def _valid(table: Any) -> bool:
 
 def read_experiments(files: Iterable[Path]) -> tuple[list[ExperimentTable], list[Path], list[str]]:
     """(tables, files no reader claimed, errors). A failing reader is reported, not raised."""
-    readers = [*_readers(), experiment_result_tables]
+    readers = [*_READERS, experiment_result_tables]
     tables: list[ExperimentTable] = []
     rest: list[Path] = []
     errors: list[str] = []
     for path in files:
         claimed = False
-        for reader in readers:
+        for reader in readers if path.is_file() else ():  # (a directory is OpenCode storage, replayed)
             try:
                 got = reader(path)
             except Exception as exc:  # a reader bug must not lose the rest of the report

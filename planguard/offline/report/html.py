@@ -9,13 +9,14 @@ of the runs on the current page. ``window.onerror`` and ``console.error`` increm
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from .aggregate import ALL, END, FLOW_POSITIONS, METRICS, MORE, OUTCOMES, Flow, Report
+from .aggregate import ALL, END, FLOW_POSITIONS, METRICS, MORE, OUTCOMES, Flow, Report, format_cell
+from .aggregate import format_number as _f
+from .aggregate import format_share as _pct
 from .stats import Summary
 
 __all__ = ["PHASE_COLORS", "render_html"]
@@ -60,16 +61,6 @@ DECLARED_COLORS = (
     "#bab0ac",
 )
 OUTCOME_COLORS = {"resolved": "#2e7d32", "unresolved": "#c62828", "unknown": "#757575", ALL: "#455a64"}
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.{digits}f}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
 
 def _p(p: float) -> str:
@@ -279,18 +270,8 @@ def _summary_section(r: Report) -> str:
         gs = s["groups"][g]
         o = gs["outcomes"]
         gst: Summary = gs["steps"]
-        rows.append(
-            [
-                escape(g),
-                str(gs["runs"]),
-                str(o["resolved"]),
-                str(o["unresolved"]),
-                str(o["unknown"]),
-                _f(gst.median, 0),
-                _f(gst.mean, 1),
-                f"{_f(gst.min, 0)}–{_f(gst.max, 0)}",
-            ]
-        )
+        spread = [_f(gst.median, 0), _f(gst.mean, 1), f"{_f(gst.min, 0)}–{_f(gst.max, 0)}"]
+        rows.append([escape(g), str(gs["runs"]), *(str(o[outcome]) for outcome in OUTCOMES), *spread])
     fmts = ", ".join(f"{escape(k)}: {v}" for k, v in s["formats"].items())
     return (
         '<section id="summary"><h2>1 · Corpus</h2>'
@@ -406,24 +387,9 @@ def _detector_section(r: Report) -> str:
             + [_pct(e[c + "_mean"] if c == "recorded" else e[c]) for c in cols]
             + [_f(e["harmful"], 2)]
         )
+    labels = [f"{c} (mean)" if c == "recorded" else c.replace("_", "-") for c in cols]
     parts.append(
-        _table(
-            [
-                "group",
-                "runs",
-                "resolve rate",
-                "steps/run",
-                "survived",
-                "failed",
-                "reverted",
-                "justified",
-                "recorded (mean)",
-                "off-anchor",
-                "harmful ratio",
-            ],
-            rows,
-            "num",
-        )
+        _table(["group", "runs", "resolve rate", "steps/run", *labels, "harmful ratio"], rows, "num")
     )
     parts.append("</section>")
     return "".join(parts)
@@ -457,10 +423,7 @@ def _experiment_section(r: Report) -> str:
         )
     parts = ['<section id="experiments"><h2>6 · Plan experiments</h2>']
     for t in r.experiments:
-        rows = [
-            [escape("–" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))) for c in row]
-            for row in t["rows"]
-        ]
+        rows = [[escape(format_cell(c)) for c in row] for row in t["rows"]]
         parts.append(
             f"<h3>{escape(t['title'])}</h3>" + _table([escape(str(c)) for c in t["columns"]], rows, "num")
         )

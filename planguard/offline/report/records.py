@@ -23,6 +23,7 @@ its ``_``, then drop the first ``_``-separated token; the rest is the model
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "RunRecord",
     "collect",
     "expand_paths",
+    "first_object",
     "is_replay_jsonl",
     "model_from_run",
     "record_from_replay",
@@ -81,11 +83,7 @@ class RunRecord:
         return len(self.steps)
 
     def group(self, by: str) -> str:
-        if by == "model":
-            return self.model
-        if by == "setting":
-            return self.setting
-        if by in ("format", "outcome", "source"):
+        if by in ("model", "setting", "format", "outcome", "source"):
             return str(getattr(self, by))
         key = by.removeprefix("meta.")
         value = self.meta.get(key)
@@ -110,12 +108,13 @@ def _outcome(resolved: Any, status: Any = None) -> str:
 
 
 def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in meta.items():
-        short_text = isinstance(v, str) and len(v) <= _MAX_META_VALUE
-        if v is None or isinstance(v, (bool, int, float)) or short_text:
-            out[k] = v
-    return out
+    return {
+        k: v
+        for k, v in meta.items()
+        if v is None
+        or isinstance(v, (bool, int, float))
+        or (isinstance(v, str) and len(v) <= _MAX_META_VALUE)
+    }
 
 
 def _step_codes(step_roles: Iterable[Sequence[str]], letter_of: Mapping[str, str] | None = None) -> str:
@@ -231,43 +230,35 @@ def record_from_replay_json(obj: Mapping[str, Any], where: str) -> RunRecord:
     )
 
 
-def is_replay_jsonl(path: Path) -> bool:
-    """The file's first JSON line looks like a ``planguard replay --format jsonl`` record."""
+def first_object(path: Path) -> Any:
+    """The file's first non-blank line as JSON (None when the file cannot be read or the line is not JSON):
+    what tells the kind of a JSON Lines input."""
     try:
         with path.open("rb") as handle:
             for raw in handle:
                 if raw.strip():
-                    obj = loads_json(raw)
-                    return isinstance(obj, dict) and {"id", "letters", "metrics", "step_roles"} <= obj.keys()
+                    return loads_json(raw)
     except (OSError, ValueError):
-        return False
-    return False
+        return None
+    return None
+
+
+def is_replay_jsonl(path: Path) -> bool:
+    """The file's first JSON line looks like a ``planguard replay --format jsonl`` record."""
+    obj = first_object(path)
+    return isinstance(obj, dict) and {"id", "letters", "metrics", "step_roles"} <= obj.keys()
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files named, plus trajectory-like files under directories (sorted, hidden entries skipped)."""
-    from ..loaders import TRAJECTORY_SUFFIXES
+    """The inputs a replay reads: files named (missing ones too, to be reported), and under directories what
+    :func:`planguard.offline.loaders.trajectory_files` walks to (trajectory files, OpenCode storage)."""
+    from ..loaders import trajectory_files
 
-    out: list[Path] = []
-    for given in paths:
-        p = Path(given)
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-                out.extend(
-                    Path(root, f)
-                    for f in sorted(files)
-                    if not f.startswith(".") and f.lower().endswith(TRAJECTORY_SUFFIXES)
-                )
-        else:
-            out.append(p)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Options:
-    plans: tuple[str, ...] | None
-    rules: str
+    return [
+        found
+        for given in paths
+        for found in (trajectory_files([given]) if Path(given).is_dir() else [Path(given)])
+    ]
 
 
 def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
@@ -284,7 +275,7 @@ def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
     return sorted(out, key=lambda d: d[0])
 
 
-def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
+def _file_records(path: Path, plans: tuple[str, ...] | None, rules: str) -> list[RunRecord | str]:
     """Every record (or error message) one input file yields."""
     out: list[RunRecord | str] = []
     if path.is_file() and is_replay_jsonl(path):
@@ -304,7 +295,7 @@ def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
     from ..loaders import LoadError
     from ..replay import replay, replay_pipeline, resolve_plans
 
-    pipeline = replay_pipeline(resolve_plans(list(opts.plans) if opts.plans else None), opts.rules)
+    pipeline = replay_pipeline(resolve_plans(list(plans) if plans else None), rules)
     for item in replay([path], pipeline, keep_steps=True):
         if isinstance(item, LoadError):
             out.append(str(item))
@@ -314,10 +305,6 @@ def _file_records(path: Path, opts: _Options) -> list[RunRecord | str]:
         )
         out.append(record_from_replay(item, decisions))
     return out
-
-
-def _file_records_star(args: tuple[Path, _Options]) -> list[RunRecord | str]:
-    return _file_records(*args)
 
 
 def collect(
@@ -335,7 +322,9 @@ def collect(
     """
     from ...phases import DEFAULT_VERSION
 
-    opts = _Options(tuple(plans) if plans else None, rules or DEFAULT_VERSION)
+    read = functools.partial(
+        _file_records, plans=tuple(plans) if plans else None, rules=rules or DEFAULT_VERSION
+    )
     files = expand_paths(paths)
     missing = [f for f in files if not f.exists()]
     for f in missing:
@@ -346,8 +335,8 @@ def collect(
 
         ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
         with ctx.Pool(min(jobs, len(files))) as pool:
-            for chunk in pool.imap(_file_records_star, [(f, opts) for f in files]):
+            for chunk in pool.imap(read, files):
                 yield from chunk
         return
     for f in files:
-        yield from _file_records(f, opts)
+        yield from read(f)

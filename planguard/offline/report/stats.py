@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 __all__ = ["EXACT_MAX_N", "Summary", "UTest", "mann_whitney_u", "quantile", "summarize"]
 
@@ -127,15 +127,7 @@ class Summary:
     max: float
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "n": self.n,
-            "mean": self.mean,
-            "min": self.min,
-            "q1": self.q1,
-            "median": self.median,
-            "q3": self.q3,
-            "max": self.max,
-        }
+        return asdict(self)
 
 
 def summarize(values: Sequence[float]) -> Summary:

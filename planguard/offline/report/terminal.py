@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from typing import IO
 
-from .aggregate import ALL, METRICS, OUTCOMES, Report
+from .aggregate import ALL, METRICS, OUTCOMES, Report, format_cell
+from .aggregate import format_number as _f
+from .aggregate import format_share as _pct
 
 __all__ = ["render_terminal"]
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None or x != x else f"{x:.{digits}f}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None or x != x else f"{100 * x:.1f}%"
 
 
 def render_terminal(report: Report, out: IO[str], *, width: int | None = None) -> None:
@@ -75,15 +69,13 @@ def render_terminal(report: Report, out: IO[str], *, width: int | None = None) -
         t.add_column(col, justify="right")
     for g in report.groups:
         e = report.effects[g]
+        profile = [_pct(e[label]) for label in ("survived", "failed", "reverted", "justified")]
         t.add_row(
             g,
             str(e["runs"]),
             _pct(e["resolve_rate"]),
             _f(e["steps_median"], 0),
-            _pct(e["survived"]),
-            _pct(e["failed"]),
-            _pct(e["reverted"]),
-            _pct(e["justified"]),
+            *profile,
             _f(e["harmful"], 2),
         )
     console.print(t)
@@ -92,7 +84,7 @@ def render_terminal(report: Report, out: IO[str], *, width: int | None = None) -
         for c in tab["columns"]:
             et.add_column(str(c))
         for row in tab["rows"]:
-            et.add_row(*["–" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c)) for c in row])
+            et.add_row(*[format_cell(c) for c in row])
         console.print(et)
     if report.n_errors:
         for message in report.errors[:10]:
