@@ -332,10 +332,14 @@ def collect(
     files = [f for f in files if f.exists()]
     if jobs > 1 and len(files) > 1:
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-        ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
-        with ctx.Pool(min(jobs, len(files))) as pool:
-            for chunk in pool.imap(read, files):
+        # Spawned, not forked: a fork copies the caller's threads' locks and its signal handlers, and a
+        # worker that inherited a SIGTERM handler which returns (as a server's does) outlived the pool's
+        # terminate, so the report hung. The executor also ends its workers by message, not by signal.
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(jobs, len(files)), mp_context=spawn) as pool:
+            for chunk in pool.map(read, files):
                 yield from chunk
         return
     for f in files:
