@@ -42,6 +42,7 @@ from .plugins import load_plugin
 from .policies.config import build_policies
 from .policies.gates import Gate
 from .session import Pipeline, Session, SessionSummary
+from .sinks.worker import restart_in_forked_child, set_sigterm_flush
 from .stages import Detector, Policy, Sink
 from .step import Step
 
@@ -101,8 +102,6 @@ class Guard:
         self._sweep_at = float("inf") if self._idle is None else 0.0
         self._ticks = 0
         if not self.config.flush_on_sigterm:  # before the sinks' workers are made (they install it)
-            from .sinks.worker import set_sigterm_flush
-
             set_sigterm_flush(False)
         self.pipeline = self._build_pipeline(tracer_provider, meter_provider, detectors, policies, sinks)
         self._scopes_tools = any(getattr(s, "adopts_tool_spans", False) for s in self.pipeline.sinks)
@@ -110,6 +109,14 @@ class Guard:
         self._fail_closed: tuple[Gate, ...] = tuple(
             p for p in self.pipeline.policies if isinstance(p, Gate) and p.fail_closed
         )
+
+        restart_in_forked_child(self)
+
+    def after_fork_in_child(self) -> None:
+        """A forked child starts with no sessions: the ones it inherited are the parent's to record and end
+        (ended in the child too, each got a second store file and end record)."""
+        self._sessions = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def from_file(cls, path: str | Path, **kw: Any) -> Guard:

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..decisions import DecisionKind
 from . import Sink
 from .capture import ContentPolicy
+from .worker import restart_in_forked_child
 
 if TYPE_CHECKING:
     import httpx
@@ -166,6 +167,7 @@ class WebhookSink(Sink):
         self.dropped = 0
         self.retries = 0
         self._warned = False
+        restart_in_forked_child(self)
         # Import the HTTP client now, at configuration time: importing it later in the worker would hold the
         # GIL for tens of milliseconds while the agent's first hook call waits for it.
         try:
@@ -243,6 +245,16 @@ class WebhookSink(Sink):
             self._done(dropped=True)
 
     # ------------------------------------------------------------------ lifecycle
+
+    def after_fork_in_child(self) -> None:
+        self._q = queue.Queue(maxsize=self.config.queue_size)
+        self._cond = threading.Condition()
+        self._pending = 0
+        self._thread = None
+        self._start_lock = threading.Lock()
+        self._abort = threading.Event()
+        self._in_flight = None
+        self._cut_in_flight = None
 
     def _start(self) -> None:
         with self._start_lock:

@@ -18,6 +18,12 @@ application's own handler then runs, and the default action still ends the proce
 never installed over an ignored SIGTERM (``SIG_IGN`` stays: the process was meant to survive it), from
 another thread, or after :func:`set_sigterm_flush` turned it off (the ``flush_on_sigterm`` setting,
 which also takes back a handler already installed while it is still the current one).
+
+A forked child (a pre-fork server, ``multiprocessing`` with fork) has none of the parent's threads: every
+worker, and every sink registered with :func:`restart_in_forked_child`, forgets what the parent had queued
+(the parent writes that; the child would write it twice) and starts a thread of its own on its next item.
+Without this, everything a forked child recorded stayed queued until it was dropped, and no file was
+written.
 """
 
 from __future__ import annotations
@@ -30,12 +36,12 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import ErrorCounter
 from .drops import DropCounter
 
-__all__ = ["BackgroundWorker", "set_sigterm_flush"]
+__all__ = ["BackgroundWorker", "restart_in_forked_child", "set_sigterm_flush"]
 
 T = TypeVar("T")
 
@@ -45,6 +51,32 @@ _live_workers: list[weakref.ref[BackgroundWorker[Any]]] = []
 _live_lock = threading.Lock()
 #: Time all workers together get to drain at interpreter exit or SIGTERM when nobody called ``shutdown``.
 EXIT_FLUSH_TIMEOUT_S = 2.0
+
+
+class _ForkAware(Protocol):
+    def after_fork_in_child(self) -> None: ...
+
+
+_fork_aware: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
+
+
+def restart_in_forked_child(owner: _ForkAware) -> None:
+    """Call ``owner.after_fork_in_child()`` in every child this process forks from now on (while ``owner``
+    lives): it drops the state the parent's threads own and makes its locks anew."""
+    _fork_aware.add(owner)
+
+
+def _after_fork_in_child() -> None:
+    global _live_lock, _sigterm_lock
+    _live_lock = threading.Lock()  # a parent's thread may have held them at the fork
+    _sigterm_lock = threading.Lock()
+    _live_workers.clear()  # each worker registers again when it starts its thread
+    for owner in list(_fork_aware):
+        owner.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Marker:
@@ -89,6 +121,14 @@ class BackgroundWorker(Generic[T]):
         self._closed = False
         self._stopping = False
         _install_sigterm_flush()
+        restart_in_forked_child(self)
+
+    def after_fork_in_child(self) -> None:
+        self._queue = deque()
+        self._wake = threading.Event()
+        self._start_lock = threading.Lock()
+        self._thread = None
+        self._stopping = False
 
     # ------------------------------------------------------------------ producer side (agent's thread)
 
