@@ -102,6 +102,11 @@ class _ToolCall:
         self.events: list[_Deferred] = []
 
 
+#: Every open call of an untraced session: it is only counted (at its start, or at its end when reported
+#: finished), and nothing is ever recorded on it (the hooks of an untraced session return before they would).
+_UNTRACED_CALL = _ToolCall("", {}, None, live=True)
+
+
 class _SessionState:
     __slots__ = (
         "__weakref__",
@@ -258,9 +263,10 @@ class OTelSink(Sink):
         if call is None:  # offline observe(): the call is reported once, finished
             call = self._open_call(st, session, step, live=False)
             st.calls.pop(step.index, None)
+        duration = ev.duration
         if st.untraced:  # only counted
-            if ev.duration is not None:
-                self._counts.add_duration(ev.duration, _label(_action_type(step)), error)
+            if duration is not None:
+                self._counts.add_duration(duration, _label(_action_type(step)), error)
             return
         outcome = call.outcome
         status = None
@@ -277,8 +283,8 @@ class OTelSink(Sink):
             self._todo_attrs(session, outcome, at_end=False)
         attrs = call.attrs
         attrs.update(outcome)
-        if ev.duration is not None:
-            self._counts.add_duration(ev.duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
+        if duration is not None:
+            self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
         # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
         # end, where their events were stamped.
         end_ns = time.time_ns() if call.live else _ns(ev.end_time)
@@ -433,7 +439,7 @@ class OTelSink(Sink):
         (``live=False``: offline ``observe()``) and calls a gate refused (``blocked``)."""
         ev = step.event
         letter_of = session.pipeline.letter_of
-        letters = "".join(letter_of.get(r, "?") for r in step.classification.roles)
+        letters = "".join([letter_of.get(r, "?") for r in step.classification.roles])
         kind = _action_type(step)
         action_type = _label(kind)
         if not blocked:
@@ -444,8 +450,8 @@ class OTelSink(Sink):
             if oldest.host is None:
                 self._end_call(st, oldest, None, None, time.time_ns())
         if st.untraced:  # no span of this session goes anywhere: the call is only counted
-            call = calls[step.index] = _ToolCall("", {}, None, live)
-            return call
+            calls[step.index] = _UNTRACED_CALL
+            return _UNTRACED_CALL
         tool = self._redact_id(ev.tool) if ev.tool else ev.tool
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
