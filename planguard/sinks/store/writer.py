@@ -25,6 +25,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -608,7 +609,9 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
         value = getattr(action, name, None)
         if value is None or value == "":
             continue
-        text = str(getattr(value, "value", value))
+        # (a StrEnum member, the type and the write kind, is a str: its str() is its value, without the
+        # Python-level enum property ``.value`` is)
+        text = str(value) if isinstance(value, StrEnum) else str(getattr(value, "value", value))
         if how == "label":
             out[name] = text
         elif how == "text" or c.include:

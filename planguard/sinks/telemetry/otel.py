@@ -30,6 +30,7 @@ import atexit
 import time
 import weakref
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -766,8 +767,13 @@ def _action_type(step: Step) -> Any:
 
 
 def _label(member: Any) -> str:
-    """An enum member's value as text (action types, effects); "" for none."""
-    return "" if member is None else str(getattr(member, "value", member))
+    """An enum member's value as text (action types, effects); "" for none. A StrEnum member's ``str()`` is
+    its value (its ``.value`` is a Python-level enum property, run twice per call here)."""
+    if member is None:
+        return ""
+    if isinstance(member, StrEnum):
+        return str(member)
+    return str(getattr(member, "value", member))
 
 
 def _add_events(span: Span, deferred: list[_Deferred]) -> None:
