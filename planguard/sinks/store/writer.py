@@ -21,7 +21,6 @@ import math
 import os
 import re
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -142,7 +141,7 @@ def session_file_name(session_id: str, started_at: float) -> str:
     """``20250101T120000-<id>-<random>.jsonl``: sorts by start time; ids may repeat across runs."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
     safe = _UNSAFE.sub("_", redact(session_id)).strip("._")[:80] or "session"  # (an id may hold anything)
-    return f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.jsonl"
+    return f"{stamp}-{safe}-{os.urandom(4).hex()}.jsonl"
 
 
 @dataclass(slots=True)
@@ -205,6 +204,7 @@ class StoreSink(Sink):
         self._resume: dict[str, Path] = {}
         # Writer-thread state.
         self._files: OrderedDict[int, IO[bytes]] = OrderedDict()
+        self._dir_made = False  # the folder was made (or found) by this sink's first write
         # The file name of each session being written (its file may be closed, past MAX_OPEN_FILES): a
         # session's entry goes with its end record.
         self._names: dict[int, str] = {}
@@ -400,10 +400,9 @@ class StoreSink(Sink):
             return handle
         name = self._names.get(key)
         if name is None:  # a new session (or its start record was dropped: make the header up)
-            self._make_dir()
             started = header.started_at if header is not None else time.time()
             name = self._names[key] = session_file_name(session_id, started)
-            handle = _open_private(self.path / name)
+            handle = self._open_new(self.path / name)
             if header is None:
                 made_up = SessionHeader(
                     session_id=self.content.clean(session_id),
@@ -421,6 +420,18 @@ class StoreSink(Sink):
             _, old = self._files.popitem(last=False)
             old.close()
         return handle
+
+    def _open_new(self, path: Path) -> IO[bytes]:
+        """A new session file. The folder is made when the sink first writes, and again when it has been
+        removed since (checking for it and every parent per session cost more than writing the session)."""
+        if not self._dir_made:
+            self._make_dir()
+            self._dir_made = True
+        try:
+            return _open_private(path)
+        except FileNotFoundError:
+            self._make_dir()
+            return _open_private(path)
 
     def _make_dir(self) -> None:
         """The store directory (and missing parents) 0700, with a ``.gitignore`` that keeps it out of git."""
