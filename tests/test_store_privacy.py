@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 from itertools import islice
 from pathlib import Path
@@ -118,6 +119,23 @@ def test_files_are_private_and_the_directory_ignored_by_git(tmp_path: Path) -> N
     from planguard.sinks.store import iter_sessions
 
     assert [type(s).__name__ for s in iter_sessions(store)] == ["StoredSession"]
+
+
+def test_a_directory_removed_while_the_store_runs_is_made_again(tmp_path: Path) -> None:
+    store = tmp_path / "a" / "b"
+    guard = guard_with_store(store)
+    drive(guard, "s1", calls()[:1])
+    guard.end("s1")
+    (sink,) = guard.pipeline.sinks
+    assert sink.flush()  # type: ignore[attr-defined]
+    shutil.rmtree(tmp_path / "a")
+    drive(guard, "s2", calls()[:1])
+    guard.shutdown()
+    (path,) = store.glob("*.jsonl")
+    assert read_session(path).id == "s2" and read_session(path).complete
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert (store / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
 def test_a_version_1_file_still_reads(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from ..documents import loads_json
 
 __all__ = [
+    "DEFAULT_REDACTOR",
     "MAX_TEXT_CHARS",
     "REDACTED",
     "Redactor",
@@ -271,13 +272,14 @@ class Redactor:
         return out
 
 
-_DEFAULT = Redactor()
+#: The built-in patterns alone: what redaction uses when a sink is given no redactor of its own.
+DEFAULT_REDACTOR = Redactor()
 _SECRET_KEY_RE = re.compile(r"(?i)" + _SECRET_KEY)
 
 
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[REDACTED]``."""
-    return _DEFAULT(text)
+    return DEFAULT_REDACTOR(text)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -319,7 +321,7 @@ def redact_text(text: str, limit: int = 0, redactor: Redactor | None = None) -> 
     Redaction sees ``limit`` plus ``_SLACK`` characters, cut at a word boundary, so a secret straddling
     ``limit`` is recognised whole and replaced before the cut: no prefix of it survives.
     """
-    r = redactor or _DEFAULT
+    r = redactor or DEFAULT_REDACTOR
     if limit <= 0 or len(text) <= limit:
         return r(text)
     window = _cut(text, limit + _SLACK)
@@ -353,7 +355,7 @@ def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 
     a JSON document), keys by pattern, the whole value of a key that names a secret whatever it holds
     (``{"password": ["a", "b"]}`` → ``{"password": "[REDACTED]"}``), bytes decoded (UTF-8, invalid bytes
     replaced) and redacted as text, and any other object as the redacted text of its ``str()``."""
-    r = redactor or _DEFAULT
+    r = redactor or DEFAULT_REDACTOR
     if isinstance(value, str):
         return r(value)
     if value is None or isinstance(value, (bool, int, float)):
@@ -385,7 +387,7 @@ def render_content(value: Any, limit: int, redactor: Redactor | None = None) -> 
     """
     if value is None:
         return ""
-    r = redactor or _DEFAULT
+    r = redactor or DEFAULT_REDACTOR
     if isinstance(value, str):
         return redact_text(value, limit, r)
     try:

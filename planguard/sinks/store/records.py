@@ -42,6 +42,8 @@ __all__ = [
     "SessionEnd",
     "SessionHeader",
     "StepRecord",
+    "event_json",
+    "step_json",
 ]
 
 SCHEMA_VERSION = 2
@@ -85,6 +87,84 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+# A step record and its event as JSON: what ``StepRecord.to_json`` and ``EventRecord.to_json`` write, and
+# what the writer writes for each tool call straight from the live call (building the record objects first
+# would cost a step line a fifth more).
+
+
+def step_json(
+    index: int,
+    event: dict[str, Any],
+    *,
+    roles: list[str],
+    letters: str,
+    commands: list[list[str]],
+    action: dict[str, Any] | None,
+    findings: list[dict[str, Any]],
+    decisions: list[dict[str, Any]],
+    scores: dict[str, float] | None,
+    n_model_calls: int,
+) -> dict[str, Any]:
+    """A step line's object (see :class:`StepRecord`); ``event``: its :func:`event_json`."""
+    d: dict[str, Any] = {
+        "type": "step",
+        "index": index,
+        "event": event,
+        "roles": roles,
+        "letters": letters,
+        "commands": commands,
+    }
+    if action is not None:
+        d["action"] = action
+    if findings:
+        d["findings"] = findings
+    if decisions:
+        d["decisions"] = decisions
+    if scores is not None:
+        d["scores"] = scores
+    d["n_model_calls"] = n_model_calls
+    return d
+
+
+def event_json(
+    tool: str,
+    *,
+    arguments: Any = None,
+    digest: str | None = None,
+    call_id: str | None = None,
+    action: str | None = None,
+    result: str | None = None,
+    exit_code: int | None = None,
+    start_time: float | None = None,
+    end_time: float | None = None,
+    is_error: bool = False,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An event's object (see :class:`EventRecord`): what is None, false or empty is left out."""
+    d: dict[str, Any] = {"tool": tool}
+    if arguments is not None:
+        d["arguments"] = arguments
+    if digest is not None:
+        d["digest"] = digest
+    if call_id is not None:
+        d["call_id"] = call_id
+    if action is not None:
+        d["action"] = action
+    if result is not None:
+        d["result"] = result
+    if exit_code is not None:
+        d["exit_code"] = exit_code
+    if start_time is not None:
+        d["start_time"] = start_time
+    if end_time is not None:
+        d["end_time"] = end_time
+    if is_error:
+        d["is_error"] = True
+    if metadata:
+        d["metadata"] = metadata
+    return d
+
+
 @dataclass(slots=True)
 class EventRecord:
     """A :class:`~planguard.events.ToolEvent` as stored (content possibly redacted and truncated)."""
@@ -117,20 +197,19 @@ class EventRecord:
         )
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"tool": self.tool}
-        if self.arguments is not None:
-            d["arguments"] = self.arguments
-        if self.digest is not None:
-            d["digest"] = self.digest
-        for key in ("call_id", "action", "result", "exit_code", "start_time", "end_time"):
-            value = getattr(self, key)
-            if value is not None:
-                d[key] = value
-        if self.is_error:
-            d["is_error"] = True
-        if self.metadata:
-            d["metadata"] = self.metadata
-        return d
+        return event_json(
+            self.tool,
+            arguments=self.arguments,
+            digest=self.digest,
+            call_id=self.call_id,
+            action=self.action,
+            result=self.result,
+            exit_code=self.exit_code,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            is_error=self.is_error,
+            metadata=self.metadata,
+        )
 
     @classmethod
     def from_json(cls, d: Any) -> EventRecord:
@@ -248,24 +327,18 @@ class StepRecord:
     n_model_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "type": "step",
-            "index": self.index,
-            "event": self.event.to_json(),
-            "roles": self.roles,
-            "letters": self.letters,
-            "commands": [list(c) for c in self.commands],
-        }
-        if self.action is not None:
-            d["action"] = self.action
-        if self.findings:
-            d["findings"] = [f.to_json() for f in self.findings]
-        if self.decisions:
-            d["decisions"] = [x.to_json() for x in self.decisions]
-        if self.scores is not None:
-            d["scores"] = self.scores
-        d["n_model_calls"] = self.n_model_calls
-        return d
+        return step_json(
+            self.index,
+            self.event.to_json(),
+            roles=self.roles,
+            letters=self.letters,
+            commands=[list(c) for c in self.commands],
+            action=self.action,
+            findings=[f.to_json() for f in self.findings],
+            decisions=[x.to_json() for x in self.decisions],
+            scores=self.scores,
+            n_model_calls=self.n_model_calls,
+        )
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> StepRecord:

@@ -21,10 +21,10 @@ import math
 import os
 import re
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -39,13 +39,9 @@ from ..capture import ContentPolicy
 from ..drops import DropCounter
 from ..redact import Redactor, redact
 from ..worker import BackgroundWorker
+from . import records
 from .config import StoreConfig
-from .records import (
-    DecisionRecord,
-    FindingRecord,
-    SessionEnd,
-    SessionHeader,
-)
+from .records import DecisionRecord, FindingRecord, SessionEnd, SessionHeader
 
 if TYPE_CHECKING:
     from ...decisions import Decision
@@ -60,12 +56,21 @@ __all__ = ["StoreSink", "session_file_name"]
 #: Session files kept open at once by the writer; older ones are closed and reopened on demand.
 MAX_OPEN_FILES = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_ACTION_FIELDS = ("type", "target", "tool", "path", "intent", "write", "shell", "scaffold")
+#: A canonical action's fields as a step line keeps them, and how: "label", a value of planguard's own
+#: vocabulary (the type, the write kind, the scaffold), as it is; "text", text taken from the call (a tool or
+#: program name), redacted; "content", argument text (a path, a query, a URL), redacted with content, else
+#: its digest in its place (``<field>_id``).
+_ACTION_FIELDS = (
+    ("type", "label"),
+    ("target", "content"),
+    ("tool", "text"),
+    ("path", "content"),
+    ("intent", "text"),
+    ("write", "label"),
+    ("shell", "text"),
+    ("scaffold", "label"),
+)
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
-#: Action fields that hold argument text (a path, a query, a URL): kept only with content.
-_ACTION_CONTENT = frozenset({"target", "path"})
-#: Action fields that hold text taken from the call (argument text, a tool or program name): written redacted.
-_ACTION_TEXTS = frozenset({"target", "tool", "path", "intent", "shell"})
 #: Modes of what the store creates: only the user may read the sessions (tool calls, perhaps secrets).
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -136,7 +141,7 @@ def session_file_name(session_id: str, started_at: float) -> str:
     """``20250101T120000-<id>-<random>.jsonl``: sorts by start time; ids may repeat across runs."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
     safe = _UNSAFE.sub("_", redact(session_id)).strip("._")[:80] or "session"  # (an id may hold anything)
-    return f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.jsonl"
+    return f"{stamp}-{safe}-{os.urandom(4).hex()}.jsonl"
 
 
 @dataclass(slots=True)
@@ -199,6 +204,7 @@ class StoreSink(Sink):
         self._resume: dict[str, Path] = {}
         # Writer-thread state.
         self._files: OrderedDict[int, IO[bytes]] = OrderedDict()
+        self._dir_made = False  # the folder was made (or found) by this sink's first write
         # The file name of each session being written (its file may be closed, past MAX_OPEN_FILES): a
         # session's entry goes with its end record.
         self._names: dict[int, str] = {}
@@ -394,10 +400,9 @@ class StoreSink(Sink):
             return handle
         name = self._names.get(key)
         if name is None:  # a new session (or its start record was dropped: make the header up)
-            self._make_dir()
             started = header.started_at if header is not None else time.time()
             name = self._names[key] = session_file_name(session_id, started)
-            handle = _open_private(self.path / name)
+            handle = self._open_new(self.path / name)
             if header is None:
                 made_up = SessionHeader(
                     session_id=self.content.clean(session_id),
@@ -416,6 +421,18 @@ class StoreSink(Sink):
             old.close()
         return handle
 
+    def _open_new(self, path: Path) -> IO[bytes]:
+        """A new session file. The folder is made when the sink first writes, and again when it has been
+        removed since (checking for it and every parent per session cost more than writing the session)."""
+        if not self._dir_made:
+            self._make_dir()
+            self._dir_made = True
+        try:
+            return _open_private(path)
+        except FileNotFoundError:
+            self._make_dir()
+            return _open_private(path)
+
     def _make_dir(self) -> None:
         """The store directory (and missing parents) 0700, with a ``.gitignore`` that keeps it out of git."""
         missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
@@ -430,13 +447,13 @@ class StoreSink(Sink):
                     f.write("# planguard session store: tool calls, never to be committed\n*\n")
 
     def _line(self, item: tuple[Any, ...]) -> bytes:
-        if item[0] == "step":
-            _, _, _, step, decisions, scores, n_model_calls, letter_of = item
-            return _encode(self.step_json(step, decisions, scores, n_model_calls, letter_of))
         return _encode(self._record(item))
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
         kind = item[0]
+        if kind == "step":
+            _, _, _, step, decisions, scores, n_model_calls, letter_of = item
+            return self.step_json(step, decisions, scores, n_model_calls, letter_of)
         if kind == "start":
             header: SessionHeader = item[3]
             header.session_id = self.content.clean(header.session_id)
@@ -472,10 +489,6 @@ class StoreSink(Sink):
 
     # ------------------------------------------------------------------ record building (writer thread)
 
-    # Step and event objects are built as JSON directly, as StepRecord(...).to_json() and
-    # EventRecord(...).to_json() would (tests/test_store_encode.py checks they agree): a step record is
-    # written for every tool call, and the two intermediate records cost as much as the rest of it.
-
     def step_json(
         self,
         step: Step,
@@ -484,28 +497,23 @@ class StoreSink(Sink):
         n_model_calls: int,
         letter_of: Mapping[str, str] = LETTER_OF,
     ) -> dict[str, Any]:
+        """The line of an accepted call, its content as this sink may keep it (see ``ContentPolicy``)."""
+        c = self.content
         cls = step.classification
         roles = list(cls.roles)
         event = self.event_json(step.event)
-        d: dict[str, Any] = {
-            "type": "step",
-            "index": step.index,
-            "event": event,
-            "roles": roles,
-            "letters": "".join([letter_of.get(r, "?") for r in roles]),
-            "commands": self._commands(cls, event),
-        }
-        action = _action(step.action, self.content, self.digest)
-        if action is not None:
-            d["action"] = action
-        if step.findings:
-            d["findings"] = [_finding(f, self.content).to_json() for f in step.findings]
-        if decisions:
-            d["decisions"] = [_decision(x, self.content).to_json() for x in decisions]
-        if scores is not None:
-            d["scores"] = scores.as_dict()
-        d["n_model_calls"] = n_model_calls
-        return d
+        return records.step_json(
+            step.index,
+            event,
+            roles=roles,
+            letters="".join([letter_of.get(r, "?") for r in roles]),
+            commands=self._commands(cls, event),
+            action=_action(step.action, c, self.digest),
+            findings=[_finding(f, c).to_json() for f in step.findings],
+            decisions=[_decision(x, c).to_json() for x in decisions] if decisions else [],
+            scores=scores.as_dict() if scores is not None else None,
+            n_model_calls=n_model_calls,
+        )
 
     def _commands(self, cls: Any, event: dict[str, Any]) -> list[list[str]]:
         """Each sub-command's ``[label, role]``. A label is a word of the call — a command word, and a
@@ -513,45 +521,53 @@ class StoreSink(Sink):
         with content, and only where the redacted call still shows it. Replay needs only the roles."""
         commands = getattr(cls, "commands", ())
         if not self.content.include:
-            return [["", str(c.role)] for c in commands]
+            return [["", str(x.role)] for x in commands]
         shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
-        clean = self.content.clean  # a label is a program or tool name, shown in the call: redacted
-        return [[clean(label) if (label := str(c.label)) in shown else "", str(c.role)] for c in commands]
-
-    def digest(self, value: Any) -> str:
-        """``value``'s keyed digest (see ``_keyed``): equal values, equal digests, within this sink."""
-        h = self._keyed.copy()  # (keying a hash compresses a whole block: done once, in _keyed_hash)
-        h.update(repr(value).encode())
-        return h.hexdigest()
+        clean = self.content.clean_text  # a label is a program or tool name, shown in the call: redacted
+        return [[clean(label) if (label := str(x.label)) in shown else "", str(x.role)] for x in commands]
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
+        """The call as this sink may keep it: with content, its texts redacted (the result then cut to
+        ``max_result_chars``); without, ids and numbers only, and the call's keyed digest."""
         c = self.content
-        tool = ev.tool  # a name may hold anything: redacted like an id
-        d: dict[str, Any] = {"tool": c.clean(tool) if isinstance(tool, str) else tool}
+        arguments = action = result = metadata = digest = None
         if c.include:
             args = ev.arguments
             # (a copy either way: the event's dict stays the agent's)
-            d["arguments"] = c.value(args) if isinstance(args, str) or c.redact else dict(args)
+            arguments = c.value(args) if isinstance(args, str) or c.redact else dict(args)
+            action = c.text(ev.action, 0) if ev.action is not None else None
+            result = c.text(ev.result) if ev.result is not None else None  # redacted, then cut
+            if ev.metadata:  # (free-form: loaders keep thoughts and tool output there)
+                metadata = c.clean(dict(ev.metadata))
         else:
-            d["digest"] = self.digest(call_key(ev))
-        if ev.call_id is not None:
-            d["call_id"] = c.clean(ev.call_id)
-        if c.include:
-            if ev.action is not None:
-                d["action"] = c.text(ev.action, 0)
-            if ev.result is not None:
-                d["result"] = c.text(ev.result)  # redacted, then cut to max_result_chars
-        if ev.exit_code is not None:
-            d["exit_code"] = ev.exit_code
-        if ev.start_time is not None:
-            d["start_time"] = ev.start_time
-        if ev.end_time is not None:
-            d["end_time"] = ev.end_time
-        if ev.is_error:
-            d["is_error"] = True
-        if ev.metadata and c.include:  # (free-form: loaders keep thoughts and tool output there)
-            d["metadata"] = c.clean(dict(ev.metadata))
-        return d
+            digest = self.digest(call_key(ev))
+        tool = ev.tool  # a name may hold anything: redacted like an id
+        return records.event_json(
+            c.clean_text(tool) if isinstance(tool, str) else tool,
+            arguments=arguments,
+            digest=digest,
+            call_id=c.clean(ev.call_id) if ev.call_id is not None else None,
+            action=action,
+            result=result,
+            exit_code=ev.exit_code,
+            start_time=ev.start_time,
+            end_time=ev.end_time,
+            is_error=ev.is_error,
+            metadata=metadata,
+        )
+
+    def digest(self, value: Any) -> str:
+        """``value``'s keyed digest (see ``_keyed``): equal values, equal digests, within this sink. The
+        value is hashed as its JSON (orjson's: a call's key is a tuple of texts, which ``repr()`` escapes
+        character by character at ten times the cost), or as its ``repr()`` where JSON has no form for it;
+        a call's key, a tuple, is a JSON array or a ``repr()`` in parentheses, so the two never meet."""
+        try:
+            data = orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            data = repr(value).encode()
+        h = self._keyed.copy()  # (keying a hash compresses a whole block: done once, in _keyed_hash)
+        h.update(data)
+        return h.hexdigest()
 
 
 def _keyed_hash(key: bytes) -> hashlib.blake2b:
@@ -600,18 +616,21 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
     out: dict[str, Any] = {}
     # A file's action has the same text as its target and its path: digested once.
     digested: tuple[str, str] | None = None  # (text, its digest)
-    for name in _ACTION_FIELDS:
+    for name, how in _ACTION_FIELDS:
         value = getattr(action, name, None)
-        if name in _ACTION_CONTENT and not c.include:
-            if value is not None and value != "":
-                text = str(getattr(value, "value", value))
-                if digested is None or digested[0] != text:
-                    digested = (text, digest(text))
-                out[f"{name}_id"] = digested[1]
+        if value is None or value == "":
             continue
-        if value is not None and value != "":
-            text = str(getattr(value, "value", value))
-            out[name] = c.clean(text) if name in _ACTION_TEXTS else text
+        # (a StrEnum member, the type and the write kind, is a str: its str() is its value, without the
+        # Python-level enum property ``.value`` is)
+        text = str(value) if isinstance(value, StrEnum) else str(getattr(value, "value", value))
+        if how == "label":
+            out[name] = text
+        elif how == "text" or c.include:
+            out[name] = c.clean_text(text)
+        else:
+            if digested is None or digested[0] != text:
+                digested = (text, digest(text))
+            out[name + "_id"] = digested[1]
     for name in _ACTION_FLAGS:
         if getattr(action, name, False):
             out[name] = True

@@ -30,6 +30,7 @@ import atexit
 import time
 import weakref
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -100,6 +101,11 @@ class _ToolCall:
         self.host: Span | None = None
         # Events held for the worker (content capture), or until the call's span exists.
         self.events: list[_Deferred] = []
+
+
+#: Every open call of an untraced session: it is only counted (at its start, or at its end when reported
+#: finished), and nothing is ever recorded on it (the hooks of an untraced session return before they would).
+_UNTRACED_CALL = _ToolCall("", {}, None, live=True)
 
 
 class _SessionState:
@@ -258,9 +264,10 @@ class OTelSink(Sink):
         if call is None:  # offline observe(): the call is reported once, finished
             call = self._open_call(st, session, step, live=False)
             st.calls.pop(step.index, None)
+        duration = ev.duration
         if st.untraced:  # only counted
-            if ev.duration is not None:
-                self._counts.add_duration(ev.duration, _label(_action_type(step)), error)
+            if duration is not None:
+                self._counts.add_duration(duration, _label(_action_type(step)), error)
             return
         outcome = call.outcome
         status = None
@@ -277,8 +284,8 @@ class OTelSink(Sink):
             self._todo_attrs(session, outcome, at_end=False)
         attrs = call.attrs
         attrs.update(outcome)
-        if ev.duration is not None:
-            self._counts.add_duration(ev.duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
+        if duration is not None:
+            self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
         # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
         # end, where their events were stamped.
         end_ns = time.time_ns() if call.live else _ns(ev.end_time)
@@ -433,7 +440,7 @@ class OTelSink(Sink):
         (``live=False``: offline ``observe()``) and calls a gate refused (``blocked``)."""
         ev = step.event
         letter_of = session.pipeline.letter_of
-        letters = "".join(letter_of.get(r, "?") for r in step.classification.roles)
+        letters = "".join([letter_of.get(r, "?") for r in step.classification.roles])
         kind = _action_type(step)
         action_type = _label(kind)
         if not blocked:
@@ -444,8 +451,8 @@ class OTelSink(Sink):
             if oldest.host is None:
                 self._end_call(st, oldest, None, None, time.time_ns())
         if st.untraced:  # no span of this session goes anywhere: the call is only counted
-            call = calls[step.index] = _ToolCall("", {}, None, live)
-            return call
+            calls[step.index] = _UNTRACED_CALL
+            return _UNTRACED_CALL
         tool = self._redact_id(ev.tool) if ev.tool else ev.tool
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
@@ -760,8 +767,13 @@ def _action_type(step: Step) -> Any:
 
 
 def _label(member: Any) -> str:
-    """An enum member's value as text (action types, effects); "" for none."""
-    return "" if member is None else str(getattr(member, "value", member))
+    """An enum member's value as text (action types, effects); "" for none. A StrEnum member's ``str()`` is
+    its value (its ``.value`` is a Python-level enum property, run twice per call here)."""
+    if member is None:
+        return ""
+    if isinstance(member, StrEnum):
+        return str(member)
+    return str(getattr(member, "value", member))
 
 
 def _add_events(span: Span, deferred: list[_Deferred]) -> None:
