@@ -541,12 +541,12 @@ class StoreSink(Sink):
                 metadata = c.clean(dict(ev.metadata))
         else:
             digest = self.digest(call_key(ev))
-        tool = ev.tool  # a name may hold anything: redacted like an id
+        # A name or an id may hold anything: written as its redacted text, the string the reader expects.
         return records.event_json(
-            c.clean_text(tool) if isinstance(tool, str) else tool,
+            c.clean_text(str(ev.tool)),
             arguments=arguments,
             digest=digest,
-            call_id=c.clean(ev.call_id) if ev.call_id is not None else None,
+            call_id=c.clean_text(str(ev.call_id)) if ev.call_id is not None else None,
             action=action,
             result=result,
             exit_code=ev.exit_code,
