@@ -152,16 +152,8 @@ class WebhookSink(Sink):
         self._decision_kinds = frozenset(_DECISION_KINDS if "*" in dec else dec)
         self._session_start = "session_start" in ev
         self._session_end = "session_end" in ev
-        self._q: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=config.queue_size)
-        self._cond = threading.Condition()
-        self._pending = 0  # queued or in flight
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
         self._closed = False
-        self._abort = threading.Event()
-        # The event the worker is delivering and how to cut its request short (both under _cond).
-        self._in_flight: dict[str, Any] | None = None
-        self._cut_in_flight: Callable[[], None] | None = None
+        self._new_delivery_state()
         self.sent = 0
         self.failed = 0
         self.dropped = 0
@@ -246,15 +238,20 @@ class WebhookSink(Sink):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def after_fork_in_child(self) -> None:
-        self._q = queue.Queue(maxsize=self.config.queue_size)
+    def _new_delivery_state(self) -> None:
+        """The queue, the worker thread and what they share: made at start, and again in a forked child
+        (which has no worker thread, and whose copied locks another thread may have held)."""
+        self._q: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=self.config.queue_size)
         self._cond = threading.Condition()
-        self._pending = 0
-        self._thread = None
+        self._pending = 0  # queued or in flight
+        self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._abort = threading.Event()
-        self._in_flight = None
-        self._cut_in_flight = None
+        # The event the worker is delivering and how to cut its request short (both under _cond).
+        self._in_flight: dict[str, Any] | None = None
+        self._cut_in_flight: Callable[[], None] | None = None
+
+    after_fork_in_child = _new_delivery_state
 
     def _start(self) -> None:
         with self._start_lock:
@@ -298,12 +295,7 @@ class WebhookSink(Sink):
                         self._count(dropped=True)
                 if cut is not None:
                     cut()
-                while True:
-                    try:
-                        if self._q.get_nowait() is not None:
-                            self._done(dropped=True)
-                    except queue.Empty:
-                        break
+                self._drop_queued()
                 # (if a producer raced in and the queue is full, the worker drops what it finds: abort is set)
                 with contextlib.suppress(queue.Full):
                     self._q.put_nowait(None)
@@ -357,13 +349,7 @@ class WebhookSink(Sink):
                         continue
                     self._in_flight = None
                     self._count(ok=ok, dropped=self._abort.is_set() and not ok)
-            # Items still queued after the sentinel (shutdown raced with producers) are dropped.
-            while True:
-                try:
-                    if self._q.get_nowait() is not None:
-                        self._done(dropped=True)
-                except queue.Empty:
-                    break
+            self._drop_queued()  # what is still queued after the sentinel (shutdown raced with producers)
         finally:
             if client is not None:
                 client.close()
@@ -455,6 +441,15 @@ class WebhookSink(Sink):
         if "metadata" in out:
             out["metadata"] = c.clean(out["metadata"])
         return out
+
+    def _drop_queued(self) -> None:
+        """Drop and count every event still queued (sentinels are not events)."""
+        while True:
+            try:
+                if self._q.get_nowait() is not None:
+                    self._done(dropped=True)
+            except queue.Empty:
+                return
 
     def _done(self, *, ok: bool = False, dropped: bool = False) -> None:
         with self._cond:

@@ -114,21 +114,21 @@ class BackgroundWorker(Generic[T]):
         # Never wait for more than a quarter of the queue: the timer alone must not let a burst overflow it.
         self._wake_at = min(wake_at, max(1, max_queue // 4))
         self._errors = errors if errors is not None else ErrorCounter()
+        self._closed = False
+        self._new_thread_state()
+        _install_sigterm_flush()
+        restart_in_forked_child(self)
+
+    def _new_thread_state(self) -> None:
+        """The queue and the thread that drains it: made at start, and again in a forked child (which has
+        no worker thread; what the parent queued is the parent's to write)."""
         self._queue: deque[T | _Marker] = deque()
         self._wake = threading.Event()
         self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._closed = False
         self._stopping = False
-        _install_sigterm_flush()
-        restart_in_forked_child(self)
 
-    def after_fork_in_child(self) -> None:
-        self._queue = deque()
-        self._wake = threading.Event()
-        self._start_lock = threading.Lock()
-        self._thread = None
-        self._stopping = False
+    after_fork_in_child = _new_thread_state
 
     # ------------------------------------------------------------------ producer side (agent's thread)
 
