@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["FILE_TYPES", "WORKSPACE_META_TYPES", "Action", "ActionType", "Effect", "WriteKind"]
+__all__ = ["FILE_TYPES", "WORKSPACE_META_TYPES", "Action", "ActionType", "Effect", "WriteKind", "label_of"]
+
+
+def label_of(value: object) -> str:
+    """The text of an action's field as sinks write it: an enum member's value (action types, write kinds,
+    effects, a custom classifier's enum), anything else as ``str()``. A StrEnum member's ``str()`` is its
+    value, and cheaper than the Python-level ``.value`` property."""
+    if isinstance(value, StrEnum):
+        return str(value)
+    return str(getattr(value, "value", value))
 
 
 class ActionType(StrEnum):

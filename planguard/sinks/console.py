@@ -24,6 +24,7 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+from ..actions.types import label_of
 from ..decisions import DecisionKind
 from . import Sink, forget_oldest_call
 from .capture import ContentPolicy
@@ -234,7 +235,7 @@ class ConsoleSink(Sink):
             tool = clean(tool)
             letters = "".join(letter_of.get(r, "?") for r in roles)
             tail = " ".join(f"{letter_of.get(str(r), '?')}{n}" for r, n in runs)
-            action_name = str(getattr(action, "value", action)) if action is not None else ""
+            action_name = label_of(action) if action is not None else ""
             return format_step_line(
                 sid,
                 index,

@@ -24,13 +24,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from ..._version import __version__
+from ...actions.types import label_of
 from ...detectors.repeats import call_key
 from ...errors import ErrorCounter
 from ...phases import LETTER_OF
@@ -620,9 +620,7 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
         value = getattr(action, name, None)
         if value is None or value == "":
             continue
-        # (a StrEnum member, the type and the write kind, is a str: its str() is its value, without the
-        # Python-level enum property ``.value`` is)
-        text = str(value) if isinstance(value, StrEnum) else str(getattr(value, "value", value))
+        text = label_of(value)
         if how == "label":
             out[name] = text
         elif how == "text" or c.include:

@@ -30,7 +30,6 @@ import atexit
 import time
 import weakref
 from collections.abc import Iterable
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -40,7 +39,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from ..._version import __version__
-from ...actions.types import ActionType
+from ...actions.types import ActionType, label_of
 from ...detectors.todo import todo_state
 from ...errors import ErrorCounter
 from .. import Sink
@@ -767,13 +766,8 @@ def _action_type(step: Step) -> Any:
 
 
 def _label(member: Any) -> str:
-    """An enum member's value as text (action types, effects); "" for none. A StrEnum member's ``str()`` is
-    its value (its ``.value`` is a Python-level enum property, run twice per call here)."""
-    if member is None:
-        return ""
-    if isinstance(member, StrEnum):
-        return str(member)
-    return str(getattr(member, "value", member))
+    """An enum member's value as text (action types, effects); "" for none."""
+    return "" if member is None else label_of(member)
 
 
 def _add_events(span: Span, deferred: list[_Deferred]) -> None:
