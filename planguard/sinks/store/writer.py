@@ -151,9 +151,10 @@ class _State:
     key: int
     compliance: Compliance | None  # the session's primary compliance: its scores go with each step
     # Decisions made while a call was being gated (before it was accepted); they join the call's own once
-    # it is (see StoreSink._settle).
+    # it is (see StoreSink._settle). A tuple: most calls have none, and an empty list would be one more
+    # object per live session for every garbage collection to walk.
     pre_step: Step | None = None
-    pre: list[Decision] = field(default_factory=list)
+    pre: tuple[Decision, ...] = ()
     decisions: dict[int, list[Decision]] = field(default_factory=dict)
 
 
@@ -268,12 +269,12 @@ class StoreSink(Sink):
             if st.pre_step is not step:
                 self._settle(st)
                 st.pre_step = step
-            st.pre.append(decision)
+            st.pre = (*st.pre, decision)
             if decision.blocks:
                 self._worker.submit(
                     ("blocked", st.key, session.id, step.event, st.pre, step.index, session.n_model_calls)
                 )
-                st.pre_step, st.pre = None, []
+                st.pre_step, st.pre = None, ()
         else:
             if st.pre_step is step:
                 self._settle(st)
@@ -291,9 +292,9 @@ class StoreSink(Sink):
         gate decisions come first among its decisions."""
         step = st.pre_step
         if step is not None and st.pre:
-            st.decisions[step.index] = st.pre
+            st.decisions[step.index] = list(st.pre)
             forget_oldest_call(st.decisions)
-            st.pre = []
+            st.pre = ()
         st.pre_step = None
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
