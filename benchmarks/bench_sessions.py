@@ -19,7 +19,9 @@ the live objects each session holds.
    twice: as CPython leaves the collector, and then — a separate row, labelled — after ``gc.freeze()``
    at start-up, which is what an application that freezes its start-up objects gets (a gen-2 pass then
    walks only what came later: the sessions and the calls in flight). planguard itself never calls
-   ``gc.freeze``, ``gc.disable`` or ``gc.set_threshold``: the application owns its collector.
+   ``gc.freeze``, ``gc.disable`` or ``gc.set_threshold``: the application owns its collector. A third
+   row, also after ``gc.freeze()``, drives the same tasks through hooks that do nothing (no planguard):
+   what the driver itself costs, and the collections its own objects bring about.
 2. **Live objects per session.** ``gc.get_objects()`` counts (objects the collector tracks, which is
    what a gen-2 collection walks) of ``--sessions`` sessions, each driven to the end of its run but not
    ended, minus the count before they were made, divided by the number of sessions, and the CPU time of
@@ -50,7 +52,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planguard import Config, Guard, ToolEvent  # noqa: E402
+from planguard import ALLOW, Config, Decision, Guard, ToolEvent  # noqa: E402
 from planguard.offline.loaders import Trajectory, iter_trajectories  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
@@ -116,7 +118,7 @@ class Timings:
 
 
 async def drive(
-    guard: Guard, sid: str, events: list[ToolEvent], pace: float, rng: random.Random, t: Timings
+    guard: Guard | NoMonitor, sid: str, events: list[ToolEvent], pace: float, rng: random.Random, t: Timings
 ) -> None:
     """One session: each call as an integration makes it, the tool and the model taking ``pace`` seconds
     on average between the hooks (0: just a yield to the loop)."""
@@ -144,7 +146,9 @@ async def drive(
     await guard.aend(sid)
 
 
-async def all_sessions(guard: Guard, runs: list[list[ToolEvent]], args: argparse.Namespace) -> Timings:
+async def all_sessions(
+    guard: Guard | NoMonitor, runs: list[list[ToolEvent]], args: argparse.Namespace
+) -> Timings:
     t = Timings()
     rng = random.Random(17)
     pace = args.pace_ms / 1000
@@ -152,6 +156,19 @@ async def all_sessions(guard: Guard, runs: list[list[ToolEvent]], args: argparse
         *(drive(guard, f"s{i}", runs[i % len(runs)], pace, rng, t) for i in range(args.sessions))
     )
     return t
+
+
+class NoMonitor:
+    """The hooks of a ``Guard`` doing nothing: the driver alone (the bare row)."""
+
+    async def abefore_tool(self, session_id: str, event: ToolEvent) -> Decision:
+        return ALLOW
+
+    async def aafter_tool(self, session_id: str, event: ToolEvent) -> None:
+        return None
+
+    async def aend(self, session_id: str) -> None:
+        return None
 
 
 def pct(sorted_values: list[float], p: float) -> float:
@@ -163,7 +180,12 @@ def ms(v: float) -> str:
 
 
 def run_latency(
-    args: argparse.Namespace, runs: list[list[ToolEvent]], tmp: str, *, freeze: bool = False
+    args: argparse.Namespace,
+    runs: list[list[ToolEvent]],
+    tmp: str,
+    *,
+    freeze: bool = False,
+    bare: bool = False,
 ) -> None:
     tracer_provider = None
     if args.otel_sdk:
@@ -177,7 +199,7 @@ def run_latency(
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(BatchSpanProcessor(Discard()))
     config = Config.model_validate({"store": {"path": f"{tmp}/latency{'-frozen' if freeze else ''}"}})
-    guard = Guard(config, tracer_provider=tracer_provider)
+    guard: Guard | NoMonitor = NoMonitor() if bare else Guard(config, tracer_provider=tracer_provider)
     watch = Gen2Watch()
     gc.collect()
     if (
@@ -194,12 +216,15 @@ def run_latency(
         if freeze:
             gc.unfreeze()
     elapsed = wall() - t0
-    guard.shutdown()
+    if isinstance(guard, Guard):
+        guard.shutdown()
     if tracer_provider is not None:
         tracer_provider.shutdown()
     t.hooks.sort()
     in_gc = {t.hooks[i][2] for i in watch.overlapping([(h[0], h[1]) for h in t.hooks])}
     label = "AFTER gc.freeze() AT START-UP (the application's choice)" if freeze else "GC as CPython sets it"
+    if bare:
+        label = "NO PLANGUARD: the same driver through hooks that do nothing, after gc.freeze()"
     print(
         f"[{label}] {args.sessions} concurrent sessions, {len(t.wall):,} tool calls in {elapsed:.1f} s"
         f" (pace {args.pace_ms:g} ms), per tool call (abefore_tool + aafter_tool), ms:"
@@ -316,6 +341,8 @@ def main() -> None:
             if not args.no_freeze_row:
                 gc.collect()
                 run_latency(args, runs, tmp, freeze=True)
+                gc.collect()
+                run_latency(args, runs, tmp, freeze=True, bare=True)
         if not args.skip_objects:
             run_objects(args, runs, tmp)
 
