@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import stat
@@ -201,3 +202,31 @@ def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: P
         assert stored[sid].letters == summary.letters
         found = {k: n for k, n in summary.finding_counts.items() if k != "tool_oscillation"}
         assert {k: n for k, n in stored[sid].finding_counts.items() if k != "tool_oscillation"} == found, sid
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_queued_record_holds_what_its_line_needs_not_the_step(tmp_path: Path, content: bool) -> None:
+    """While a finished call's record waits for the writer, it holds no step (whose objects every garbage
+    collection would walk) and, without content, not the call's result or arguments object (only the texts
+    its digest and its action's are made of)."""
+    from planguard.sinks.store import StoreSink
+
+    guard = guard_with_store(tmp_path, content=content)
+    (sink,) = [s for s in guard.pipeline.sinks if isinstance(s, StoreSink)]
+    items: list[tuple[Any, ...]] = []
+    sink._worker.submit = lambda item: items.append(item) or True  # type: ignore[method-assign]
+    ev = ToolEvent("bash", {"command": ARG_TEXT}, call_id="c1")
+    guard.before_tool("q", ev)
+    ev.result = RESULT_TEXT
+    guard.after_tool("q", ev)
+    (taken,) = [item[3] for item in items if item[0] == "step"]
+    assert not any(type(x).__name__ == "Step" for item in items for x in item)
+    if content:
+        assert taken.event is ev  # the writer redacts and cuts it
+    else:
+        assert taken.event is not ev
+        assert (taken.event.arguments, taken.event.result) == ({}, None)
+        assert RESULT_TEXT not in repr(items)
+        assert not any(x is ev.arguments for x in gc.get_referents(taken.event, taken))
+    line = sink._line(items[-1])
+    assert (ARG_TEXT in line.decode()) is content

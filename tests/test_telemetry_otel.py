@@ -360,6 +360,30 @@ def test_unfinished_sessions_are_closed_on_shutdown_and_dropped_ones_take_their_
     assert len(cap.spans("execute_tool bash")) == 2  # open tool spans are ended, not lost
 
 
+def test_counts_of_sessions_gone_are_kept_and_their_tallies_folded() -> None:
+    """A tally lives while its owner does; the counts of owners freed are folded into the totals, once,
+    and the registry does not keep a tally per session gone."""
+    from planguard.errors import ErrorCounter
+    from planguard.sinks.drops import DropCounter
+    from planguard.sinks.telemetry.instruments import MAX_RETIRING, Counts
+
+    class Owner:
+        pass
+
+    counts = Counts(DropCounter(), ErrorCounter())
+    owners = [Owner() for _ in range(MAX_RETIRING + 500)]
+    for owner in owners:
+        counts.tally(owner).findings["loop"] = 2
+    assert counts.snapshot().findings == {"loop": 2 * len(owners)}
+    kept = Owner()
+    counts.tally(kept).findings["loop"] = 1
+    del owners, owner
+    gc.collect()
+    assert counts.snapshot().findings == {"loop": 2 * (MAX_RETIRING + 500) + 1}
+    assert counts.snapshot().findings == {"loop": 2 * (MAX_RETIRING + 500) + 1}  # folded once
+    assert len(counts._live) == 1  # only the live owner's tally
+
+
 def test_global_provider_is_a_noop_until_configured_then_used() -> None:
     # Global providers can be set once per process: run this in a fresh interpreter.
     code = textwrap.dedent("""

@@ -1,7 +1,8 @@
 """The embedded store: every session recorded as a JSONL file, written by a background worker.
 
-The sink's hooks only hand references (the finished ``Step``, the frozen ``Scores``) to a bounded queue;
-building records, redacting, serialising and writing all happen on the worker thread. When the queue is
+The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`: its
+texts and numbers, not the step); building records, redacting, digesting, serialising and writing all
+happen on the worker thread. When the queue is
 full a record is dropped and counted (``store_queue_full``) — the agent never waits for the disk.
 
 Private by default: what a record may carry of tool-call content is the sink's :class:`ContentPolicy`
@@ -33,6 +34,7 @@ from ..._version import __version__
 from ...actions.types import label_of
 from ...detectors.repeats import call_key
 from ...errors import ErrorCounter
+from ...events import ToolEvent
 from ...phases import LETTER_OF
 from .. import Sink, forget_oldest_call
 from ..capture import ContentPolicy
@@ -45,7 +47,6 @@ from .records import DecisionRecord, FindingRecord, SessionEnd, SessionHeader
 
 if TYPE_CHECKING:
     from ...decisions import Decision
-    from ...events import ToolEvent
     from ...findings import Finding
     from ...metrics import Compliance, Scores
     from ...session import Session, SessionSummary
@@ -142,6 +143,23 @@ def session_file_name(session_id: str, started_at: float) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
     safe = _UNSAFE.sub("_", redact(session_id)).strip("._")[:80] or "session"  # (an id may hold anything)
     return f"{stamp}-{safe}-{os.urandom(4).hex()}.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class TakenStep:
+    """What a finished call's line needs, taken from its step on the agent's thread (:meth:`StoreSink.take`)
+    for the writer to build the line from. Not the step: while a record waits in the queue, a store without
+    content would keep the call's arguments and result alive, and every full garbage collection would walk
+    the step's event, classification and commands (about ten objects a queued call, where this is three;
+    its tuples of texts and numbers the collector soon stops tracking)."""
+
+    index: int
+    event: ToolEvent  # without content, a copy with the call's ids, numbers and flags only
+    key: Any  # without content, what the call's digest is made of (``call_key`` of the call); else None
+    roles: tuple[str, ...]
+    commands: tuple[tuple[str, str], ...]  # each sub-command's (label, role); labels only with content
+    action: Any
+    findings: tuple[Finding, ...]
 
 
 @dataclass(slots=True)
@@ -249,7 +267,7 @@ class StoreSink(Sink):
                 "step",
                 st.key,
                 session.id,
-                step,
+                self.take(step),
                 decisions,
                 comp.scores() if comp is not None else None,
                 session.n_model_calls,
@@ -490,9 +508,27 @@ class StoreSink(Sink):
 
     # ------------------------------------------------------------------ record building (writer thread)
 
+    def take(self, step: Step) -> TakenStep:
+        """What the line of ``step`` needs, of what this sink may keep (the agent's thread)."""
+        ev = step.event
+        commands = getattr(step.classification, "commands", ())
+        if self.content.include:
+            taken = tuple((str(x.label), str(x.role)) for x in commands)
+            return TakenStep(step.index, ev, None, step.roles, taken, step.action, step.findings)
+        bare = ToolEvent(
+            ev.tool,
+            call_id=ev.call_id,
+            is_error=ev.is_error,
+            exit_code=ev.exit_code,
+            start_time=ev.start_time,
+            end_time=ev.end_time,
+        )
+        roles_only = tuple(("", str(x.role)) for x in commands)
+        return TakenStep(step.index, bare, call_key(ev), step.roles, roles_only, step.action, step.findings)
+
     def step_json(
         self,
-        step: Step,
+        step: TakenStep,
         decisions: Any,
         scores: Scores | None,
         n_model_calls: int,
@@ -500,15 +536,14 @@ class StoreSink(Sink):
     ) -> dict[str, Any]:
         """The line of an accepted call, its content as this sink may keep it (see ``ContentPolicy``)."""
         c = self.content
-        cls = step.classification
-        roles = list(cls.roles)
-        event = self.event_json(step.event)
+        roles = list(step.roles)
+        event = self.event_json(step.event, step.key)
         return records.step_json(
             step.index,
             event,
             roles=roles,
             letters="".join([letter_of.get(r, "?") for r in roles]),
-            commands=self._commands(cls, event),
+            commands=self._commands(step.commands, event),
             action=_action(step.action, c, self.digest),
             findings=[_finding(f, c).to_json() for f in step.findings],
             decisions=[_decision(x, c).to_json() for x in decisions] if decisions else [],
@@ -516,20 +551,20 @@ class StoreSink(Sink):
             n_model_calls=n_model_calls,
         )
 
-    def _commands(self, cls: Any, event: dict[str, Any]) -> list[list[str]]:
+    def _commands(self, commands: tuple[tuple[str, str], ...], event: dict[str, Any]) -> list[list[str]]:
         """Each sub-command's ``[label, role]``. A label is a word of the call — a command word, and a
         multi-line command makes every line's first word one, a key's body included — so it is kept only
         with content, and only where the redacted call still shows it. Replay needs only the roles."""
-        commands = getattr(cls, "commands", ())
         if not self.content.include:
-            return [["", str(x.role)] for x in commands]
+            return [["", role] for _, role in commands]
         shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
         clean = self.content.clean_text  # a label is a program or tool name, shown in the call: redacted
-        return [[clean(label) if (label := str(x.label)) in shown else "", str(x.role)] for x in commands]
+        return [[clean(label) if label in shown else "", role] for label, role in commands]
 
-    def event_json(self, ev: ToolEvent) -> dict[str, Any]:
+    def event_json(self, ev: ToolEvent, key: Any = None) -> dict[str, Any]:
         """The call as this sink may keep it: with content, its texts redacted (the result then cut to
-        ``max_result_chars``); without, ids and numbers only, and the call's keyed digest."""
+        ``max_result_chars``); without, ids and numbers only, and the keyed digest of the call's ``key``
+        (by default ``call_key(ev)``)."""
         c = self.content
         arguments = action = result = metadata = digest = None
         if c.include:
@@ -541,7 +576,7 @@ class StoreSink(Sink):
             if ev.metadata:  # (free-form: loaders keep thoughts and tool output there)
                 metadata = c.clean(dict(ev.metadata))
         else:
-            digest = self.digest(call_key(ev))
+            digest = self.digest(call_key(ev) if key is None else key)
         # A name or an id may hold anything: written as its redacted text, the string the reader expects.
         return records.event_json(
             c.clean_text(str(ev.tool)),

@@ -99,16 +99,28 @@ class Counts:
 
     A tally is live while its owner (the sink's per-session state) exists; when the owner is freed — and
     so no hook can still be writing to it — the tally is queued for folding, and the next snapshot (or new
-    tally, once ``MAX_RETIRING`` wait) moves it into the totals (the finaliser only appends to a deque: it
-    may run on any thread, at any point).
+    tally, once ``MAX_RETIRING`` wait) moves it into the totals. The owner is watched by a weak reference
+    whose callback only appends it to a deque (it may run on any thread, at any point): one object per
+    session for every garbage collection to walk, where a ``weakref.finalize`` is five.
     """
 
-    __slots__ = ("__weakref__", "_errors", "_live", "_lock", "_retired", "_retiring", "drops", "durations")
+    __slots__ = (
+        "__weakref__",
+        "_errors",
+        "_live",
+        "_lock",
+        "_owner_freed",
+        "_retired",
+        "_retiring",
+        "drops",
+        "durations",
+    )
 
     def __init__(self, drops: DropCounter, errors: ErrorCounter) -> None:
         self._lock = threading.Lock()  # guards the tally registry and the error counters, not the counts
-        self._live: dict[int, Tally] = {}
-        self._retiring: deque[Tally] = deque()
+        self._live: dict[weakref.ref[object], Tally] = {}  # by a weak reference to the tally's owner
+        self._retiring: deque[weakref.ref[object]] = deque()  # the references of owners freed
+        self._owner_freed = self._retiring.append  # (one callback for every reference)
         self._retired = Tally()  # counts of sessions gone
         self._errors: dict[int, ErrorCounter] = {id(errors): errors}
         self.drops = drops
@@ -122,19 +134,16 @@ class Counts:
         """A new tally, counted until ``owner`` is freed (then folded into the totals)."""
         tally = Tally()
         with self._lock:
-            self._live[id(tally)] = tally
+            self._live[weakref.ref(owner, self._owner_freed)] = tally
             if len(self._retiring) >= MAX_RETIRING:
                 self._fold()
-        weakref.finalize(owner, self._retiring.append, tally).atexit = False
         return tally
 
     def _fold(self) -> None:
         """Move the tallies of sessions gone into the totals (the caller holds the lock)."""
         retiring = self._retiring
         while retiring:  # a tally is live until folded here: counted once, either way
-            tally = retiring.popleft()
-            self._retired.add(tally)
-            del self._live[id(tally)]
+            self._retired.add(self._live.pop(retiring.popleft()))
 
     def watch_errors(self, errors: ErrorCounter) -> None:
         """Report a pipeline's internal-error counter too (each counted once however many sessions)."""
