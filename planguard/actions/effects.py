@@ -128,13 +128,30 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
     )
 
 
-class _StepBook(weakref.WeakValueDictionary[int, Any]):
+class _StepBook(dict[int, "weakref.KeyedRef[int, Any]"]):
     """The steps a labeler may still re-label in place, by step index, held weakly: a step carries its
     call's result, and a live session's steps must not outlive their calls (a pending read or a recorded
-    write would keep them). A step that is gone leaves the book by itself, so a live session's book stays
-    empty instead of holding a dead reference per pending step; whoever wants steps re-labelled in place
-    (a replay) holds them anyway. Pickles (a saved session's state) as an empty book: the steps it could
-    reach are gone with the process that saved it."""
+    write would keep them). A step that is gone leaves the book by itself (its reference's callback), so a
+    live session's book stays empty instead of holding a dead reference per pending step; whoever wants
+    steps re-labelled in place (a replay) holds them anyway. A dict of weak references rather than a
+    ``WeakValueDictionary``, which is six objects per session for every garbage collection to walk. Pickles
+    (a saved session's state) as an empty book: the steps it could reach are gone with the process that
+    saved it."""
+
+    __slots__ = ()
+
+    def put(self, index: int, step: Any) -> None:
+        """Hold ``step`` weakly (``TypeError`` if it cannot be)."""
+        self[index] = weakref.KeyedRef(step, self._gone, index)
+
+    def step(self, index: int) -> Any:
+        """The step booked at ``index``, if it is still alive."""
+        ref = self.get(index)
+        return None if ref is None else ref()
+
+    def _gone(self, ref: weakref.KeyedRef[int, Any]) -> None:
+        if self.get(ref.key) is ref:  # (a step observed again may have taken its index since)
+            del self[ref.key]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), ())
@@ -343,14 +360,14 @@ class EffectLabeler:
         if step is not None and hasattr(step, "effect"):
             # (one that cannot be held weakly has its revisions in ``revisions`` only)
             with contextlib.suppress(TypeError):
-                self._steps[index] = step
+                self._steps.put(index, step)
 
     def _revise(self, index: int, effect: Effect) -> None:
         revisions = self.revisions
         if index not in revisions and len(revisions) >= self.max_revisions:
             del revisions[next(iter(revisions))]  # keep the most recent
         revisions[index] = effect
-        step = self._steps.get(index)
+        step = self._steps.step(index)
         if step is not None:
             step.effect = effect
 
