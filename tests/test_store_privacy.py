@@ -206,9 +206,8 @@ def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: P
 
 @pytest.mark.parametrize("content", [False, True])
 def test_a_queued_record_holds_what_its_line_needs_not_the_step(tmp_path: Path, content: bool) -> None:
-    """While a finished call's record waits for the writer, it holds no step (whose objects every garbage
-    collection would walk) and, without content, not the call's result or arguments object (only the texts
-    its digest and its action's are made of)."""
+    """While a finished call's record waits for the writer, it holds no step, classification or command
+    (objects every garbage collection would walk): the call, its roles and commands as texts, its action."""
     from planguard.sinks.store import StoreSink
 
     guard = guard_with_store(tmp_path, content=content)
@@ -220,13 +219,9 @@ def test_a_queued_record_holds_what_its_line_needs_not_the_step(tmp_path: Path, 
     ev.result = RESULT_TEXT
     guard.after_tool("q", ev)
     (taken,) = [item[3] for item in items if item[0] == "step"]
-    assert not any(type(x).__name__ == "Step" for item in items for x in item)
-    if content:
-        assert taken.event is ev  # the writer redacts and cuts it
-    else:
-        assert taken.event is not ev
-        assert (taken.event.arguments, taken.event.result) == ({}, None)
-        assert RESULT_TEXT not in repr(items)
-        assert not any(x is ev.arguments for x in gc.get_referents(taken.event, taken))
-    line = sink._line(items[-1])
-    assert (ARG_TEXT in line.decode()) is content
+    held = {type(x).__name__ for item in items for x in (*item, *gc.get_referents(taken))}
+    assert held.isdisjoint({"Step", "Classification", "Command"})
+    assert taken.event is ev and taken.roles == ("L_navigate",)
+    assert taken.commands == ((("cat" if content else ""), "L_navigate"),)
+    line = sink._line(items[-1]).decode()
+    assert (ARG_TEXT in line) is content and (RESULT_TEXT in line) is content

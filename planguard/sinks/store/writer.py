@@ -1,7 +1,7 @@
 """The embedded store: every session recorded as a JSONL file, written by a background worker.
 
-The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`: its
-texts and numbers, not the step); building records, redacting, digesting, serialising and writing all
+The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`, not
+the step); building records, redacting, digesting, serialising and writing all
 happen on the worker thread. When the queue is
 full a record is dropped and counted (``store_queue_full``) — the agent never waits for the disk.
 
@@ -34,7 +34,6 @@ from ..._version import __version__
 from ...actions.types import label_of
 from ...detectors.repeats import call_key
 from ...errors import ErrorCounter
-from ...events import ToolEvent
 from ...phases import LETTER_OF
 from .. import Sink, forget_oldest_call
 from ..capture import ContentPolicy
@@ -47,6 +46,7 @@ from .records import DecisionRecord, FindingRecord, SessionEnd, SessionHeader
 
 if TYPE_CHECKING:
     from ...decisions import Decision
+    from ...events import ToolEvent
     from ...findings import Finding
     from ...metrics import Compliance, Scores
     from ...session import Session, SessionSummary
@@ -145,17 +145,16 @@ def session_file_name(session_id: str, started_at: float) -> str:
     return f"{stamp}-{safe}-{os.urandom(4).hex()}.jsonl"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TakenStep:
     """What a finished call's line needs, taken from its step on the agent's thread (:meth:`StoreSink.take`)
-    for the writer to build the line from. Not the step: while a record waits in the queue, a store without
-    content would keep the call's arguments and result alive, and every full garbage collection would walk
-    the step's event, classification and commands (about ten objects a queued call, where this is three;
-    its tuples of texts and numbers the collector soon stops tracking)."""
+    for the writer to build the line from. Not the step: while a record waits in the queue, every full
+    garbage collection would walk the step, its classification and its commands too (about ten objects a
+    queued call, where this is about five; its tuples of texts the collector soon stops tracking). Not
+    frozen: a frozen dataclass's constructor costs four times a plain one's, on every call."""
 
     index: int
-    event: ToolEvent  # without content, a copy with the call's ids, numbers and flags only
-    key: Any  # without content, what the call's digest is made of (``call_key`` of the call); else None
+    event: ToolEvent
     roles: tuple[str, ...]
     commands: tuple[tuple[str, str], ...]  # each sub-command's (label, role); labels only with content
     action: Any
@@ -509,22 +508,13 @@ class StoreSink(Sink):
     # ------------------------------------------------------------------ record building (writer thread)
 
     def take(self, step: Step) -> TakenStep:
-        """What the line of ``step`` needs, of what this sink may keep (the agent's thread)."""
-        ev = step.event
+        """What the line of ``step`` needs (on the agent's thread)."""
         commands = getattr(step.classification, "commands", ())
         if self.content.include:
-            taken = tuple((str(x.label), str(x.role)) for x in commands)
-            return TakenStep(step.index, ev, None, step.roles, taken, step.action, step.findings)
-        bare = ToolEvent(
-            ev.tool,
-            call_id=ev.call_id,
-            is_error=ev.is_error,
-            exit_code=ev.exit_code,
-            start_time=ev.start_time,
-            end_time=ev.end_time,
-        )
-        roles_only = tuple(("", str(x.role)) for x in commands)
-        return TakenStep(step.index, bare, call_key(ev), step.roles, roles_only, step.action, step.findings)
+            pairs = tuple((str(x.label), str(x.role)) for x in commands)
+        else:
+            pairs = tuple(("", str(x.role)) for x in commands)
+        return TakenStep(step.index, step.event, step.roles, pairs, step.action, step.findings)
 
     def step_json(
         self,
@@ -537,7 +527,7 @@ class StoreSink(Sink):
         """The line of an accepted call, its content as this sink may keep it (see ``ContentPolicy``)."""
         c = self.content
         roles = list(step.roles)
-        event = self.event_json(step.event, step.key)
+        event = self.event_json(step.event)
         return records.step_json(
             step.index,
             event,
@@ -561,10 +551,9 @@ class StoreSink(Sink):
         clean = self.content.clean_text  # a label is a program or tool name, shown in the call: redacted
         return [[clean(label) if label in shown else "", role] for label, role in commands]
 
-    def event_json(self, ev: ToolEvent, key: Any = None) -> dict[str, Any]:
+    def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         """The call as this sink may keep it: with content, its texts redacted (the result then cut to
-        ``max_result_chars``); without, ids and numbers only, and the keyed digest of the call's ``key``
-        (by default ``call_key(ev)``)."""
+        ``max_result_chars``); without, ids and numbers only, and the call's keyed digest."""
         c = self.content
         arguments = action = result = metadata = digest = None
         if c.include:
@@ -576,7 +565,7 @@ class StoreSink(Sink):
             if ev.metadata:  # (free-form: loaders keep thoughts and tool output there)
                 metadata = c.clean(dict(ev.metadata))
         else:
-            digest = self.digest(call_key(ev) if key is None else key)
+            digest = self.digest(call_key(ev))
         # A name or an id may hold anything: written as its redacted text, the string the reader expects.
         return records.event_json(
             c.clean_text(str(ev.tool)),
