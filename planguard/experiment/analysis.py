@@ -64,9 +64,6 @@ class Estimate:
     n_tasks: int = 0
     description: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(slots=True)
 class IdentityCheck:

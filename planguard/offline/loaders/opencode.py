@@ -278,11 +278,9 @@ def _tool_event(part: dict[str, Any]) -> ToolEvent | None:
         event.result = error
         event.is_error = True
         text = error.strip()
-        if text.startswith(_REFUSED) or any(prefix in text[:200] for prefix in _REFUSED):
+        if any(prefix in text[:200] for prefix in _REFUSED):
             event.blocked = text
-        elif text.startswith(PLANGUARD_REASON_PREFIXES) or _strip_error(text).startswith(
-            PLANGUARD_REASON_PREFIXES
-        ):
+        elif _strip_error(text).startswith(PLANGUARD_REASON_PREFIXES):
             event.blocked = _strip_error(text)
     elif status == "pending":
         event.blocked = "never ran (still pending when the session was saved)"
