@@ -495,7 +495,6 @@ def _message(e: Any, loc: tuple[str | int, ...]) -> str:
     if t == "extra_forbidden":
         key = str(loc[-1]) if loc else "?"
         allowed = _allowed_keys(loc[:-1])
-        hint = ""
         if allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

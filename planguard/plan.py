@@ -11,18 +11,8 @@ action type, arguments, target path, result) and optional ordering conditions (`
 of the coding rules; a call that matches no phase is general. See :class:`PhaseMatch`.
 
 Presets (:data:`PRESETS`): the paper's settings (``plan`` = ``standard`` = ``coding``, ``no_plan``, …) and,
-with declared phases, for other agents:
-
-* ``support``: identify the customer (``find_user_id_by_email``, ``get_customer``) → look up the records
-  (``get_order_details``, ``list_orders``, any read/search) → check policy / confirm (``get_policy``,
-  ``confirm_with_customer``, ``ask_user``) → act with a write tool (``refund_order``, ``cancel_*``,
-  ``modify_*``, file writes) → wrap up (``send_message``, ``transfer_to_human_agents``);
-* ``research``: search (``web_search``, ``tavily_search``) → read sources (``fetch_url``, ``browse``, reads)
-  → write (``write_report``, ``draft_*``, file writes) → cite / verify (``cite_sources``, ``verify_*``, and
-  any search or read once writing has begun);
-* ``data-analysis``: explore the schema (``list_tables``, ``describe_table``, SQL on ``information_schema``)
-  → query (``run_sql``, ``execute_query``, ``python``) → check the results (``check_*``, ``validate_*``,
-  ``plot_*``, after a query) → report (``final_answer``, ``write_report``, file writes).
+with declared phases, ``support``, ``research`` and ``data-analysis`` for other agents (README, "Plans for
+any agent"; their globs are below).
 """
 
 from __future__ import annotations

@@ -64,9 +64,6 @@ class Estimate:
     n_tasks: int = 0
     description: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(slots=True)
 class IdentityCheck:
@@ -216,7 +213,8 @@ def _percentiles(boot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _linear(names: list[str]) -> dict[str, np.ndarray]:
-    """Contrasts as coefficient vectors over the 24 base probabilities (conditions × endpoints)."""
+    """The endpoint contrasts reported, in report order, as coefficient vectors over the 24 base
+    probabilities (conditions × endpoints)."""
     idx = {n: i for i, n in enumerate(names)}
 
     def p(k: str, cond: str) -> np.ndarray:
@@ -232,12 +230,6 @@ def _linear(names: list[str]) -> dict[str, np.ndarray]:
         return v
 
     return {
-        "p_A(P_A)": p("A", "A"),
-        "p_A(none)": p("A", "none"),
-        "p_A(P_B)": p("A", "B"),
-        "p_B(P_B)": p("B", "B"),
-        "p_B(none)": p("B", "none"),
-        "p_B(P_A)": p("B", "A"),
         "D_A": p("A", "A") - p("A", "B"),
         "D_B": p("B", "B") - p("B", "A"),
         "R_A": p("A", "A") - p("A", "none"),
@@ -256,23 +248,6 @@ def _linear(names: list[str]) -> dict[str, np.ndarray]:
     }
 
 
-#: The endpoint contrasts reported, in order (each a linear combination of the base probabilities).
-_CONTRASTS = (
-    "D_A",
-    "D_B",
-    "R_A",
-    "R_B",
-    "G_A",
-    "G_B",
-    "C(P_A)",
-    "C(P_B)",
-    "C(none)",
-    "p_O(P_A)",
-    "p_O(P_B)",
-    "p_O(none)",
-    "H_A",
-    "H_B",
-)
 _DESCRIPTIONS = {
     "D_A": "priority control toward A: p_A(P_A) − p_A(P_B)",
     "D_B": "priority control toward B: p_B(P_B) − p_B(P_A)",
@@ -403,7 +378,7 @@ def analyze(
         bb = boot[:, :n_base] if boot is not None else None
         derived_point = {k: float(v @ bp) for k, v in lin.items()}
         derived_boot = {k: (bb @ v) for k, v in lin.items()} if bb is not None else {}
-        for name in _CONTRASTS:
+        for name in lin:
             col_boot = derived_boot.get(name)
             lo_, hi_ = (
                 (float(x[0]) for x in _percentiles(col_boot[:, None]))

@@ -176,9 +176,8 @@ class ExperimentPolicy(Policy):
     def on_end(self, session: Session, state: _State) -> Iterable[Decision]:
         self._arm(session, state)
         if state.endpoint is None:
-            if session.n_model_calls == 0 and state.attempts == 0:
-                self._close(state, Endpoint.ERROR, None)  # the executor never answered
-            elif state.last_failed:
+            if (session.n_model_calls == 0 and state.attempts == 0) or state.last_failed:
+                # The executor never answered, or the window's last call failed (retry_errors).
                 self._close(state, Endpoint.ERROR, None)
             elif state.attempts > state.attempts_at_model and state.window_calls >= self._window.budget:
                 self._close(state, Endpoint.BUDGET, None)

@@ -133,14 +133,8 @@ def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]
     pol = config.policies
     r = pol.reminder
     if r.enabled and plan.phases and (r.every_model_calls or r.every_tool_calls):
-        every = " or ".join(
-            s
-            for s in (
-                f"{r.every_model_calls} model calls" if r.every_model_calls else "",
-                f"{r.every_tool_calls} tool calls" if r.every_tool_calls else "",
-            )
-            if s
-        )
+        counts = ((r.every_model_calls, "model"), (r.every_tool_calls, "tool"))
+        every = " or ".join(f"{n} {kind} calls" for n, kind in counts if n)
         cap = "no cap" if r.max_per_session is None else f"at most {r.max_per_session} per session"
         out.append(
             f"reminder: every {every}, {r.delivery}, {cap}, min gap {r.min_gap_model_calls} model calls"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register", "run"]
+__all__ = ["add_options", "register", "run"]
 
 _MISSING = (
     "planguard hook {agent}: the hook service (the Claude Code integration) is not installed "
@@ -37,38 +37,40 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     agents = p.add_subparsers(dest="agent", metavar="AGENT", required=True)
     for agent, about in _AGENTS.items():
-        _add_agent(agents, agent, about)
+        cli = agents.add_parser(
+            agent,
+            help=about,
+            description=f"Read one {about.split(' hooks')[0]} hook payload (JSON) on standard input; print "
+            "the hook's JSON answer. Always exits 0: planguard never breaks the agent (errors go to "
+            "<state dir>/hook-errors.log).",
+        )
+        add_options(cli)
     p.set_defaults(func=run)
 
 
-def _add_agent(agents: argparse._SubParsersAction, agent: str, about: str) -> None:  # type: ignore[type-arg]
-    cc = agents.add_parser(
-        agent,
-        help=about,
-        description=f"Read one {about.split(' hooks')[0]} hook payload (JSON) on standard input; print the "
-        "hook's JSON answer. "
-        "Always exits 0: planguard never breaks the agent (errors go to <state dir>/hook-errors.log).",
-    )
-    cc.add_argument(
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options of one agent's hook command: declared once, here, for ``planguard hook AGENT`` and for
+    the integration's own ``planguard-claude-code-hook`` (``planguard_claude_code.hook.cli``)."""
+    parser.add_argument(
         "--config", metavar="FILE", help="planguard config (default: $PLANGUARD_CONFIG, else defaults)"
     )
-    cc.add_argument(
+    parser.add_argument(
         "--state-dir",
         metavar="DIR",
         help="session state directory (default: $PLANGUARD_STATE_DIR, else "
         "$XDG_STATE_HOME/planguard/claude-code)",
     )
-    cc.add_argument(
+    parser.add_argument(
         "--no-daemon",
         action="store_true",
         help="answer in this process instead of through the warm hook daemon (also: PLANGUARD_HOOK_DAEMON=0)",
     )
-    cc.add_argument(
+    parser.add_argument(
         "--show",
         metavar="SESSION_ID",
         help="print what planguard recorded for a session (phases, metrics, decisions) as JSON, and exit",
     )
-    cc.add_argument(
+    parser.add_argument(
         "--stop-daemons",
         action="store_true",
         help="stop the hook daemons of the state directory (they also exit when idle), and exit",

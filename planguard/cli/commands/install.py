@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     agents = p.add_subparsers(dest="agent", metavar="AGENT", required=True)
     for agent, about in _AGENTS.items():
-        _add_agent(agents, agent, about)
+        _add_options(agents.add_parser(agent, help=about, description=about[0].upper() + about[1:] + "."))
     p.set_defaults(func=run)
 
 
@@ -39,8 +39,7 @@ _AGENTS = {
 }
 
 
-def _add_agent(agents: argparse._SubParsersAction, agent: str, about: str) -> None:  # type: ignore[type-arg]
-    cc = agents.add_parser(agent, help=about, description=about[0].upper() + about[1:] + ".")
+def _add_options(cc: argparse.ArgumentParser) -> None:
     cc.add_argument(
         "--scope",
         choices=("project", "local", "user"),

@@ -59,15 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config, proxy = load_proxy_config(args.config)
-        update: dict[str, object] = {}
-        if args.listen:
-            update["listen"] = args.listen
-        if args.upstream:
-            update["upstream"] = args.upstream
-        if args.gate:
-            update["gate"] = args.gate
         data = proxy.model_dump()
-        data.update(update)
+        for key in ("listen", "upstream", "gate"):  # the flags given override the config's section
+            if getattr(args, key):
+                data[key] = getattr(args, key)
         if args.text_actions:
             data["text_actions"]["enabled"] = True
         if args.store_url:

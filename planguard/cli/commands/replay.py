@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import sys
+from collections import Counter
 from typing import IO, Any
 
 __all__ = ["register", "run", "result_record"]
@@ -281,9 +282,7 @@ def _print_table(rows: list[dict[str, Any]], plan_names: list[str], out: IO[str]
             cells += [f"{m.get(k, 0.0):.3f}" for k in ("PPC", "POC", "PPF", "PC")]
         else:
             cells += [f"{metrics.get(n, {}).get('PC', 0.0):.3f}" for n in plan_names]
-        kinds: dict[str, int] = {}
-        for f in r["findings"]:
-            kinds[f["detector"]] = kinds.get(f["detector"], 0) + 1
+        kinds = Counter(f["detector"] for f in r["findings"])
         cells.append(", ".join(f"{k}×{v}" if v > 1 else k for k, v in kinds.items()) or "")
         table.add_row(*cells)
     console.print(table)

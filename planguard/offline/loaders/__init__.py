@@ -32,7 +32,6 @@ Bad input never raises out of :func:`iter_trajectories`: a malformed file or lin
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -284,7 +283,11 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
             yield loaded
         return
     if fmt == "planguard-store":
-        yield from _store_trajectories(records, shown, run_id_from_name(path.name))
+        # Imported on first use: replaying agent logs need not load the store, and the store's record
+        # schema stays its own business (it hands back Trajectory/LoadError items).
+        from ...sinks.store.reader import trajectories_from_records
+
+        yield from trajectories_from_records(records, shown, run_id_from_name(path.name))
         return
     if fmt == "generic":
         yield from load_generic(records, shown)
@@ -301,21 +304,6 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
             yield exc
         except Exception as exc:  # one odd record must not hide the rest of the corpus
             yield LoadError(shown, f"cannot load record as {fmt} ({type(exc).__name__}: {exc})", line)
-
-
-def _store_trajectories(
-    records: Iterable[tuple[int, Any] | LoadError], shown: str, default_id: str
-) -> Iterator[Trajectory | LoadError]:
-    # Imported on first use: replaying agent logs should not load the store, and the store's record
-    # schema stays its own business (it hands back Trajectory/LoadError items).
-    try:
-        reader: Any = importlib.import_module("planguard.sinks.store.reader")
-    except ImportError as exc:
-        yield LoadError(
-            shown, f"planguard session store file, but planguard.sinks.store is unavailable ({exc})"
-        )
-        return
-    yield from reader.trajectories_from_records(records, shown, default_id)
 
 
 class _JsonLines:

@@ -304,9 +304,7 @@ def parse_arguments(raw: Any) -> dict[str, Any] | str:
             parsed = loads(raw)
         except (ValueError, RecursionError):
             return raw
-        if isinstance(parsed, dict):
-            return parsed
-        return raw
+        return parsed if isinstance(parsed, dict) else raw
     if raw is None:
         return {}
     return str(raw)

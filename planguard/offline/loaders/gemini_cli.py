@@ -176,9 +176,7 @@ def _tool_event(call: Any) -> ToolEvent | None:
 def _planguard_reason(result: str) -> bool:
     """A planguard hook's denial: its reason, bare or as gemini-cli 0.61 records a ``BeforeTool`` hook's
     ``decision: deny`` (``"Tool execution blocked: <reason>"``)."""
-    text = result.strip()
-    text = text.removeprefix(_HOOK_BLOCKED).lstrip() if text.startswith(_HOOK_BLOCKED) else text
-    return text.startswith(PLANGUARD_REASON_PREFIXES)
+    return result.strip().removeprefix(_HOOK_BLOCKED).lstrip().startswith(PLANGUARD_REASON_PREFIXES)
 
 
 def _result_text(result: Any) -> str:

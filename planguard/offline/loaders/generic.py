@@ -85,27 +85,19 @@ def _event(record: Any, path: str, line: int) -> tuple[str, ToolEvent]:
     tool = record.get("tool")
     if not isinstance(tool, str):
         raise LoadError(path, f"'tool' is {_got(record, 'tool')}; expected the tool name as a string", line)
-    arguments = record.get("arguments", {})
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, (dict, str)):
-        raise LoadError(path, f"'arguments' is {type_name(arguments)}; expected an object or a string", line)
+    arguments = _optional(record, "arguments", (dict, str), "an object or a string", path, line)
     result = _optional(record, "result", str, "a string or null", path, line)
     is_error = record.get("is_error", False)
     if not isinstance(is_error, bool):
         raise LoadError(path, f"'is_error' is {type_name(is_error)}; expected true or false", line)
     call_id = _optional(record, "call_id", str, "a string", path, line)
     blocked = _optional(record, "blocked", str, "the denial text as a string", path, line)
-    started = record.get("time")
-    if started is not None and (not isinstance(started, (int, float)) or isinstance(started, bool)):
-        raise LoadError(path, f"'time' is {type_name(started)}; expected seconds since the epoch", line)
-    exit_code = record.get("exit_code")
-    if exit_code is not None and (not isinstance(exit_code, int) or isinstance(exit_code, bool)):
-        raise LoadError(path, f"'exit_code' is {type_name(exit_code)}; expected an integer", line)
+    started = _optional(record, "time", (int, float), "seconds since the epoch", path, line)
+    exit_code = _optional(record, "exit_code", int, "an integer", path, line)
     recorded = _optional(record, "recorded", dict, "an object", path, line)
     event = ToolEvent(
         tool=tool,
-        arguments=arguments,
+        arguments={} if arguments is None else arguments,
         call_id=call_id,
         result=result,
         is_error=is_error,
@@ -117,9 +109,13 @@ def _event(record: Any, path: str, line: int) -> tuple[str, ToolEvent]:
     return session, event
 
 
-def _optional(record: dict[str, Any], key: str, kind: type, what: str, path: str, line: int) -> Any:
+def _optional(
+    record: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str, path: str, line: int
+) -> Any:
+    """``record[key]`` when it is absent or null (None) or a ``kind``; a LoadError otherwise. A JSON
+    true/false is never a number here, though Python's bool is an int."""
     value = record.get(key)
-    if value is not None and not isinstance(value, kind):
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
         raise LoadError(path, f"'{key}' is {type_name(value)}; expected {what}", line)
     return value
 

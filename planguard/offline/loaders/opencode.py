@@ -199,14 +199,10 @@ def load_opencode_db(path: Path) -> Iterator[Trajectory | LoadError]:
             sessions = db.execute(
                 "SELECT id, directory, title, version, parent_id FROM session ORDER BY id"
             ).fetchall()
-            for sid, directory, title, version, parent in sessions:
-                info = {
-                    "id": sid,
-                    "directory": directory,
-                    "title": title,
-                    "version": version,
-                    "parentID": parent,
-                }
+            for row in sessions:
+                # The session as its storage file spells it (parent_id is parentID there).
+                info = dict(zip(("id", "directory", "title", "version", "parentID"), row, strict=True))
+                sid = info["id"]
                 messages = list(_db_messages(db, str(path), sid))
                 yield from _run(sid, info, f"{path}#{sid}", messages)
     except sqlite3.Error as exc:
@@ -278,11 +274,9 @@ def _tool_event(part: dict[str, Any]) -> ToolEvent | None:
         event.result = error
         event.is_error = True
         text = error.strip()
-        if text.startswith(_REFUSED) or any(prefix in text[:200] for prefix in _REFUSED):
+        if any(prefix in text[:200] for prefix in _REFUSED):
             event.blocked = text
-        elif text.startswith(PLANGUARD_REASON_PREFIXES) or _strip_error(text).startswith(
-            PLANGUARD_REASON_PREFIXES
-        ):
+        elif _strip_error(text).startswith(PLANGUARD_REASON_PREFIXES):
             event.blocked = _strip_error(text)
     elif status == "pending":
         event.blocked = "never ran (still pending when the session was saved)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planguard.events import SHELL_TOOL, THINK_TOOL, ToolEvent
+from planguard.events import THINK_TOOL, ToolEvent
 
 from ._base import (
     LoadError,
@@ -72,23 +72,7 @@ def load_jsonl_record(record: Any, path: str, line: int) -> Trajectory:
             "observation_chars": step.get("observation_chars"),
             "thought_chars": step.get("thought_chars"),
         }
-        calls = step.get("tool_calls")
-        call_id = None
-        if calls:
-            call = calls[0]
-            tool = call["function"]["name"]
-            arguments = parse_arguments(call["function"]["arguments"])
-            call_id = call.get("id")
-            if len(calls) > 1:
-                metadata["extra_tool_calls"] = calls[1:]
-        elif action:
-            tool, arguments = SHELL_TOOL, {"command": action}
-        else:
-            tool, arguments = THINK_TOOL, {}
-        result = step.get("observation_head")
-        events.append(
-            ToolEvent(tool, arguments, call_id=call_id, action=action, result=result, metadata=metadata)
-        )
+        events.append(_step_event(action, step.get("tool_calls"), step.get("observation_head"), metadata))
 
     status = record.get("resolution_status")
     meta = new_meta(

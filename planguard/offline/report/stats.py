@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 __all__ = ["EXACT_MAX_N", "Summary", "UTest", "mann_whitney_u", "quantile", "summarize"]
 
@@ -30,17 +30,6 @@ class UTest:
     p: float
     method: str  # "exact" | "normal"
     effect: float  # rank-biserial correlation 2U/(n1 n2) - 1, in [-1, 1]; > 0 means x tends larger
-
-    def as_dict(self) -> dict[str, float | int | str | None]:
-        return {
-            "U": self.u,
-            "n1": self.n1,
-            "n2": self.n2,
-            "z": self.z,
-            "p": self.p,
-            "method": self.method,
-            "effect": self.effect,
-        }
 
 
 def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
@@ -125,9 +114,6 @@ class Summary:
     median: float
     q3: float
     max: float
-
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
 
 
 def summarize(values: Sequence[float]) -> Summary:

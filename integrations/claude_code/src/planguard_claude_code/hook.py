@@ -635,8 +635,10 @@ def cli(argv: list[str] | None = None) -> int:
     ``planguard hook claude-code``)."""
     import argparse
 
+    from planguard.cli.commands.hook import add_options
+
     parser = argparse.ArgumentParser(prog="planguard-claude-code-hook", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
+    add_options(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -646,35 +648,9 @@ def cli(argv: list[str] | None = None) -> int:
     return run_arguments(args)
 
 
-def add_arguments(parser: Any) -> None:
-    parser.add_argument(
-        "--config", metavar="FILE", help="planguard config (default: $PLANGUARD_CONFIG, else defaults)"
-    )
-    parser.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="session state directory (default: $PLANGUARD_STATE_DIR, else "
-        "$XDG_STATE_HOME/planguard/claude-code)",
-    )
-    parser.add_argument(
-        "--no-daemon",
-        action="store_true",
-        help="answer in this process instead of through the warm hook daemon (also: PLANGUARD_HOOK_DAEMON=0)",
-    )
-    parser.add_argument(
-        "--show",
-        metavar="SESSION_ID",
-        help="print what planguard recorded for a session (phases, metrics, decisions) as JSON, and exit",
-    )
-    parser.add_argument(
-        "--stop-daemons",
-        action="store_true",
-        help="stop the hook daemons of the state directory (they also exit when idle), and exit",
-    )
-
-
 def run_arguments(args: Any) -> int:
-    """Run parsed :func:`add_arguments` options (shared with ``planguard hook claude-code``)."""
+    """Run parsed hook options (:func:`planguard.cli.commands.hook.add_options`; also what ``planguard hook``
+    calls for ``--show`` and ``--stop-daemons``)."""
     from . import client
 
     if args.show:
