@@ -87,8 +87,6 @@ class ExportSettings:
     sdk_disabled: bool
     traces: SignalSettings
     metrics: SignalSettings
-    #: True when an OTLP endpoint was configured (config or a variable) or OTLP was asked for by name.
-    exporting: bool
     metric_interval_ms: float
     metric_timeout_ms: float
     bsp_schedule_delay_ms: float
@@ -193,7 +191,6 @@ def export_settings(
         sdk_disabled=_text(env, "OTEL_SDK_DISABLED").lower() == "true",
         traces=traces,
         metrics=metrics,
-        exporting=traces.otlp,
         metric_interval_ms=_number(env, "OTEL_METRIC_EXPORT_INTERVAL", 60_000, 1),
         metric_timeout_ms=_number(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30_000, 1),
         bsp_schedule_delay_ms=_number(env, "OTEL_BSP_SCHEDULE_DELAY", 5_000, 1),
