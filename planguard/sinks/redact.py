@@ -333,23 +333,6 @@ def redact_text(text: str, limit: int = 0, redactor: Redactor | None = None) -> 
     return cleaned + _cut_mark(left_out) if left_out else cleaned
 
 
-# Argument names come from a small vocabulary (command, path, ...) and the key pattern is the costliest
-# regex here (~15k instructions a call): answers are remembered, in a bounded table.
-_KEY_VERDICTS: dict[str, bool] = {}
-_MAX_KEY_VERDICTS = 4096
-
-
-def _is_secret_key(key: str) -> bool:
-    verdict = _KEY_VERDICTS.get(key)
-    if verdict is None:
-        verdict = _SECRET_KEY_RE.fullmatch(key) is not None
-        if len(key) <= 128:  # (only name-sized keys: the table stays small)
-            if len(_KEY_VERDICTS) >= _MAX_KEY_VERDICTS:
-                _KEY_VERDICTS.clear()
-            _KEY_VERDICTS[key] = verdict
-    return verdict
-
-
 def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 0) -> Any:
     """A JSON-like copy of ``value`` with secrets redacted: strings by pattern (and as JSON when they hold
     a JSON document), keys by pattern, the whole value of a key that names a secret whatever it holds
@@ -366,7 +349,8 @@ def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)  # (a str subclass's own text: an enum member's str(), as json.dumps would not)
-            if _is_secret_key(key) and v is not None and v != "" and not isinstance(v, bool):
+            secret_named = _SECRET_KEY_RE.fullmatch(key) is not None
+            if secret_named and v is not None and v != "" and not isinstance(v, bool):
                 out[r(key)] = REDACTED
             else:
                 out[r(key)] = redact_value(v, r, _depth=_depth + 1)

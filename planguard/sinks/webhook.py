@@ -50,11 +50,10 @@ if TYPE_CHECKING:
     from ..session import Session, SessionSummary
     from ..step import Step
 
-__all__ = ["EVENT_NAMES", "NotifyConfig", "WebhookSink"]
+__all__ = ["NotifyConfig", "WebhookSink"]
 
 logger = logging.getLogger("planguard.sinks.webhook")
 
-EVENT_NAMES = ("finding", "finding:<kind>", "decision:<kind>", "decision:*", "session_start", "session_end")
 _DECISION_KINDS = {k.value for k in DecisionKind}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Longest evidence or message text an event carries (when content is sent at all).

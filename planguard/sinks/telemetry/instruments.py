@@ -166,7 +166,6 @@ class Instruments:
         meter = provider.get_meter(A.METER_NAME, __version__)
         self._counts: weakref.WeakSet[Counts] = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._plan_attrs: dict[str, dict[str, str]] = {}
         for name, callback, unit, description in (
             (
                 A.METRIC_TOOL_CALLS,
@@ -198,24 +197,17 @@ class Instruments:
             description="Plan compliance (PC) of finished sessions.",
             explicit_bucket_boundaries_advisory=list(A.PC_BUCKETS),
         )
-
         self.tool_duration: Histogram = meter.create_histogram(
             A.METRIC_TOOL_DURATION,
             unit="s",
             description="Wall-clock duration of tool calls, by action type (and error.type when failed).",
             explicit_bucket_boundaries_advisory=list(A.DURATION_BUCKETS),
         )
-        self._duration_attrs: dict[tuple[str, str], dict[str, str]] = {}
 
     def record_duration(self, seconds: float, action: str, error: str) -> None:
-        key = (action, error)
-        attrs = self._duration_attrs.get(key)
-        if attrs is None:
-            attrs = {A.M_ACTION: action or "unknown"}
-            if error:
-                attrs[A.M_ERROR] = error
-            if len(self._duration_attrs) < MAX_CALL_KEYS:  # custom classifiers' types are not bounded
-                self._duration_attrs[key] = attrs
+        attrs = {A.M_ACTION: action or "unknown"}
+        if error:
+            attrs[A.M_ERROR] = error
         self.tool_duration.record(seconds, attrs)
 
     def attach(self, counts: Counts) -> None:
@@ -223,10 +215,7 @@ class Instruments:
             self._counts.add(counts)
 
     def record_pc(self, pc: float, plan: str) -> None:
-        attrs = self._plan_attrs.get(plan)
-        if attrs is None:
-            attrs = self._plan_attrs[plan] = {A.M_PLAN: plan}
-        self.session_pc.record(pc, attrs)
+        self.session_pc.record(pc, {A.M_PLAN: plan})
 
     # ------------------------------------------------------------------ collection (reader's thread)
 

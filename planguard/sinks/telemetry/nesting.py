@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import Span
 
 from . import attributes as A
@@ -144,15 +144,6 @@ class ToolSpanAdopter(SpanProcessor):
         scope.adopted = True
         for sink in list(self._sinks):
             sink.adopt_tool_span(scope.event, span)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        return None
-
-    def shutdown(self) -> None:
-        return None
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
 
 
 _adopters: weakref.WeakKeyDictionary[Any, ToolSpanAdopter] = weakref.WeakKeyDictionary()
