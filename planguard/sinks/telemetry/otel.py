@@ -1,17 +1,14 @@
 """The OpenTelemetry sink: one ``invoke_agent`` span per session, one ``execute_tool`` span per tool call.
 
-Spans follow the GenAI semantic conventions and carry planguard's view of each call (phase, action,
-compliance so far, Langutory tail); findings and decisions become span events; counts become metrics.
+Spans follow the GenAI semantic conventions. A tool call's span starts when the call is accepted (at the
+call's own start time), with the attributes the call has then (phase, action, compliance so far, Langutory
+tail); findings and decisions about it become its events as they come, and its outcome is set when it ends.
+Counts are plain integers in each session's tally, read by observable instruments at collection time.
 
 Context: the session span is a child of whatever span is current when the session starts (the caller's
 request span, say), and every tool span is a child of the session span. Parents are passed explicitly
 as ``context=``; nothing is attached to the thread's context, so sessions served by the same threads
 never see each other's spans.
-
-Spans are plain: a tool call's span starts when the call is accepted (at the call's own start time), with
-the attributes the call has then (phase, action, compliance so far, Langutory tail); findings and decisions
-about it become its events as they come, and its outcome is set when it ends. Counts are plain integers in
-each session's tally, read by observable instruments at collection time.
 
 Untraced sessions: until the application configures OpenTelemetry, the global API's tracer records nothing.
 A session that starts then is untraced (its span is the API's no-op one): its hooks only keep the counts —
@@ -55,6 +52,7 @@ if TYPE_CHECKING:
     from ...decisions import Decision
     from ...events import ToolEvent
     from ...findings import Finding
+    from ...metrics import Scores
     from ...session import Session, SessionSummary
     from ...step import Step
 
@@ -417,8 +415,7 @@ class OTelSink(Sink):
         try:
             if host.is_recording():  # (it has the call's other attributes since the call started)
                 host.set_attributes(call.outcome)
-                for ev_name, ev_attrs, ts, _key, _content in call.events:
-                    host.add_event(ev_name, ev_attrs, ts)
+                _add_events(host, call.events)
                 if status is not None:
                     host.set_status(status)
                 return
@@ -461,15 +458,13 @@ class OTelSink(Sink):
             A.STEP_INDEX: step.index,
             A.PHASE: letters,
         }
-        if (
-            ev.call_id is not None
-        ):  # (an id the model made up: redacted like content, as it may hold anything)
+        if ev.call_id is not None:  # an id the model made up: redacted, as it may hold anything
             attrs[A.GEN_AI_TOOL_CALL_ID] = self._redact_id(ev.call_id)
         if kind is not None:
             attrs[A.ACTION_TYPE] = action_type
         scores = session.scores()
         if scores is not None:
-            attrs.update({A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC})
+            attrs.update(_score_attrs(scores))
         tail = session.langutory.tail(TAIL_RUNS, letter_of)
         if tail:
             attrs[A.LANGUTORY_TAIL] = tail
@@ -510,8 +505,7 @@ class OTelSink(Sink):
             call.name, context=st.ctx, attributes=call.attrs, start_time=call.start_ns
         )
         if self._worker is None:  # events held until the span existed (a framework's that never came)
-            for name, attrs, ts, _key, _content in call.events:
-                call.span.add_event(name, attrs, ts)
+            _add_events(call.span, call.events)
             call.events = []
 
     def _call_for(self, st: _SessionState, session: Session, step: Step) -> _ToolCall:
@@ -654,21 +648,13 @@ class OTelSink(Sink):
             attrs[A.SESSION_UNCLASSIFIED] = summary.unclassified
             attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(self._redact_id(t) for t in summary.unknown_tools)
         if primary is not None:
-            attrs[A.PPC] = primary.PPC
-            attrs[A.POC] = primary.POC
-            attrs[A.PPF] = primary.PPF
-            attrs[A.PC] = primary.PC
+            attrs.update(_score_attrs(primary))
             comp = st.session.primary_compliance
             missing = list(comp.missing()) if comp is not None else []
             if comp is not None:
                 attrs[A.SESSION_MISSING] = missing
-            for name, value in (
-                ("PC", primary.PC),
-                ("PPC", primary.PPC),
-                ("POC", primary.POC),
-                ("PPF", primary.PPF),
-            ):
-                evaluation = _score_evaluation(name, value, plan, missing)
+            for name in ("PC", "PPC", "POC", "PPF"):
+                evaluation = _score_evaluation(name, getattr(primary, name), plan, missing)
                 self._session_event(st, A.EVENT_EVALUATION_RESULT, evaluation, "", None, bounded=False)
         if evicted:
             attrs[A.SESSION_EVICTED] = True
@@ -809,6 +795,10 @@ def _error_of(ev: ToolEvent) -> str:
     if ev.exit_code is not None and ev.exit_code != 0:
         return A.ERROR_EXIT_CODE
     return ""
+
+
+def _score_attrs(scores: Scores) -> dict[str, float]:
+    return {A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC}
 
 
 def _score_label(value: float) -> str:
