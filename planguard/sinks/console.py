@@ -48,6 +48,14 @@ def _pc(scores: Scores | None) -> str:
     return "PC  -- " if scores is None else f"PC {scores.PC:4.2f}"
 
 
+def _call_head(session_id: str, index: int, tool: str) -> list[tuple[str, str]]:
+    return [
+        (f"  {session_id} ", "dim"),
+        (f"#{index:<4}", "bold"),
+        (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
+    ]
+
+
 def format_step_line(
     session_id: str,
     index: int,
@@ -61,11 +69,7 @@ def format_step_line(
     failed: bool = False,
 ) -> list[tuple[str, str]]:
     """The line for one tool call as ``(text, style)`` segments (style ``""`` = plain)."""
-    segs: list[tuple[str, str]] = [
-        (f"  {session_id} ", "dim"),
-        (f"#{index:<4}", "bold"),
-        (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
-    ]
+    segs = _call_head(session_id, index, tool)
     segs.append((f"{letters or '·':<4}", _PHASE_STYLE.get(letters[:1], "dim")))
     segs.append((f"{action[:12]:<13}", "cyan" if action else "dim"))
     segs.append((_pc(scores), ""))
@@ -252,13 +256,7 @@ class ConsoleSink(Sink):
             _, _, index, tool, decisions = item
             tool = clean(tool)
             why = "; ".join(self._why(d) for d in decisions)
-            return [
-                (f"  {sid} ", "dim"),
-                (f"#{index:<4}", "bold"),
-                (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
-                ("✗ blocked", "bold red"),
-                (f"  → {why}", "red"),
-            ]
+            return [*_call_head(sid, index, tool), ("✗ blocked", "bold red"), (f"  → {why}", "red")]
         if kind == "decision":
             _, _, decision = item
             kind = decision.kind.value

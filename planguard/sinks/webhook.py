@@ -10,9 +10,6 @@ timeouts are per operation, so an endpoint trickling a byte a second would never
 the attempt's socket down at the deadline instead. ``shutdown`` cuts a request still in flight at its own
 deadline the same way, and counts it as dropped: when it returns, nothing is pending.
 
-Events: ``finding`` (every finding) or ``finding:<kind>``; ``decision:<kind>`` (``deny``, ``stop``, ``nudge``,
-``remind``, ``notify``, ``log``, or ``*``); ``session_start``; ``session_end``.
-
 Private by default: a finding's ``evidence`` and the message of a decision answering one (which quote the
 tool calls) are sent as null unless ``notify.content`` or
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in, and then redacted; planguard's own messages
@@ -277,12 +274,8 @@ class WebhookSink(Sink):
                 try:
                     self._q.put_nowait(None)
                     break
-                except queue.Full:
-                    try:
-                        if self._q.get_nowait() is not None:
-                            self._done(dropped=True)
-                    except queue.Empty:
-                        pass
+                except queue.Full:  # make room for the sentinel (the worker would drop them: abort is set)
+                    self._drop_queued()
             self._thread.join(max(0.0, deadline - time.monotonic()))
             if self._thread.is_alive():
                 # The worker is stuck in a request: cut it, and drop what it has not started, so the counters

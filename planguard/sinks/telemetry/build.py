@@ -76,9 +76,9 @@ def build_sinks(
 
         owned: list[Any] = []
         tp, mp = tracer_provider, meter_provider
-        if tp is None and app_tracer_provider() is not None:
+        if tp is None:
             tp = app_tracer_provider()
-        if mp is None and app_meter_provider() is not None:
+        if mp is None:
             mp = app_meter_provider()
         if (tp is None or mp is None) and not settings.sdk_disabled:
             from .export import configure_otlp
