@@ -160,16 +160,11 @@ def configure_otlp(
     metric_interval_s: float | None = None,
     settings: ExportSettings | None = None,
 ) -> OtlpProviders | None:
-    """SDK providers configured like any OTel SDK app, from ``config`` and the standard variables.
-
-    What is built follows :func:`~planguard.sinks.telemetry.settings.export_settings`:
-    ``OTEL_TRACES_EXPORTER`` /
-    ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``; OTLP by default once an endpoint is set),
-    ``OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL`` (``http/protobuf`` or ``grpc``), the endpoints,
-    ``OTEL_BSP_*`` for the span processor and ``OTEL_METRIC_EXPORT_INTERVAL``/``_TIMEOUT`` for the metric
-    reader; headers, timeout, compression and certificates are read by the exporters themselves; the
-    resource from ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``. ``traces_endpoint`` (an OTLP/HTTP URL)
-    forces OTLP/HTTP spans there and no metrics unless ``metrics_endpoint`` is given too.
+    """SDK providers configured like any OTel SDK app, from ``config`` and the standard variables as
+    :func:`~planguard.sinks.telemetry.settings.export_settings` reads them (exporters, protocols, endpoints,
+    ``OTEL_BSP_*``, the metric interval; the exporters read their own headers, timeout, compression and
+    certificates). ``traces_endpoint`` (an OTLP/HTTP URL) forces OTLP/HTTP spans there and no metrics unless
+    ``metrics_endpoint`` is given too.
 
     ``None`` with ``OTEL_SDK_DISABLED=true`` or when no signal has an exporter. The providers are not made
     global.

@@ -219,17 +219,17 @@ class Instruments:
 
     # ------------------------------------------------------------------ collection (reader's thread)
 
-    def _snapshots(self) -> list[Snapshot]:
+    def _attached(self) -> list[Counts]:
         with self._lock:
-            counts = list(self._counts)
-        return [c.snapshot() for c in counts]
+            return list(self._counts)
+
+    def _snapshots(self) -> list[Snapshot]:
+        return [c.snapshot() for c in self._attached()]
 
     def _record_durations(self) -> None:
         """Record the queued tool durations into the histogram (on the reader's thread, as a collection
         starts: the SDK runs observable callbacks before it reads the synchronous instruments)."""
-        with self._lock:
-            counts = list(self._counts)
-        for c in counts:
+        for c in self._attached():
             queue = c.durations
             for _ in range(len(queue)):
                 action, error, seconds = queue.popleft()

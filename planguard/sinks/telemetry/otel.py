@@ -285,7 +285,7 @@ class OTelSink(Sink):
             self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
         # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
         # end, where their events were stamped.
-        end_ns = time.time_ns() if call.live else _ns(ev.end_time)
+        end_ns = _stamp(call, step)
         if not call.live and end_ns is not None and end_ns > st.recorded_end:
             st.recorded_end = end_ns
         if call.host is not None:
