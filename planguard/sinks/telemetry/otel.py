@@ -127,7 +127,7 @@ class _SessionState:
         self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts, untraced: bool
     ) -> None:
         self.session = session
-        self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink._start_session)
+        self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink.new_state)
         self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
@@ -246,7 +246,51 @@ class OTelSink(Sink):
     # ------------------------------------------------------------------ session hooks
 
     def new_state(self, session: Session) -> _SessionState:
-        return self._start_session(session)
+        # The caller's current span (if any; OpenInference's LangChain run span first) becomes the parent;
+        # nothing is attached here.
+        parent = current_parent() if self._enrich else otel_context.get_current()
+        attrs: dict[str, Any] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
+            A.GEN_AI_CONVERSATION_ID: self._redact_id(session.id),
+            A.PLAN: session.pipeline.plan.name,
+        }
+        rules_version = getattr(session.pipeline.rules, "name", None)
+        if isinstance(rules_version, str):
+            attrs[A.RULES] = rules_version
+        if self.agent_name:
+            attrs[A.GEN_AI_AGENT_NAME] = self.agent_name
+        meta = session.metadata
+        for key, attr in (
+            (A.GEN_AI_AGENT_NAME, A.GEN_AI_AGENT_NAME),
+            ("agent_name", A.GEN_AI_AGENT_NAME),
+            ("provider", A.GEN_AI_PROVIDER_NAME),
+            ("model", A.GEN_AI_REQUEST_MODEL),
+            ("agent_id", A.GEN_AI_AGENT_ID),
+        ):
+            value = meta.get(key)
+            if isinstance(value, str) and value:
+                attrs[attr] = value
+        if self.provider_name:
+            attrs[A.GEN_AI_PROVIDER_NAME] = self.provider_name
+        span = self._tracer.start_span(
+            self._session_span_name,
+            context=parent,
+            attributes=attrs,
+            start_time=_ns(session.started_at),
+        )
+        # A tracer that records nothing hands back a span with its parent's context (the API's no-op
+        # tracer: what the global API gives until the app configures OpenTelemetry); a real one always
+        # starts a new span (context), sampled or not.
+        untraced = (
+            not span.is_recording()
+            and span.get_span_context() == trace.get_current_span(parent).get_span_context()
+        )
+        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
+        st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
+        self._counts.watch_errors(session.pipeline.errors)
+        self._open.add(st)
+        return st
 
     def on_tool_start(self, session: Session, step: Step, state: _SessionState) -> None:
         self._open_call(state, session, step, live=True)
@@ -556,53 +600,6 @@ class OTelSink(Sink):
         if status is not None:
             span.set_status(status)
         span.end(end_ns)
-
-    def _start_session(self, session: Session) -> _SessionState:
-        # The caller's current span (if any; OpenInference's LangChain run span first) becomes the parent;
-        # nothing is attached here.
-        parent = current_parent() if self._enrich else otel_context.get_current()
-        attrs: dict[str, Any] = {
-            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
-            A.GEN_AI_CONVERSATION_ID: self._redact_id(session.id),
-            A.PLAN: session.pipeline.plan.name,
-        }
-        rules_version = getattr(session.pipeline.rules, "name", None)
-        if isinstance(rules_version, str):
-            attrs[A.RULES] = rules_version
-        if self.agent_name:
-            attrs[A.GEN_AI_AGENT_NAME] = self.agent_name
-        meta = session.metadata
-        for key, attr in (
-            (A.GEN_AI_AGENT_NAME, A.GEN_AI_AGENT_NAME),
-            ("agent_name", A.GEN_AI_AGENT_NAME),
-            ("provider", A.GEN_AI_PROVIDER_NAME),
-            ("model", A.GEN_AI_REQUEST_MODEL),
-            ("agent_id", A.GEN_AI_AGENT_ID),
-        ):
-            value = meta.get(key)
-            if isinstance(value, str) and value:
-                attrs[attr] = value
-        if self.provider_name:
-            attrs[A.GEN_AI_PROVIDER_NAME] = self.provider_name
-        span = self._tracer.start_span(
-            self._session_span_name,
-            context=parent,
-            attributes=attrs,
-            start_time=_ns(session.started_at),
-        )
-        # A tracer that records nothing hands back a span with its parent's context (the API's no-op
-        # tracer: what the global API gives until the app configures OpenTelemetry); a real one always
-        # starts a new span (context), sampled or not.
-        untraced = (
-            not span.is_recording()
-            and span.get_span_context() == trace.get_current_span(parent).get_span_context()
-        )
-        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
-        st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
-        self._counts.watch_errors(session.pipeline.errors)
-        self._open.add(st)
-        return st
 
     def _todo_attrs(self, session: Session, attrs: dict[str, Any], *, at_end: bool) -> None:
         todo = todo_state(session)
