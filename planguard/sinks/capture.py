@@ -53,14 +53,10 @@ class CaptureMode(StrEnum):
         return self in (CaptureMode.EVENT_ONLY, CaptureMode.SPAN_AND_EVENT)
 
 
+# The old boolean form (its true put content on the span).
 _ALIASES = {
-    "true": CaptureMode.SPAN_ONLY,  # the old boolean form put content on the span
-    "1": CaptureMode.SPAN_ONLY,
-    "yes": CaptureMode.SPAN_ONLY,
-    "false": CaptureMode.NO_CONTENT,
-    "0": CaptureMode.NO_CONTENT,
-    "no": CaptureMode.NO_CONTENT,
-    "": CaptureMode.NO_CONTENT,
+    **dict.fromkeys(("true", "1", "yes"), CaptureMode.SPAN_ONLY),
+    **dict.fromkeys(("false", "0", "no", ""), CaptureMode.NO_CONTENT),
 }
 VALID_VALUES = ("true", "false", *(m.value for m in CaptureMode))
 

@@ -194,12 +194,10 @@ def _has_needle(folded: str) -> bool:
 #: ~6k instructions per text), and how many at most (the table is cleared when full).
 _MEMO_MAX_CHARS = 256
 _MEMO_SIZE = 4096
-#: Longest text redacted whole; a longer one is cut (at a word boundary) first and the cut marked.
+#: Longest text redacted whole (and so the longest parsed as JSON); a longer one is cut (at a word
+#: boundary) first and the cut marked.
 MAX_TEXT_CHARS = 64 * 1024
-#: Longest text tried as JSON (a JSON document in a string: its secret-named keys are redacted by key).
-_MAX_JSON_CHARS = 64 * 1024
 _JSON_START = frozenset('{["')
-_NOT_JSON = object()
 
 
 class Redactor:
@@ -254,14 +252,11 @@ class Redactor:
         """A text that is a JSON document (an object, an array, or a string holding one), redacted as the
         structure it is — ``{"password": ["a", "b"]}`` loses the whole list — or None when it is not JSON
         or nothing in it changed (the patterns then see the text as it is)."""
-        start = text.lstrip()[:1]
-        if start not in _JSON_START or len(text) > _MAX_JSON_CHARS:
+        if text.lstrip()[:1] not in _JSON_START:  # (so a document is an object, an array or a string)
             return None
         try:
             value = loads_json(text)  # nested past the document limit: the patterns see the text as it is
         except ValueError:
-            return None
-        if not isinstance(value, (dict, list, str)):
             return None
         cleaned = redact_value(value, self)
         if cleaned == value:
