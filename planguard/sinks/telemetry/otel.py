@@ -383,14 +383,7 @@ class OTelSink(Sink):
                 self._end_call(st, call, _BLOCKED, step.event, time.time_ns())
             return
         call = self._call_for(st, session, step)
-        self._call_event(
-            call,
-            A.EVENT_DECISION,
-            _decision_attrs(decision),
-            _stamp(call, step),
-            A.DECISION_MESSAGE,
-            decision.message,
-        )
+        self._decision_event(call, decision, _stamp(call, step))
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _SessionState) -> None:
         self._open.discard(state)
@@ -465,8 +458,9 @@ class OTelSink(Sink):
                 return
             call_attrs = {k: attrs[k] for k in _CALL_KEYS if k in attrs}
             self._session_event(st, A.EVENT_TOOL_OUTCOME, call_attrs, A.DECISION_MESSAGE, None)
+            ref: dict[str, Any] = {k: attrs[k] for k in (A.STEP_INDEX, A.GEN_AI_TOOL_CALL_ID) if k in attrs}
             for ev_name, ev_attrs, _ts, _key, _content in call.events:
-                self._session_event(st, ev_name, {**ev_attrs, **_call_ref(attrs)}, A.DECISION_MESSAGE, None)
+                self._session_event(st, ev_name, {**ev_attrs, **ref}, A.DECISION_MESSAGE, None)
         except Exception as exc:
             self.errors.record("OTelSink.enrich", exc)
 
@@ -533,14 +527,7 @@ class OTelSink(Sink):
             self._start_span(st, call)
         if st.gated is step:  # decisions made while the call was being gated
             for decision, ts in st.gate_decisions:
-                self._call_event(
-                    call,
-                    A.EVENT_DECISION,
-                    _decision_attrs(decision),
-                    ts,
-                    A.DECISION_MESSAGE,
-                    decision.message,
-                )
+                self._decision_event(call, decision, ts)
             st.gated, st.gate_decisions = None, []
         return call
 
@@ -569,6 +556,10 @@ class OTelSink(Sink):
             call.span.add_event(name, attrs, ts)
         else:
             call.events.append((name, attrs, ts, key, content if self._capture_on else None))
+
+    def _decision_event(self, call: _ToolCall, decision: Decision, ts: int | None) -> None:
+        attrs = _decision_attrs(decision)
+        self._call_event(call, A.EVENT_DECISION, attrs, ts, A.DECISION_MESSAGE, decision.message)
 
     def _end_call(
         self,
@@ -777,13 +768,6 @@ _CALL_KEYS = (
     A.EXIT_CODE,
     A.FINDINGS_COUNT,
 )
-
-
-def _call_ref(attrs: dict[str, Any]) -> dict[str, Any]:
-    ref = {A.STEP_INDEX: attrs[A.STEP_INDEX]} if A.STEP_INDEX in attrs else {}
-    if A.GEN_AI_TOOL_CALL_ID in attrs:
-        ref[A.GEN_AI_TOOL_CALL_ID] = attrs[A.GEN_AI_TOOL_CALL_ID]
-    return ref
 
 
 def _error_of(ev: ToolEvent) -> str:
