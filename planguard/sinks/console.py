@@ -12,10 +12,8 @@ Colour (phase letters, findings, decisions) when the stream is a terminal, using
 then); ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on. Lines are formatted and written by a background
 worker, so a slow terminal or pipe never holds up the agent.
 
-Private by default: a finding is shown by its detector, a decision answering one by its kind and policy;
-their evidence and message (which quote the tool calls) only when ``content`` or
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in. planguard's own messages (reminders, gate
-refusals) are shown either way. All redacted, on the worker.
+Private by default (README, "Privacy and failure"): a finding is shown by its detector, a decision answering
+one by its kind and policy, unless ``content`` or the capture variable opts in; all redacted, on the worker.
 """
 
 from __future__ import annotations

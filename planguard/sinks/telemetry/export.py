@@ -192,7 +192,7 @@ def configure_otlp(
         tp = TracerProvider(resource=resource)
         for name in traces.exporters:
             span_exporter = (
-                _otlp_exporter("trace", traces, settings.export_timeout_s(config.export_timeout_s))
+                _otlp_exporter("trace", traces, settings.span_export_timeout_s)
                 if name == "otlp"
                 else _console_exporter("trace")
             )
