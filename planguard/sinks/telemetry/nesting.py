@@ -101,17 +101,13 @@ def current_parent() -> otel_context.Context:
     return trace.set_span_in_context(span, current) if span is not None else current
 
 
-def _attributes(span: Span) -> Any:
-    return getattr(span, "attributes", None) or {}
-
-
 def is_tool_span_for(span: Span, event: ToolEvent, strict: bool) -> bool:
     """``span`` is an open tool span for ``event``'s call: a GenAI ``execute_tool`` span or an OpenInference
     TOOL span, with the same call id when both sides have one (``strict``: the call id, else the tool name,
     must match too)."""
     if not span.is_recording():
         return False
-    attrs = _attributes(span)
+    attrs: Any = getattr(span, "attributes", None) or {}
     is_tool = (
         attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL
         or attrs.get(OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_TOOL

@@ -305,10 +305,9 @@ class OTelSink(Sink):
         if call is None:  # offline observe(): the call is reported once, finished
             call = self._open_call(st, session, step, live=False)
             st.calls.pop(step.index, None)
-        duration = ev.duration
+        if ev.duration is not None:
+            self._counts.add_duration(ev.duration, _label(_action_type(step)), error)
         if st.untraced:  # only counted
-            if duration is not None:
-                self._counts.add_duration(duration, _label(_action_type(step)), error)
             return
         outcome = call.outcome
         status = None
@@ -323,10 +322,7 @@ class OTelSink(Sink):
             outcome[A.FINDINGS_COUNT] = len(step.findings)
         if step.action is not None and step.action.type is ActionType.PLAN:  # a todo call: the list now
             self._todo_attrs(session, outcome, at_end=False)
-        attrs = call.attrs
-        attrs.update(outcome)
-        if duration is not None:
-            self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
+        call.attrs.update(outcome)
         # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
         # end, where their events were stamped.
         end_ns = _stamp(call, step)
