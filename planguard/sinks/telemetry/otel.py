@@ -667,10 +667,8 @@ class OTelSink(Sink):
                 del deferred[0]
                 self.drops.add("session_events_full")
             deferred.append((name, attrs, st.now_ns(), content_key, content if self._capture_on else None))
-        elif st.recorded_end and not st.live_seen:
-            st.span.add_event(name, attrs, st.recorded_end)
         else:
-            st.span.add_event(name, attrs)
+            st.span.add_event(name, attrs, st.now_ns())
 
     def _submit(self, job: _Job) -> bool:
         worker = self._worker
