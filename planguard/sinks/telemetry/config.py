@@ -33,8 +33,7 @@ class TelemetryConfig(BaseModel):
         description=(
             "OTLP base URL (e.g. http://127.0.0.1:6006); over HTTP '/v1/traces' and '/v1/metrics' are "
             "appended. None reads OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT."
-            " "
-            "Used only when planguard builds its own providers (none passed in, none set globally by the "
+            " Used only when planguard builds its own providers (none passed in, none set globally by the "
             "application)."
         ),
     )

@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -174,14 +175,10 @@ def configure_otlp(
     if settings.sdk_disabled:
         return None
     traces, metrics = settings.traces, settings.metrics
-    if traces_endpoint is not None:
+    if traces_endpoint is not None:  # (and metrics only where metrics_endpoint says)
         traces = SignalSettings(("otlp",), PROTOCOL_HTTP, traces_endpoint)
-        metrics = (
-            SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
-            if metrics_endpoint is not None
-            else SignalSettings((), PROTOCOL_HTTP, "")
-        )
-    elif metrics_endpoint is not None:
+        metrics = SignalSettings((), PROTOCOL_HTTP, "")
+    if metrics_endpoint is not None:
         metrics = SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
     if not traces.exporters and not metrics.exporters:
         return None
@@ -208,27 +205,18 @@ def configure_otlp(
             tp.add_span_processor(processor)
         out.tracer_provider = tp
         out.owned.append(tp)
-    readers: list[Any] = []
-    for name in metrics.exporters:
-        if name == "prometheus":
-            continue  # served by start_prometheus_exporter (telemetry.prometheus_port)
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-
-        metric_exporter = (
+    interval_ms = metric_interval_s * 1000 if metric_interval_s is not None else settings.metric_interval_ms
+    readers = [
+        PeriodicExportingMetricReader(
             _otlp_exporter("metric", metrics, config.export_timeout_s)
             if name == "otlp"
-            else _console_exporter("metric")
+            else _console_exporter("metric"),
+            export_interval_millis=interval_ms,
+            export_timeout_millis=settings.metric_timeout_ms,
         )
-        interval_ms = (
-            metric_interval_s * 1000 if metric_interval_s is not None else settings.metric_interval_ms
-        )
-        readers.append(
-            PeriodicExportingMetricReader(
-                metric_exporter,
-                export_interval_millis=interval_ms,
-                export_timeout_millis=settings.metric_timeout_ms,
-            )
-        )
+        for name in metrics.exporters
+        if name != "prometheus"  # served by start_prometheus_exporter (telemetry.prometheus_port)
+    ]
     if readers:
         mp = MeterProvider(metric_readers=readers, resource=resource)
         out.meter_provider = mp
