@@ -111,11 +111,10 @@ class ContentPolicy:
         max_chars: int = 4096,
         redact: bool = True,
         redactor: Redactor | None = None,
-        environ: Mapping[str, str] | None = None,
     ) -> ContentPolicy:
         """The sink's own setting when it has one (``opt_in`` True/False), else what
         ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says (any mode but ``NO_CONTENT``: include)."""
-        include = opt_in if opt_in is not None else capture_mode_from_env(environ).enabled
+        include = opt_in if opt_in is not None else capture_mode_from_env().enabled
         return cls(include, max_chars, redact, redactor)
 
     def text(self, text: str | None, max_chars: int | None = None) -> str | None:
