@@ -138,8 +138,7 @@ class ConsoleSink(Sink):
 
     def on_tool_end(self, session: Session, step: Step, state: _ConsoleState) -> None:
         ev = step.event
-        action = step.action
-        kind = getattr(action, "type", None) if action is not None else None
+        kind = getattr(step.action, "type", None)  # (None without an action)
         self._worker.submit(
             (
                 "step",
