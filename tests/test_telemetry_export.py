@@ -17,13 +17,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
 from planguard.sinks.drops import DropCounter
-from planguard.sinks.telemetry.config import (
-    TelemetryConfig,
-    resolve_metrics_endpoint,
-    resolve_traces_endpoint,
-)
+from planguard.sinks.telemetry.config import TelemetryConfig
 from planguard.sinks.telemetry.export import configure_otlp, start_prometheus_exporter
 from planguard.sinks.telemetry.otel import OTelSink
+from planguard.sinks.telemetry.settings import export_settings
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -73,14 +70,14 @@ def run_session(sink: OTelSink, n: int, session_id: str = "x") -> list[float]:
 
 def test_endpoint_resolution() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:6006/"}
-    assert resolve_traces_endpoint(None, env) == "http://127.0.0.1:6006/v1/traces"
-    assert resolve_metrics_endpoint(None, env) == "http://127.0.0.1:6006/v1/metrics"
+    assert export_settings(None, env).traces.endpoint == "http://127.0.0.1:6006/v1/traces"
+    assert export_settings(None, env).metrics.endpoint == "http://127.0.0.1:6006/v1/metrics"
     env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://collector:4318/custom"
-    assert resolve_traces_endpoint(None, env) == "http://collector:4318/custom"
-    assert resolve_metrics_endpoint(None, {**env, "OTEL_METRICS_EXPORTER": "none"}) is None
+    assert export_settings(None, env).traces.endpoint == "http://collector:4318/custom"
+    assert export_settings(None, {**env, "OTEL_METRICS_EXPORTER": "none"}).metrics.exporters == ()
     cfg = TelemetryConfig(otlp_endpoint="http://127.0.0.1:9/")
-    assert resolve_traces_endpoint(cfg, env) == "http://127.0.0.1:9/v1/traces"
-    assert resolve_traces_endpoint(None, {}) is None
+    assert export_settings(cfg, env).traces.endpoint == "http://127.0.0.1:9/v1/traces"
+    assert export_settings(None, {}).traces.exporters == ()
 
 
 def test_configure_otlp_needs_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,11 +129,11 @@ def test_standard_variables_name_the_service(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "team=a")
-    assert _resource("planguard", None).attributes["service.name"] == "planguard"
+    assert _resource("planguard").attributes["service.name"] == "planguard"
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attrs,team=a")
-    assert _resource("planguard", None).attributes["service.name"] == "from-attrs"
+    assert _resource("planguard").attributes["service.name"] == "from-attrs"
     monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
-    assert _resource("planguard", None).attributes["service.name"] == "from-env"
+    assert _resource("planguard").attributes["service.name"] == "from-env"
 
 
 def _dead_port() -> int:

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..decisions import is_own_text
-from .redact import DEFAULT_REDACTOR, Redactor, redact_text, redact_value
+from .redact import Redactor, redact_text, redact_value
 
 __all__ = [
     "ENV_CAPTURE",
@@ -53,14 +53,10 @@ class CaptureMode(StrEnum):
         return self in (CaptureMode.EVENT_ONLY, CaptureMode.SPAN_AND_EVENT)
 
 
+# The old boolean form (its true put content on the span).
 _ALIASES = {
-    "true": CaptureMode.SPAN_ONLY,  # the old boolean form put content on the span
-    "1": CaptureMode.SPAN_ONLY,
-    "yes": CaptureMode.SPAN_ONLY,
-    "false": CaptureMode.NO_CONTENT,
-    "0": CaptureMode.NO_CONTENT,
-    "no": CaptureMode.NO_CONTENT,
-    "": CaptureMode.NO_CONTENT,
+    **dict.fromkeys(("true", "1", "yes"), CaptureMode.SPAN_ONLY),
+    **dict.fromkeys(("false", "0", "no", ""), CaptureMode.NO_CONTENT),
 }
 VALID_VALUES = ("true", "false", *(m.value for m in CaptureMode))
 
@@ -115,11 +111,10 @@ class ContentPolicy:
         max_chars: int = 4096,
         redact: bool = True,
         redactor: Redactor | None = None,
-        environ: Mapping[str, str] | None = None,
     ) -> ContentPolicy:
         """The sink's own setting when it has one (``opt_in`` True/False), else what
         ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says (any mode but ``NO_CONTENT``: include)."""
-        include = opt_in if opt_in is not None else capture_mode_from_env(environ).enabled
+        include = opt_in if opt_in is not None else capture_mode_from_env().enabled
         return cls(include, max_chars, redact, redactor)
 
     def text(self, text: str | None, max_chars: int | None = None) -> str | None:
@@ -143,9 +138,7 @@ class ContentPolicy:
 
     def clean_text(self, text: str) -> str:
         """:meth:`clean` for a text (a tool or program name, an id): redacted unless redaction is off."""
-        if not self.redact:
-            return text
-        return (self.redactor or DEFAULT_REDACTOR)(text)
+        return redact_text(text, 0, self.redactor) if self.redact else text
 
     def message(self, decision: Any, max_chars: int | None = None) -> str | None:
         """A decision's message as the sink may write it. planguard's own text (a plan reminder, a gate's

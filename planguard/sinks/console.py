@@ -12,10 +12,8 @@ Colour (phase letters, findings, decisions) when the stream is a terminal, using
 then); ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on. Lines are formatted and written by a background
 worker, so a slow terminal or pipe never holds up the agent.
 
-Private by default: a finding is shown by its detector, a decision answering one by its kind and policy;
-their evidence and message (which quote the tool calls) only when ``content`` or
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in. planguard's own messages (reminders, gate
-refusals) are shown either way. All redacted, on the worker.
+Private by default (README, "Privacy and failure"): a finding is shown by its detector, a decision answering
+one by its kind and policy, unless ``content`` or the capture variable opts in; all redacted, on the worker.
 """
 
 from __future__ import annotations
@@ -48,6 +46,14 @@ def _pc(scores: Scores | None) -> str:
     return "PC  -- " if scores is None else f"PC {scores.PC:4.2f}"
 
 
+def _call_head(session_id: str, index: int, tool: str) -> list[tuple[str, str]]:
+    return [
+        (f"  {session_id} ", "dim"),
+        (f"#{index:<4}", "bold"),
+        (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
+    ]
+
+
 def format_step_line(
     session_id: str,
     index: int,
@@ -61,11 +67,7 @@ def format_step_line(
     failed: bool = False,
 ) -> list[tuple[str, str]]:
     """The line for one tool call as ``(text, style)`` segments (style ``""`` = plain)."""
-    segs: list[tuple[str, str]] = [
-        (f"  {session_id} ", "dim"),
-        (f"#{index:<4}", "bold"),
-        (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
-    ]
+    segs = _call_head(session_id, index, tool)
     segs.append((f"{letters or '·':<4}", _PHASE_STYLE.get(letters[:1], "dim")))
     segs.append((f"{action[:12]:<13}", "cyan" if action else "dim"))
     segs.append((_pc(scores), ""))
@@ -136,8 +138,7 @@ class ConsoleSink(Sink):
 
     def on_tool_end(self, session: Session, step: Step, state: _ConsoleState) -> None:
         ev = step.event
-        action = step.action
-        kind = getattr(action, "type", None) if action is not None else None
+        kind = getattr(step.action, "type", None)  # (None without an action)
         self._worker.submit(
             (
                 "step",
@@ -252,13 +253,7 @@ class ConsoleSink(Sink):
             _, _, index, tool, decisions = item
             tool = clean(tool)
             why = "; ".join(self._why(d) for d in decisions)
-            return [
-                (f"  {sid} ", "dim"),
-                (f"#{index:<4}", "bold"),
-                (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
-                ("✗ blocked", "bold red"),
-                (f"  → {why}", "red"),
-            ]
+            return [*_call_head(sid, index, tool), ("✗ blocked", "bold red"), (f"  → {why}", "red")]
         if kind == "decision":
             _, _, decision = item
             kind = decision.kind.value

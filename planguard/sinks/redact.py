@@ -194,12 +194,10 @@ def _has_needle(folded: str) -> bool:
 #: ~6k instructions per text), and how many at most (the table is cleared when full).
 _MEMO_MAX_CHARS = 256
 _MEMO_SIZE = 4096
-#: Longest text redacted whole; a longer one is cut (at a word boundary) first and the cut marked.
+#: Longest text redacted whole (and so the longest parsed as JSON); a longer one is cut (at a word
+#: boundary) first and the cut marked.
 MAX_TEXT_CHARS = 64 * 1024
-#: Longest text tried as JSON (a JSON document in a string: its secret-named keys are redacted by key).
-_MAX_JSON_CHARS = 64 * 1024
 _JSON_START = frozenset('{["')
-_NOT_JSON = object()
 
 
 class Redactor:
@@ -254,14 +252,11 @@ class Redactor:
         """A text that is a JSON document (an object, an array, or a string holding one), redacted as the
         structure it is — ``{"password": ["a", "b"]}`` loses the whole list — or None when it is not JSON
         or nothing in it changed (the patterns then see the text as it is)."""
-        start = text.lstrip()[:1]
-        if start not in _JSON_START or len(text) > _MAX_JSON_CHARS:
+        if text.lstrip()[:1] not in _JSON_START:  # (so a document is an object, an array or a string)
             return None
         try:
             value = loads_json(text)  # nested past the document limit: the patterns see the text as it is
         except ValueError:
-            return None
-        if not isinstance(value, (dict, list, str)):
             return None
         cleaned = redact_value(value, self)
         if cleaned == value:
@@ -333,23 +328,6 @@ def redact_text(text: str, limit: int = 0, redactor: Redactor | None = None) -> 
     return cleaned + _cut_mark(left_out) if left_out else cleaned
 
 
-# Argument names come from a small vocabulary (command, path, ...) and the key pattern is the costliest
-# regex here (~15k instructions a call): answers are remembered, in a bounded table.
-_KEY_VERDICTS: dict[str, bool] = {}
-_MAX_KEY_VERDICTS = 4096
-
-
-def _is_secret_key(key: str) -> bool:
-    verdict = _KEY_VERDICTS.get(key)
-    if verdict is None:
-        verdict = _SECRET_KEY_RE.fullmatch(key) is not None
-        if len(key) <= 128:  # (only name-sized keys: the table stays small)
-            if len(_KEY_VERDICTS) >= _MAX_KEY_VERDICTS:
-                _KEY_VERDICTS.clear()
-            _KEY_VERDICTS[key] = verdict
-    return verdict
-
-
 def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 0) -> Any:
     """A JSON-like copy of ``value`` with secrets redacted: strings by pattern (and as JSON when they hold
     a JSON document), keys by pattern, the whole value of a key that names a secret whatever it holds
@@ -366,7 +344,8 @@ def redact_value(value: Any, redactor: Redactor | None = None, *, _depth: int = 
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)  # (a str subclass's own text: an enum member's str(), as json.dumps would not)
-            if _is_secret_key(key) and v is not None and v != "" and not isinstance(v, bool):
+            secret_named = _SECRET_KEY_RE.fullmatch(key) is not None
+            if secret_named and v is not None and v != "" and not isinstance(v, bool):
                 out[r(key)] = REDACTED
             else:
                 out[r(key)] = redact_value(v, r, _depth=_depth + 1)

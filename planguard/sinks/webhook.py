@@ -1,22 +1,16 @@
 """Webhook notifications: chosen events POSTed as JSON by a background worker.
 
 The agent's thread only filters the event and puts a small dict on a bounded queue (``put_nowait``); a
-single daemon thread does the HTTP with a timeout and a bounded number of retries with exponential backoff.
-A full queue drops the event and counts it; a delivery that exhausts its retries is counted as failed. A
-webhook that is down or hangs therefore costs the agent nothing but a counter.
+single daemon thread does the HTTP, with bounded retries and exponential backoff. A webhook that is down or
+hangs costs the agent nothing but a counter (see :class:`WebhookSink`).
 
 ``timeout_s`` is a deadline for a whole attempt, connect to the last byte of the answer. httpx's own
 timeouts are per operation, so an endpoint trickling a byte a second would never trip them; a timer shuts
 the attempt's socket down at the deadline instead. ``shutdown`` cuts a request still in flight at its own
 deadline the same way, and counts it as dropped: when it returns, nothing is pending.
 
-Events: ``finding`` (every finding) or ``finding:<kind>``; ``decision:<kind>`` (``deny``, ``stop``, ``nudge``,
-``remind``, ``notify``, ``log``, or ``*``); ``session_start``; ``session_end``.
-
-Private by default: a finding's ``evidence`` and the message of a decision answering one (which quote the
-tool calls) are sent as null unless ``notify.content`` or
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in, and then redacted; planguard's own messages
-(reminders, gate refusals), session metadata and ids are always redacted. All of it on the worker thread.
+Private by default (README, "Privacy and failure"): evidence, and messages answering findings, are sent as
+null unless ``notify.content`` or the capture variable opts in; all that is sent is redacted, on the worker.
 """
 
 from __future__ import annotations
@@ -50,11 +44,10 @@ if TYPE_CHECKING:
     from ..session import Session, SessionSummary
     from ..step import Step
 
-__all__ = ["EVENT_NAMES", "NotifyConfig", "WebhookSink"]
+__all__ = ["NotifyConfig", "WebhookSink"]
 
 logger = logging.getLogger("planguard.sinks.webhook")
 
-EVENT_NAMES = ("finding", "finding:<kind>", "decision:<kind>", "decision:*", "session_start", "session_end")
 _DECISION_KINDS = {k.value for k in DecisionKind}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Longest evidence or message text an event carries (when content is sent at all).
@@ -278,12 +271,8 @@ class WebhookSink(Sink):
                 try:
                     self._q.put_nowait(None)
                     break
-                except queue.Full:
-                    try:
-                        if self._q.get_nowait() is not None:
-                            self._done(dropped=True)
-                    except queue.Empty:
-                        pass
+                except queue.Full:  # make room for the sentinel (the worker would drop them: abort is set)
+                    self._drop_queued()
             self._thread.join(max(0.0, deadline - time.monotonic()))
             if self._thread.is_alive():
                 # The worker is stuck in a request: cut it, and drop what it has not started, so the counters

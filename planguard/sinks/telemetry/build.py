@@ -51,12 +51,10 @@ def build_sinks(
 ) -> list[Sink]:
     """Sinks for one pipeline, from the ``telemetry:`` and ``store:`` config sections.
 
-    * OpenTelemetry (``telemetry.enabled``), for each signal the first of: the provider passed in
-      (``Guard(tracer_provider=..., meter_provider=...)``); the application's global provider, once it has
-      set one (``trace.set_tracer_provider``, ``opentelemetry-instrument``, an OpenInference ``register()``);
-      else providers built here from the standard ``OTEL_*`` variables and owned by the sink (see
-      :mod:`planguard.sinks.telemetry.settings`: exporters, protocol, endpoints, batching, interval). With
-      ``OTEL_SDK_DISABLED=true`` planguard builds nothing. ``telemetry.prometheus_port`` (or
+    * OpenTelemetry (``telemetry.enabled``), for each signal the first of: the provider passed in; the
+      application's global provider, once it has set one (``opentelemetry-instrument``, an OpenInference
+      ``register()``); else providers built here from the ``OTEL_*`` variables (:mod:`.settings`), owned
+      by the sink, and none with ``OTEL_SDK_DISABLED=true``. ``telemetry.prometheus_port`` (or
       ``OTEL_METRICS_EXPORTER=prometheus``) serves metrics for Prometheus when no meter provider is found.
     * The local JSONL store (``store.enabled``), with or without an OTLP exporter: while a collector is
       down the store still keeps every session (``store: {enabled: false}`` turns it off).
@@ -76,9 +74,9 @@ def build_sinks(
 
         owned: list[Any] = []
         tp, mp = tracer_provider, meter_provider
-        if tp is None and app_tracer_provider() is not None:
+        if tp is None:
             tp = app_tracer_provider()
-        if mp is None and app_meter_provider() is not None:
+        if mp is None:
             mp = app_meter_provider()
         if (tp is None or mp is None) and not settings.sdk_disabled:
             from .export import configure_otlp

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Literal
 
@@ -10,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..capture import ENV_CAPTURE, VALID_VALUES, CaptureMode, capture_mode_from_env, parse_capture_mode
 
-__all__ = ["TelemetryConfig", "resolve_metrics_endpoint", "resolve_traces_endpoint"]
+__all__ = ["TelemetryConfig"]
 
 
 class TelemetryConfig(BaseModel):
@@ -34,8 +33,7 @@ class TelemetryConfig(BaseModel):
         description=(
             "OTLP base URL (e.g. http://127.0.0.1:6006); over HTTP '/v1/traces' and '/v1/metrics' are "
             "appended. None reads OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT."
-            " "
-            "Used only when planguard builds its own providers (none passed in, none set globally by the "
+            " Used only when planguard builds its own providers (none passed in, none set globally by the "
             "application)."
         ),
     )
@@ -95,37 +93,3 @@ class TelemetryConfig(BaseModel):
     def capture_mode(self, environ: Mapping[str, str] | None = None) -> CaptureMode:
         mode = parse_capture_mode(self.capture_content)
         return mode if mode is not None else capture_mode_from_env(environ)
-
-
-def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
-    return os.environ if environ is None else environ
-
-
-def _signal_endpoint(
-    config: TelemetryConfig | None, signal: str, environ: Mapping[str, str] | None
-) -> str | None:
-    env = _env(environ)
-    if config is not None and config.otlp_endpoint:
-        return config.otlp_endpoint.rstrip("/") + f"/v1/{signal}"
-    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip()
-    if specific:
-        return specific  # a signal-specific endpoint is used as given (OTLP exporter spec)
-    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    return base.rstrip("/") + f"/v1/{signal}" if base else None
-
-
-def resolve_traces_endpoint(
-    config: TelemetryConfig | None = None, environ: Mapping[str, str] | None = None
-) -> str | None:
-    """The OTLP/HTTP traces URL from config or the standard variables; ``None`` when none is configured."""
-    return _signal_endpoint(config, "traces", environ)
-
-
-def resolve_metrics_endpoint(
-    config: TelemetryConfig | None = None, environ: Mapping[str, str] | None = None
-) -> str | None:
-    """The OTLP/HTTP metrics URL, or ``None`` when unset or ``OTEL_METRICS_EXPORTER=none``."""
-    env = _env(environ)
-    if env.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "none":
-        return None
-    return _signal_endpoint(config, "metrics", environ)

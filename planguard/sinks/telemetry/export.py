@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
-from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace import Span as SDKSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ...errors import ErrorCounter
@@ -31,7 +31,6 @@ __all__ = [
     "OtlpProviders",
     "PrometheusEndpoint",
     "configure_otlp",
-    "shutdown_provider",
     "shutdown_providers",
     "start_prometheus_exporter",
 ]
@@ -80,9 +79,6 @@ class BoundedSpanProcessor(SpanProcessor):
             wake_at=max_export_batch_size,
         )
 
-    def on_start(self, span: SDKSpan, parent_context: Context | None = None) -> None:
-        return None
-
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.context
         if ctx is not None and ctx.trace_flags.sampled:
@@ -116,50 +112,33 @@ class BoundedSpanProcessor(SpanProcessor):
 
 @dataclass
 class OtlpProviders:
-    """What :func:`configure_otlp` built; ``shutdown`` flushes and stops all of it."""
+    """What :func:`configure_otlp` built; ``owned`` lists the providers for whoever shuts them down."""
 
     tracer_provider: TracerProvider | None
     meter_provider: MeterProvider | None
     drops: DropCounter
-    span_processor: BoundedSpanProcessor | None = None
     owned: list[Any] = field(default_factory=list)
-    shutdown_timeout_s: float = 2.0  # for all of them together
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        ok = True
-        for p in self.owned:
-            ok = bool(p.force_flush(timeout_millis)) and ok
-        return ok
-
-    def shutdown(self) -> None:
-        shutdown_providers(self.owned, self.shutdown_timeout_s)
 
 
-#: How long shutting down one provider may take (a hung exporter must not hold up the app's exit).
-SHUTDOWN_TIMEOUT_S = 5.0
 #: The least a provider gets when an earlier one used up the shared deadline (its last export is dropped).
 _MIN_PROVIDER_S = 0.05
 
 
-def shutdown_provider(provider: Any, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> None:
-    """Shut a provider down within ``timeout_s`` where the SDK lets us bound it (a tracer provider's
-    processors bound themselves: :class:`BoundedSpanProcessor` gets its timeout at construction)."""
-    if isinstance(provider, MeterProvider):
-        provider.shutdown(timeout_millis=timeout_s * 1000)
-    else:
-        provider.shutdown()
-
-
 def shutdown_providers(providers: Sequence[Any], timeout_s: float) -> None:
-    """Shut providers down in order within one shared deadline."""
+    """Shut providers down in order within one shared deadline, where the SDK lets us bound it (a tracer
+    provider's processors bound themselves: :class:`BoundedSpanProcessor` has its own timeout)."""
     import time
 
     deadline = time.monotonic() + timeout_s
     for provider in providers:
-        shutdown_provider(provider, max(_MIN_PROVIDER_S, deadline - time.monotonic()))
+        if isinstance(provider, MeterProvider):
+            left = max(_MIN_PROVIDER_S, deadline - time.monotonic())
+            provider.shutdown(timeout_millis=left * 1000)
+        else:
+            provider.shutdown()
 
 
-def _resource(service_name: str, attributes: Mapping[str, str] | None) -> Resource:
+def _resource(service_name: str) -> Resource:
     # The standard variables name the service when set (OTEL_SERVICE_NAME, or service.name in
     # OTEL_RESOURCE_ATTRIBUTES); ``service_name`` is the fallback. Resource.create merges the rest.
     import os
@@ -169,7 +148,7 @@ def _resource(service_name: str, attributes: Mapping[str, str] | None) -> Resour
         part.split("=", 1)[0].strip() == "service.name" for part in env_attrs.split(",")
     )
     base: dict[str, str] = {} if named_by_env else {"service.name": service_name}
-    return Resource.create({**base, **(attributes or {})})
+    return Resource.create(base)
 
 
 def configure_otlp(
@@ -177,55 +156,42 @@ def configure_otlp(
     *,
     traces_endpoint: str | None = None,
     metrics_endpoint: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    resource_attributes: Mapping[str, str] | None = None,
     drops: DropCounter | None = None,
     errors: ErrorCounter | None = None,
     metric_interval_s: float | None = None,
-    set_global: bool = False,
     settings: ExportSettings | None = None,
 ) -> OtlpProviders | None:
-    """SDK providers configured like any OTel SDK app, from ``config`` and the standard variables.
+    """SDK providers configured like any OTel SDK app, from ``config`` and the standard variables as
+    :func:`~planguard.sinks.telemetry.settings.export_settings` reads them (exporters, protocols, endpoints,
+    ``OTEL_BSP_*``, the metric interval; the exporters read their own headers, timeout, compression and
+    certificates). ``traces_endpoint`` (an OTLP/HTTP URL) forces OTLP/HTTP spans there and no metrics unless
+    ``metrics_endpoint`` is given too.
 
-    What is built follows :func:`~planguard.sinks.telemetry.settings.export_settings`:
-    ``OTEL_TRACES_EXPORTER`` /
-    ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``; OTLP by default once an endpoint is set),
-    ``OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL`` (``http/protobuf`` or ``grpc``), the endpoints,
-    ``OTEL_BSP_*`` for the span processor and ``OTEL_METRIC_EXPORT_INTERVAL``/``_TIMEOUT`` for the metric
-    reader; headers, timeout, compression and certificates are read by the exporters themselves; the
-    resource from ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``. ``traces_endpoint`` (an OTLP/HTTP URL)
-    forces OTLP/HTTP spans there and no metrics unless ``metrics_endpoint`` is given too.
-
-    ``None`` with ``OTEL_SDK_DISABLED=true`` or when no signal has an exporter. The providers are *not*
-    made global unless ``set_global``.
+    ``None`` with ``OTEL_SDK_DISABLED=true`` or when no signal has an exporter. The providers are not made
+    global.
     """
     config = config if config is not None else TelemetryConfig()
     settings = settings if settings is not None else export_settings(config)
     if settings.sdk_disabled:
         return None
     traces, metrics = settings.traces, settings.metrics
-    if traces_endpoint is not None:
+    if traces_endpoint is not None:  # (and metrics only where metrics_endpoint says)
         traces = SignalSettings(("otlp",), PROTOCOL_HTTP, traces_endpoint)
-        metrics = (
-            SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
-            if metrics_endpoint is not None
-            else SignalSettings((), PROTOCOL_HTTP, "")
-        )
-    elif metrics_endpoint is not None:
+        metrics = SignalSettings((), PROTOCOL_HTTP, "")
+    if metrics_endpoint is not None:
         metrics = SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
     if not traces.exporters and not metrics.exporters:
         return None
     drops = drops if drops is not None else DropCounter()
-    resource = _resource(config.service_name, resource_attributes)
-    out = OtlpProviders(None, None, drops, shutdown_timeout_s=config.shutdown_timeout_s)
-    header_map = dict(headers) if headers else None
+    resource = _resource(config.service_name)
+    out = OtlpProviders(None, None, drops)
     if traces.exporters:
         tp = TracerProvider(resource=resource)
         for name in traces.exporters:
             span_exporter = (
-                _otlp_span_exporter(traces, header_map, settings.export_timeout_s(config.export_timeout_s))
+                _otlp_exporter("trace", traces, settings.span_export_timeout_s)
                 if name == "otlp"
-                else _console_span_exporter()
+                else _console_exporter("trace")
             )
             processor = BoundedSpanProcessor(
                 span_exporter,
@@ -237,92 +203,48 @@ def configure_otlp(
                 shutdown_timeout_s=config.shutdown_timeout_s,
             )
             tp.add_span_processor(processor)
-            if out.span_processor is None:
-                out.span_processor = processor
         out.tracer_provider = tp
         out.owned.append(tp)
-    readers: list[Any] = []
-    for name in metrics.exporters:
-        if name == "prometheus":
-            continue  # served by start_prometheus_exporter (telemetry.prometheus_port)
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-
-        metric_exporter = (
-            _otlp_metric_exporter(metrics, header_map, config.export_timeout_s)
+    interval_ms = metric_interval_s * 1000 if metric_interval_s is not None else settings.metric_interval_ms
+    readers = [
+        PeriodicExportingMetricReader(
+            _otlp_exporter("metric", metrics, config.export_timeout_s)
             if name == "otlp"
-            else _console_metric_exporter()
+            else _console_exporter("metric"),
+            export_interval_millis=interval_ms,
+            export_timeout_millis=settings.metric_timeout_ms,
         )
-        interval_ms = (
-            metric_interval_s * 1000 if metric_interval_s is not None else settings.metric_interval_ms
-        )
-        readers.append(
-            PeriodicExportingMetricReader(
-                metric_exporter,
-                export_interval_millis=interval_ms,
-                export_timeout_millis=settings.metric_timeout_ms,
-            )
-        )
+        for name in metrics.exporters
+        if name != "prometheus"  # served by start_prometheus_exporter (telemetry.prometheus_port)
+    ]
     if readers:
         mp = MeterProvider(metric_readers=readers, resource=resource)
         out.meter_provider = mp
         out.owned.append(mp)
-    if set_global:
-        from opentelemetry import metrics as otel_metrics
-        from opentelemetry import trace
-
-        if out.tracer_provider is not None:
-            trace.set_tracer_provider(out.tracer_provider)
-        if out.meter_provider is not None:
-            otel_metrics.set_meter_provider(out.meter_provider)
     return out
 
 
-def _otlp_span_exporter(signal: SignalSettings, headers: dict[str, str] | None, timeout: float | None) -> Any:
-    if signal.protocol == PROTOCOL_GRPC:
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError(_GRPC_MISSING) from exc
-        return GrpcSpans(endpoint=signal.endpoint, headers=headers, timeout=timeout)
+def _otlp_exporter(kind: str, signal: SignalSettings, timeout: float | None) -> Any:
+    """The OTLP exporter of spans (``kind`` "trace") or metrics ("metric") over the signal's protocol (it
+    reads its own headers, compression and certificates from the variables)."""
+    grpc = signal.protocol == PROTOCOL_GRPC
+    module = f"opentelemetry.exporter.otlp.proto.{'grpc' if grpc else 'http'}.{kind}_exporter"
+    name = "OTLPSpanExporter" if kind == "trace" else "OTLPMetricExporter"
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        exporter = getattr(import_module(module), name)
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(_HTTP_MISSING) from exc
-    return OTLPSpanExporter(endpoint=signal.endpoint, headers=headers, timeout=timeout)
+        raise ImportError(_GRPC_MISSING if grpc else _HTTP_MISSING) from exc
+    return exporter(endpoint=signal.endpoint, timeout=timeout)
 
 
-def _otlp_metric_exporter(
-    signal: SignalSettings, headers: dict[str, str] | None, timeout: float | None
-) -> Any:
-    if signal.protocol == PROTOCOL_GRPC:
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-                OTLPMetricExporter as GrpcMetrics,
-            )
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError(_GRPC_MISSING) from exc
-        return GrpcMetrics(endpoint=signal.endpoint, headers=headers, timeout=timeout)
-    try:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(_HTTP_MISSING) from exc
-    return OTLPMetricExporter(endpoint=signal.endpoint, headers=headers, timeout=timeout)
-
-
-def _console_span_exporter() -> SpanExporter:
-    import sys
-
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-    return ConsoleSpanExporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)
-
-
-def _console_metric_exporter() -> Any:
+def _console_exporter(kind: str) -> Any:
     import sys
 
     from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-    return ConsoleMetricExporter(out=sys.stdout)
+    exporter = ConsoleSpanExporter if kind == "trace" else ConsoleMetricExporter
+    return exporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)
 
 
 _HTTP_MISSING = (
@@ -341,7 +263,6 @@ class PrometheusEndpoint:
     host: str
     port: int
     _server: Any = None
-    _reader: Any = None
 
     @property
     def url(self) -> str:
@@ -384,5 +305,5 @@ def start_prometheus_exporter(
     registry = CollectorRegistry(auto_describe=True)
     reader = PrometheusMetricReader(registry=registry)
     server, _thread = start_http_server(port, addr=host, registry=registry)
-    mp = MeterProvider(metric_readers=[reader], resource=_resource(service_name, None), views=list(views))
-    return PrometheusEndpoint(mp, host, int(server.server_address[1]), server, reader)
+    mp = MeterProvider(metric_readers=[reader], resource=_resource(service_name), views=list(views))
+    return PrometheusEndpoint(mp, host, int(server.server_address[1]), server)

@@ -175,7 +175,6 @@ class Instruments:
         meter = provider.get_meter(A.METER_NAME, __version__)
         self._counts: weakref.WeakSet[Counts] = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._plan_attrs: dict[str, dict[str, str]] = {}
         for name, callback, unit, description in (
             (
                 A.METRIC_TOOL_CALLS,
@@ -207,24 +206,17 @@ class Instruments:
             description="Plan compliance (PC) of finished sessions.",
             explicit_bucket_boundaries_advisory=list(A.PC_BUCKETS),
         )
-
         self.tool_duration: Histogram = meter.create_histogram(
             A.METRIC_TOOL_DURATION,
             unit="s",
             description="Wall-clock duration of tool calls, by action type (and error.type when failed).",
             explicit_bucket_boundaries_advisory=list(A.DURATION_BUCKETS),
         )
-        self._duration_attrs: dict[tuple[str, str], dict[str, str]] = {}
 
     def record_duration(self, seconds: float, action: str, error: str) -> None:
-        key = (action, error)
-        attrs = self._duration_attrs.get(key)
-        if attrs is None:
-            attrs = {A.M_ACTION: action or "unknown"}
-            if error:
-                attrs[A.M_ERROR] = error
-            if len(self._duration_attrs) < MAX_CALL_KEYS:  # custom classifiers' types are not bounded
-                self._duration_attrs[key] = attrs
+        attrs = {A.M_ACTION: action or "unknown"}
+        if error:
+            attrs[A.M_ERROR] = error
         self.tool_duration.record(seconds, attrs)
 
     def attach(self, counts: Counts) -> None:
@@ -232,24 +224,21 @@ class Instruments:
             self._counts.add(counts)
 
     def record_pc(self, pc: float, plan: str) -> None:
-        attrs = self._plan_attrs.get(plan)
-        if attrs is None:
-            attrs = self._plan_attrs[plan] = {A.M_PLAN: plan}
-        self.session_pc.record(pc, attrs)
+        self.session_pc.record(pc, {A.M_PLAN: plan})
 
     # ------------------------------------------------------------------ collection (reader's thread)
 
-    def _snapshots(self) -> list[Snapshot]:
+    def _attached(self) -> list[Counts]:
         with self._lock:
-            counts = list(self._counts)
-        return [c.snapshot() for c in counts]
+            return list(self._counts)
+
+    def _snapshots(self) -> list[Snapshot]:
+        return [c.snapshot() for c in self._attached()]
 
     def _record_durations(self) -> None:
         """Record the queued tool durations into the histogram (on the reader's thread, as a collection
         starts: the SDK runs observable callbacks before it reads the synchronous instruments)."""
-        with self._lock:
-            counts = list(self._counts)
-        for c in counts:
+        for c in self._attached():
             queue = c.durations
             for _ in range(len(queue)):
                 action, error, seconds = queue.popleft()

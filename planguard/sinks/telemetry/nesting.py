@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import Span
 
 from . import attributes as A
@@ -101,17 +101,13 @@ def current_parent() -> otel_context.Context:
     return trace.set_span_in_context(span, current) if span is not None else current
 
 
-def _attributes(span: Span) -> Any:
-    return getattr(span, "attributes", None) or {}
-
-
 def is_tool_span_for(span: Span, event: ToolEvent, strict: bool) -> bool:
     """``span`` is an open tool span for ``event``'s call: a GenAI ``execute_tool`` span or an OpenInference
     TOOL span, with the same call id when both sides have one (``strict``: the call id, else the tool name,
     must match too)."""
     if not span.is_recording():
         return False
-    attrs = _attributes(span)
+    attrs: Any = getattr(span, "attributes", None) or {}
     is_tool = (
         attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL
         or attrs.get(OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_TOOL
@@ -144,15 +140,6 @@ class ToolSpanAdopter(SpanProcessor):
         scope.adopted = True
         for sink in list(self._sinks):
             sink.adopt_tool_span(scope.event, span)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        return None
-
-    def shutdown(self) -> None:
-        return None
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
 
 
 _adopters: weakref.WeakKeyDictionary[Any, ToolSpanAdopter] = weakref.WeakKeyDictionary()

@@ -1,17 +1,14 @@
 """The OpenTelemetry sink: one ``invoke_agent`` span per session, one ``execute_tool`` span per tool call.
 
-Spans follow the GenAI semantic conventions and carry planguard's view of each call (phase, action,
-compliance so far, Langutory tail); findings and decisions become span events; counts become metrics.
+Spans follow the GenAI semantic conventions. A tool call's span starts when the call is accepted (at the
+call's own start time), with the attributes the call has then (phase, action, compliance so far, Langutory
+tail); findings and decisions about it become its events as they come, and its outcome is set when it ends.
+Counts are plain integers in each session's tally, read by observable instruments at collection time.
 
 Context: the session span is a child of whatever span is current when the session starts (the caller's
 request span, say), and every tool span is a child of the session span. Parents are passed explicitly
 as ``context=``; nothing is attached to the thread's context, so sessions served by the same threads
 never see each other's spans.
-
-Spans are plain: a tool call's span starts when the call is accepted (at the call's own start time), with
-the attributes the call has then (phase, action, compliance so far, Langutory tail); findings and decisions
-about it become its events as they come, and its outcome is set when it ends. Counts are plain integers in
-each session's tally, read by observable instruments at collection time.
 
 Untraced sessions: until the application configures OpenTelemetry, the global API's tracer records nothing.
 A session that starts then is untraced (its span is the API's no-op one): its hooks only keep the counts —
@@ -55,6 +52,7 @@ if TYPE_CHECKING:
     from ...decisions import Decision
     from ...events import ToolEvent
     from ...findings import Finding
+    from ...metrics import Scores
     from ...session import Session, SessionSummary
     from ...step import Step
 
@@ -129,7 +127,7 @@ class _SessionState:
         self, session: Session, span: Span, ctx: otel_context.Context, counts: Counts, untraced: bool
     ) -> None:
         self.session = session
-        self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink._start_session)
+        self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink.new_state)
         self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
@@ -248,7 +246,51 @@ class OTelSink(Sink):
     # ------------------------------------------------------------------ session hooks
 
     def new_state(self, session: Session) -> _SessionState:
-        return self._start_session(session)
+        # The caller's current span (if any; OpenInference's LangChain run span first) becomes the parent;
+        # nothing is attached here.
+        parent = current_parent() if self._enrich else otel_context.get_current()
+        attrs: dict[str, Any] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
+            A.GEN_AI_CONVERSATION_ID: self._redact_id(session.id),
+            A.PLAN: session.pipeline.plan.name,
+        }
+        rules_version = getattr(session.pipeline.rules, "name", None)
+        if isinstance(rules_version, str):
+            attrs[A.RULES] = rules_version
+        if self.agent_name:
+            attrs[A.GEN_AI_AGENT_NAME] = self.agent_name
+        meta = session.metadata
+        for key, attr in (
+            (A.GEN_AI_AGENT_NAME, A.GEN_AI_AGENT_NAME),
+            ("agent_name", A.GEN_AI_AGENT_NAME),
+            ("provider", A.GEN_AI_PROVIDER_NAME),
+            ("model", A.GEN_AI_REQUEST_MODEL),
+            ("agent_id", A.GEN_AI_AGENT_ID),
+        ):
+            value = meta.get(key)
+            if isinstance(value, str) and value:
+                attrs[attr] = value
+        if self.provider_name:
+            attrs[A.GEN_AI_PROVIDER_NAME] = self.provider_name
+        span = self._tracer.start_span(
+            self._session_span_name,
+            context=parent,
+            attributes=attrs,
+            start_time=_ns(session.started_at),
+        )
+        # A tracer that records nothing hands back a span with its parent's context (the API's no-op
+        # tracer: what the global API gives until the app configures OpenTelemetry); a real one always
+        # starts a new span (context), sampled or not.
+        untraced = (
+            not span.is_recording()
+            and span.get_span_context() == trace.get_current_span(parent).get_span_context()
+        )
+        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
+        st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
+        self._counts.watch_errors(session.pipeline.errors)
+        self._open.add(st)
+        return st
 
     def on_tool_start(self, session: Session, step: Step, state: _SessionState) -> None:
         self._open_call(state, session, step, live=True)
@@ -263,10 +305,9 @@ class OTelSink(Sink):
         if call is None:  # offline observe(): the call is reported once, finished
             call = self._open_call(st, session, step, live=False)
             st.calls.pop(step.index, None)
-        duration = ev.duration
+        if ev.duration is not None:
+            self._counts.add_duration(ev.duration, _label(_action_type(step)), error)
         if st.untraced:  # only counted
-            if duration is not None:
-                self._counts.add_duration(duration, _label(_action_type(step)), error)
             return
         outcome = call.outcome
         status = None
@@ -281,13 +322,10 @@ class OTelSink(Sink):
             outcome[A.FINDINGS_COUNT] = len(step.findings)
         if step.action is not None and step.action.type is ActionType.PLAN:  # a todo call: the list now
             self._todo_attrs(session, outcome, at_end=False)
-        attrs = call.attrs
-        attrs.update(outcome)
-        if duration is not None:
-            self._counts.add_duration(duration, attrs.get(A.ACTION_TYPE, ""), attrs.get(A.ERROR_TYPE, ""))
+        call.attrs.update(outcome)
         # Live calls end now, after the findings and decisions about them; replayed ones at the recorded
         # end, where their events were stamped.
-        end_ns = time.time_ns() if call.live else _ns(ev.end_time)
+        end_ns = _stamp(call, step)
         if not call.live and end_ns is not None and end_ns > st.recorded_end:
             st.recorded_end = end_ns
         if call.host is not None:
@@ -341,14 +379,7 @@ class OTelSink(Sink):
                 self._end_call(st, call, _BLOCKED, step.event, time.time_ns())
             return
         call = self._call_for(st, session, step)
-        self._call_event(
-            call,
-            A.EVENT_DECISION,
-            _decision_attrs(decision),
-            _stamp(call, step),
-            A.DECISION_MESSAGE,
-            decision.message,
-        )
+        self._decision_event(call, decision, _stamp(call, step))
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _SessionState) -> None:
         self._open.discard(state)
@@ -417,15 +448,15 @@ class OTelSink(Sink):
         try:
             if host.is_recording():  # (it has the call's other attributes since the call started)
                 host.set_attributes(call.outcome)
-                for ev_name, ev_attrs, ts, _key, _content in call.events:
-                    host.add_event(ev_name, ev_attrs, ts)
+                _add_events(host, call.events)
                 if status is not None:
                     host.set_status(status)
                 return
             call_attrs = {k: attrs[k] for k in _CALL_KEYS if k in attrs}
             self._session_event(st, A.EVENT_TOOL_OUTCOME, call_attrs, A.DECISION_MESSAGE, None)
+            ref: dict[str, Any] = {k: attrs[k] for k in (A.STEP_INDEX, A.GEN_AI_TOOL_CALL_ID) if k in attrs}
             for ev_name, ev_attrs, _ts, _key, _content in call.events:
-                self._session_event(st, ev_name, {**ev_attrs, **_call_ref(attrs)}, A.DECISION_MESSAGE, None)
+                self._session_event(st, ev_name, {**ev_attrs, **ref}, A.DECISION_MESSAGE, None)
         except Exception as exc:
             self.errors.record("OTelSink.enrich", exc)
 
@@ -461,15 +492,13 @@ class OTelSink(Sink):
             A.STEP_INDEX: step.index,
             A.PHASE: letters,
         }
-        if (
-            ev.call_id is not None
-        ):  # (an id the model made up: redacted like content, as it may hold anything)
+        if ev.call_id is not None:  # an id the model made up: redacted, as it may hold anything
             attrs[A.GEN_AI_TOOL_CALL_ID] = self._redact_id(ev.call_id)
         if kind is not None:
             attrs[A.ACTION_TYPE] = action_type
         scores = session.scores()
         if scores is not None:
-            attrs.update({A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC})
+            attrs.update(_score_attrs(scores))
         tail = session.langutory.tail(TAIL_RUNS, letter_of)
         if tail:
             attrs[A.LANGUTORY_TAIL] = tail
@@ -494,14 +523,7 @@ class OTelSink(Sink):
             self._start_span(st, call)
         if st.gated is step:  # decisions made while the call was being gated
             for decision, ts in st.gate_decisions:
-                self._call_event(
-                    call,
-                    A.EVENT_DECISION,
-                    _decision_attrs(decision),
-                    ts,
-                    A.DECISION_MESSAGE,
-                    decision.message,
-                )
+                self._decision_event(call, decision, ts)
             st.gated, st.gate_decisions = None, []
         return call
 
@@ -510,8 +532,7 @@ class OTelSink(Sink):
             call.name, context=st.ctx, attributes=call.attrs, start_time=call.start_ns
         )
         if self._worker is None:  # events held until the span existed (a framework's that never came)
-            for name, attrs, ts, _key, _content in call.events:
-                call.span.add_event(name, attrs, ts)
+            _add_events(call.span, call.events)
             call.events = []
 
     def _call_for(self, st: _SessionState, session: Session, step: Step) -> _ToolCall:
@@ -531,6 +552,10 @@ class OTelSink(Sink):
             call.span.add_event(name, attrs, ts)
         else:
             call.events.append((name, attrs, ts, key, content if self._capture_on else None))
+
+    def _decision_event(self, call: _ToolCall, decision: Decision, ts: int | None) -> None:
+        attrs = _decision_attrs(decision)
+        self._call_event(call, A.EVENT_DECISION, attrs, ts, A.DECISION_MESSAGE, decision.message)
 
     def _end_call(
         self,
@@ -562,53 +587,6 @@ class OTelSink(Sink):
         if status is not None:
             span.set_status(status)
         span.end(end_ns)
-
-    def _start_session(self, session: Session) -> _SessionState:
-        # The caller's current span (if any; OpenInference's LangChain run span first) becomes the parent;
-        # nothing is attached here.
-        parent = current_parent() if self._enrich else otel_context.get_current()
-        attrs: dict[str, Any] = {
-            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_UNKNOWN,
-            A.GEN_AI_CONVERSATION_ID: self._redact_id(session.id),
-            A.PLAN: session.pipeline.plan.name,
-        }
-        rules_version = getattr(session.pipeline.rules, "name", None)
-        if isinstance(rules_version, str):
-            attrs[A.RULES] = rules_version
-        if self.agent_name:
-            attrs[A.GEN_AI_AGENT_NAME] = self.agent_name
-        meta = session.metadata
-        for key, attr in (
-            (A.GEN_AI_AGENT_NAME, A.GEN_AI_AGENT_NAME),
-            ("agent_name", A.GEN_AI_AGENT_NAME),
-            ("provider", A.GEN_AI_PROVIDER_NAME),
-            ("model", A.GEN_AI_REQUEST_MODEL),
-            ("agent_id", A.GEN_AI_AGENT_ID),
-        ):
-            value = meta.get(key)
-            if isinstance(value, str) and value:
-                attrs[attr] = value
-        if self.provider_name:
-            attrs[A.GEN_AI_PROVIDER_NAME] = self.provider_name
-        span = self._tracer.start_span(
-            self._session_span_name,
-            context=parent,
-            attributes=attrs,
-            start_time=_ns(session.started_at),
-        )
-        # A tracer that records nothing hands back a span with its parent's context (the API's no-op
-        # tracer: what the global API gives until the app configures OpenTelemetry); a real one always
-        # starts a new span (context), sampled or not.
-        untraced = (
-            not span.is_recording()
-            and span.get_span_context() == trace.get_current_span(parent).get_span_context()
-        )
-        st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
-        st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
-        self._counts.watch_errors(session.pipeline.errors)
-        self._open.add(st)
-        return st
 
     def _todo_attrs(self, session: Session, attrs: dict[str, Any], *, at_end: bool) -> None:
         todo = todo_state(session)
@@ -654,21 +632,13 @@ class OTelSink(Sink):
             attrs[A.SESSION_UNCLASSIFIED] = summary.unclassified
             attrs[A.SESSION_UNKNOWN_TOOLS] = sorted(self._redact_id(t) for t in summary.unknown_tools)
         if primary is not None:
-            attrs[A.PPC] = primary.PPC
-            attrs[A.POC] = primary.POC
-            attrs[A.PPF] = primary.PPF
-            attrs[A.PC] = primary.PC
+            attrs.update(_score_attrs(primary))
             comp = st.session.primary_compliance
             missing = list(comp.missing()) if comp is not None else []
             if comp is not None:
                 attrs[A.SESSION_MISSING] = missing
-            for name, value in (
-                ("PC", primary.PC),
-                ("PPC", primary.PPC),
-                ("POC", primary.POC),
-                ("PPF", primary.PPF),
-            ):
-                evaluation = _score_evaluation(name, value, plan, missing)
+            for name in ("PC", "PPC", "POC", "PPF"):
+                evaluation = _score_evaluation(name, getattr(primary, name), plan, missing)
                 self._session_event(st, A.EVENT_EVALUATION_RESULT, evaluation, "", None, bounded=False)
         if evicted:
             attrs[A.SESSION_EVICTED] = True
@@ -697,10 +667,8 @@ class OTelSink(Sink):
                 del deferred[0]
                 self.drops.add("session_events_full")
             deferred.append((name, attrs, st.now_ns(), content_key, content if self._capture_on else None))
-        elif st.recorded_end and not st.live_seen:
-            st.span.add_event(name, attrs, st.recorded_end)
         else:
-            st.span.add_event(name, attrs)
+            st.span.add_event(name, attrs, st.now_ns())
 
     def _submit(self, job: _Job) -> bool:
         worker = self._worker
@@ -796,19 +764,16 @@ _CALL_KEYS = (
 )
 
 
-def _call_ref(attrs: dict[str, Any]) -> dict[str, Any]:
-    ref = {A.STEP_INDEX: attrs[A.STEP_INDEX]} if A.STEP_INDEX in attrs else {}
-    if A.GEN_AI_TOOL_CALL_ID in attrs:
-        ref[A.GEN_AI_TOOL_CALL_ID] = attrs[A.GEN_AI_TOOL_CALL_ID]
-    return ref
-
-
 def _error_of(ev: ToolEvent) -> str:
     if ev.is_error:
         return A.ERROR_TOOL
     if ev.exit_code is not None and ev.exit_code != 0:
         return A.ERROR_EXIT_CODE
     return ""
+
+
+def _score_attrs(scores: Scores) -> dict[str, float]:
+    return {A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC}
 
 
 def _score_label(value: float) -> str:

@@ -87,30 +87,15 @@ class ExportSettings:
     sdk_disabled: bool
     traces: SignalSettings
     metrics: SignalSettings
-    #: True when an OTLP endpoint was configured (config or a variable) or OTLP was asked for by name.
-    exporting: bool
     metric_interval_ms: float
     metric_timeout_ms: float
     bsp_schedule_delay_ms: float
     bsp_max_queue_size: int
     bsp_max_export_batch_size: int
-    #: ``None`` when unset: each export is then bounded by the exporter's own timeout only.
-    bsp_export_timeout_ms: float | None
-
-    def export_timeout_s(
-        self, configured_s: float | None, environ: Mapping[str, str] | None = None
-    ) -> float | None:
-        """The OTLP exporter's timeout: ``configured_s`` (config) or the exporter's own default
-        (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s), capped by ``OTEL_BSP_EXPORT_TIMEOUT`` when that is set."""
-        if self.bsp_export_timeout_ms is None:
-            return configured_s
-        env = os.environ if environ is None else environ
-        own = (
-            configured_s
-            if configured_s is not None
-            else _number(env, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000) / 1000
-        )
-        return min(own, self.bsp_export_timeout_ms / 1000)
+    #: The OTLP span exporter's timeout: ``telemetry.export_timeout_s`` or the exporter's own default
+    #: (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s), capped by ``OTEL_BSP_EXPORT_TIMEOUT`` when that is set;
+    #: ``None``: the exporter's own.
+    span_export_timeout_s: float | None
 
 
 def _text(env: Mapping[str, str], key: str) -> str:
@@ -189,19 +174,18 @@ def export_settings(
     traces = SignalSettings(trace_names, t_proto, _endpoint(base, traces_specific, t_proto, "traces"))
     metrics = SignalSettings(metric_names, m_proto, _endpoint(base, metrics_specific, m_proto, "metrics"))
     queue_default = config.max_queue_size if config is not None else 2048
+    span_timeout_s = config.export_timeout_s if config is not None else None
+    if _text(env, "OTEL_BSP_EXPORT_TIMEOUT"):
+        own_s = span_timeout_s or _number(env, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000) / 1000
+        span_timeout_s = min(own_s, _number(env, "OTEL_BSP_EXPORT_TIMEOUT", 30_000, 1) / 1000)
     return ExportSettings(
         sdk_disabled=_text(env, "OTEL_SDK_DISABLED").lower() == "true",
         traces=traces,
         metrics=metrics,
-        exporting=traces.otlp,
         metric_interval_ms=_number(env, "OTEL_METRIC_EXPORT_INTERVAL", 60_000, 1),
         metric_timeout_ms=_number(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30_000, 1),
         bsp_schedule_delay_ms=_number(env, "OTEL_BSP_SCHEDULE_DELAY", 5_000, 1),
         bsp_max_queue_size=int(_number(env, "OTEL_BSP_MAX_QUEUE_SIZE", queue_default, 1)),
         bsp_max_export_batch_size=int(_number(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, 1)),
-        bsp_export_timeout_ms=(
-            _number(env, "OTEL_BSP_EXPORT_TIMEOUT", 30_000, 1)
-            if _text(env, "OTEL_BSP_EXPORT_TIMEOUT")
-            else None
-        ),
+        span_export_timeout_s=span_timeout_s,
     )
