@@ -206,8 +206,8 @@ def test_a_metadata_only_store_replays_to_the_live_letters_and_metrics(shared: P
 
 @pytest.mark.parametrize("content", [False, True])
 def test_a_queued_record_holds_what_its_line_needs_not_the_step(tmp_path: Path, content: bool) -> None:
-    """While a finished call's record waits for the writer, it holds no step, classification or command
-    (objects every garbage collection would walk): the call, its roles and commands as texts, its action."""
+    """While a finished call's record waits for the writer, it holds no step or classification (objects
+    every garbage collection would walk): the call, its roles and sub-commands, its action."""
     from planguard.sinks.store import StoreSink
 
     guard = guard_with_store(tmp_path, content=content)
@@ -220,8 +220,8 @@ def test_a_queued_record_holds_what_its_line_needs_not_the_step(tmp_path: Path, 
     guard.after_tool("q", ev)
     (taken,) = [item[3] for item in items if item[0] == "step"]
     held = {type(x).__name__ for item in items for x in (*item, *gc.get_referents(taken))}
-    assert held.isdisjoint({"Step", "Classification", "Command"})
+    assert held.isdisjoint({"Step", "Classification"})
     assert taken.event is ev and taken.roles == ("L_navigate",)
-    assert taken.commands == ((("cat" if content else ""), "L_navigate"),)
+    assert [(c.label, c.role) for c in taken.commands] == [("cat", "L_navigate")]
     line = sink._line(items[-1]).decode()
     assert (ARG_TEXT in line) is content and (RESULT_TEXT in line) is content

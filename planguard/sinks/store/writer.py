@@ -149,14 +149,14 @@ def session_file_name(session_id: str, started_at: float) -> str:
 class TakenStep:
     """What a finished call's line needs, taken from its step on the agent's thread (:meth:`StoreSink.take`)
     for the writer to build the line from. Not the step: while a record waits in the queue, every full
-    garbage collection would walk the step, its classification and its commands too (about ten objects a
-    queued call, where this is about five; its tuples of texts the collector soon stops tracking). Not
-    frozen: a frozen dataclass's constructor costs four times a plain one's, on every call."""
+    garbage collection would walk the step and its classification too (about ten objects a queued call,
+    where this is about six). Not frozen: a frozen dataclass's constructor costs four times a plain one's,
+    on every call."""
 
     index: int
     event: ToolEvent
     roles: tuple[str, ...]
-    commands: tuple[tuple[str, str], ...]  # each sub-command's (label, role); labels only with content
+    commands: tuple[Any, ...]  # the classification's sub-commands (label, role)
     action: Any
     findings: tuple[Finding, ...]
 
@@ -509,12 +509,9 @@ class StoreSink(Sink):
 
     def take(self, step: Step) -> TakenStep:
         """What the line of ``step`` needs (on the agent's thread)."""
-        commands = getattr(step.classification, "commands", ())
-        if self.content.include:
-            pairs = tuple((str(x.label), str(x.role)) for x in commands)
-        else:
-            pairs = tuple(("", str(x.role)) for x in commands)
-        return TakenStep(step.index, step.event, step.roles, pairs, step.action, step.findings)
+        cls = step.classification
+        commands = getattr(cls, "commands", ())
+        return TakenStep(step.index, step.event, cls.roles, commands, step.action, step.findings)
 
     def step_json(
         self,
@@ -541,15 +538,15 @@ class StoreSink(Sink):
             n_model_calls=n_model_calls,
         )
 
-    def _commands(self, commands: tuple[tuple[str, str], ...], event: dict[str, Any]) -> list[list[str]]:
+    def _commands(self, commands: tuple[Any, ...], event: dict[str, Any]) -> list[list[str]]:
         """Each sub-command's ``[label, role]``. A label is a word of the call — a command word, and a
         multi-line command makes every line's first word one, a key's body included — so it is kept only
         with content, and only where the redacted call still shows it. Replay needs only the roles."""
         if not self.content.include:
-            return [["", role] for _, role in commands]
+            return [["", str(x.role)] for x in commands]
         shown = f"{event.get('tool')} {event.get('action') or ''} {event.get('arguments')}"
         clean = self.content.clean_text  # a label is a program or tool name, shown in the call: redacted
-        return [[clean(label) if label in shown else "", role] for label, role in commands]
+        return [[clean(label) if (label := str(x.label)) in shown else "", str(x.role)] for x in commands]
 
     def event_json(self, ev: ToolEvent) -> dict[str, Any]:
         """The call as this sink may keep it: with content, its texts redacted (the result then cut to
