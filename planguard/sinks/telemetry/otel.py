@@ -26,7 +26,7 @@ from __future__ import annotations
 import atexit
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -137,8 +137,10 @@ class _SessionState:
         self.calls: dict[int, _ToolCall] = {}  # open calls by step index
         # Decisions made while a call is gated, before it is accepted and its span exists.
         self.gated: Step | None = None
-        self.gate_decisions: list[tuple[Decision, int]] = []
-        self.deferred: list[_Deferred] = []  # session-span events waiting for the worker
+        # Tuples while empty (as they mostly are): an empty list would be one more object per live session
+        # for every full garbage collection to walk.
+        self.gate_decisions: tuple[tuple[Decision, int], ...] = ()
+        self.deferred: list[_Deferred] | tuple[()] = ()  # session-span events waiting for the worker
         self.ended = False
         # Replayed sessions (only calls reported after the fact) end at their last recorded call, and their
         # session-span events are stamped then, not at replay time.
@@ -152,7 +154,7 @@ class _SessionState:
 
 #: Work for the worker: render the content, add the events, set the status and end the span. (span, events,
 #: status, arguments, result, end ns); the session span's job has no arguments or result.
-_Job = tuple[Span, list[_Deferred], Status | None, Any, Any, int]
+_Job = tuple[Span, Sequence[_Deferred], Status | None, Any, Any, int]
 
 
 class OTelSink(Sink):
@@ -371,8 +373,8 @@ class OTelSink(Sink):
             return
         if step.index >= session.n_steps:  # before_tool: the call is not accepted (yet)
             if st.gated is not step:
-                st.gated, st.gate_decisions = step, []
-            st.gate_decisions.append((decision, time.time_ns()))
+                st.gated, st.gate_decisions = step, ()
+            st.gate_decisions = (*st.gate_decisions, (decision, time.time_ns()))
             if decision.blocks:  # a short span of its own, so the block is visible in the trace
                 call = self._open_call(st, session, step, live=True, blocked=True)
                 st.calls.pop(step.index, None)
@@ -524,7 +526,7 @@ class OTelSink(Sink):
         if st.gated is step:  # decisions made while the call was being gated
             for decision, ts in st.gate_decisions:
                 self._decision_event(call, decision, ts)
-            st.gated, st.gate_decisions = None, []
+            st.gated, st.gate_decisions = None, ()
         return call
 
     def _start_span(self, st: _SessionState, call: _ToolCall) -> None:
@@ -663,6 +665,8 @@ class OTelSink(Sink):
         evaluation results), added past ``MAX_DEFERRED_EVENTS``."""
         if self._worker is not None:
             deferred = st.deferred
+            if not isinstance(deferred, list):
+                deferred = st.deferred = []
             if bounded and len(deferred) >= MAX_DEFERRED_EVENTS:
                 del deferred[0]
                 self.drops.add("session_events_full")
@@ -738,7 +742,7 @@ def _label(member: Any) -> str:
     return "" if member is None else label_of(member)
 
 
-def _add_events(span: Span, deferred: list[_Deferred]) -> None:
+def _add_events(span: Span, deferred: Sequence[_Deferred]) -> None:
     for name, attrs, ts, _key, _content in deferred:
         span.add_event(name, attrs, ts)
 
