@@ -324,22 +324,11 @@ class Guard:
                 entry.lock.release()
         raise RuntimeError(f"session {session_id!r} kept ending concurrently")
 
-    # The sync hooks inline the common case of _call (the session exists and is live): this is the path
-    # every tool call takes, so it is kept to one registry lookup and one lock.
-
     def before_tool(self, session_id: str, event: ToolEvent) -> Decision:
         """Ask before a tool call runs. A blocking decision (``decision.blocks``) means: do not run it."""
         if not self.enabled:
             return ALLOW
         try:
-            entry = self._entry(session_id)
-            lock = entry.lock
-            lock.acquire()  # (not ``with``: acquire/try/finally is half the cost on CPython 3.11)
-            try:
-                if not entry.session.ended:
-                    return entry.session.before_tool(event)
-            finally:
-                lock.release()
             return self._call(session_id, Session.before_tool, event)
         except Exception as exc:  # fail-open is the contract
             return self._failed("Guard.before_tool", exc, event)
@@ -349,14 +338,6 @@ class Guard:
         if not self.enabled:
             return None
         try:
-            entry = self._entry(session_id)
-            lock = entry.lock
-            lock.acquire()  # (not ``with``: acquire/try/finally is half the cost on CPython 3.11)
-            try:
-                if not entry.session.ended:
-                    return entry.session.after_tool(event)
-            finally:
-                lock.release()
             return self._call(session_id, Session.after_tool, event)
         except Exception as exc:
             self.errors.record("Guard.after_tool", exc)
