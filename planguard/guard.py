@@ -348,14 +348,6 @@ class Guard:
         if not self.enabled:
             return []
         try:
-            entry = self._entry(session_id)
-            lock = entry.lock
-            lock.acquire()  # (not ``with``: acquire/try/finally is half the cost on CPython 3.11)
-            try:
-                if not entry.session.ended:
-                    return entry.session.before_model()
-            finally:
-                lock.release()
             return self._call(session_id, _before_model, None)
         except Exception as exc:
             self.errors.record("Guard.before_model", exc)

@@ -63,16 +63,7 @@ def call_key(event: ToolEvent) -> tuple[str, Any]:
     """
     action = event.action
     if isinstance(action, str) and action:
-        # _norm(action), inlined: this runs for every tool call.
-        if len(action) > _SHORT or (
-            "  " not in action
-            and "\n" not in action
-            and "\t" not in action
-            and action[-1] != " "
-            and action[0] != " "
-        ):
-            return event.tool, action
-        return event.tool, " ".join(action.split())
+        return event.tool, _norm(action)
     args = event.arguments
     if isinstance(args, Mapping):
         if len(args) == 1:
