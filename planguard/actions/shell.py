@@ -38,7 +38,16 @@ from .types import (
     WriteKind,
 )
 
-__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellLine", "ShellVerdict", "swe_flag_text"]
+__all__ = [
+    "COMPLETION_MARKERS",
+    "EDITOR_SUBCOMMANDS",
+    "EDITOR_WRITES",
+    "SWE_TOOL_PREFIXES",
+    "ShellClassifier",
+    "ShellLine",
+    "ShellVerdict",
+    "swe_flag_text",
+]
 
 #: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -144,8 +153,9 @@ _WS = re.compile(r"\s+")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SED_INPLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
 _LEGACY_EDIT_RANGE = re.compile(r"^\s*\d+(?::\d+)?\s*$")
-_SWE_SUBCOMMANDS = {"view", "create", "str_replace", "insert", "undo_edit"}
-_SWE_FLAGS = ("--file_text", "--old_str", "--new_str", "--insert_line", "--view_range")
+#: How each subcommand of SWE-agent's and OpenHands' ``str_replace_editor`` that writes changes its file.
+EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
+EDITOR_SUBCOMMANDS = frozenset({"view", *EDITOR_WRITES})
 
 
 def _basename(word: str) -> str:
@@ -246,16 +256,8 @@ class ShellClassifier:
         if not stripped:
             return ShellVerdict(REASON, rank=R_TRIVIAL)
         # The first word is only split off (a copy of the whole line) when it can be a tool command.
-        if self.swe_agent_commands and stripped.startswith(_SWE_TOOL_PREFIXES):
-            first = stripped.split(None, 1)[0]
-            if first in _SWE_TOOL_WORDS:
-                verdict = self._swe_agent(first, stripped)
-                if verdict is not None:
-                    if first == "str_replace_editor":
-                        verdict.scaffold = "swe-agent"
-                    elif first != "submit":
-                        verdict.scaffold = "swe-agent-0.x"
-                    return verdict
+        if self.swe_agent_commands and stripped.startswith(SWE_TOOL_PREFIXES):
+            return self._swe_tool(stripped)
         return None
 
     def _verdict(self, line: str, segments: list[list[Stage]], cwd: str | None, depth: int) -> ShellVerdict:
@@ -294,9 +296,6 @@ class ShellClassifier:
         return head
 
     # ------------------------------------------------------------------------------- stage level
-
-    def _path(self, raw: str, cwd: str | None = None) -> str:
-        return self.norm(raw, cwd)
 
     def _stage(self, st: Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
         words = st.words
@@ -379,7 +378,7 @@ class ShellClassifier:
             verdict = self._find(prog, words, args_at, cwd)
         elif prog in _NAVIGATORS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
-            target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
+            target = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
             verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
         elif prog in _FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
@@ -392,7 +391,7 @@ class ShellClassifier:
             verdict = self._python(prog, words, args_at, st, cwd)
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
-            path = self._path(ops[0], cwd) if ops else None
+            path = self.norm(ops[0], cwd) if ops else None
             verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, is_validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
@@ -449,7 +448,7 @@ class ShellClassifier:
         old: str | None,
         new: str | None,
     ) -> ShellVerdict:
-        target = self._path(raw, cwd) if raw else None
+        target = self.norm(raw, cwd) if raw else None
         return ShellVerdict(
             FILE_WRITE,
             target,
@@ -483,7 +482,7 @@ class ShellClassifier:
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
             return ShellVerdict(FILE_READ, None, path=None, intent=prog, rank=R_READ)
-        target = self._path(ops[0], cwd)
+        target = self.norm(ops[0], cwd)
         return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
@@ -498,7 +497,7 @@ class ShellClassifier:
         ops = _operands(words, at, _VALUE_FLAGS_GREP)
         if pattern is None and ops:
             pattern, ops = ops[0], ops[1:]
-        scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
+        scope = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
         query = f"{_collapse(pattern or '', 120)} @ {scope}"
         return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
@@ -523,7 +522,7 @@ class ShellClassifier:
             )
             query_text = ops[0] if ops else ""
             roots = ops[1:2]
-        scope = self._path(roots[0], cwd) if roots else (self._path(".", cwd) if cwd else ".")
+        scope = self.norm(roots[0], cwd) if roots else (self.norm(".", cwd) if cwd else ".")
         if "-exec" in words or "-execdir" in words:
             j = words.index("-exec") if "-exec" in words else words.index("-execdir")
             inner = words[j + 1 :]
@@ -565,7 +564,7 @@ class ShellClassifier:
                 mod = words[k + 1]
                 if mod in _PY_TEST_MODULES:
                     ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
-                    path = self._path(ops[0], cwd) if ops else None
+                    path = self.norm(ops[0], cwd) if ops else None
                     return ShellVerdict(
                         COMMAND, mod, path=path, intent=mod, is_validation=True, rank=R_VALIDATE
                     )
@@ -613,7 +612,7 @@ class ShellClassifier:
         return ShellVerdict(COMMAND, "python -", intent="python -", rank=R_COMMAND)
 
     def _run_script(self, runner: str | None, raw: str, cwd: str | None, args: list[str]) -> ShellVerdict:
-        path = self._path(raw, cwd)
+        path = self.norm(raw, cwd)
         base = _basename(path)
         intent = f"{runner} {path}" if runner else path
         validation = (
@@ -633,12 +632,26 @@ class ShellClassifier:
 
     # ------------------------------------------------------------------ SWE-agent tool commands
 
-    def _swe_agent(self, first: str, line: str) -> ShellVerdict | None:
+    def swe_command(self, line: str) -> ShellVerdict | None:
+        """A SWE-agent tool command line (``open f 10``, ``edit 'a' 'b'``, ``find_file x``, …), or None."""
+        stripped = line.strip()
+        return self._swe_tool(stripped) if stripped else None
+
+    def _swe_tool(self, line: str) -> ShellVerdict | None:
+        """The verdict of a (stripped) SWE-agent tool command, which names its scaffold, or None."""
+        first = line.split(None, 1)[0]
+        if first not in _SWE_TOOL_WORDS:
+            return None
+        verdict = self._swe_command(first, line)
+        if verdict is not None and first != "submit":
+            verdict.scaffold = "swe-agent" if first == "str_replace_editor" else "swe-agent-0.x"
+        return verdict
+
+    def _swe_command(self, first: str, line: str) -> ShellVerdict | None:
         if first == "str_replace_editor":
             return self._swe_editor(line)
         parts = line.split(None, 2)
         arg = parts[1] if len(parts) > 1 else ""
-        rest = parts[2] if len(parts) > 2 else ""
         if first == "submit":
             return ShellVerdict(
                 COMMAND,
@@ -651,7 +664,7 @@ class ShellClassifier:
         if first == "open":
             if not arg:
                 return None
-            target = self._path(unquote(arg))
+            target = self.norm(unquote(arg))
             return ShellVerdict(FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ)
         if first in ("goto", "scroll_up", "scroll_down"):
             return ShellVerdict(FILE_READ, None, intent=first, structured=True, rank=R_READ)
@@ -691,7 +704,7 @@ class ShellClassifier:
             words = words_of(line)[1:]
             if not words:
                 return None
-            scope = self._path(words[1]) if len(words) > 1 else None
+            scope = self.norm(words[1]) if len(words) > 1 else None
             family = "find" if first == "find_file" else "grep"
             query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
@@ -708,58 +721,27 @@ class ShellClassifier:
                 is_source_write=True,
             )
         if first == "filemap":
-            filemap = self._path(unquote(arg)) if arg else None
+            filemap = self.norm(unquote(arg)) if arg else None
             return ShellVerdict(
                 FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
             )
-        del rest
         return None
 
-    def swe_command(self, line: str) -> ShellVerdict | None:
-        """A SWE-agent tool command line (``open f 10``, ``edit 'a' 'b'``, ``find_file x``, …), or None."""
-        stripped = line.strip()
-        if not stripped:
-            return None
-        first = stripped.split(None, 1)[0]
-        if first not in _SWE_TOOL_WORDS:
-            return None
-        v = self._swe_agent(first, stripped)
-        if v is not None and first not in ("str_replace_editor", "submit"):
-            v.scaffold = "swe-agent-0.x"
-        return v
-
     def _swe_editor(self, line: str) -> ShellVerdict | None:
+        """``str_replace_editor SUB PATH [--flag 'text' …]`` (SWE-agent 1.x), its texts shell-quoted."""
         parts = line.split(None, 3)
-        if len(parts) < 3:
+        if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
             return None
         sub, raw_path = parts[1], unquote(parts[2])
-        rest = parts[3] if len(parts) > 3 else ""
-        return self.editor(
-            sub,
-            raw_path,
-            swe_flag_text(rest, "--old_str"),
-            swe_flag_text(rest, "--new_str"),
-            swe_flag_text(rest, "--file_text"),
-        )
-
-    def editor(
-        self, sub: str, raw_path: str, old: str | None, new: str | None, file_text: str | None
-    ) -> ShellVerdict | None:
-        """The str_replace_editor / file_editor family (SWE-agent 1.x, OpenHands), however it arrived."""
-        if sub not in _SWE_SUBCOMMANDS:
-            return None
-        path = self._path(raw_path)
         if sub == "view":
+            path = self.norm(raw_path)
             if looks_like_file(path):
                 return ShellVerdict(FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ)
             return ShellVerdict(NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE)
-        kind = {
-            "create": WK_CREATE,
-            "str_replace": WK_EDIT,
-            "insert": WK_INSERT,
-            "undo_edit": WK_RESTORE,
-        }[sub]
-        v = self._write(raw_path, None, kind, sub, old, file_text if sub == "create" else new)
+        rest = parts[3] if len(parts) > 3 else ""
+        old = swe_flag_text(rest, "--old_str")
+        new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
+        v = self._write(raw_path, None, EDITOR_WRITES[sub], sub, old, new)
         v.structured = True
         return v
 
@@ -787,7 +769,8 @@ _SWE_TOOL_WORDS = frozenset(
         "find_file", "search_dir", "search_file", "filemap", "insert",
     }
 )  # fmt: skip
-_SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
+#: What a line starts with when it can be one (``ShellClassifier.swe_command`` decides).
+SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
 # ------------------------------------------------------------------------- per-program handlers
@@ -798,7 +781,7 @@ def _h_cd(
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset())
     raw = ops[0] if ops else "~"
-    path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
+    path = c.norm(raw, cwd) if not raw.startswith("/") else c.norm(raw)
     v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
     # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
     v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
@@ -827,7 +810,7 @@ def _h_sed(
         return c._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
     if not files:
         return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
-    target = c._path(files[0], cwd)
+    target = c.norm(files[0], cwd)
     return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
 
 
@@ -838,7 +821,7 @@ def _h_awk(
     files = ops[1:] if "-f" not in words[at:] else ops
     if not files:
         return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
-    target = c._path(files[0], cwd)
+    target = c.norm(files[0], cwd)
     return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
 
@@ -850,7 +833,7 @@ def _h_perl(
     if "i" in flags:
         return c._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
     if ("n" in flags or "p" in flags) and ops:
-        target = c._path(ops[-1], cwd)
+        target = c.norm(ops[-1], cwd)
         return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
     if ops and "e" not in flags:
         return c._run_script("perl", ops[0], cwd, ops[1:])
@@ -898,7 +881,7 @@ def _h_rm(
     ops = _operands(words, at, frozenset())
     v = c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
     # Each operand is deleted: a write to every file named (the first is the target).
-    v.also_written = tuple(c._path(op, cwd) for op in ops[1:] if op)
+    v.also_written = tuple(c.norm(op, cwd) for op in ops[1:] if op)
     v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
     return v
 
@@ -937,7 +920,7 @@ def _h_mkdir(
     c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
 ) -> ShellVerdict:
     ops = _operands(words, at, frozenset({"-m"}))
-    target = c._path(ops[0], cwd) if ops else None
+    target = c.norm(ops[0], cwd) if ops else None
     return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
 
 

@@ -47,7 +47,14 @@ from ..documents import loads_json
 from ..events import THINK_TOOL, ToolEvent
 from .lexer import unquote
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
-from .shell import ShellClassifier, ShellVerdict, swe_flag_text
+from .shell import (
+    EDITOR_SUBCOMMANDS,
+    EDITOR_WRITES,
+    SWE_TOOL_PREFIXES,
+    ShellClassifier,
+    ShellVerdict,
+    swe_flag_text,
+)
 from .types import (
     AGENT_SPAWN,
     COMMAND,
@@ -60,9 +67,7 @@ from .types import (
     SEARCH,
     WK_CREATE,
     WK_EDIT,
-    WK_INSERT,
     WK_OTHER,
-    WK_RESTORE,
     Action,
     ActionType,
     WriteKind,
@@ -75,7 +80,6 @@ __all__ = [
     "SURFACES",
     "ActionClassifier",
     "ActionVocabulary",
-    "CALL_KINDS",
     "MappingRule",
     "ToolCall",
     "ToolSurface",
@@ -427,11 +431,6 @@ DEFAULT_VOCABULARY = ActionVocabulary()
 
 # ------------------------------------------------------------------------------ the call, for phases
 
-#: What kind of call a tool call is, for the phase rules (PHASES_LIVE.md §4): a shell line, a file read
-#: (or listing), a file write, a search, a test run, a code snippet run, a submission, a plan/todo update,
-#: or anything else.
-CALL_KINDS = ("shell", "read", "write", "search", "test", "code", "submit", "plan", "other")
-
 #: The call kind of each reader kind (``editor`` and ``swe_command`` depend on the call).
 _CALL_KIND_OF = {
     "shell": "shell",
@@ -459,14 +458,16 @@ class ToolCall(NamedTuple):
     """A tool call in canonical form: what both the canonical-action reading and every phase rule set
     (live and the paper's) know of it, from the same mapping rule. Made once per call.
 
-    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a call through a shell tool (a
-    Codex argv array joined; also set when that line is a SWE-agent tool command read as ``read``/``write``),
-    or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call addresses (normalised
-    like action targets), ``created`` those of them the call creates as new files. ``operands`` are the
-    call's target arguments as given (not normalised): a read's or write's path, a search's scope,
-    pattern and glob. ``reader`` is the mapping rule's kind (``shell``, ``editor``, ``navigate``,
-    ``find``, …, see ``KINDS``); ``thought`` marks a reasoning step that calls nothing (``think``, the
-    empty tool). ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
+    ``kind`` is what the phase rules see (PHASES_LIVE.md §4): ``shell``, ``read`` (a file read or listing),
+    ``write``, ``search``, ``test``, ``code`` (a snippet run), ``submit``, ``plan`` or ``other``.
+    ``command`` is the shell line of a call through a shell tool (a Codex argv array joined; also set when
+    that line is a SWE-agent tool command read as ``read``/``write``), or the code of a ``code`` call;
+    ``paths`` the files a ``read``/``write`` call addresses (normalised like action targets), ``created``
+    those of them the call creates as new files. ``operands`` are the call's target arguments as given
+    (not normalised): a read's or write's path, a search's scope, pattern and glob. ``reader`` is the
+    mapping rule's kind (``shell``, ``editor``, ``navigate``, ``find``, …, see ``KINDS``); ``thought``
+    marks a reasoning step that calls nothing (``think``, the empty tool). ``mapped`` is False when no
+    rule knows the tool (the name heuristics count as knowing it).
     """
 
     kind: str
@@ -480,11 +481,6 @@ class ToolCall(NamedTuple):
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
-#: First words of SWE-agent's tool commands given as shell lines (``ShellClassifier.swe_command``'s).
-_SWE_WORDS = (
-    "str_replace_editor", "submit", "open", "goto", "scroll_", "create", "edit", "insert", "find_file",
-    "search_", "filemap",
-)  # fmt: skip
 _OTHER_CALL = ToolCall("other")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
@@ -602,7 +598,7 @@ class ActionClassifier:
             line = _shell_line(rule, event)
             if line is None:
                 return ToolCall("other", reader=kind)
-            if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
+            if self.shell.swe_agent_commands and line[:64].lstrip().startswith(SWE_TOOL_PREFIXES):
                 call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
                 if call is not None:
                     return call._replace(command=line, reader=kind)
@@ -615,7 +611,7 @@ class ActionClassifier:
                     path = self.norm(raw)
                     if sub == "view":
                         return ToolCall("read", paths=(path,), operands=(raw,), reader=kind)
-                    if sub in _EDITOR_SUBS:
+                    if sub in EDITOR_SUBCOMMANDS:
                         created = (path,) if sub == "create" else ()
                         return ToolCall("write", paths=(path,), created=created, operands=(raw,), reader=kind)
                     return ToolCall("other", reader=kind)
@@ -630,12 +626,7 @@ class ActionClassifier:
                 path = self.norm(raw_path)
                 created = (path,) if rule.tool == "create" else ()
                 return ToolCall("write", paths=(path,), created=created, operands=(raw_path,), reader=kind)
-            text = event.action if isinstance(event.action, str) and event.action.strip() else None
-            if text is None:
-                args = event.arguments
-                values = list(args.values()) if _is_map(args) else ([args] if args else [])
-                text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
-            verdict = self.shell.swe_command(text)
+            verdict = self.shell.swe_command(_swe_command_line(event))
             call = self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
             return call._replace(reader=kind)
         if kind == "apply_patch":
@@ -675,7 +666,7 @@ class ActionClassifier:
         call (its file texts are not needed, so not unquoted); the 0.x commands go through their verdict."""
         if line[:64].lstrip().startswith("str_replace_editor "):
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
-            if len(parts) < 3 or parts[1] not in _EDITOR_SUBS:
+            if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
                 return None
             path = self.norm(unquote(parts[2]))
             if parts[1] == "view":
@@ -811,7 +802,7 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
     tool = event.tool
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
-        if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
+        if len(parts) >= 3 and parts[1] in EDITOR_SUBCOMMANDS:
             sub, raw = parts[1], unquote(parts[2])
             if sub == "view":
                 return _editor_view(c, "swe-agent", tool, raw)
@@ -876,7 +867,7 @@ def _editor_write(
     old: str | None,
     new: str | None,
 ) -> Action:
-    kind = _EDITOR_WRITES.get(sub)
+    kind = EDITOR_WRITES.get(sub)
     if kind is None:
         return Action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
     path = c.norm(raw_path)
@@ -1126,15 +1117,20 @@ def _names_a_file(event: ToolEvent) -> bool:
     return _is_map(args) and any(isinstance(args.get(k), str) for k in ("filePath", "file_path", "path"))
 
 
+def _swe_command_line(event: ToolEvent) -> str:
+    """A SWE-agent tool called as a function, as the command line it stands for: the scaffold's action text,
+    else the tool name and its argument values, shell-quoted."""
+    if isinstance(event.action, str) and event.action.strip():
+        return event.action
+    args = event.arguments
+    values = list(args.values()) if _is_map(args) else ([args] if args else [])
+    return " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
+
+
 def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     if rule.tool in _FILE_SHAPED and _names_a_file(event):
         return _read_edit(c, rule, event) if rule.tool != "create" else _read_write(c, rule, event)
-    text = event.action if isinstance(event.action, str) and event.action.strip() else None
-    if text is None:
-        args = event.arguments
-        values = list(args.values()) if isinstance(args, Mapping) else ([args] if args else [])
-        text = " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
-    verdict = c.shell.swe_command(text)
+    verdict = c.shell.swe_command(_swe_command_line(event))
     if verdict is None:
         return Action(
             COMMAND,
@@ -1147,10 +1143,8 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     return c.from_verdict(verdict, rule, event, False)
 
 
-_EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
 #: SWE-agent 0.x tool names that other scaffolds (OpenCode) use for path-addressed file tools.
 _FILE_SHAPED = frozenset({"edit", "create", "insert"})
-_EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
 _READERS: dict[str, _Reader] = {
     "swe_command": _read_swe_command,
