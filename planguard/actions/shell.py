@@ -236,19 +236,13 @@ class ShellClassifier:
 
     # -------------------------------------------------------------------------------- line level
 
-    def _read(self, line: str) -> ShellLine:
+    def _read(self, line: str, cwd: str | None = None, depth: int = 0) -> ShellLine:
+        """``line`` lexed and judged; a nested line (``bash -c '…'``) against the directory ``cwd``."""
         verdict = self._swe_line(line)
         if verdict is not None:
             return ShellLine(None, verdict)
         segments = tokenize(line)
-        return ShellLine(segments, self._verdict(line, segments, None, 0))
-
-    def _classify(self, line: str, cwd: str | None, depth: int) -> ShellVerdict:
-        """A nested line's verdict (``bash -c '…'``), read against the directory ``cwd``."""
-        verdict = self._swe_line(line)
-        if verdict is not None:
-            return verdict
-        return self._verdict(line, tokenize(line), cwd, depth)
+        return ShellLine(segments, self._verdict(line, segments, cwd, depth))
 
     def _swe_line(self, line: str) -> ShellVerdict | None:
         """The verdict of a SWE-agent tool command given as a shell line, or None (or an empty line's)."""
@@ -333,7 +327,7 @@ class ShellClassifier:
 
         if prog in ("bash", "sh", "zsh", "dash") and depth < _MAX_DEPTH:
             if args_at + 1 < nw and words[args_at] in ("-c", "-lc", "-ec", "-xc", "-cl"):
-                return self._classify(words[args_at + 1], cwd, depth + 1)
+                return self._read(words[args_at + 1], cwd, depth + 1).verdict
             script = _operands(words, args_at, frozenset())
             if script:
                 return self._run_script(prog, script[0], cwd, script[1:])
@@ -351,17 +345,8 @@ class ShellClassifier:
 
         if later:
             # A later pipeline stage only matters when it writes a file.
-            if prog == "tee":
-                files = _operands(words, args_at, frozenset())
-                if files:
-                    return self._write(
-                        files[0],
-                        cwd,
-                        WK_INSERT if "-a" in words else WK_CREATE,
-                        prog,
-                        None,
-                        None,
-                    )
+            if prog == "tee" and _operands(words, args_at, frozenset()):
+                return _h_tee(self, prog, words, args_at, st, cwd)
             if st.outputs:
                 return self._redirect_write(st, cwd, prog, None)
             return None

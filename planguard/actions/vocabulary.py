@@ -12,25 +12,12 @@ other tool falls through to name heuristics (``*read*`` → read, ``*search*`` �
 first and win. Gemini CLI's generic names (``read_file``, ``replace``, …) identify no scaffold (other
 frameworks use them too); its distinctive ones do.
 
-**Tool surfaces.** Two detectors only make sense where the scaffold offers an alternative: shell-over-tool
-needs structured read/search tools, structured-plan-absence needs a plan/TODO tool. Which scaffold a run
-uses is known from configuration or learned from the run itself: each rule names the scaffold its tool
-identifies (``Read`` → Claude Code, ``execute_bash`` → OpenHands, ``str_replace_editor`` → SWE-agent, the
-0.x commands → SWE-agent 0.x), and the detectors take the union of the surfaces seen so far.
-
-=================  ===============  =================  ==========  ======================================
-scaffold           structured read  structured search  plan tool   tools
-=================  ===============  =================  ==========  ======================================
-claude-code        yes              yes                yes         Read, Grep, Glob, LS, TodoWrite
-openhands          yes              no                 no          str_replace_editor view (task_tracker
-                                                                   when present is learned from use)
-swe-agent          yes              no                 no          str_replace_editor view
-swe-agent-0.x      yes              yes                no          open, find_file, search_dir/file
-mini-swe-agent     no               no                 no          bash only
-codex              no               no                 yes         shell, apply_patch, update_plan
-gemini-cli         yes              yes                yes         read_file, glob, search_file_content,
-                                                                   write_todos
-=================  ===============  =================  ==========  ======================================
+**Tool surfaces** (:data:`SURFACES`). Two detectors only make sense where the scaffold offers an
+alternative: shell-over-tool needs structured read/search tools, structured-plan-absence needs a plan/TODO
+tool. Which scaffold a run uses is known from configuration or learned from the run itself: each rule
+names the scaffold its tool identifies (``Read`` → Claude Code, ``execute_bash`` → OpenHands,
+``str_replace_editor`` → SWE-agent, the 0.x commands → SWE-agent 0.x), and the detectors take the union
+of the surfaces seen so far.
 """
 
 from __future__ import annotations
@@ -104,15 +91,16 @@ class ToolSurface:
         )
 
 
+#: Each scaffold's (structured read, structured search, plan tool), and the tools that offer them.
 SURFACES: dict[str, ToolSurface] = {
-    "claude-code": ToolSurface(True, True, True),
-    "openhands": ToolSurface(True, False, False),
-    "swe-agent": ToolSurface(True, False, False),
-    "swe-agent-0.x": ToolSurface(True, True, False),
-    "mini-swe-agent": ToolSurface(False, False, False),
-    "codex": ToolSurface(False, False, True),
-    "opencode": ToolSurface(True, True, True),
-    "gemini-cli": ToolSurface(True, True, True),
+    "claude-code": ToolSurface(True, True, True),  # Read, Grep, Glob, LS, TodoWrite
+    "openhands": ToolSurface(True, False, False),  # str_replace_editor view (task_tracker: learned from use)
+    "swe-agent": ToolSurface(True, False, False),  # str_replace_editor view
+    "swe-agent-0.x": ToolSurface(True, True, False),  # open, find_file, search_dir/search_file
+    "mini-swe-agent": ToolSurface(False, False, False),  # bash only
+    "codex": ToolSurface(False, False, True),  # shell, apply_patch, update_plan
+    "opencode": ToolSurface(True, True, True),  # read, grep, glob, list, todowrite
+    "gemini-cli": ToolSurface(True, True, True),  # read_file, glob, search_file_content, write_todos
     "generic": ToolSurface(False, False, False),
 }
 
