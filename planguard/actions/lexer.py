@@ -238,6 +238,9 @@ _DQ_PLAIN = re.compile(r'[^"\\$`]*')
 _BARE_WORD = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+(?=[ \t\n|&;()<>]|$)")
 _REDIRECTION = re.compile(r"&>>|&>|\d*(?:>>|>&|>\||<<<|<<-|<<|<&|<>|>|<)")
 _WORD_END = frozenset(" \t\n|&;()<>")
+# The bodies of ``$'…'`` and of backquotes: up to the closing quote that no backslash escapes.
+_ANSI_C_BODY = re.compile(r"(?:[^\\']|\\[\s\S])*+")
+_BACKQUOTED_BODY = re.compile(r"(?:[^\\`]|\\[\s\S])*+")
 
 
 def blanks_end(s: str, i: int) -> int:
@@ -385,36 +388,23 @@ def _dollar_end(s: str, i: int, subs: Substitutions, nesting: int = 0) -> int:
             j += 1
         raise ShellSyntaxError("unmatched ${")
     if nxt == "'":
-        j = i + 2
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-                continue
-            if c == "'":
-                return j + 1
-            j += 1
-        raise ShellSyntaxError("unmatched $'")
+        j = _ANSI_C_BODY.match(s, i + 2).end()  # type: ignore[union-attr]  # the pattern matches empty
+        if not s.startswith("'", j):
+            raise ShellSyntaxError("unmatched $'")
+        return j + 1
     if nxt == '"':
         return _double_quoted_end(s, i + 2, subs, nesting + 1)
     return i + 1
 
 
 def _backquoted_end(s: str, i: int, subs: Substitutions) -> int:
-    n = len(s)
-    j = i + 1
-    while j < n:
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "`":
-            inner = s[i + 1 : j]
-            if inner.strip():
-                subs.backquoted(inner)
-            return j + 1
-        j += 1
-    raise ShellSyntaxError("unmatched `")
+    j = _BACKQUOTED_BODY.match(s, i + 1).end()  # type: ignore[union-attr]  # the pattern matches empty
+    if not s.startswith("`", j):
+        raise ShellSyntaxError("unmatched `")
+    inner = s[i + 1 : j]
+    if inner.strip():
+        subs.backquoted(inner)
+    return j + 1
 
 
 # The paper's parser splits a sub-command into words as POSIX ``shlex.split`` does (no comments), which
