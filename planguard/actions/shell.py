@@ -46,6 +46,7 @@ __all__ = [
     "ShellClassifier",
     "ShellLine",
     "ShellVerdict",
+    "collapse",
     "swe_flag_text",
 ]
 
@@ -181,7 +182,8 @@ def _operands(words: list[str], start: int, value_flags: frozenset[str]) -> list
     return out
 
 
-def _collapse(text: str, limit: int = 160) -> str:
+def collapse(text: str, limit: int = 160) -> str:
+    """``text`` with each run of blanks made one space, cut to ``limit`` characters."""
     text = _WS.sub(" ", text).strip()
     return text if len(text) <= limit else text[:limit]
 
@@ -267,7 +269,7 @@ class ShellClassifier:
             if best is None or v.rank > best.rank:
                 best = v
         if best is None:
-            return ShellVerdict(COMMAND, _collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
+            return ShellVerdict(COMMAND, collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
         return best
 
     def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
@@ -374,6 +376,7 @@ class ShellClassifier:
             verdict = ShellVerdict(FETCH, url, intent=prog, rank=R_FETCH)
         elif _PYTHONS.match(prog):
             verdict = self._python(prog, words, args_at, st, cwd)
+            verdict.runs_code = True
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
             path = self.norm(ops[0], cwd) if ops else None
@@ -432,6 +435,8 @@ class ShellClassifier:
         prog: str | None,
         old: str | None,
         new: str | None,
+        *,
+        structured: bool = False,
     ) -> ShellVerdict:
         target = self.norm(raw, cwd) if raw else None
         return ShellVerdict(
@@ -441,6 +446,7 @@ class ShellClassifier:
             intent=prog,
             write=kind,
             program=prog,
+            structured=structured,
             old_text=old,
             new_text=new,
             rank=R_WRITE,
@@ -483,7 +489,7 @@ class ShellClassifier:
         if pattern is None and ops:
             pattern, ops = ops[0], ops[1:]
         scope = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
-        query = f"{_collapse(pattern or '', 120)} @ {scope}"
+        query = f"{collapse(pattern or '', 120)} @ {scope}"
         return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
@@ -522,15 +528,10 @@ class ShellClassifier:
                     intent="grep",
                     rank=R_SEARCH,
                 )
-        target = f"{_collapse(query_text, 120)} @ {scope}"
+        target = f"{collapse(query_text, 120)} @ {scope}"
         return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
     def _python(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
-        v = self._python_kind(prog, words, at, st, cwd)
-        v.runs_code = True
-        return v
-
-    def _python_kind(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         if prog in ("uv", "poetry", "pipenv", "hatch"):
             # ``uv run pytest`` / ``poetry run python x.py``: judge the wrapped command.
             if at < len(words) and words[at] == "run" and at + 1 < len(words):
@@ -656,9 +657,7 @@ class ShellClassifier:
         if first == "create":
             if not arg:
                 return None
-            v = self._write(unquote(arg), None, WK_CREATE, "create", None, None)
-            v.structured = True
-            return v
+            return self._write(unquote(arg), None, WK_CREATE, "create", None, None, structured=True)
         if first == "edit":
             body = line[4:].lstrip(" ")
             head, _, text = body.partition("\n")
@@ -691,7 +690,7 @@ class ShellClassifier:
                 return None
             scope = self.norm(words[1]) if len(words) > 1 else None
             family = "find" if first == "find_file" else "grep"
-            query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
+            query = f"{collapse(words[0], 120)} @ {scope or '.'}"
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
             words = words_of(line)[1:]
@@ -726,9 +725,7 @@ class ShellClassifier:
         rest = parts[3] if len(parts) > 3 else ""
         old = swe_flag_text(rest, "--old_str")
         new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
-        v = self._write(raw_path, None, EDITOR_WRITES[sub], sub, old, new)
-        v.structured = True
-        return v
+        return self._write(raw_path, None, EDITOR_WRITES[sub], sub, old, new, structured=True)
 
 
 def swe_flag_text(rest: str, flag: str) -> str | None:

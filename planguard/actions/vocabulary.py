@@ -40,6 +40,7 @@ from .shell import (
     SWE_TOOL_PREFIXES,
     ShellClassifier,
     ShellVerdict,
+    collapse,
     swe_flag_text,
 )
 from .types import (
@@ -547,7 +548,7 @@ class ActionClassifier:
         try:
             return self._classify(_parsed_arguments(event))
         except Exception:
-            return Action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
+            return Action(COMMAND, collapse(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
         rule = self.rule_for(event.tool)
@@ -596,13 +597,7 @@ class ActionClassifier:
             if _is_map(args):
                 sub, raw = args.get("command"), args.get("path")
                 if isinstance(sub, str) and isinstance(raw, str):
-                    path = self.norm(raw)
-                    if sub == "view":
-                        return ToolCall("read", paths=(path,), operands=(raw,), reader=kind)
-                    if sub in EDITOR_SUBCOMMANDS:
-                        created = (path,) if sub == "create" else ()
-                        return ToolCall("write", paths=(path,), created=created, operands=(raw,), reader=kind)
-                    return ToolCall("other", reader=kind)
+                    return self._editor_call(sub, raw)._replace(reader=kind)
             text = _raw_text(event)  # the SWE-agent action string
             call = self._swe_line_call(text, event) if text else None
             if call is None:
@@ -656,12 +651,20 @@ class ActionClassifier:
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
             if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
                 return None
-            path = self.norm(unquote(parts[2]))
-            if parts[1] == "view":
-                return ToolCall("read", paths=(path,))
-            return ToolCall("write", paths=(path,), created=(path,) if parts[1] == "create" else ())
+            return self._editor_call(parts[1], unquote(parts[2]))
         verdict = self.shell.swe_command(line)
         return self._verdict_call(verdict, event) if verdict is not None else None
+
+    def _editor_call(self, sub: str, raw_path: str) -> ToolCall:
+        """``str_replace_editor SUB PATH`` as a call: ``view`` reads, the other subcommands write."""
+        if sub not in EDITOR_SUBCOMMANDS:
+            return _OTHER_CALL
+        path = self.norm(raw_path)
+        if sub == "view":
+            return ToolCall("read", paths=(path,), operands=(raw_path,))
+        return ToolCall(
+            "write", paths=(path,), created=(path,) if sub == "create" else (), operands=(raw_path,)
+        )
 
     def _verdict_call(self, v: ShellVerdict, event: ToolEvent) -> ToolCall:
         """A SWE-agent tool command's verdict as a call (``edit``/``insert`` act on the open file)."""
@@ -734,11 +737,6 @@ def _open_file(event: ToolEvent) -> str | None:
 
 def _is_source(target: str | None) -> bool:
     return bool(target) and not is_test_path(target or "") and not is_scratch_path(target or "")
-
-
-def _clip(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit]
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -950,7 +948,7 @@ def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tu
         query = _raw_text(event) or ""
     raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
     scope = c.norm(raw_scope) if raw_scope else None
-    return _clip(query, 120), scope
+    return collapse(query, 120), scope
 
 
 def _search_reader(intent: str) -> _Reader:
@@ -986,7 +984,7 @@ def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reade
         target = _str_arg(event, rule.target or keys)
         return Action(
             type,
-            _clip(target, limit) if target else None,
+            collapse(target, limit) if target else None,
             event.tool,
             None,
             event.tool,
@@ -1067,10 +1065,10 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
     tool = str(event.tool)
     return Action(
         COMMAND,
-        _clip(tool, 80),
+        collapse(tool, 80),
         tool,
         None,
-        _clip(tool, 80),
+        collapse(tool, 80),
         is_validation=rule.validation,
         is_completion=rule.completion,
         structured=rule.structured,
@@ -1078,13 +1076,10 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
     )
 
 
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
-
-
 def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
-    m = _PATCH_FILE.search(text)
-    target = c.norm(m.group(1).strip()) if m else None
+    m = _PATCH_HEADER.search(text)
+    target = c.norm(m.group(2).strip()) if m else None
     return Action(
         FILE_WRITE,
         target,
@@ -1122,7 +1117,7 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     if verdict is None:
         return Action(
             COMMAND,
-            _clip(str(event.tool), 80),
+            collapse(str(event.tool), 80),
             event.tool,
             intent=event.tool,
             structured=True,
