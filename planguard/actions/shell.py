@@ -42,6 +42,7 @@ __all__ = [
     "COMPLETION_MARKERS",
     "EDITOR_SUBCOMMANDS",
     "EDITOR_WRITES",
+    "MEMO_TEXT_MAX",
     "SWE_TOOL_PREFIXES",
     "ShellClassifier",
     "ShellLine",
@@ -54,6 +55,11 @@ __all__ = [
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 _MAX_DEPTH = 2  # nested ``bash -c "…"``
+
+#: Longer texts (file bodies, inline scripts, edits) are kept in no memo (the shell classifier's, the phase
+#: rules'): they rarely repeat, and a memo full of them would pin tens of megabytes. Bounding the entries
+#: does not bound what their texts hold.
+MEMO_TEXT_MAX = 2048
 
 # ------------------------------------------------------------------------------------------ verdicts
 
@@ -204,7 +210,7 @@ class ShellClassifier:
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
 
-    The action classifier's one memo: a line's :class:`ShellLine`, for lines up to ``MEMO_LINE_MAX``
+    The action classifier's one memo: a line's :class:`ShellLine`, for lines up to ``MEMO_TEXT_MAX``
     characters (agents re-run the same commands). Bounded: emptied when full. Verdicts are never changed
     once made, so one may stand for many calls.
     """
@@ -212,8 +218,6 @@ class ShellClassifier:
     __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
-    #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
-    MEMO_LINE_MAX = 2048
 
     def __init__(self, norm: PathNormaliser, *, swe_agent_commands: bool = True) -> None:
         self.norm = norm
@@ -226,7 +230,7 @@ class ShellClassifier:
 
     def read(self, line: str) -> ShellLine:
         """``line`` lexed and judged (memoised)."""
-        if len(line) > self.MEMO_LINE_MAX:
+        if len(line) > MEMO_TEXT_MAX:
             return self._read(line)
         read = self._memo.get(line)
         if read is None:

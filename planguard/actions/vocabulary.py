@@ -902,11 +902,24 @@ def _tool_write(
     )
 
 
+def _rule_action(
+    rule: MappingRule,
+    event: ToolEvent,
+    type: ActionType,
+    target: str | None,
+    path: str | None,
+    intent: str | None,
+    text: str | None = None,
+) -> Action:
+    """An action of the call's tool, structured and of the scaffold as its rule says."""
+    return Action(
+        type, target, event.tool, path, intent, structured=rule.structured, scaffold=rule.scaffold, text=text
+    )
+
+
 def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
-    return Action(
-        FILE_READ, target, event.tool, target, "read", structured=rule.structured, scaffold=rule.scaffold
-    )
+    return _rule_action(rule, event, FILE_READ, target, target, "read")
 
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -942,38 +955,23 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
     return _tool_write(rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None)
 
 
-def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tuple[str, str | None]:
-    query = _str_arg(event, rule.target or _QUERY_KEYS)
-    if query is None:
-        query = _raw_text(event) or ""
-    raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
-    scope = c.norm(raw_scope) if raw_scope else None
-    return collapse(query, 120), scope
-
-
 def _search_reader(intent: str) -> _Reader:
     """The reader of a structured search tool (``grep``-like content search or ``find``-like name search)."""
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-        query, scope = _query_scope(c, rule, event)
-        return Action(
-            SEARCH,
-            f"{query} @ {scope or '.'}",
-            event.tool,
-            scope,
-            intent,
-            structured=rule.structured,
-            scaffold=rule.scaffold,
-        )
+        query = _str_arg(event, rule.target or _QUERY_KEYS)
+        if query is None:
+            query = _raw_text(event) or ""
+        raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
+        scope = c.norm(raw_scope) if raw_scope else None
+        return _rule_action(rule, event, SEARCH, f"{collapse(query, 120)} @ {scope or '.'}", scope, intent)
 
     return read
 
 
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event) or "."
-    return Action(
-        NAVIGATE, target, event.tool, target, "ls", structured=rule.structured, scaffold=rule.scaffold
-    )
+    return _rule_action(rule, event, NAVIGATE, target, target, "ls")
 
 
 def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reader:
@@ -982,31 +980,14 @@ def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reade
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
         target = _str_arg(event, rule.target or keys)
-        return Action(
-            type,
-            collapse(target, limit) if target else None,
-            event.tool,
-            None,
-            event.tool,
-            structured=rule.structured,
-            scaffold=rule.scaffold,
-        )
+        return _rule_action(rule, event, type, collapse(target, limit) if target else None, None, event.tool)
 
     return read
 
 
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
-    return Action(
-        PLAN,
-        "plan",
-        event.tool,
-        None,
-        event.tool,
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-        text=text,
-    )
+    return _rule_action(rule, event, PLAN, "plan", None, event.tool, text)
 
 
 def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from planguard.actions.lexer import Stage, tokenize
-from planguard.actions.shell import COMPLETION_MARKERS
+from planguard.actions.shell import COMPLETION_MARKERS, MEMO_TEXT_MAX
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
 from planguard.phases.inline_python import written_files
@@ -44,8 +44,6 @@ from planguard.phases.state import PhaseState, basename
 
 __all__ = ["LiveRules", "is_test_target"]
 
-#: Lines longer than this (file bodies, inline scripts) are planned afresh each time rather than memoised.
-MEMO_TEXT_MAX = 2048
 #: Nested ``bash -c '…'`` levels looked into.
 _MAX_DEPTH = 3
 
