@@ -374,16 +374,15 @@ class ActionVocabulary:
         self.scaffold = scaffold
         self._index: _RuleIndex | None = None
 
-    def extend(self, rules: Iterable[MappingRule], **changes: Any) -> ActionVocabulary:
+    def extend(self, rules: Iterable[MappingRule]) -> ActionVocabulary:
         """A vocabulary with ``rules`` tried before these ones."""
-        kw: dict[str, Any] = {
-            "name": self.name,
-            "roots": self.roots,
-            "swe_agent_commands": self.swe_agent_commands,
-            "scaffold": self.scaffold,
-        }
-        kw.update(changes)
-        return ActionVocabulary((*rules, *self.rules), **kw)
+        return ActionVocabulary(
+            (*rules, *self.rules),
+            name=self.name,
+            roots=self.roots,
+            swe_agent_commands=self.swe_agent_commands,
+            scaffold=self.scaffold,
+        )
 
     def rule_for(self, tool: str) -> MappingRule | None:
         # First match wins. Most rules name one tool exactly (no glob character, no ``re:``): those are

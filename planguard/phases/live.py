@@ -785,26 +785,19 @@ def _judge(sub: _Sub, root: str | None) -> _Judged:
     return _Judged(label, _J_GENERAL)
 
 
-class _CallPlan:
+class _CallPlan(NamedTuple):
     """A call's judged sub-commands; their roles are resolved against the session state on each call."""
 
-    __slots__ = ("depends", "opened", "per_file", "subs", "unknown")
-
-    def __init__(self, subs: tuple[_Judged, ...], per_file: bool, opened: str | None, unknown: bool) -> None:
-        self.subs = subs
-        #: The files of one structured write (``apply_patch``) give one role per distinct kind of file.
-        self.per_file = per_file
-        self.opened = opened  # the file a read leaves open in a windowed editor
-        self.unknown = unknown  # no mapping rule knows the tool
-        #: The files whose creation by the run decides a role.
-        self.depends = tuple(dict.fromkeys(p for j in subs for p in j.paths))
+    subs: tuple[_Judged, ...]
+    #: The files of one structured write (``apply_patch``) give one role per distinct kind of file.
+    per_file: bool
+    opened: str | None  # the file a read leaves open in a windowed editor
+    unknown: bool  # no mapping rule knows the tool
 
     def resolve(self, state: PhaseState) -> Classification:
-        return self._resolve(state.has_patch, {p: state.is_created(p) for p in self.depends})
-
-    def _resolve(self, patched: bool, created: dict[str, bool]) -> Classification:
         """Roles in order: a patch early in the step makes later tests validation, and a test file written
         early in the step is a created one for the sub-commands after it."""
+        patched = state.has_patch
         local: list[str] = []
         patches = False  # a sub-command of this call patches
         commands: list[Command] = []
@@ -820,16 +813,15 @@ class _CallPlan:
             elif k == _J_CHECK:
                 role = VALIDATE_REGRESSION if patched else GENERAL
             elif k == _J_NEW_IF_CREATED:
-                new = any(_made(p, created, local) for p in j.paths)
+                new = any(_made(p, state, local) for p in j.paths)
                 role = (
                     (VALIDATE_NEW if new else VALIDATE_REGRESSION)
                     if patched
                     else (REPRODUCE_NEW if new else REPRODUCE_REGRESSION)
                 )
             elif k == _J_PATCH_UNLESS_CREATED:
-                role = (
-                    PATCH if not all(_made(p, created, local) for p in j.paths) else GENERAL
-                )  # else: cleanup of its own files
+                # A removal of only files the run created is cleanup.
+                role = GENERAL if all(_made(p, state, local) for p in j.paths) else PATCH
             else:
                 role = GENERAL
             if role == PATCH:
@@ -847,9 +839,9 @@ class _CallPlan:
         )
 
 
-def _made(path: str, created: dict[str, bool], local: list[str]) -> bool:
-    """The run created ``path``: before this call (``created``) or earlier in it (``local``)."""
-    return created.get(path, False) or path in local or basename(path) in (basename(c) for c in local)
+def _made(path: str, state: PhaseState, local: list[str]) -> bool:
+    """The run created ``path``: before this call (``state``) or earlier in it (``local``)."""
+    return state.is_created(path) or path in local or basename(path) in (basename(c) for c in local)
 
 
 def _work_dir(event: ToolEvent) -> str | None:
