@@ -152,6 +152,7 @@ _VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
 _VALUE_FLAGS_NAV = frozenset({"-L", "-I", "-P", "-d", "-T", "--max-depth", "--ignore", "--hide", "-c"})
 _VALUE_FLAGS_SED = frozenset({"-e", "-f", "-l", "--expression", "--file"})
 _VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
+_VALUE_FLAGS_PATCH = frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 # Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
 _INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
@@ -352,7 +353,7 @@ class ShellClassifier:
         if later:
             # A later pipeline stage only matters when it writes a file.
             if prog == "tee" and _operands(words, args_at, frozenset()):
-                return _h_tee(self, prog, words, args_at, st, cwd)
+                return self._h_tee(prog, words, args_at, st, cwd)
             if st.outputs:
                 return self._redirect_write(st, cwd, prog, None)
             return None
@@ -731,6 +732,125 @@ class ShellClassifier:
         new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
         return self._write(raw_path, None, EDITOR_WRITES[sub], sub, old, new, structured=True)
 
+    # -------------------------------------------------------------------- per-program handlers
+
+    def _h_cd(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset())
+        raw = ops[0] if ops else "~"
+        path = self.norm(raw, cwd) if not raw.startswith("/") else self.norm(raw)
+        v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
+        # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
+        v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
+        return v
+
+    def _h_sed(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
+        has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
+        ops = _operands(words, at, _VALUE_FLAGS_SED)
+        script: str | None = None
+        if has_e:
+            k = next((k for k in range(at, len(words) - 1) if words[k] in ("-e", "--expression")), None)
+            script = words[k + 1] if k is not None else None
+            files = ops
+        else:
+            script, files = (ops[0], ops[1:]) if ops else (None, [])
+        if inplace:
+            old = new = None
+            if script and len(script) > 2 and script[0] == "s":
+                parts = script[2:].split(script[1])
+                if len(parts) >= 2:
+                    old, new = parts[0], parts[1]
+            return self._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
+        if not files:
+            return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
+        target = self.norm(files[0], cwd)
+        return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
+
+    def _h_awk(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, _VALUE_FLAGS_AWK)
+        files = ops[1:] if "-f" not in words[at:] else ops
+        if not files:
+            return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
+        target = self.norm(files[0], cwd)
+        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
+
+    def _h_perl(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
+        ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
+        if "i" in flags:
+            return self._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
+        if ("n" in flags or "p" in flags) and ops:
+            target = self.norm(ops[-1], cwd)
+            return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
+        if ops and "e" not in flags:
+            return self._run_script("perl", ops[0], cwd, ops[1:])
+        return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
+
+    def _h_git(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        k = at
+        while k < len(words) and words[k].startswith("-"):
+            k += 2 if words[k] in ("-C", "-c", "--git-dir", "--work-tree") else 1
+        sub = words[k] if k < len(words) else ""
+        if sub == "grep":
+            return self._grep("git-grep", words, k + 1, cwd)
+        if sub in ("checkout", "restore"):
+            if "--" in words[k:]:
+                files = words[words.index("--", k) + 1 :]
+            elif sub == "restore":
+                files = _operands(words, k + 1, frozenset({"-s", "--source"}))
+            else:
+                files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
+            if files:
+                return self._write(files[0], cwd, WK_RESTORE, f"git {sub}", None, None)
+        if sub in ("apply", "am"):
+            v = self._write(None, cwd, WK_OTHER, f"git {sub}", None, None)
+            v.is_source_write = True
+            return v
+        if sub == "ls-files":
+            return ShellVerdict(NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
+        intent = f"git {sub}".strip()
+        return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
+
+    def _h_touch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
+        return self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
+
+    def _h_rm(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset())
+        v = self._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
+        # Each operand is deleted: a write to every file named (the first is the target).
+        v.also_written = tuple(self.norm(op, cwd) for op in ops[1:] if op)
+        v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
+        return v
+
+    def _h_copy(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
+        return self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+
+    def _h_tee(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset())
+        return self._write(
+            ops[0] if ops else None,
+            cwd,
+            WK_INSERT if "-a" in words else WK_CREATE,
+            prog,
+            None,
+            st.body if st.heredoc else None,
+        )
+
+    def _h_patch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(
+            words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"})
+        )
+        v = self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
+        v.is_source_write = True if not ops else v.is_source_write
+        return v
+
+    def _h_mkdir(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset({"-m"}))
+        target = self.norm(ops[0], cwd) if ops else None
+        return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
+
 
 def swe_flag_text(rest: str, flag: str) -> str | None:
     """The value of ``--flag 'text'`` in a SWE-agent editor action string (shell-quoted)."""
@@ -759,174 +879,23 @@ _SWE_TOOL_WORDS = frozenset(
 SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
-# ------------------------------------------------------------------------- per-program handlers
-
-
-def _h_cd(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset())
-    raw = ops[0] if ops else "~"
-    path = c.norm(raw, cwd) if not raw.startswith("/") else c.norm(raw)
-    v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
-    # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
-    v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
-    return v
-
-
-def _h_sed(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
-    has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
-    ops = _operands(words, at, _VALUE_FLAGS_SED)
-    script: str | None = None
-    if has_e:
-        k = next((k for k in range(at, len(words) - 1) if words[k] in ("-e", "--expression")), None)
-        script = words[k + 1] if k is not None else None
-        files = ops
-    else:
-        script, files = (ops[0], ops[1:]) if ops else (None, [])
-    if inplace:
-        old = new = None
-        if script and len(script) > 2 and script[0] == "s":
-            parts = script[2:].split(script[1])
-            if len(parts) >= 2:
-                old, new = parts[0], parts[1]
-        return c._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
-    if not files:
-        return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
-    target = c.norm(files[0], cwd)
-    return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
-
-
-def _h_awk(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, _VALUE_FLAGS_AWK)
-    files = ops[1:] if "-f" not in words[at:] else ops
-    if not files:
-        return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
-    target = c.norm(files[0], cwd)
-    return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
-
-
-def _h_perl(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
-    ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
-    if "i" in flags:
-        return c._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
-    if ("n" in flags or "p" in flags) and ops:
-        target = c.norm(ops[-1], cwd)
-        return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
-    if ops and "e" not in flags:
-        return c._run_script("perl", ops[0], cwd, ops[1:])
-    return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
-
-
-def _h_git(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    k = at
-    while k < len(words) and words[k].startswith("-"):
-        k += 2 if words[k] in ("-C", "-c", "--git-dir", "--work-tree") else 1
-    sub = words[k] if k < len(words) else ""
-    if sub == "grep":
-        return c._grep("git-grep", words, k + 1, cwd)
-    if sub in ("checkout", "restore"):
-        if "--" in words[k:]:
-            files = words[words.index("--", k) + 1 :]
-        elif sub == "restore":
-            files = _operands(words, k + 1, frozenset({"-s", "--source"}))
-        else:
-            files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
-        if files:
-            return c._write(files[0], cwd, WK_RESTORE, f"git {sub}", None, None)
-    if sub in ("apply", "am"):
-        v = c._write(None, cwd, WK_OTHER, f"git {sub}", None, None)
-        v.is_source_write = True
-        return v
-    if sub == "ls-files":
-        return ShellVerdict(NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
-    intent = f"git {sub}".strip()
-    return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
-
-
-def _h_touch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
-    return c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
-
-
-def _h_rm(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset())
-    v = c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
-    # Each operand is deleted: a write to every file named (the first is the target).
-    v.also_written = tuple(c.norm(op, cwd) for op in ops[1:] if op)
-    v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
-    return v
-
-
-def _h_copy(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
-    return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
-
-
-def _h_tee(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset())
-    return c._write(
-        ops[0] if ops else None,
-        cwd,
-        WK_INSERT if "-a" in words else WK_CREATE,
-        prog,
-        None,
-        st.body if st.heredoc else None,
-    )
-
-
-def _h_patch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"}))
-    v = c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
-    v.is_source_write = True if not ops else v.is_source_write
-    return v
-
-
-def _h_mkdir(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-m"}))
-    target = c.norm(ops[0], cwd) if ops else None
-    return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
-
-
-_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, "str | None"], "ShellVerdict | None"]
+_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, str | None], ShellVerdict | None]
 _HANDLERS: dict[str, _Handler] = {
-    "cd": _h_cd,
-    "sed": _h_sed,
-    "gsed": _h_sed,
-    "awk": _h_awk,
-    "gawk": _h_awk,
-    "mawk": _h_awk,
-    "perl": _h_perl,
-    "git": _h_git,
-    "touch": _h_touch,
-    "rm": _h_rm,
-    "unlink": _h_rm,
-    "cp": _h_copy,
-    "mv": _h_copy,
-    "install": _h_copy,
-    "tee": _h_tee,
-    "patch": _h_patch,
-    "mkdir": _h_mkdir,
+    "cd": ShellClassifier._h_cd,
+    "sed": ShellClassifier._h_sed,
+    "gsed": ShellClassifier._h_sed,
+    "awk": ShellClassifier._h_awk,
+    "gawk": ShellClassifier._h_awk,
+    "mawk": ShellClassifier._h_awk,
+    "perl": ShellClassifier._h_perl,
+    "git": ShellClassifier._h_git,
+    "touch": ShellClassifier._h_touch,
+    "rm": ShellClassifier._h_rm,
+    "unlink": ShellClassifier._h_rm,
+    "cp": ShellClassifier._h_copy,
+    "mv": ShellClassifier._h_copy,
+    "install": ShellClassifier._h_copy,
+    "tee": ShellClassifier._h_tee,
+    "patch": ShellClassifier._h_patch,
+    "mkdir": ShellClassifier._h_mkdir,
 }
