@@ -784,19 +784,13 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
         return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
     if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
         cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
-    tool = event.tool
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in EDITOR_SUBCOMMANDS:
-            sub, raw = parts[1], unquote(parts[2])
-            if sub == "view":
-                return _editor_view(c, "swe-agent", tool, raw)
-            old = new = None
-            if len(parts) > 3:
-                rest = parts[3]
-                old = swe_flag_text(rest, "--old_str")
-                new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
-            return _editor_write(c, "swe-agent", tool, sub, raw, old, new)
+            sub, rest = parts[1], parts[3] if len(parts) > 3 else ""
+            old = swe_flag_text(rest, "--old_str")
+            new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
+            return _editor(c, "swe-agent", event.tool, sub, unquote(parts[2]), old, new)
     return c.from_verdict(c.shell.classify(cmd), rule, event, True)
 
 
@@ -811,11 +805,9 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     raw_path = args.get("path")
     if not isinstance(sub, str) or not isinstance(raw_path, str):
         return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
-    if sub == "view":
-        return _editor_view(c, rule.scaffold, event.tool, raw_path)
     old = args.get("old_str")
     new = args.get("file_text" if sub == "create" else "new_str")
-    return _editor_write(
+    return _editor(
         c,
         rule.scaffold,
         event.tool,
@@ -826,24 +818,7 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     )
 
 
-# The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the action
-# string alike.
-
-
-def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
-    path = c.norm(raw_path)
-    return Action(
-        FILE_READ if looks_like_file(path) else NAVIGATE,
-        path,
-        tool,
-        path,
-        "view",
-        structured=True,
-        scaffold=scaffold,
-    )
-
-
-def _editor_write(
+def _editor(
     c: ActionClassifier,
     scaffold: str | None,
     tool: str,
@@ -852,8 +827,14 @@ def _editor_write(
     old: str | None,
     new: str | None,
 ) -> Action:
-    kind = EDITOR_WRITES.get(sub)
-    if kind is None:
+    """A call of the str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or
+    the action string alike."""
+    if sub == "view":
+        path = c.norm(raw_path)
+        kind = FILE_READ if looks_like_file(path) else NAVIGATE
+        return Action(kind, path, tool, path, "view", structured=True, scaffold=scaffold)
+    write = EDITOR_WRITES.get(sub)
+    if write is None:
         return Action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
     path = c.norm(raw_path)
     return Action(
@@ -863,7 +844,7 @@ def _editor_write(
         path,
         sub,
         is_source_write=_is_source(path),
-        write=kind,
+        write=write,
         structured=True,
         scaffold=scaffold,
         old_text=old,
