@@ -5,10 +5,8 @@ A line is cut into segments (on ``&&``, ``||``, ``;``, ``;;``, ``&`` and newline
 :class:`Stage` (on ``|`` and ``|&``), without running a shell parser: agents write broken shell too, so
 this never raises, and a pathological line is cut at ``_MAX_TOKENS`` tokens. The interpreters on top
 are the action intent interpreter (:mod:`planguard.actions.shell`), the live phase rules
-(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.shell`: the reference's
-bashlex grammar and its rejections). The paper's parser reads the same constructs through the *strict
-mode* at the end of this module, which scans by position and raises :class:`ShellSyntaxError` where
-bashlex rejects the text, since reproducing the paper's labels means reproducing its quirks.
+(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.shell`), which reads the
+same constructs through the *strict mode* at the end of this module.
 """
 
 from __future__ import annotations

@@ -2,15 +2,11 @@
 scaffold exposes.
 
 A vocabulary is an ordered list of :class:`MappingRule` (tool-name pattern → how to read the call)
-plus the scaffolds' :class:`ToolSurface`. The built-in rules cover SWE-agent 1.x (``bash``,
-``str_replace_editor``, ``submit``) and 0.x (``open``, ``edit``, ``find_file``, … as shell lines), Claude
-Code (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Bash``, ``Grep``, ``Glob``, ``LS``, ``Task``,
-``TodoWrite``, ``WebFetch``, ``WebSearch``, …), OpenHands (``execute_bash``, ``str_replace_editor``,
-``think``, ``finish``, ``browser``, …), mini-swe-agent (``bash`` blocks) and Codex (``shell``,
-``apply_patch``, ``update_plan``), Gemini CLI (``read_file``, ``replace``, ``run_shell_command``, …); any
-other tool falls through to name heuristics (``*read*`` → read, ``*search*`` → search, …). User rules go
-first and win. Gemini CLI's generic names (``read_file``, ``replace``, …) identify no scaffold (other
-frameworks use them too); its distinctive ones do.
+plus the scaffolds' :class:`ToolSurface`. The built-in rules (:data:`BUILTIN_RULES`) cover SWE-agent 1.x
+and 0.x (its tool commands also as shell lines), Claude Code, OpenHands, mini-swe-agent, Codex, OpenCode
+and Gemini CLI; any other tool falls through to name heuristics (``read_file`` → read, ``searchCode`` →
+search, …). User rules go first and win. Generic names (``read_file``, ``replace``, …) identify no
+scaffold (several frameworks use them); distinctive ones do.
 
 **Tool surfaces** (:data:`SURFACES`). Two detectors only make sense where the scaffold offers an
 alternative: shell-over-tool needs structured read/search tools, structured-plan-absence needs a plan/TODO

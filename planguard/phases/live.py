@@ -7,9 +7,9 @@ these follow the definition a live monitor needs instead, with the same roles, l
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
 * a shell line is read in the words the action layer's lexer cut it into for the call's action
-  (:meth:`ShellClassifier.read`, lexed once per line), as sub-commands; wrappers (``cd``, ``export``,
-  ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …) are transparent, and each sub-command gets
-  one role or none (§1);
+  (:meth:`ShellClassifier.read`: a line of up to ``MEMO_TEXT_MAX`` characters is lexed once), as
+  sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
+  are transparent, and each sub-command gets one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
 
 A call's *plan* (its sub-commands, each judged as far as its text allows) is memoised per call in one
