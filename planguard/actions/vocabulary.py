@@ -415,25 +415,18 @@ DEFAULT_VOCABULARY = ActionVocabulary()
 
 # ------------------------------------------------------------------------------ the call, for phases
 
-#: The call kind of each reader kind (``editor`` and ``swe_command`` depend on the call).
+#: The call kind of the reader kinds that name it outright (``_tool_call`` reads the others; unlisted: other).
 _CALL_KIND_OF = {
-    "shell": "shell",
     "read": "read",
     "navigate": "read",
     "write": "write",
     "edit": "write",
     "multi_edit": "write",
-    "apply_patch": "write",
     "search": "search",
     "find": "search",
     "submit": "submit",
     "finish": "submit",
     "plan": "plan",
-    "code": "code",
-    "fetch": "other",
-    "spawn": "other",
-    "reason": "other",
-    "command": "other",
 }
 _CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
 
