@@ -879,10 +879,21 @@ def _rule_action(
     path: str | None,
     intent: str | None,
     text: str | None = None,
+    *,
+    completion: bool = False,
 ) -> Action:
-    """An action of the call's tool, structured and of the scaffold as its rule says."""
+    """An action of the call's tool, of the scaffold its rule names. A declaration that the agent is done
+    (``finish``, ``submit``) is a structured call whatever the rule says."""
     return Action(
-        type, target, event.tool, path, intent, structured=rule.structured, scaffold=rule.scaffold, text=text
+        type,
+        target,
+        event.tool,
+        path,
+        intent,
+        is_completion=completion,
+        structured=completion or rule.structured,
+        scaffold=rule.scaffold,
+        text=text,
     )
 
 
@@ -968,30 +979,11 @@ def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
-    return Action(
-        REASON,
-        "finish",
-        event.tool,
-        None,
-        "finish",
-        is_completion=True,
-        structured=True,
-        scaffold=rule.scaffold,
-        text=text,
-    )
+    return _rule_action(rule, event, REASON, "finish", None, "finish", text, completion=True)
 
 
 def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    return Action(
-        COMMAND,
-        "submit",
-        event.tool,
-        None,
-        "submit",
-        is_completion=True,
-        structured=True,
-        scaffold=rule.scaffold,
-    )
+    return _rule_action(rule, event, COMMAND, "submit", None, "submit", completion=True)
 
 
 def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
