@@ -344,14 +344,10 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
 )
 
 
-#: (rules, exact tool name -> position of its first rule, the pattern rules with their positions)
-_RuleIndex = tuple[tuple[MappingRule, ...], dict[str, int], tuple[tuple[int, MappingRule], ...]]
-
-
 class ActionVocabulary:
     """Rules (first match wins) + path roots + whether SWE-agent's tool commands are recognised in shells."""
 
-    __slots__ = ("_index", "name", "roots", "rules", "scaffold", "swe_agent_commands")
+    __slots__ = ("_exact", "_patterns", "name", "roots", "rules", "scaffold", "swe_agent_commands")
 
     def __init__(
         self,
@@ -368,7 +364,16 @@ class ActionVocabulary:
         self.swe_agent_commands = swe_agent_commands
         # The scaffold every call of this vocabulary comes from, when known (overrides per-tool hints).
         self.scaffold = scaffold
-        self._index: _RuleIndex | None = None
+        # First match wins. Most rules name one tool exactly (no glob character, no ``re:``/``words:``):
+        # those are found by name, and only the patterns listed before that rule are tried (the built-in
+        # ones all come after). A new tool name costs a lookup, not a glob match against every rule.
+        self._exact: dict[str, int] = {}  # tool name -> position of its first rule
+        self._patterns: list[tuple[int, MappingRule]] = []
+        for k, rule in enumerate(self.rules):
+            if rule.tool.startswith(("re:", _WORDS)) or any(ch in rule.tool for ch in "*?["):
+                self._patterns.append((k, rule))
+            else:
+                self._exact.setdefault(rule.tool, k)
 
     def extend(self, rules: Iterable[MappingRule]) -> ActionVocabulary:
         """A vocabulary with ``rules`` tried before these ones."""
@@ -381,14 +386,9 @@ class ActionVocabulary:
         )
 
     def rule_for(self, tool: str) -> MappingRule | None:
-        # First match wins. Most rules name one tool exactly (no glob character, no ``re:``): those are
-        # found by name, and only the patterns listed before that rule are tried (the built-in ones all
-        # come after). A new tool name costs a lookup, not a glob match against every rule before it.
-        index = self._index
-        if index is None or index[0] is not self.rules:
-            index = self._index = _rule_index(self.rules)
-        at = index[1].get(tool)
-        for k, rule in index[2]:
+        """The first rule that matches ``tool``, or None."""
+        at = self._exact.get(tool)
+        for k, rule in self._patterns:
             if at is not None and k > at:
                 break
             if rule.matches(tool):
@@ -398,17 +398,6 @@ class ActionVocabulary:
     @property
     def surface(self) -> ToolSurface | None:
         return SURFACES.get(self.scaffold) if self.scaffold else None
-
-
-def _rule_index(rules: tuple[MappingRule, ...]) -> _RuleIndex:
-    exact: dict[str, int] = {}
-    patterns: list[tuple[int, MappingRule]] = []
-    for k, rule in enumerate(rules):
-        if rule.tool.startswith(("re:", _WORDS)) or any(ch in rule.tool for ch in "*?["):
-            patterns.append((k, rule))
-        else:
-            exact.setdefault(rule.tool, k)
-    return rules, exact, tuple(patterns)
 
 
 DEFAULT_VOCABULARY = ActionVocabulary()
