@@ -753,15 +753,11 @@ def _raw_text(event: ToolEvent) -> str | None:
 
 def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     args = event.arguments
-    cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
-    if cmd is None:
-        cmd = _raw_text(event)
-    if cmd is None:
-        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
-    if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
-        cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
+    cmd = _shell_line(rule, event)  # the line the phase rules read too
+    if cmd is None:
+        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in EDITOR_SUBCOMMANDS:
