@@ -652,23 +652,24 @@ class ActionClassifier:
             return _OTHER_CALL
         if kind == "search":
             return ToolCall("search")
-        target = v.path or (v.target if v.type is not SEARCH else None)
-        if target is None:
-            open_file = _open_file(event)
-            target = self.norm(open_file) if open_file else None
+        target = v.path or v.target or self._opened(event)
         paths = (target,) if target else ()
         return ToolCall(kind, paths=paths, created=paths if v.write is WK_CREATE else ())
 
     # ------------------------------------------------------------------------------- helpers
 
+    def _opened(self, event: ToolEvent) -> str | None:
+        """The file SWE-agent 0.x's windowed editor has open, as the loader recorded it: its ``edit``,
+        ``goto`` and ``scroll_*`` act on that file."""
+        meta = event.metadata
+        value = meta.get("open_file") if isinstance(meta, Mapping) else None
+        return self.norm(value) if isinstance(value, str) and value and value != "n/a" else None
+
     def from_verdict(self, v: ShellVerdict, rule: MappingRule, event: ToolEvent, via_shell: bool) -> Action:
         target = v.target
         path = v.path
         if target is None and v.structured and v.type in (FILE_READ, FILE_WRITE):
-            # SWE-agent 0.x ``edit``/``goto``/``scroll_*`` act on the open file; the loader records it.
-            open_file = _open_file(event)
-            if open_file:
-                target = path = self.norm(open_file)
+            target = path = self._opened(event)
         source = v.is_source_write
         if v.type is FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
             source = _is_source(target)
@@ -704,12 +705,6 @@ def _parsed_arguments(event: ToolEvent) -> ToolEvent:
         if isinstance(value, dict):
             return dataclasses.replace(event, arguments=value)
     return event
-
-
-def _open_file(event: ToolEvent) -> str | None:
-    meta = event.metadata
-    value = meta.get("open_file") if isinstance(meta, Mapping) else None
-    return value if isinstance(value, str) and value and value != "n/a" else None
 
 
 def _is_source(target: str | None) -> bool:

@@ -331,10 +331,6 @@ def _snippet(label: str, code: str) -> _Sub:
     return _Sub(label, _SNIPPET)
 
 
-def _write_paths(args: Sequence[str]) -> tuple[str, ...]:
-    return tuple(a for a in _operands(args) if _pathish(a))
-
-
 def _sed(label: str, args: Sequence[str]) -> _Sub:
     if not any(_SED_INPLACE.match(a) for a in args):
         return _Sub(label, _NAV)
@@ -523,7 +519,8 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
     if name in _READERS:
         return _Sub(label, _NAV, tuple(_operands(args)))
     if name in ("touch", "tee"):
-        files = _write_paths(args) if name == "touch" else tuple(_operands(args))
+        ops = _operands(args)
+        files = tuple(a for a in ops if _pathish(a)) if name == "touch" else tuple(ops)
         return _Sub(label, _WRITE, files, files)
     if name in ("cp", "mv"):
         return _copy(label, args)
@@ -658,11 +655,6 @@ def _writes_a_file(sub: _Sub) -> bool:
     return any(_write_kind(p, redirected=True) in (_W_TEST, _W_SOURCE) for p in sub.paths)
 
 
-def _is_submission(line: str) -> bool:
-    low = line.lower()
-    return any(m in low for m in _MARKERS)
-
-
 # --------------------------------------------------------------------------- the rules
 
 
@@ -709,7 +701,8 @@ class LiveRules:
         kind = call.kind
         if kind == "shell":
             line = call.command or ""
-            if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
+            low = line.lower()
+            if any(m in low for m in _MARKERS):  # mini-swe-agent's submission: ``echo COMPLETE_…`` (§4, §5)
                 subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
             else:
                 # The words the action classifier cut the line into for the call's action (its one memo keeps
