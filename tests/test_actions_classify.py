@@ -142,6 +142,19 @@ def test_dominant_segment_and_shell_word() -> None:
     assert a.type is C and a.is_validation
 
 
+def test_an_argv_command_is_read_as_the_line_the_phase_rules_read() -> None:
+    # Codex passes argv arrays: a word with a blank stays one word, ``bash -lc`` runs its script
+    c = ActionClassifier()
+    grep = ToolEvent(tool="shell", arguments={"command": ["grep", "-rn", "foo bar", "src"]})
+    assert c(grep).target == "foo bar @ src"
+    assert c.tool_call(grep).command == "grep -rn 'foo bar' src"
+    script = ToolEvent(
+        tool="shell", arguments={"command": ["/bin/bash", "-lc", "sed -i 's/a/b/' src/app.py"]}
+    )
+    assert c(script).type is W and c(script).target == "src/app.py"
+    assert c.tool_call(script).command == "sed -i 's/a/b/' src/app.py"
+
+
 def test_source_write_excludes_tests_scratch_and_backups() -> None:
     assert sh("sed -i 's/a/b/' pkg/mod.py").is_source_write
     assert not sh("echo x > /testbed/reproduce_bug.py").is_source_write

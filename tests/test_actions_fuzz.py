@@ -177,7 +177,7 @@ def test_classification_never_raises(event: ToolEvent) -> None:
 def test_shell_text_never_raises(line: str) -> None:
     tokenize(line)
     c = ShellClassifier(PathNormaliser())
-    v = c._classify(line, None, 0)
+    v = c.classify(line)
     assert isinstance(v.type, ActionType)
     assert classify_action(ToolEvent.shell(line)) is not None
     assert c.swe_command(line) is None or isinstance(c.swe_command(line).type, ActionType)  # type: ignore[union-attr]

@@ -65,8 +65,7 @@ class ActionRuleSpec(BaseModel):
         return v
 
     def rule(self) -> MappingRule:
-        if self.type is None and self.kind is None:
-            raise ValueError(f"rule for {self.tool!r}: give 'type' or 'kind'")
+        """The mapping rule (which raises ValueError when neither ``type`` nor ``kind`` is given)."""
         return MappingRule(
             tool=self.tool,
             type=self.type,

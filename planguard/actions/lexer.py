@@ -5,10 +5,8 @@ A line is cut into segments (on ``&&``, ``||``, ``;``, ``;;``, ``&`` and newline
 :class:`Stage` (on ``|`` and ``|&``), without running a shell parser: agents write broken shell too, so
 this never raises, and a pathological line is cut at ``_MAX_TOKENS`` tokens. The interpreters on top
 are the action intent interpreter (:mod:`planguard.actions.shell`), the live phase rules
-(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.shell`: the reference's
-bashlex grammar and its rejections). The paper's parser reads the same constructs through the *strict
-mode* at the end of this module, which scans by position and raises :class:`ShellSyntaxError` where
-bashlex rejects the text, since reproducing the paper's labels means reproducing its quirks.
+(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.shell`), which reads the
+same constructs through the *strict mode* at the end of this module.
 """
 
 from __future__ import annotations
@@ -238,6 +236,9 @@ _DQ_PLAIN = re.compile(r'[^"\\$`]*')
 _BARE_WORD = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+(?=[ \t\n|&;()<>]|$)")
 _REDIRECTION = re.compile(r"&>>|&>|\d*(?:>>|>&|>\||<<<|<<-|<<|<&|<>|>|<)")
 _WORD_END = frozenset(" \t\n|&;()<>")
+# The bodies of ``$'…'`` and of backquotes: up to the closing quote that no backslash escapes.
+_ANSI_C_BODY = re.compile(r"(?:[^\\']|\\[\s\S])*+")
+_BACKQUOTED_BODY = re.compile(r"(?:[^\\`]|\\[\s\S])*+")
 
 
 def blanks_end(s: str, i: int) -> int:
@@ -385,36 +386,23 @@ def _dollar_end(s: str, i: int, subs: Substitutions, nesting: int = 0) -> int:
             j += 1
         raise ShellSyntaxError("unmatched ${")
     if nxt == "'":
-        j = i + 2
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-                continue
-            if c == "'":
-                return j + 1
-            j += 1
-        raise ShellSyntaxError("unmatched $'")
+        j = _ANSI_C_BODY.match(s, i + 2).end()  # type: ignore[union-attr]  # the pattern matches empty
+        if not s.startswith("'", j):
+            raise ShellSyntaxError("unmatched $'")
+        return j + 1
     if nxt == '"':
         return _double_quoted_end(s, i + 2, subs, nesting + 1)
     return i + 1
 
 
 def _backquoted_end(s: str, i: int, subs: Substitutions) -> int:
-    n = len(s)
-    j = i + 1
-    while j < n:
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "`":
-            inner = s[i + 1 : j]
-            if inner.strip():
-                subs.backquoted(inner)
-            return j + 1
-        j += 1
-    raise ShellSyntaxError("unmatched `")
+    j = _BACKQUOTED_BODY.match(s, i + 1).end()  # type: ignore[union-attr]  # the pattern matches empty
+    if not s.startswith("`", j):
+        raise ShellSyntaxError("unmatched `")
+    inner = s[i + 1 : j]
+    if inner.strip():
+        subs.backquoted(inner)
+    return j + 1
 
 
 # The paper's parser splits a sub-command into words as POSIX ``shlex.split`` does (no comments), which

@@ -38,12 +38,28 @@ from .types import (
     WriteKind,
 )
 
-__all__ = ["COMPLETION_MARKERS", "ShellClassifier", "ShellLine", "ShellVerdict", "swe_flag_text"]
+__all__ = [
+    "COMPLETION_MARKERS",
+    "EDITOR_SUBCOMMANDS",
+    "EDITOR_WRITES",
+    "MEMO_TEXT_MAX",
+    "SWE_TOOL_PREFIXES",
+    "ShellClassifier",
+    "ShellLine",
+    "ShellVerdict",
+    "collapse",
+    "swe_flag_text",
+]
 
 #: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 _MAX_DEPTH = 2  # nested ``bash -c "…"``
+
+#: Longer texts (file bodies, inline scripts, edits) are kept in no memo (the shell classifier's, the phase
+#: rules'): they rarely repeat, and a memo full of them would pin tens of megabytes. Bounding the entries
+#: does not bound what their texts hold.
+MEMO_TEXT_MAX = 2048
 
 # ------------------------------------------------------------------------------------------ verdicts
 
@@ -136,6 +152,7 @@ _VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
 _VALUE_FLAGS_NAV = frozenset({"-L", "-I", "-P", "-d", "-T", "--max-depth", "--ignore", "--hide", "-c"})
 _VALUE_FLAGS_SED = frozenset({"-e", "-f", "-l", "--expression", "--file"})
 _VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
+_VALUE_FLAGS_PATCH = frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 # Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
 _INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
@@ -144,8 +161,9 @@ _WS = re.compile(r"\s+")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SED_INPLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
 _LEGACY_EDIT_RANGE = re.compile(r"^\s*\d+(?::\d+)?\s*$")
-_SWE_SUBCOMMANDS = {"view", "create", "str_replace", "insert", "undo_edit"}
-_SWE_FLAGS = ("--file_text", "--old_str", "--new_str", "--insert_line", "--view_range")
+#: How each subcommand of SWE-agent's and OpenHands' ``str_replace_editor`` that writes changes its file.
+EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
+EDITOR_SUBCOMMANDS = frozenset({"view", *EDITOR_WRITES})
 
 
 def _basename(word: str) -> str:
@@ -171,7 +189,8 @@ def _operands(words: list[str], start: int, value_flags: frozenset[str]) -> list
     return out
 
 
-def _collapse(text: str, limit: int = 160) -> str:
+def collapse(text: str, limit: int = 160) -> str:
+    """``text`` with each run of blanks made one space, cut to ``limit`` characters."""
     text = _WS.sub(" ", text).strip()
     return text if len(text) <= limit else text[:limit]
 
@@ -192,7 +211,7 @@ class ShellClassifier:
 
     ``swe_agent_commands`` recognises SWE-agent's tool commands given as shell lines.
 
-    The action classifier's one memo: a line's :class:`ShellLine`, for lines up to ``MEMO_LINE_MAX``
+    The action classifier's one memo: a line's :class:`ShellLine`, for lines up to ``MEMO_TEXT_MAX``
     characters (agents re-run the same commands). Bounded: emptied when full. Verdicts are never changed
     once made, so one may stand for many calls.
     """
@@ -200,8 +219,6 @@ class ShellClassifier:
     __slots__ = ("_memo", "norm", "swe_agent_commands")
 
     _MEMO_MAX = 1024
-    #: Longer lines (file bodies, inline scripts) are not memoised: they rarely repeat.
-    MEMO_LINE_MAX = 2048
 
     def __init__(self, norm: PathNormaliser, *, swe_agent_commands: bool = True) -> None:
         self.norm = norm
@@ -214,7 +231,7 @@ class ShellClassifier:
 
     def read(self, line: str) -> ShellLine:
         """``line`` lexed and judged (memoised)."""
-        if len(line) > self.MEMO_LINE_MAX:
+        if len(line) > MEMO_TEXT_MAX:
             return self._read(line)
         read = self._memo.get(line)
         if read is None:
@@ -226,19 +243,13 @@ class ShellClassifier:
 
     # -------------------------------------------------------------------------------- line level
 
-    def _read(self, line: str) -> ShellLine:
+    def _read(self, line: str, cwd: str | None = None, depth: int = 0) -> ShellLine:
+        """``line`` lexed and judged; a nested line (``bash -c '…'``) against the directory ``cwd``."""
         verdict = self._swe_line(line)
         if verdict is not None:
             return ShellLine(None, verdict)
         segments = tokenize(line)
-        return ShellLine(segments, self._verdict(line, segments, None, 0))
-
-    def _classify(self, line: str, cwd: str | None, depth: int) -> ShellVerdict:
-        """A nested line's verdict (``bash -c '…'``), read against the directory ``cwd``."""
-        verdict = self._swe_line(line)
-        if verdict is not None:
-            return verdict
-        return self._verdict(line, tokenize(line), cwd, depth)
+        return ShellLine(segments, self._verdict(line, segments, cwd, depth))
 
     def _swe_line(self, line: str) -> ShellVerdict | None:
         """The verdict of a SWE-agent tool command given as a shell line, or None (or an empty line's)."""
@@ -246,16 +257,8 @@ class ShellClassifier:
         if not stripped:
             return ShellVerdict(REASON, rank=R_TRIVIAL)
         # The first word is only split off (a copy of the whole line) when it can be a tool command.
-        if self.swe_agent_commands and stripped.startswith(_SWE_TOOL_PREFIXES):
-            first = stripped.split(None, 1)[0]
-            if first in _SWE_TOOL_WORDS:
-                verdict = self._swe_agent(first, stripped)
-                if verdict is not None:
-                    if first == "str_replace_editor":
-                        verdict.scaffold = "swe-agent"
-                    elif first != "submit":
-                        verdict.scaffold = "swe-agent-0.x"
-                    return verdict
+        if self.swe_agent_commands and stripped.startswith(SWE_TOOL_PREFIXES):
+            return self._swe_tool(stripped)
         return None
 
     def _verdict(self, line: str, segments: list[list[Stage]], cwd: str | None, depth: int) -> ShellVerdict:
@@ -271,7 +274,7 @@ class ShellClassifier:
             if best is None or v.rank > best.rank:
                 best = v
         if best is None:
-            return ShellVerdict(COMMAND, _collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
+            return ShellVerdict(COMMAND, collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
         return best
 
     def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
@@ -294,9 +297,6 @@ class ShellClassifier:
         return head
 
     # ------------------------------------------------------------------------------- stage level
-
-    def _path(self, raw: str, cwd: str | None = None) -> str:
-        return self.norm(raw, cwd)
 
     def _stage(self, st: Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
         words = st.words
@@ -334,7 +334,7 @@ class ShellClassifier:
 
         if prog in ("bash", "sh", "zsh", "dash") and depth < _MAX_DEPTH:
             if args_at + 1 < nw and words[args_at] in ("-c", "-lc", "-ec", "-xc", "-cl"):
-                return self._classify(words[args_at + 1], cwd, depth + 1)
+                return self._read(words[args_at + 1], cwd, depth + 1).verdict
             script = _operands(words, args_at, frozenset())
             if script:
                 return self._run_script(prog, script[0], cwd, script[1:])
@@ -352,17 +352,8 @@ class ShellClassifier:
 
         if later:
             # A later pipeline stage only matters when it writes a file.
-            if prog == "tee":
-                files = _operands(words, args_at, frozenset())
-                if files:
-                    return self._write(
-                        files[0],
-                        cwd,
-                        WK_INSERT if "-a" in words else WK_CREATE,
-                        prog,
-                        None,
-                        None,
-                    )
+            if prog == "tee" and _operands(words, args_at, frozenset()):
+                return self._h_tee(prog, words, args_at, st, cwd)
             if st.outputs:
                 return self._redirect_write(st, cwd, prog, None)
             return None
@@ -379,7 +370,7 @@ class ShellClassifier:
             verdict = self._find(prog, words, args_at, cwd)
         elif prog in _NAVIGATORS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
-            target = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
+            target = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
             verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
         elif prog in _FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
@@ -390,9 +381,10 @@ class ShellClassifier:
             verdict = ShellVerdict(FETCH, url, intent=prog, rank=R_FETCH)
         elif _PYTHONS.match(prog):
             verdict = self._python(prog, words, args_at, st, cwd)
+            verdict.runs_code = True
         elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
             ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
-            path = self._path(ops[0], cwd) if ops else None
+            path = self.norm(ops[0], cwd) if ops else None
             verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, is_validation=True, rank=R_VALIDATE)
             verdict.runs_code = True
         elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
@@ -448,8 +440,10 @@ class ShellClassifier:
         prog: str | None,
         old: str | None,
         new: str | None,
+        *,
+        structured: bool = False,
     ) -> ShellVerdict:
-        target = self._path(raw, cwd) if raw else None
+        target = self.norm(raw, cwd) if raw else None
         return ShellVerdict(
             FILE_WRITE,
             target,
@@ -457,6 +451,7 @@ class ShellClassifier:
             intent=prog,
             write=kind,
             program=prog,
+            structured=structured,
             old_text=old,
             new_text=new,
             rank=R_WRITE,
@@ -483,7 +478,7 @@ class ShellClassifier:
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
             return ShellVerdict(FILE_READ, None, path=None, intent=prog, rank=R_READ)
-        target = self._path(ops[0], cwd)
+        target = self.norm(ops[0], cwd)
         return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
@@ -498,8 +493,8 @@ class ShellClassifier:
         ops = _operands(words, at, _VALUE_FLAGS_GREP)
         if pattern is None and ops:
             pattern, ops = ops[0], ops[1:]
-        scope = self._path(ops[0], cwd) if ops else (self._path(".", cwd) if cwd else ".")
-        query = f"{_collapse(pattern or '', 120)} @ {scope}"
+        scope = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
+        query = f"{collapse(pattern or '', 120)} @ {scope}"
         return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
@@ -523,7 +518,7 @@ class ShellClassifier:
             )
             query_text = ops[0] if ops else ""
             roots = ops[1:2]
-        scope = self._path(roots[0], cwd) if roots else (self._path(".", cwd) if cwd else ".")
+        scope = self.norm(roots[0], cwd) if roots else (self.norm(".", cwd) if cwd else ".")
         if "-exec" in words or "-execdir" in words:
             j = words.index("-exec") if "-exec" in words else words.index("-execdir")
             inner = words[j + 1 :]
@@ -538,15 +533,10 @@ class ShellClassifier:
                     intent="grep",
                     rank=R_SEARCH,
                 )
-        target = f"{_collapse(query_text, 120)} @ {scope}"
+        target = f"{collapse(query_text, 120)} @ {scope}"
         return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
     def _python(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
-        v = self._python_kind(prog, words, at, st, cwd)
-        v.runs_code = True
-        return v
-
-    def _python_kind(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         if prog in ("uv", "poetry", "pipenv", "hatch"):
             # ``uv run pytest`` / ``poetry run python x.py``: judge the wrapped command.
             if at < len(words) and words[at] == "run" and at + 1 < len(words):
@@ -565,7 +555,7 @@ class ShellClassifier:
                 mod = words[k + 1]
                 if mod in _PY_TEST_MODULES:
                     ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
-                    path = self._path(ops[0], cwd) if ops else None
+                    path = self.norm(ops[0], cwd) if ops else None
                     return ShellVerdict(
                         COMMAND, mod, path=path, intent=mod, is_validation=True, rank=R_VALIDATE
                     )
@@ -613,7 +603,7 @@ class ShellClassifier:
         return ShellVerdict(COMMAND, "python -", intent="python -", rank=R_COMMAND)
 
     def _run_script(self, runner: str | None, raw: str, cwd: str | None, args: list[str]) -> ShellVerdict:
-        path = self._path(raw, cwd)
+        path = self.norm(raw, cwd)
         base = _basename(path)
         intent = f"{runner} {path}" if runner else path
         validation = (
@@ -633,12 +623,26 @@ class ShellClassifier:
 
     # ------------------------------------------------------------------ SWE-agent tool commands
 
-    def _swe_agent(self, first: str, line: str) -> ShellVerdict | None:
+    def swe_command(self, line: str) -> ShellVerdict | None:
+        """A SWE-agent tool command line (``open f 10``, ``edit 'a' 'b'``, ``find_file x``, …), or None."""
+        stripped = line.strip()
+        return self._swe_tool(stripped) if stripped else None
+
+    def _swe_tool(self, line: str) -> ShellVerdict | None:
+        """The verdict of a (stripped) SWE-agent tool command, which names its scaffold, or None."""
+        first = line.split(None, 1)[0]
+        if first not in _SWE_TOOL_WORDS:
+            return None
+        verdict = self._swe_command(first, line)
+        if verdict is not None and first != "submit":
+            verdict.scaffold = "swe-agent" if first == "str_replace_editor" else "swe-agent-0.x"
+        return verdict
+
+    def _swe_command(self, first: str, line: str) -> ShellVerdict | None:
         if first == "str_replace_editor":
             return self._swe_editor(line)
         parts = line.split(None, 2)
         arg = parts[1] if len(parts) > 1 else ""
-        rest = parts[2] if len(parts) > 2 else ""
         if first == "submit":
             return ShellVerdict(
                 COMMAND,
@@ -651,16 +655,14 @@ class ShellClassifier:
         if first == "open":
             if not arg:
                 return None
-            target = self._path(unquote(arg))
+            target = self.norm(unquote(arg))
             return ShellVerdict(FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ)
         if first in ("goto", "scroll_up", "scroll_down"):
             return ShellVerdict(FILE_READ, None, intent=first, structured=True, rank=R_READ)
         if first == "create":
             if not arg:
                 return None
-            v = self._write(unquote(arg), None, WK_CREATE, "create", None, None)
-            v.structured = True
-            return v
+            return self._write(unquote(arg), None, WK_CREATE, "create", None, None, structured=True)
         if first == "edit":
             body = line[4:].lstrip(" ")
             head, _, text = body.partition("\n")
@@ -691,9 +693,9 @@ class ShellClassifier:
             words = words_of(line)[1:]
             if not words:
                 return None
-            scope = self._path(words[1]) if len(words) > 1 else None
+            scope = self.norm(words[1]) if len(words) > 1 else None
             family = "find" if first == "find_file" else "grep"
-            query = f"{_collapse(words[0], 120)} @ {scope or '.'}"
+            query = f"{collapse(words[0], 120)} @ {scope or '.'}"
             return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
             words = words_of(line)[1:]
@@ -708,60 +710,146 @@ class ShellClassifier:
                 is_source_write=True,
             )
         if first == "filemap":
-            filemap = self._path(unquote(arg)) if arg else None
+            filemap = self.norm(unquote(arg)) if arg else None
             return ShellVerdict(
                 FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
             )
-        del rest
         return None
 
-    def swe_command(self, line: str) -> ShellVerdict | None:
-        """A SWE-agent tool command line (``open f 10``, ``edit 'a' 'b'``, ``find_file x``, …), or None."""
-        stripped = line.strip()
-        if not stripped:
-            return None
-        first = stripped.split(None, 1)[0]
-        if first not in _SWE_TOOL_WORDS:
-            return None
-        v = self._swe_agent(first, stripped)
-        if v is not None and first not in ("str_replace_editor", "submit"):
-            v.scaffold = "swe-agent-0.x"
-        return v
-
     def _swe_editor(self, line: str) -> ShellVerdict | None:
+        """``str_replace_editor SUB PATH [--flag 'text' …]`` (SWE-agent 1.x), its texts shell-quoted."""
         parts = line.split(None, 3)
-        if len(parts) < 3:
+        if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
             return None
         sub, raw_path = parts[1], unquote(parts[2])
-        rest = parts[3] if len(parts) > 3 else ""
-        return self.editor(
-            sub,
-            raw_path,
-            swe_flag_text(rest, "--old_str"),
-            swe_flag_text(rest, "--new_str"),
-            swe_flag_text(rest, "--file_text"),
-        )
-
-    def editor(
-        self, sub: str, raw_path: str, old: str | None, new: str | None, file_text: str | None
-    ) -> ShellVerdict | None:
-        """The str_replace_editor / file_editor family (SWE-agent 1.x, OpenHands), however it arrived."""
-        if sub not in _SWE_SUBCOMMANDS:
-            return None
-        path = self._path(raw_path)
         if sub == "view":
+            path = self.norm(raw_path)
             if looks_like_file(path):
                 return ShellVerdict(FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ)
             return ShellVerdict(NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE)
-        kind = {
-            "create": WK_CREATE,
-            "str_replace": WK_EDIT,
-            "insert": WK_INSERT,
-            "undo_edit": WK_RESTORE,
-        }[sub]
-        v = self._write(raw_path, None, kind, sub, old, file_text if sub == "create" else new)
-        v.structured = True
+        rest = parts[3] if len(parts) > 3 else ""
+        old = swe_flag_text(rest, "--old_str")
+        new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
+        return self._write(raw_path, None, EDITOR_WRITES[sub], sub, old, new, structured=True)
+
+    # -------------------------------------------------------------------- per-program handlers
+
+    def _h_cd(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset())
+        raw = ops[0] if ops else "~"
+        path = self.norm(raw, cwd) if not raw.startswith("/") else self.norm(raw)
+        v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
+        # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
+        v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
         return v
+
+    def _h_sed(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
+        has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
+        ops = _operands(words, at, _VALUE_FLAGS_SED)
+        script: str | None = None
+        if has_e:
+            k = next((k for k in range(at, len(words) - 1) if words[k] in ("-e", "--expression")), None)
+            script = words[k + 1] if k is not None else None
+            files = ops
+        else:
+            script, files = (ops[0], ops[1:]) if ops else (None, [])
+        if inplace:
+            old = new = None
+            if script and len(script) > 2 and script[0] == "s":
+                parts = script[2:].split(script[1])
+                if len(parts) >= 2:
+                    old, new = parts[0], parts[1]
+            return self._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
+        if not files:
+            return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
+        target = self.norm(files[0], cwd)
+        return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
+
+    def _h_awk(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, _VALUE_FLAGS_AWK)
+        files = ops[1:] if "-f" not in words[at:] else ops
+        if not files:
+            return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
+        target = self.norm(files[0], cwd)
+        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
+
+    def _h_perl(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
+        ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
+        if "i" in flags:
+            return self._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
+        if ("n" in flags or "p" in flags) and ops:
+            target = self.norm(ops[-1], cwd)
+            return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
+        if ops and "e" not in flags:
+            return self._run_script("perl", ops[0], cwd, ops[1:])
+        return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
+
+    def _h_git(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        k = at
+        while k < len(words) and words[k].startswith("-"):
+            k += 2 if words[k] in ("-C", "-c", "--git-dir", "--work-tree") else 1
+        sub = words[k] if k < len(words) else ""
+        if sub == "grep":
+            return self._grep("git-grep", words, k + 1, cwd)
+        if sub in ("checkout", "restore"):
+            if "--" in words[k:]:
+                files = words[words.index("--", k) + 1 :]
+            elif sub == "restore":
+                files = _operands(words, k + 1, frozenset({"-s", "--source"}))
+            else:
+                files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
+            if files:
+                return self._write(files[0], cwd, WK_RESTORE, f"git {sub}", None, None)
+        if sub in ("apply", "am"):
+            v = self._write(None, cwd, WK_OTHER, f"git {sub}", None, None)
+            v.is_source_write = True
+            return v
+        if sub == "ls-files":
+            return ShellVerdict(NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
+        intent = f"git {sub}".strip()
+        return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
+
+    def _h_touch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
+        return self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
+
+    def _h_rm(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset())
+        v = self._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
+        # Each operand is deleted: a write to every file named (the first is the target).
+        v.also_written = tuple(self.norm(op, cwd) for op in ops[1:] if op)
+        v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
+        return v
+
+    def _h_copy(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
+        return self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+
+    def _h_tee(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset())
+        return self._write(
+            ops[0] if ops else None,
+            cwd,
+            WK_INSERT if "-a" in words else WK_CREATE,
+            prog,
+            None,
+            st.body if st.heredoc else None,
+        )
+
+    def _h_patch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(
+            words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"})
+        )
+        v = self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
+        v.is_source_write = True if not ops else v.is_source_write
+        return v
+
+    def _h_mkdir(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+        ops = _operands(words, at, frozenset({"-m"}))
+        target = self.norm(ops[0], cwd) if ops else None
+        return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
 
 
 def swe_flag_text(rest: str, flag: str) -> str | None:
@@ -787,177 +875,27 @@ _SWE_TOOL_WORDS = frozenset(
         "find_file", "search_dir", "search_file", "filemap", "insert",
     }
 )  # fmt: skip
-_SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
+#: What a line starts with when it can be one (``ShellClassifier.swe_command`` decides).
+SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
-# ------------------------------------------------------------------------- per-program handlers
-
-
-def _h_cd(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset())
-    raw = ops[0] if ops else "~"
-    path = c._path(raw, cwd) if not raw.startswith("/") else c._path(raw)
-    v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
-    # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
-    v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
-    return v
-
-
-def _h_sed(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
-    has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
-    ops = _operands(words, at, _VALUE_FLAGS_SED)
-    script: str | None = None
-    if has_e:
-        k = next((k for k in range(at, len(words) - 1) if words[k] in ("-e", "--expression")), None)
-        script = words[k + 1] if k is not None else None
-        files = ops
-    else:
-        script, files = (ops[0], ops[1:]) if ops else (None, [])
-    if inplace:
-        old = new = None
-        if script and len(script) > 2 and script[0] == "s":
-            parts = script[2:].split(script[1])
-            if len(parts) >= 2:
-                old, new = parts[0], parts[1]
-        return c._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
-    if not files:
-        return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
-    target = c._path(files[0], cwd)
-    return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
-
-
-def _h_awk(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, _VALUE_FLAGS_AWK)
-    files = ops[1:] if "-f" not in words[at:] else ops
-    if not files:
-        return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
-    target = c._path(files[0], cwd)
-    return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
-
-
-def _h_perl(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
-    ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
-    if "i" in flags:
-        return c._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
-    if ("n" in flags or "p" in flags) and ops:
-        target = c._path(ops[-1], cwd)
-        return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
-    if ops and "e" not in flags:
-        return c._run_script("perl", ops[0], cwd, ops[1:])
-    return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
-
-
-def _h_git(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    k = at
-    while k < len(words) and words[k].startswith("-"):
-        k += 2 if words[k] in ("-C", "-c", "--git-dir", "--work-tree") else 1
-    sub = words[k] if k < len(words) else ""
-    if sub == "grep":
-        return c._grep("git-grep", words, k + 1, cwd)
-    if sub in ("checkout", "restore"):
-        if "--" in words[k:]:
-            files = words[words.index("--", k) + 1 :]
-        elif sub == "restore":
-            files = _operands(words, k + 1, frozenset({"-s", "--source"}))
-        else:
-            files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
-        if files:
-            return c._write(files[0], cwd, WK_RESTORE, f"git {sub}", None, None)
-    if sub in ("apply", "am"):
-        v = c._write(None, cwd, WK_OTHER, f"git {sub}", None, None)
-        v.is_source_write = True
-        return v
-    if sub == "ls-files":
-        return ShellVerdict(NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
-    intent = f"git {sub}".strip()
-    return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
-
-
-def _h_touch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
-    return c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
-
-
-def _h_rm(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset())
-    v = c._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
-    # Each operand is deleted: a write to every file named (the first is the target).
-    v.also_written = tuple(c._path(op, cwd) for op in ops[1:] if op)
-    v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
-    return v
-
-
-def _h_copy(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
-    return c._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
-
-
-def _h_tee(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset())
-    return c._write(
-        ops[0] if ops else None,
-        cwd,
-        WK_INSERT if "-a" in words else WK_CREATE,
-        prog,
-        None,
-        st.body if st.heredoc else None,
-    )
-
-
-def _h_patch(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"}))
-    v = c._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
-    v.is_source_write = True if not ops else v.is_source_write
-    return v
-
-
-def _h_mkdir(
-    c: ShellClassifier, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
-) -> ShellVerdict:
-    ops = _operands(words, at, frozenset({"-m"}))
-    target = c._path(ops[0], cwd) if ops else None
-    return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
-
-
-_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, "str | None"], "ShellVerdict | None"]
+_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, str | None], ShellVerdict | None]
 _HANDLERS: dict[str, _Handler] = {
-    "cd": _h_cd,
-    "sed": _h_sed,
-    "gsed": _h_sed,
-    "awk": _h_awk,
-    "gawk": _h_awk,
-    "mawk": _h_awk,
-    "perl": _h_perl,
-    "git": _h_git,
-    "touch": _h_touch,
-    "rm": _h_rm,
-    "unlink": _h_rm,
-    "cp": _h_copy,
-    "mv": _h_copy,
-    "install": _h_copy,
-    "tee": _h_tee,
-    "patch": _h_patch,
-    "mkdir": _h_mkdir,
+    "cd": ShellClassifier._h_cd,
+    "sed": ShellClassifier._h_sed,
+    "gsed": ShellClassifier._h_sed,
+    "awk": ShellClassifier._h_awk,
+    "gawk": ShellClassifier._h_awk,
+    "mawk": ShellClassifier._h_awk,
+    "perl": ShellClassifier._h_perl,
+    "git": ShellClassifier._h_git,
+    "touch": ShellClassifier._h_touch,
+    "rm": ShellClassifier._h_rm,
+    "unlink": ShellClassifier._h_rm,
+    "cp": ShellClassifier._h_copy,
+    "mv": ShellClassifier._h_copy,
+    "install": ShellClassifier._h_copy,
+    "tee": ShellClassifier._h_tee,
+    "patch": ShellClassifier._h_patch,
+    "mkdir": ShellClassifier._h_mkdir,
 }

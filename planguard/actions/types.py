@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["FILE_TYPES", "WORKSPACE_META_TYPES", "Action", "ActionType", "Effect", "WriteKind", "label_of"]
+__all__ = ["FILE_TYPES", "Action", "ActionType", "Effect", "WriteKind", "label_of"]
 
 
 def label_of(value: object) -> str:
@@ -91,10 +91,6 @@ WK_RESTORE = WriteKind.RESTORE
 WK_OTHER = WriteKind.OTHER
 
 FILE_TYPES = frozenset({ActionType.FILE_READ, ActionType.FILE_WRITE})
-#: Non-workspace meta-actions: ``RECORDED`` when they succeed.
-WORKSPACE_META_TYPES = frozenset(
-    {ActionType.PLAN, ActionType.NAVIGATE, ActionType.FETCH, ActionType.AGENT_SPAWN}
-)
 
 
 @dataclass(frozen=True, slots=True)

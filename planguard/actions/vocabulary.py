@@ -2,35 +2,18 @@
 scaffold exposes.
 
 A vocabulary is an ordered list of :class:`MappingRule` (tool-name pattern → how to read the call)
-plus the scaffolds' :class:`ToolSurface`. The built-in rules cover SWE-agent 1.x (``bash``,
-``str_replace_editor``, ``submit``) and 0.x (``open``, ``edit``, ``find_file``, … as shell lines), Claude
-Code (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Bash``, ``Grep``, ``Glob``, ``LS``, ``Task``,
-``TodoWrite``, ``WebFetch``, ``WebSearch``, …), OpenHands (``execute_bash``, ``str_replace_editor``,
-``think``, ``finish``, ``browser``, …), mini-swe-agent (``bash`` blocks) and Codex (``shell``,
-``apply_patch``, ``update_plan``), Gemini CLI (``read_file``, ``replace``, ``run_shell_command``, …); any
-other tool falls through to name heuristics (``*read*`` → read, ``*search*`` → search, …). User rules go
-first and win. Gemini CLI's generic names (``read_file``, ``replace``, …) identify no scaffold (other
-frameworks use them too); its distinctive ones do.
+plus the scaffolds' :class:`ToolSurface`. The built-in rules (:data:`BUILTIN_RULES`) cover SWE-agent 1.x
+and 0.x (its tool commands also as shell lines), Claude Code, OpenHands, mini-swe-agent, Codex, OpenCode
+and Gemini CLI; any other tool falls through to name heuristics (``read_file`` → read, ``searchCode`` →
+search, …). User rules go first and win. Generic names (``read_file``, ``replace``, …) identify no
+scaffold (several frameworks use them); distinctive ones do.
 
-**Tool surfaces.** Two detectors only make sense where the scaffold offers an alternative: shell-over-tool
-needs structured read/search tools, structured-plan-absence needs a plan/TODO tool. Which scaffold a run
-uses is known from configuration or learned from the run itself: each rule names the scaffold its tool
-identifies (``Read`` → Claude Code, ``execute_bash`` → OpenHands, ``str_replace_editor`` → SWE-agent, the
-0.x commands → SWE-agent 0.x), and the detectors take the union of the surfaces seen so far.
-
-=================  ===============  =================  ==========  ======================================
-scaffold           structured read  structured search  plan tool   tools
-=================  ===============  =================  ==========  ======================================
-claude-code        yes              yes                yes         Read, Grep, Glob, LS, TodoWrite
-openhands          yes              no                 no          str_replace_editor view (task_tracker
-                                                                   when present is learned from use)
-swe-agent          yes              no                 no          str_replace_editor view
-swe-agent-0.x      yes              yes                no          open, find_file, search_dir/file
-mini-swe-agent     no               no                 no          bash only
-codex              no               no                 yes         shell, apply_patch, update_plan
-gemini-cli         yes              yes                yes         read_file, glob, search_file_content,
-                                                                   write_todos
-=================  ===============  =================  ==========  ======================================
+**Tool surfaces** (:data:`SURFACES`). Two detectors only make sense where the scaffold offers an
+alternative: shell-over-tool needs structured read/search tools, structured-plan-absence needs a plan/TODO
+tool. Which scaffold a run uses is known from configuration or learned from the run itself: each rule
+names the scaffold its tool identifies (``Read`` → Claude Code, ``execute_bash`` → OpenHands,
+``str_replace_editor`` → SWE-agent, the 0.x commands → SWE-agent 0.x), and the detectors take the union
+of the surfaces seen so far.
 """
 
 from __future__ import annotations
@@ -47,7 +30,15 @@ from ..documents import loads_json
 from ..events import THINK_TOOL, ToolEvent
 from .lexer import unquote
 from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
-from .shell import ShellClassifier, ShellVerdict, swe_flag_text
+from .shell import (
+    EDITOR_SUBCOMMANDS,
+    EDITOR_WRITES,
+    SWE_TOOL_PREFIXES,
+    ShellClassifier,
+    ShellVerdict,
+    collapse,
+    swe_flag_text,
+)
 from .types import (
     AGENT_SPAWN,
     COMMAND,
@@ -60,9 +51,7 @@ from .types import (
     SEARCH,
     WK_CREATE,
     WK_EDIT,
-    WK_INSERT,
     WK_OTHER,
-    WK_RESTORE,
     Action,
     ActionType,
     WriteKind,
@@ -75,7 +64,6 @@ __all__ = [
     "SURFACES",
     "ActionClassifier",
     "ActionVocabulary",
-    "CALL_KINDS",
     "MappingRule",
     "ToolCall",
     "ToolSurface",
@@ -100,15 +88,16 @@ class ToolSurface:
         )
 
 
+#: Each scaffold's (structured read, structured search, plan tool), and the tools that offer them.
 SURFACES: dict[str, ToolSurface] = {
-    "claude-code": ToolSurface(True, True, True),
-    "openhands": ToolSurface(True, False, False),
-    "swe-agent": ToolSurface(True, False, False),
-    "swe-agent-0.x": ToolSurface(True, True, False),
-    "mini-swe-agent": ToolSurface(False, False, False),
-    "codex": ToolSurface(False, False, True),
-    "opencode": ToolSurface(True, True, True),
-    "gemini-cli": ToolSurface(True, True, True),
+    "claude-code": ToolSurface(True, True, True),  # Read, Grep, Glob, LS, TodoWrite
+    "openhands": ToolSurface(True, False, False),  # str_replace_editor view (task_tracker: learned from use)
+    "swe-agent": ToolSurface(True, False, False),  # str_replace_editor view
+    "swe-agent-0.x": ToolSurface(True, True, False),  # open, find_file, search_dir/search_file
+    "mini-swe-agent": ToolSurface(False, False, False),  # bash only
+    "codex": ToolSurface(False, False, True),  # shell, apply_patch, update_plan
+    "opencode": ToolSurface(True, True, True),  # read, grep, glob, list, todowrite
+    "gemini-cli": ToolSurface(True, True, True),  # read_file, glob, search_file_content, write_todos
     "generic": ToolSurface(False, False, False),
 }
 
@@ -355,14 +344,10 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
 )
 
 
-#: (rules, exact tool name -> position of its first rule, the pattern rules with their positions)
-_RuleIndex = tuple[tuple[MappingRule, ...], dict[str, int], tuple[tuple[int, MappingRule], ...]]
-
-
 class ActionVocabulary:
     """Rules (first match wins) + path roots + whether SWE-agent's tool commands are recognised in shells."""
 
-    __slots__ = ("_index", "name", "roots", "rules", "scaffold", "swe_agent_commands")
+    __slots__ = ("_exact", "_patterns", "name", "roots", "rules", "scaffold", "swe_agent_commands")
 
     def __init__(
         self,
@@ -379,28 +364,31 @@ class ActionVocabulary:
         self.swe_agent_commands = swe_agent_commands
         # The scaffold every call of this vocabulary comes from, when known (overrides per-tool hints).
         self.scaffold = scaffold
-        self._index: _RuleIndex | None = None
+        # First match wins. Most rules name one tool exactly (no glob character, no ``re:``/``words:``):
+        # those are found by name, and only the patterns listed before that rule are tried (the built-in
+        # ones all come after). A new tool name costs a lookup, not a glob match against every rule.
+        self._exact: dict[str, int] = {}  # tool name -> position of its first rule
+        self._patterns: list[tuple[int, MappingRule]] = []
+        for k, rule in enumerate(self.rules):
+            if rule.tool.startswith(("re:", _WORDS)) or any(ch in rule.tool for ch in "*?["):
+                self._patterns.append((k, rule))
+            else:
+                self._exact.setdefault(rule.tool, k)
 
-    def extend(self, rules: Iterable[MappingRule], **changes: Any) -> ActionVocabulary:
+    def extend(self, rules: Iterable[MappingRule]) -> ActionVocabulary:
         """A vocabulary with ``rules`` tried before these ones."""
-        kw: dict[str, Any] = {
-            "name": self.name,
-            "roots": self.roots,
-            "swe_agent_commands": self.swe_agent_commands,
-            "scaffold": self.scaffold,
-        }
-        kw.update(changes)
-        return ActionVocabulary((*rules, *self.rules), **kw)
+        return ActionVocabulary(
+            (*rules, *self.rules),
+            name=self.name,
+            roots=self.roots,
+            swe_agent_commands=self.swe_agent_commands,
+            scaffold=self.scaffold,
+        )
 
     def rule_for(self, tool: str) -> MappingRule | None:
-        # First match wins. Most rules name one tool exactly (no glob character, no ``re:``): those are
-        # found by name, and only the patterns listed before that rule are tried (the built-in ones all
-        # come after). A new tool name costs a lookup, not a glob match against every rule before it.
-        index = self._index
-        if index is None or index[0] is not self.rules:
-            index = self._index = _rule_index(self.rules)
-        at = index[1].get(tool)
-        for k, rule in index[2]:
+        """The first rule that matches ``tool``, or None."""
+        at = self._exact.get(tool)
+        for k, rule in self._patterns:
             if at is not None and k > at:
                 break
             if rule.matches(tool):
@@ -412,45 +400,22 @@ class ActionVocabulary:
         return SURFACES.get(self.scaffold) if self.scaffold else None
 
 
-def _rule_index(rules: tuple[MappingRule, ...]) -> _RuleIndex:
-    exact: dict[str, int] = {}
-    patterns: list[tuple[int, MappingRule]] = []
-    for k, rule in enumerate(rules):
-        if rule.tool.startswith(("re:", _WORDS)) or any(ch in rule.tool for ch in "*?["):
-            patterns.append((k, rule))
-        else:
-            exact.setdefault(rule.tool, k)
-    return rules, exact, tuple(patterns)
-
-
 DEFAULT_VOCABULARY = ActionVocabulary()
 
 # ------------------------------------------------------------------------------ the call, for phases
 
-#: What kind of call a tool call is, for the phase rules (PHASES_LIVE.md §4): a shell line, a file read
-#: (or listing), a file write, a search, a test run, a code snippet run, a submission, a plan/todo update,
-#: or anything else.
-CALL_KINDS = ("shell", "read", "write", "search", "test", "code", "submit", "plan", "other")
-
-#: The call kind of each reader kind (``editor`` and ``swe_command`` depend on the call).
+#: The call kind of the reader kinds that name it outright (``_tool_call`` reads the others; unlisted: other).
 _CALL_KIND_OF = {
-    "shell": "shell",
     "read": "read",
     "navigate": "read",
     "write": "write",
     "edit": "write",
     "multi_edit": "write",
-    "apply_patch": "write",
     "search": "search",
     "find": "search",
     "submit": "submit",
     "finish": "submit",
     "plan": "plan",
-    "code": "code",
-    "fetch": "other",
-    "spawn": "other",
-    "reason": "other",
-    "command": "other",
 }
 _CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
 
@@ -459,14 +424,16 @@ class ToolCall(NamedTuple):
     """A tool call in canonical form: what both the canonical-action reading and every phase rule set
     (live and the paper's) know of it, from the same mapping rule. Made once per call.
 
-    ``kind`` is one of :data:`CALL_KINDS`; ``command`` the shell line of a call through a shell tool (a
-    Codex argv array joined; also set when that line is a SWE-agent tool command read as ``read``/``write``),
-    or the code of a ``code`` call; ``paths`` the files a ``read``/``write`` call addresses (normalised
-    like action targets), ``created`` those of them the call creates as new files. ``operands`` are the
-    call's target arguments as given (not normalised): a read's or write's path, a search's scope,
-    pattern and glob. ``reader`` is the mapping rule's kind (``shell``, ``editor``, ``navigate``,
-    ``find``, …, see ``KINDS``); ``thought`` marks a reasoning step that calls nothing (``think``, the
-    empty tool). ``mapped`` is False when no rule knows the tool (the name heuristics count as knowing it).
+    ``kind`` is what the phase rules see (PHASES_LIVE.md §4): ``shell``, ``read`` (a file read or listing),
+    ``write``, ``search``, ``test``, ``code`` (a snippet run), ``submit``, ``plan`` or ``other``.
+    ``command`` is the shell line of a call through a shell tool (a Codex argv array joined; also set when
+    that line is a SWE-agent tool command read as ``read``/``write``), or the code of a ``code`` call;
+    ``paths`` the files a ``read``/``write`` call addresses (normalised like action targets), ``created``
+    those of them the call creates as new files. ``operands`` are the call's target arguments as given
+    (not normalised): a read's or write's path, a search's scope, pattern and glob. ``reader`` is the
+    mapping rule's kind (``shell``, ``editor``, ``navigate``, ``find``, …, see ``KINDS``); ``thought``
+    marks a reasoning step that calls nothing (``think``, the empty tool). ``mapped`` is False when no
+    rule knows the tool (the name heuristics count as knowing it).
     """
 
     kind: str
@@ -480,11 +447,6 @@ class ToolCall(NamedTuple):
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
-#: First words of SWE-agent's tool commands given as shell lines (``ShellClassifier.swe_command``'s).
-_SWE_WORDS = (
-    "str_replace_editor", "submit", "open", "goto", "scroll_", "create", "edit", "insert", "find_file",
-    "search_", "filemap",
-)  # fmt: skip
 _OTHER_CALL = ToolCall("other")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
@@ -563,7 +525,7 @@ class ActionClassifier:
         try:
             return self._classify(_parsed_arguments(event))
         except Exception:
-            return Action(COMMAND, _clip(str(event.tool) or "?"), str(event.tool))
+            return Action(COMMAND, collapse(str(event.tool) or "?"), str(event.tool))
 
     def _classify(self, event: ToolEvent) -> Action:
         rule = self.rule_for(event.tool)
@@ -602,7 +564,7 @@ class ActionClassifier:
             line = _shell_line(rule, event)
             if line is None:
                 return ToolCall("other", reader=kind)
-            if self.shell.swe_agent_commands and line[:64].lstrip().startswith(_SWE_WORDS):
+            if self.shell.swe_agent_commands and line[:64].lstrip().startswith(SWE_TOOL_PREFIXES):
                 call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
                 if call is not None:
                     return call._replace(command=line, reader=kind)
@@ -612,13 +574,7 @@ class ActionClassifier:
             if _is_map(args):
                 sub, raw = args.get("command"), args.get("path")
                 if isinstance(sub, str) and isinstance(raw, str):
-                    path = self.norm(raw)
-                    if sub == "view":
-                        return ToolCall("read", paths=(path,), operands=(raw,), reader=kind)
-                    if sub in _EDITOR_SUBS:
-                        created = (path,) if sub == "create" else ()
-                        return ToolCall("write", paths=(path,), created=created, operands=(raw,), reader=kind)
-                    return ToolCall("other", reader=kind)
+                    return self._editor_call(sub, raw)._replace(reader=kind)
             text = _raw_text(event)  # the SWE-agent action string
             call = self._swe_line_call(text, event) if text else None
             if call is None:
@@ -630,12 +586,7 @@ class ActionClassifier:
                 path = self.norm(raw_path)
                 created = (path,) if rule.tool == "create" else ()
                 return ToolCall("write", paths=(path,), created=created, operands=(raw_path,), reader=kind)
-            text = event.action if isinstance(event.action, str) and event.action.strip() else None
-            if text is None:
-                args = event.arguments
-                values = list(args.values()) if _is_map(args) else ([args] if args else [])
-                text = " ".join([str(tool), *(shlex.quote(str(v)) for v in values)])
-            verdict = self.shell.swe_command(text)
+            verdict = self.shell.swe_command(_swe_command_line(event))
             call = self._verdict_call(verdict, event) if verdict is not None else _OTHER_CALL
             return call._replace(reader=kind)
         if kind == "apply_patch":
@@ -675,14 +626,22 @@ class ActionClassifier:
         call (its file texts are not needed, so not unquoted); the 0.x commands go through their verdict."""
         if line[:64].lstrip().startswith("str_replace_editor "):
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
-            if len(parts) < 3 or parts[1] not in _EDITOR_SUBS:
+            if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
                 return None
-            path = self.norm(unquote(parts[2]))
-            if parts[1] == "view":
-                return ToolCall("read", paths=(path,))
-            return ToolCall("write", paths=(path,), created=(path,) if parts[1] == "create" else ())
+            return self._editor_call(parts[1], unquote(parts[2]))
         verdict = self.shell.swe_command(line)
         return self._verdict_call(verdict, event) if verdict is not None else None
+
+    def _editor_call(self, sub: str, raw_path: str) -> ToolCall:
+        """``str_replace_editor SUB PATH`` as a call: ``view`` reads, the other subcommands write."""
+        if sub not in EDITOR_SUBCOMMANDS:
+            return _OTHER_CALL
+        path = self.norm(raw_path)
+        if sub == "view":
+            return ToolCall("read", paths=(path,), operands=(raw_path,))
+        return ToolCall(
+            "write", paths=(path,), created=(path,) if sub == "create" else (), operands=(raw_path,)
+        )
 
     def _verdict_call(self, v: ShellVerdict, event: ToolEvent) -> ToolCall:
         """A SWE-agent tool command's verdict as a call (``edit``/``insert`` act on the open file)."""
@@ -693,23 +652,24 @@ class ActionClassifier:
             return _OTHER_CALL
         if kind == "search":
             return ToolCall("search")
-        target = v.path or (v.target if v.type is not SEARCH else None)
-        if target is None:
-            open_file = _open_file(event)
-            target = self.norm(open_file) if open_file else None
+        target = v.path or v.target or self._opened(event)
         paths = (target,) if target else ()
         return ToolCall(kind, paths=paths, created=paths if v.write is WK_CREATE else ())
 
     # ------------------------------------------------------------------------------- helpers
 
+    def _opened(self, event: ToolEvent) -> str | None:
+        """The file SWE-agent 0.x's windowed editor has open, as the loader recorded it: its ``edit``,
+        ``goto`` and ``scroll_*`` act on that file."""
+        meta = event.metadata
+        value = meta.get("open_file") if isinstance(meta, Mapping) else None
+        return self.norm(value) if isinstance(value, str) and value and value != "n/a" else None
+
     def from_verdict(self, v: ShellVerdict, rule: MappingRule, event: ToolEvent, via_shell: bool) -> Action:
         target = v.target
         path = v.path
         if target is None and v.structured and v.type in (FILE_READ, FILE_WRITE):
-            # SWE-agent 0.x ``edit``/``goto``/``scroll_*`` act on the open file; the loader records it.
-            open_file = _open_file(event)
-            if open_file:
-                target = path = self.norm(open_file)
+            target = path = self._opened(event)
         source = v.is_source_write
         if v.type is FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
             source = _is_source(target)
@@ -747,19 +707,8 @@ def _parsed_arguments(event: ToolEvent) -> ToolEvent:
     return event
 
 
-def _open_file(event: ToolEvent) -> str | None:
-    meta = event.metadata
-    value = meta.get("open_file") if isinstance(meta, Mapping) else None
-    return value if isinstance(value, str) and value and value != "n/a" else None
-
-
 def _is_source(target: str | None) -> bool:
     return bool(target) and not is_test_path(target or "") and not is_scratch_path(target or "")
-
-
-def _clip(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit]
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -799,28 +748,18 @@ def _raw_text(event: ToolEvent) -> str | None:
 
 def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     args = event.arguments
-    cmd = _str_arg(event, rule.target or _COMMAND_KEYS)
-    if cmd is None:
-        cmd = _raw_text(event)
-    if cmd is None:
-        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
-    if cmd.startswith(("bash -lc ", "bash -c ")) and isinstance(_arg(event, ("command",)), list):
-        cmd = cmd.split(" ", 2)[2]  # Codex passes ["bash", "-lc", script]
-    tool = event.tool
+    cmd = _shell_line(rule, event)  # the line the phase rules read too
+    if cmd is None:
+        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
-        if len(parts) >= 3 and parts[1] in _EDITOR_SUBS:
-            sub, raw = parts[1], unquote(parts[2])
-            if sub == "view":
-                return _editor_view(c, "swe-agent", tool, raw)
-            old = new = None
-            if len(parts) > 3:
-                rest = parts[3]
-                old = swe_flag_text(rest, "--old_str")
-                new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
-            return _editor_write(c, "swe-agent", tool, sub, raw, old, new)
+        if len(parts) >= 3 and parts[1] in EDITOR_SUBCOMMANDS:
+            sub, rest = parts[1], parts[3] if len(parts) > 3 else ""
+            old = swe_flag_text(rest, "--old_str")
+            new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
+            return _editor(c, "swe-agent", event.tool, sub, unquote(parts[2]), old, new)
     return c.from_verdict(c.shell.classify(cmd), rule, event, True)
 
 
@@ -835,11 +774,9 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     raw_path = args.get("path")
     if not isinstance(sub, str) or not isinstance(raw_path, str):
         return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
-    if sub == "view":
-        return _editor_view(c, rule.scaffold, event.tool, raw_path)
     old = args.get("old_str")
     new = args.get("file_text" if sub == "create" else "new_str")
-    return _editor_write(
+    return _editor(
         c,
         rule.scaffold,
         event.tool,
@@ -850,24 +787,7 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
     )
 
 
-# The str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or the action
-# string alike.
-
-
-def _editor_view(c: ActionClassifier, scaffold: str | None, tool: str, raw_path: str) -> Action:
-    path = c.norm(raw_path)
-    return Action(
-        FILE_READ if looks_like_file(path) else NAVIGATE,
-        path,
-        tool,
-        path,
-        "view",
-        structured=True,
-        scaffold=scaffold,
-    )
-
-
-def _editor_write(
+def _editor(
     c: ActionClassifier,
     scaffold: str | None,
     tool: str,
@@ -876,8 +796,14 @@ def _editor_write(
     old: str | None,
     new: str | None,
 ) -> Action:
-    kind = _EDITOR_WRITES.get(sub)
-    if kind is None:
+    """A call of the str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or
+    the action string alike."""
+    if sub == "view":
+        path = c.norm(raw_path)
+        kind = FILE_READ if looks_like_file(path) else NAVIGATE
+        return Action(kind, path, tool, path, "view", structured=True, scaffold=scaffold)
+    write = EDITOR_WRITES.get(sub)
+    if write is None:
         return Action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
     path = c.norm(raw_path)
     return Action(
@@ -887,7 +813,7 @@ def _editor_write(
         path,
         sub,
         is_source_write=_is_source(path),
-        write=kind,
+        write=write,
         structured=True,
         scaffold=scaffold,
         old_text=old,
@@ -925,11 +851,35 @@ def _tool_write(
     )
 
 
+def _rule_action(
+    rule: MappingRule,
+    event: ToolEvent,
+    type: ActionType,
+    target: str | None,
+    path: str | None,
+    intent: str | None,
+    text: str | None = None,
+    *,
+    completion: bool = False,
+) -> Action:
+    """An action of the call's tool, of the scaffold its rule names. A declaration that the agent is done
+    (``finish``, ``submit``) is a structured call whatever the rule says."""
+    return Action(
+        type,
+        target,
+        event.tool,
+        path,
+        intent,
+        is_completion=completion,
+        structured=completion or rule.structured,
+        scaffold=rule.scaffold,
+        text=text,
+    )
+
+
 def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
-    return Action(
-        FILE_READ, target, event.tool, target, "read", structured=rule.structured, scaffold=rule.scaffold
-    )
+    return _rule_action(rule, event, FILE_READ, target, target, "read")
 
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -965,38 +915,23 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
     return _tool_write(rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None)
 
 
-def _query_scope(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> tuple[str, str | None]:
-    query = _str_arg(event, rule.target or _QUERY_KEYS)
-    if query is None:
-        query = _raw_text(event) or ""
-    raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
-    scope = c.norm(raw_scope) if raw_scope else None
-    return _clip(query, 120), scope
-
-
 def _search_reader(intent: str) -> _Reader:
     """The reader of a structured search tool (``grep``-like content search or ``find``-like name search)."""
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-        query, scope = _query_scope(c, rule, event)
-        return Action(
-            SEARCH,
-            f"{query} @ {scope or '.'}",
-            event.tool,
-            scope,
-            intent,
-            structured=rule.structured,
-            scaffold=rule.scaffold,
-        )
+        query = _str_arg(event, rule.target or _QUERY_KEYS)
+        if query is None:
+            query = _raw_text(event) or ""
+        raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
+        scope = c.norm(raw_scope) if raw_scope else None
+        return _rule_action(rule, event, SEARCH, f"{collapse(query, 120)} @ {scope or '.'}", scope, intent)
 
     return read
 
 
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event) or "."
-    return Action(
-        NAVIGATE, target, event.tool, target, "ls", structured=rule.structured, scaffold=rule.scaffold
-    )
+    return _rule_action(rule, event, NAVIGATE, target, target, "ls")
 
 
 def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reader:
@@ -1005,31 +940,14 @@ def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reade
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
         target = _str_arg(event, rule.target or keys)
-        return Action(
-            type,
-            _clip(target, limit) if target else None,
-            event.tool,
-            None,
-            event.tool,
-            structured=rule.structured,
-            scaffold=rule.scaffold,
-        )
+        return _rule_action(rule, event, type, collapse(target, limit) if target else None, None, event.tool)
 
     return read
 
 
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
-    return Action(
-        PLAN,
-        "plan",
-        event.tool,
-        None,
-        event.tool,
-        structured=rule.structured,
-        scaffold=rule.scaffold,
-        text=text,
-    )
+    return _rule_action(rule, event, PLAN, "plan", None, event.tool, text)
 
 
 def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1041,30 +959,11 @@ def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
 
 def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
-    return Action(
-        REASON,
-        "finish",
-        event.tool,
-        None,
-        "finish",
-        is_completion=True,
-        structured=True,
-        scaffold=rule.scaffold,
-        text=text,
-    )
+    return _rule_action(rule, event, REASON, "finish", None, "finish", text, completion=True)
 
 
 def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
-    return Action(
-        COMMAND,
-        "submit",
-        event.tool,
-        None,
-        "submit",
-        is_completion=True,
-        structured=True,
-        scaffold=rule.scaffold,
-    )
+    return _rule_action(rule, event, COMMAND, "submit", None, "submit", completion=True)
 
 
 def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
@@ -1088,10 +987,10 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
     tool = str(event.tool)
     return Action(
         COMMAND,
-        _clip(tool, 80),
+        collapse(tool, 80),
         tool,
         None,
-        _clip(tool, 80),
+        collapse(tool, 80),
         is_validation=rule.validation,
         is_completion=rule.completion,
         structured=rule.structured,
@@ -1099,13 +998,10 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
     )
 
 
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
-
-
 def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
-    m = _PATCH_FILE.search(text)
-    target = c.norm(m.group(1).strip()) if m else None
+    m = _PATCH_HEADER.search(text)
+    target = c.norm(m.group(2).strip()) if m else None
     return Action(
         FILE_WRITE,
         target,
@@ -1126,19 +1022,24 @@ def _names_a_file(event: ToolEvent) -> bool:
     return _is_map(args) and any(isinstance(args.get(k), str) for k in ("filePath", "file_path", "path"))
 
 
+def _swe_command_line(event: ToolEvent) -> str:
+    """A SWE-agent tool called as a function, as the command line it stands for: the scaffold's action text,
+    else the tool name and its argument values, shell-quoted."""
+    if isinstance(event.action, str) and event.action.strip():
+        return event.action
+    args = event.arguments
+    values = list(args.values()) if _is_map(args) else ([args] if args else [])
+    return " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
+
+
 def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     if rule.tool in _FILE_SHAPED and _names_a_file(event):
         return _read_edit(c, rule, event) if rule.tool != "create" else _read_write(c, rule, event)
-    text = event.action if isinstance(event.action, str) and event.action.strip() else None
-    if text is None:
-        args = event.arguments
-        values = list(args.values()) if isinstance(args, Mapping) else ([args] if args else [])
-        text = " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
-    verdict = c.shell.swe_command(text)
+    verdict = c.shell.swe_command(_swe_command_line(event))
     if verdict is None:
         return Action(
             COMMAND,
-            _clip(str(event.tool), 80),
+            collapse(str(event.tool), 80),
             event.tool,
             intent=event.tool,
             structured=True,
@@ -1147,10 +1048,8 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
     return c.from_verdict(verdict, rule, event, False)
 
 
-_EDITOR_SUBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
 #: SWE-agent 0.x tool names that other scaffolds (OpenCode) use for path-addressed file tools.
 _FILE_SHAPED = frozenset({"edit", "create", "insert"})
-_EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
 
 _READERS: dict[str, _Reader] = {
     "swe_command": _read_swe_command,

@@ -20,11 +20,6 @@ _OPEN_RE = re.compile(r"""\bopen\(\s*(['"])([^'"\n]+)\1\s*,\s*(['"])([^'"\n]*)\3
 _PATH_WRITE_RE = re.compile(r"""\bPath\(\s*(['"])([^'"\n]+)\1\s*\)\s*\.\s*write_(?:text|bytes)\b""")
 
 
-def _may_write(code: str) -> bool:
-    """Whether ``code`` can write a file at all (``open(``, ``.write_text``/``.write_bytes``)."""
-    return bool(code) and _HINT.search(code) is not None
-
-
 def _string(node: ast.expr) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -114,7 +109,7 @@ def _preorder(tree: ast.AST) -> list[ast.AST]:
 def written_files(code: str, *, lenient: bool = False) -> tuple[str, ...]:
     """Files the code opens for writing, as the paper finds them (nothing when it does not parse).
     ``lenient`` (the live rules) reads code that does not parse with regular expressions instead."""
-    if not _may_write(code):
+    if not code or _HINT.search(code) is None:  # no ``open(``, ``.write_text``/``.write_bytes``: no write
         return ()
     try:
         tree = ast.parse(code)

@@ -7,9 +7,9 @@ these follow the definition a live monitor needs instead, with the same roles, l
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
 * a shell line is read in the words the action layer's lexer cut it into for the call's action
-  (:meth:`ShellClassifier.read`, lexed once per line), as sub-commands; wrappers (``cd``, ``export``,
-  ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …) are transparent, and each sub-command gets
-  one role or none (§1);
+  (:meth:`ShellClassifier.read`: a line of up to ``MEMO_TEXT_MAX`` characters is lexed once), as
+  sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
+  are transparent, and each sub-command gets one role or none (§1);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
 
 A call's *plan* (its sub-commands, each judged as far as its text allows) is memoised per call in one
@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from planguard.actions.lexer import Stage, tokenize
-from planguard.actions.shell import COMPLETION_MARKERS
+from planguard.actions.shell import COMPLETION_MARKERS, MEMO_TEXT_MAX
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
 from planguard.phases.inline_python import written_files
@@ -44,8 +44,6 @@ from planguard.phases.state import PhaseState, basename
 
 __all__ = ["LiveRules", "is_test_target"]
 
-#: Lines longer than this (file bodies, inline scripts) are planned afresh each time rather than memoised.
-MEMO_TEXT_MAX = 2048
 #: Nested ``bash -c '…'`` levels looked into.
 _MAX_DEPTH = 3
 
@@ -333,10 +331,6 @@ def _snippet(label: str, code: str) -> _Sub:
     return _Sub(label, _SNIPPET)
 
 
-def _write_paths(args: Sequence[str]) -> tuple[str, ...]:
-    return tuple(a for a in _operands(args) if _pathish(a))
-
-
 def _sed(label: str, args: Sequence[str]) -> _Sub:
     if not any(_SED_INPLACE.match(a) for a in args):
         return _Sub(label, _NAV)
@@ -525,7 +519,8 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
     if name in _READERS:
         return _Sub(label, _NAV, tuple(_operands(args)))
     if name in ("touch", "tee"):
-        files = _write_paths(args) if name == "touch" else tuple(_operands(args))
+        ops = _operands(args)
+        files = tuple(a for a in ops if _pathish(a)) if name == "touch" else tuple(ops)
         return _Sub(label, _WRITE, files, files)
     if name in ("cp", "mv"):
         return _copy(label, args)
@@ -660,11 +655,6 @@ def _writes_a_file(sub: _Sub) -> bool:
     return any(_write_kind(p, redirected=True) in (_W_TEST, _W_SOURCE) for p in sub.paths)
 
 
-def _is_submission(line: str) -> bool:
-    low = line.lower()
-    return any(m in low for m in _MARKERS)
-
-
 # --------------------------------------------------------------------------- the rules
 
 
@@ -711,7 +701,8 @@ class LiveRules:
         kind = call.kind
         if kind == "shell":
             line = call.command or ""
-            if _is_submission(line):  # mini-swe-agent's submission: ``echo COMPLETE_… && git diff`` (§4, §5)
+            low = line.lower()
+            if any(m in low for m in _MARKERS):  # mini-swe-agent's submission: ``echo COMPLETE_…`` (§4, §5)
                 subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
             else:
                 # The words the action classifier cut the line into for the call's action (its one memo keeps
@@ -787,26 +778,19 @@ def _judge(sub: _Sub, root: str | None) -> _Judged:
     return _Judged(label, _J_GENERAL)
 
 
-class _CallPlan:
+class _CallPlan(NamedTuple):
     """A call's judged sub-commands; their roles are resolved against the session state on each call."""
 
-    __slots__ = ("depends", "opened", "per_file", "subs", "unknown")
-
-    def __init__(self, subs: tuple[_Judged, ...], per_file: bool, opened: str | None, unknown: bool) -> None:
-        self.subs = subs
-        #: The files of one structured write (``apply_patch``) give one role per distinct kind of file.
-        self.per_file = per_file
-        self.opened = opened  # the file a read leaves open in a windowed editor
-        self.unknown = unknown  # no mapping rule knows the tool
-        #: The files whose creation by the run decides a role.
-        self.depends = tuple(dict.fromkeys(p for j in subs for p in j.paths))
+    subs: tuple[_Judged, ...]
+    #: The files of one structured write (``apply_patch``) give one role per distinct kind of file.
+    per_file: bool
+    opened: str | None  # the file a read leaves open in a windowed editor
+    unknown: bool  # no mapping rule knows the tool
 
     def resolve(self, state: PhaseState) -> Classification:
-        return self._resolve(state.has_patch, {p: state.is_created(p) for p in self.depends})
-
-    def _resolve(self, patched: bool, created: dict[str, bool]) -> Classification:
         """Roles in order: a patch early in the step makes later tests validation, and a test file written
         early in the step is a created one for the sub-commands after it."""
+        patched = state.has_patch
         local: list[str] = []
         patches = False  # a sub-command of this call patches
         commands: list[Command] = []
@@ -822,16 +806,15 @@ class _CallPlan:
             elif k == _J_CHECK:
                 role = VALIDATE_REGRESSION if patched else GENERAL
             elif k == _J_NEW_IF_CREATED:
-                new = any(_made(p, created, local) for p in j.paths)
+                new = any(_made(p, state, local) for p in j.paths)
                 role = (
                     (VALIDATE_NEW if new else VALIDATE_REGRESSION)
                     if patched
                     else (REPRODUCE_NEW if new else REPRODUCE_REGRESSION)
                 )
             elif k == _J_PATCH_UNLESS_CREATED:
-                role = (
-                    PATCH if not all(_made(p, created, local) for p in j.paths) else GENERAL
-                )  # else: cleanup of its own files
+                # A removal of only files the run created is cleanup.
+                role = GENERAL if all(_made(p, state, local) for p in j.paths) else PATCH
             else:
                 role = GENERAL
             if role == PATCH:
@@ -849,9 +832,9 @@ class _CallPlan:
         )
 
 
-def _made(path: str, created: dict[str, bool], local: list[str]) -> bool:
-    """The run created ``path``: before this call (``created``) or earlier in it (``local``)."""
-    return created.get(path, False) or path in local or basename(path) in (basename(c) for c in local)
+def _made(path: str, state: PhaseState, local: list[str]) -> bool:
+    """The run created ``path``: before this call (``state``) or earlier in it (``local``)."""
+    return state.is_created(path) or path in local or basename(path) in (basename(c) for c in local)
 
 
 def _work_dir(event: ToolEvent) -> str | None:

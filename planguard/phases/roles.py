@@ -85,12 +85,8 @@ class Classification:
     roles: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "roles", _roles_of(self.commands))
+        object.__setattr__(self, "roles", tuple([c.role for c in self.commands if c.role != GENERAL]))
 
     @property
     def letters(self) -> str:
         return "".join(LETTER_OF[r] for r in self.roles)
-
-
-def _roles_of(commands: tuple[Command, ...]) -> tuple[str, ...]:
-    return tuple([c.role for c in commands if c.role != GENERAL])

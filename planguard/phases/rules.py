@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from planguard.actions.shell import MEMO_TEXT_MAX
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall
 from planguard.events import ToolEvent
 from planguard.phases.classifier import PhaseClassifier
@@ -214,10 +215,6 @@ def _by_key(pairs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
 
 # --------------------------------------------------------------------------- rule engines
 
-
-#: Longer texts (file bodies, inline scripts, edits) are not memoised: they rarely repeat, and a memo full of
-#: them would pin tens of megabytes. Bounding the entries does not bound what their texts hold.
-MEMO_TEXT_MAX = 2048
 
 #: What a call's plans are memoised under: its action text, or (tool, canonical call) without one.
 _PlanKey = str | tuple[str, ToolCall]

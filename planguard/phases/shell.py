@@ -45,13 +45,10 @@ __all__ = [
     "FlagValue",
     "ParsedCommand",
     "Piece",
-    "action_pieces",
-    "clean_action",
     "complex_command",
     "is_simple_heredoc",
     "parse_action",
     "parse_bash",
-    "piece_commands",
     "scan",
     "split_words",
 ]
@@ -694,62 +691,40 @@ def _parse_sre(words: list[str], text: str) -> ParsedCommand | None:
     )
 
 
-def _piece_commands(piece: str, out: list[ParsedCommand]) -> None:
-    has_equals = "=" in piece
-    m = _ENV_PREFIX.match(piece.strip()) if has_equals else None
+def _piece_commands(piece: Piece) -> list[ParsedCommand]:
+    """The sub-commands of one top-level piece: a ``VAR=value`` prefix as ``set_env``, then its command."""
+    text = piece.text
+    if piece.complex:
+        return [complex_command(text)]
+    out: list[ParsedCommand] = []
+    has_equals = "=" in text
+    m = _ENV_PREFIX.match(text.strip()) if has_equals else None
     if m:
-        out.append(ParsedCommand(kind="set_env", command="set_env", args=(m.group(1).strip(),), text=piece))
-        piece = (m.group(2) or "").strip()
-    if not piece:
-        return
-    if has_equals and _ASSIGNMENT.fullmatch(piece):
-        out.append(ParsedCommand(kind="set_env", command="set_env", args=(piece,), text=piece))
-        return
-    words = split_words(piece)
+        out.append(ParsedCommand(kind="set_env", command="set_env", args=(m.group(1).strip(),), text=text))
+        text = (m.group(2) or "").strip()
+    if not text:
+        return out
+    if has_equals and _ASSIGNMENT.fullmatch(text):
+        out.append(ParsedCommand(kind="set_env", command="set_env", args=(text,), text=text))
+        return out
+    words = split_words(text)
     if words is None:
-        out.append(ParsedCommand(kind="complex", command="complex_command", args=(piece,), text=piece))
-        return
-    if not words:
-        return
-    head = words[0]
-    if head == SRE_TOOL:
-        sre = _parse_sre(words, piece)
+        out.append(complex_command(text))
+    elif not words:
+        pass
+    elif words[0] == SRE_TOOL:
+        sre = _parse_sre(words, text)  # an unknown subcommand yields nothing at all
         if sre is not None:
             out.append(sre)
-        return
-    if head == "submit":
-        out.append(ParsedCommand(kind="tool", tool="submit", text=piece))
-        return
-    out.append(parse_bash(words, piece))
-
-
-def clean_action(action: str) -> str:
-    """The text the parser works on: NUL bytes dropped, surrounding whitespace stripped."""
-    return (action.replace("\x00", "") if "\x00" in action else action).strip()
+    elif words[0] == "submit":
+        out.append(ParsedCommand(kind="tool", tool="submit", text=text))
+    else:
+        out.append(parse_bash(words, text))
+    return out
 
 
 def complex_command(text: str) -> ParsedCommand:
     return ParsedCommand(kind="complex", command="complex_command", args=(text,), text=text)
-
-
-def action_pieces(s: str) -> tuple[Piece, ...] | None:
-    """Top-level pieces of a clean action that is neither an editor call nor a simple heredoc.
-
-    ``None`` when the reference grammar rejects the action (it is then one ``complex_command``).
-    """
-    pieces = scan(s)
-    if pieces is None:
-        return None
-    return pieces or (Piece(s, False),)
-
-
-def piece_commands(piece: Piece) -> tuple[ParsedCommand, ...]:
-    """The sub-commands of one top-level piece; a pure function of the piece."""
-    if piece.complex:
-        return (complex_command(piece.text),)
-    out: list[ParsedCommand] = []
-    _piece_commands(piece.text, out)
-    return tuple(out)
 
 
 def parse_action(action: str) -> tuple[ParsedCommand, ...]:
@@ -757,16 +732,16 @@ def parse_action(action: str) -> tuple[ParsedCommand, ...]:
 
     An empty (all-whitespace) action yields no command; callers treat it as a ``think`` step.
     """
-    s = clean_action(action)
+    s = (action.replace("\x00", "") if "\x00" in action else action).strip()  # NUL bytes dropped
     if not s:
         return ()
     if is_simple_heredoc(s):
         hd = _parse_heredoc(s)
         return (hd if hd is not None else complex_command(s),)
-    pieces = action_pieces(s)
-    if pieces is None:
+    pieces = scan(s)
+    if pieces is None:  # the reference grammar rejects the action
         return (complex_command(s),)
     out: list[ParsedCommand] = []
-    for piece in pieces:
-        out.extend(piece_commands(piece))
+    for piece in pieces or (Piece(s, False),):
+        out.extend(_piece_commands(piece))
     return tuple(out)
