@@ -1,9 +1,9 @@
 """The embedded store: every session recorded as a JSONL file, written by a background worker.
 
 The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`, not
-the step); building records, redacting, digesting, serialising and writing all
-happen on the worker thread. When the queue is
-full a record is dropped and counted (``store_queue_full``) — the agent never waits for the disk.
+the step); building records, redacting, digesting, serialising and writing all happen on the worker
+thread. When the queue is full a record is dropped and counted (``store_queue_full``) — the agent never
+waits for the disk.
 
 Private by default: what a record may carry of tool-call content is the sink's :class:`ContentPolicy`
 (metadata only unless ``store.content`` or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in;
