@@ -642,10 +642,11 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
         value = getattr(action, name, None)
         if value is None or value == "":
             continue
-        text = label_of(value)
         if how == "label":
-            out[name] = text
-        elif how == "text" or c.include:
+            out[name] = label_of(value)
+            continue
+        text = str(value)
+        if how == "text" or c.include:
             out[name] = c.clean_text(text)
         else:
             if digested is None or digested[0] != text:
