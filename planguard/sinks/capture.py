@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..decisions import is_own_text
-from .redact import DEFAULT_REDACTOR, Redactor, redact_text, redact_value
+from .redact import Redactor, redact_text, redact_value
 
 __all__ = [
     "ENV_CAPTURE",
@@ -138,7 +138,7 @@ class ContentPolicy:
 
     def clean_text(self, text: str) -> str:
         """:meth:`clean` for a text (a tool or program name, an id): redacted unless redaction is off."""
-        return (self.redactor or DEFAULT_REDACTOR)(text) if self.redact else text
+        return redact_text(text, 0, self.redactor) if self.redact else text
 
     def message(self, decision: Any, max_chars: int | None = None) -> str | None:
         """A decision's message as the sink may write it. planguard's own text (a plan reminder, a gate's
