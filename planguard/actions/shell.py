@@ -839,9 +839,7 @@ class ShellClassifier:
         )
 
     def _h_patch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
-        ops = _operands(
-            words, at, frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"})
-        )
+        ops = _operands(words, at, _VALUE_FLAGS_PATCH)
         v = self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
         v.is_source_write = True if not ops else v.is_source_write
         return v
