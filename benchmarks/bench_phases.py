@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from planguard.events import ToolEvent  # noqa: E402
 from planguard.phases import PaperRules, PhaseRules, get_rules  # noqa: E402
-from planguard.phases.rules import CorrectedRules  # noqa: E402
+from planguard.phases.paper import CorrectedRules  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"
 

@@ -18,10 +18,10 @@ from planguard.actions import (
 )
 from planguard.actions.config import ActionsConfig, build_classifier
 from planguard.actions.effects import outcome_failed
-from planguard.actions.lexer import tokenize
 from planguard.actions.shell import ShellClassifier
 from planguard.actions.vocabulary import BUILTIN_RULES, ActionVocabulary, MappingRule
 from planguard.events import ToolEvent
+from planguard.shell.lexer import tokenize
 
 TOOLS = sorted({r.tool for r in BUILTIN_RULES if not r.tool.startswith("re:")} | {"", "bash", "weird tool"})
 KEYS = [

@@ -352,7 +352,7 @@ def test_the_folders_are_the_pipeline() -> None:
         "metrics.py",
         "detectors/__init__.py",
         "policies/__init__.py",
-        "todo.py",
+        "tools/todo.py",
         "sinks/__init__.py",
         "sinks/telemetry/otel.py",
         "sinks/store/writer.py",

@@ -22,11 +22,11 @@ from planguard.phases import (
     PhaseState,
     get_rules,
 )
-from planguard.phases import rules as rules_module
+from planguard.phases import paper as rules_module
 from planguard.phases.inline_python import written_files
-from planguard.phases.rules import _resolve
+from planguard.phases.paper import _resolve
+from planguard.phases.paper_parser import parse_action, scan, split_words
 from planguard.phases.scaffolds import THINK, paper_commands
-from planguard.phases.shell import parse_action, scan, split_words
 
 PAPER_VERSIONS = ("v351278e", "v8ec988e")
 

@@ -6,8 +6,15 @@ import shlex
 
 import pytest
 
-from planguard.actions.lexer import MAX_NESTING
-from planguard.phases.shell import Piece, complex_command, is_simple_heredoc, parse_action, scan, split_words
+from planguard.phases.paper_parser import (
+    Piece,
+    complex_command,
+    is_simple_heredoc,
+    parse_action,
+    scan,
+    split_words,
+)
+from planguard.shell.lexer import MAX_NESTING
 
 
 def labels(action: str) -> list[str]:

@@ -1,8 +1,8 @@
 """The paper's parser on the one shell lexer gives exactly what its own scanner gave.
 
-``planguard.phases.shell`` used to carry its own bashlex-compatible structure scanner (``_Scanner``);
+``planguard.phases.paper_parser`` used to carry its own bashlex-compatible structure scanner (``_Scanner``);
 it now reads words, blanks, redirections, comments, arithmetic and heredoc bodies through the strict
-mode of :mod:`planguard.actions.lexer`. The old scanner is kept below, frozen, ONLY as the reference
+mode of :mod:`planguard.shell.lexer`. The old scanner is kept below, frozen, ONLY as the reference
 these tests compare against (it is not used anywhere else; do not import it from planguard).
 Its word splitting (``split_words``) is POSIX ``shlex.split`` read by the lexer: stdlib ``shlex`` is
 that reference.
@@ -17,10 +17,10 @@ from typing import NamedTuple
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planguard.phases.shell import parse_action, scan, split_words
+from planguard.phases.paper_parser import parse_action, scan, split_words
 
 # =========================================================================== frozen reference (old scanner)
-# Copied verbatim from planguard/phases/shell.py before the scanner moved onto the lexer.
+# Copied verbatim from planguard/phases/paper_parser.py before the scanner moved onto the lexer.
 # fmt: off
 
 class _Reject(Exception):

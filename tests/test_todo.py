@@ -29,7 +29,7 @@ from planguard.decisions import DecisionKind
 from planguard.detectors.todo import DONE_WITHOUT_WORK, todo_state
 from planguard.events import ToolEvent
 from planguard.testing import drive, guard_for_tests
-from planguard.todo import CANCELLED, COMPLETED, IN_PROGRESS, MAX_ITEMS, MAX_TEXT, PENDING, parse_todos
+from planguard.tools.todo import CANCELLED, COMPLETED, IN_PROGRESS, MAX_ITEMS, MAX_TEXT, PENDING, parse_todos
 
 # ------------------------------------------------------------------ real payloads, one per client
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tools.paths import DEFAULT_ROOTS, PathNormaliser, is_test_path
 from .anchors import AnchorSet, files_of_diff
 from .effects import EffectLabeler, WriteLedger, label_effects, outcome_failed
-from .paths import DEFAULT_ROOTS, PathNormaliser, is_test_path
 from .types import Action, ActionType, Effect, WriteKind
 from .vocabulary import (
     BUILTIN_RULES,

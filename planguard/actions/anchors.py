@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .paths import PathNormaliser
+from ..tools.paths import PathNormaliser
 
 __all__ = ["AnchorSet", "files_of_diff"]
 

@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .paths import DEFAULT_ROOTS
+from ..tools.paths import DEFAULT_ROOTS
 from .types import ActionType
 from .vocabulary import KINDS, SURFACES, ActionClassifier, ActionVocabulary, MappingRule
 

@@ -1,7 +1,7 @@
 """Shell lines classified by what they do: ``cat``/``head``/``sed -n`` read, ``grep``/``rg``/``find``
 search, ``sed -i`` and redirection write, ``pytest`` and test scripts validate.
 
-A line is tokenised once by the shell lexer (:mod:`planguard.actions.lexer`) into segments, and each
+A line is tokenised once by the shell lexer (:mod:`planguard.shell.lexer`) into segments, and each
 pipeline is judged by its first stage (``grep x f | head`` is a search), except that
 any stage writing a file (``| tee f``, ``> f``) makes it a write. The segment that says most about the
 line decides it: a write over a validation run over any other command over a search over a read over
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import NamedTuple
 
-from .lexer import Stage, tokenize, unquote, word_at, words_of
-from .paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
+from ..shell.lexer import Stage, tokenize, unquote, word_at, words_of
+from ..tools.paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .types import (
     COMMAND,
     FETCH,

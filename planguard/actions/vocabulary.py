@@ -28,8 +28,8 @@ from typing import Any, NamedTuple, TypeGuard
 
 from ..documents import loads_json
 from ..events import THINK_TOOL, ToolEvent
-from .lexer import unquote
-from .paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
+from ..shell.lexer import unquote
+from ..tools.paths import DEFAULT_ROOTS, PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from .shell import (
     EDITOR_SUBCOMMANDS,
     EDITOR_WRITES,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.types import COMMAND, FILE_WRITE, PLAN
 from ..findings import Finding
-from ..todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, parse_todos
+from ..tools.todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, parse_todos
 from .base import Detector
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class TodoState:
 
 
 class TodoTracker(Detector):
-    """Reads the agent's todo list from its plan-tool calls (see :mod:`planguard.todo`)."""
+    """Reads the agent's todo list from its plan-tool calls (see :mod:`planguard.tools.todo`)."""
 
     name = DONE_WITHOUT_WORK
     types = frozenset({PLAN, FILE_WRITE, COMMAND})

@@ -55,10 +55,10 @@ from typing import Any
 
 from ..actions.anchors import AnchorSet
 from ..actions.effects import EffectLabeler, WriteLedger
-from ..actions.paths import looks_like_file
 from ..actions.types import Action, ActionType, Effect
 from ..actions.vocabulary import classify_action
 from ..events import ToolEvent
+from ..tools.paths import looks_like_file
 
 __all__ = [
     "THRESHOLDS",

@@ -13,6 +13,18 @@ reproduced exactly for both published versions of its classifier (``corrected`` 
 """
 
 from planguard.phases.live import LiveRules, is_test_target
+from planguard.phases.paper import (
+    DEFAULT_VERSION,
+    LIVE,
+    PAPER_VERSION,
+    RULE_ALIASES,
+    RULE_VERSIONS,
+    PaperRules,
+    PhaseClassifier,
+    PhaseRules,
+    get_rules,
+    is_test_path_paper,
+)
 from planguard.phases.roles import (
     GENERAL,
     LETTER_OF,
@@ -26,18 +38,6 @@ from planguard.phases.roles import (
     VALIDATE_REGRESSION,
     Classification,
     Command,
-)
-from planguard.phases.rules import (
-    DEFAULT_VERSION,
-    LIVE,
-    PAPER_VERSION,
-    RULE_ALIASES,
-    RULE_VERSIONS,
-    PaperRules,
-    PhaseClassifier,
-    PhaseRules,
-    get_rules,
-    is_test_path_paper,
 )
 from planguard.phases.state import MAX_CREATED_TESTS, MAX_NODES, PhaseState
 

@@ -45,7 +45,7 @@ def rules_for(
     ``action``/``target`` conditions, the live rules and the paper's rules read, so one mapping serves
     actions and phases."""
     from planguard.phases.live import LiveRules
-    from planguard.phases.rules import PaperRules, get_rules
+    from planguard.phases.paper import PaperRules, get_rules
 
     if plan.declarative:
         from planguard.phases.declarative import DeclarativeRules

@@ -1,6 +1,6 @@
 """The live phase rules: what a call *does*, on any scaffold and in any language (PHASES_LIVE.md).
 
-The paper's rules (:mod:`planguard.phases.rules`) reproduce its classifier byte for byte, quirks and all;
+The paper's rules (:mod:`planguard.phases.paper`) reproduce its classifier byte for byte, quirks and all;
 these follow the definition a live monitor needs instead, with the same roles, letters and metrics:
 
 * the call is read through the canonical-action vocabulary (:meth:`ActionClassifier.tool_call`): the
@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.actions.lexer import Stage, tokenize
 from planguard.actions.shell import COMPLETION_MARKERS, MEMO_TEXT_MAX
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
@@ -41,6 +40,7 @@ from planguard.phases.roles import (
     Command,
 )
 from planguard.phases.state import PhaseState, basename
+from planguard.shell.lexer import Stage, tokenize
 
 __all__ = ["LiveRules", "is_test_target"]
 

@@ -1,7 +1,7 @@
 """The paper's reading of a canonical call (PHASE_RULES section 6): the sub-commands its rules see.
 
 The paper classified SWE-agent's byte-exact action strings; an event that carries ``action`` goes
-through the paper's parser as it is (see :class:`planguard.phases.rules.PaperRules`). Any other call is
+through the paper's parser as it is (see :class:`planguard.phases.paper.PaperRules`). Any other call is
 first read by the action vocabulary (built-in tool rules plus the user's ``actions.rules``) into one
 :class:`~planguard.actions.vocabulary.ToolCall`, and this module maps that onto the paper's vocabulary:
 
@@ -19,7 +19,7 @@ first read by the action vocabulary (built-in tool rules plus the user's ``actio
 from __future__ import annotations
 
 from planguard.actions.vocabulary import ToolCall
-from planguard.phases.shell import SRE_TOOL, ParsedCommand, parse_action
+from planguard.phases.paper_parser import SRE_TOOL, ParsedCommand, parse_action
 
 __all__ = ["THINK", "paper_commands"]
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
 from ..detectors.todo import TodoState, TodoTracker
-from ..todo import TodoItem
+from ..tools.todo import TodoItem
 from ._plan_view import REMINDER_PREFIX
 from .base import Policy
 from .match import ToolMatcher, ToolPattern

@@ -43,8 +43,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from planguard.actions.paths import is_scratch_path
 from planguard.events import ToolEvent
+from planguard.tools.paths import is_scratch_path
 
 from ._base import LoadError, LoadNote, Trajectory, as_str, new_meta, parse_time, text_of, type_name
 

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .documents import loads_json
-from .events import ToolEvent
+from ..documents import loads_json
+from ..events import ToolEvent
 
 __all__ = [
     "CANCELLED",

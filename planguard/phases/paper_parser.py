@@ -5,7 +5,7 @@ sub-commands and each sub-command into ``command``/``args``/``flags``. Reproduci
 reproducing that parser, so this module has two layers:
 
 * :func:`scan` is the reference parser's bash grammar (bashlex) on the strict mode of the one shell
-  lexer (:mod:`planguard.actions.lexer`: words with their quoting, redirections, comments, heredoc
+  lexer (:mod:`planguard.shell.lexer`: words with their quoting, redirections, comments, heredoc
   bodies). It finds the top-level sub-commands (separated by ``&&``, ``||``, ``;``, ``&`` and
   newlines; pipes are not split), marks subshells, groups, loops and conditionals as complex, and
   rejects the input where bashlex rejects it: unbalanced quotes, ``$((``, ``[[``, ``case``, ``time``,
@@ -26,7 +26,7 @@ import contextlib
 import re
 from typing import NamedTuple
 
-from planguard.actions.lexer import (
+from planguard.shell.lexer import (
     MAX_NESTING,
     ShellSyntaxError,
     arithmetic_end,

@@ -25,6 +25,7 @@ from planguard.events import ToolEvent
 from planguard.phases.classifier import PhaseClassifier
 from planguard.phases.inline_python import written_files
 from planguard.phases.live import LiveRules
+from planguard.phases.paper_parser import SRE_TOOL, FlagValue, ParsedCommand, ToolArgValue, parse_action
 from planguard.phases.roles import (
     GENERAL,
     NAVIGATE,
@@ -37,7 +38,6 @@ from planguard.phases.roles import (
     Command,
 )
 from planguard.phases.scaffolds import paper_commands
-from planguard.phases.shell import SRE_TOOL, FlagValue, ParsedCommand, ToolArgValue, parse_action
 from planguard.phases.state import PhaseState, basename
 
 __all__ = [

@@ -5,7 +5,7 @@ A line is cut into segments (on ``&&``, ``||``, ``;``, ``;;``, ``&`` and newline
 :class:`Stage` (on ``|`` and ``|&``), without running a shell parser: agents write broken shell too, so
 this never raises, and a pathological line is cut at ``_MAX_TOKENS`` tokens. The interpreters on top
 are the action intent interpreter (:mod:`planguard.actions.shell`), the live phase rules
-(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.shell`), which reads the
+(:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.paper_parser`), which reads the
 same constructs through the *strict mode* at the end of this module.
 """
 
@@ -199,7 +199,7 @@ def word_at(text: str, pos: int) -> str | None:
 
 # --------------------------------------------------------------------------- strict mode
 #
-# The paper's parser (:mod:`planguard.phases.shell`) must reject exactly what the reference's bash
+# The paper's parser (:mod:`planguard.phases.paper_parser`) must reject exactly what the reference's bash
 # grammar (bashlex) rejects, so it reads the text through this strict mode instead of ``tokenize``:
 # the same constructs (blanks, words with their quoting, redirection operators, comments, heredoc
 # bodies), scanned by position, and an unbalanced quote, a trailing backslash, ``$((``, ``$[`` or an
