@@ -37,7 +37,7 @@ from .detectors import build_detectors
 from .errors import ErrorCounter
 from .events import ToolEvent
 from .phases import get_rules
-from .phases.classifier import rules_for
+from .phases.registry import rules_for
 from .plugins import load_plugin
 from .policies.config import build_policies
 from .policies.gates import Gate

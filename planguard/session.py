@@ -27,7 +27,7 @@ from .events import ToolEvent
 from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
 from .phases import GENERAL, Classification, Command, get_rules
-from .phases.classifier import PhaseClassifier, letter_map
+from .phases.base import PhaseClassifier, letter_map
 from .plan import PRESETS, Plan
 from .policies.base import Policy
 from .sinks import Sink

@@ -21,7 +21,7 @@ from planguard.actions.types import ActionType
 from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.phases import get_rules
-from planguard.phases.roles import GENERAL, NAVIGATE, PATCH, VALIDATE_REGRESSION
+from planguard.phases.base import GENERAL, NAVIGATE, PATCH, VALIDATE_REGRESSION
 
 
 def _config(**data: Any) -> Config:

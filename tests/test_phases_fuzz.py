@@ -24,9 +24,8 @@ from planguard.phases import (
 )
 from planguard.phases import paper as rules_module
 from planguard.phases.inline_python import written_files
-from planguard.phases.paper import _resolve
+from planguard.phases.paper import THINK, _resolve, paper_commands
 from planguard.phases.paper_parser import parse_action, scan, split_words
-from planguard.phases.scaffolds import THINK, paper_commands
 
 PAPER_VERSIONS = ("v351278e", "v8ec988e")
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..actions.types import Action, ActionType, WriteKind
 from ..events import ToolEvent
 from ..phases import LETTER_OF, PhaseRules
-from ..phases.classifier import PhaseClassifier, letter_map, rules_for
-from ..phases.roles import GENERAL, Classification, Command
+from ..phases.base import GENERAL, Classification, Command, PhaseClassifier, letter_map
+from ..phases.registry import rules_for
 from ..plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
 from ..session import RECORDED_POLICY, Pipeline, Session, SessionSummary
 from ..sinks import Sink

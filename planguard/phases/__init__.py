@@ -12,20 +12,7 @@ reproduced exactly for both published versions of its classifier (``corrected`` 
     c.roles, c.letters
 """
 
-from planguard.phases.live import LiveRules, is_test_target
-from planguard.phases.paper import (
-    DEFAULT_VERSION,
-    LIVE,
-    PAPER_VERSION,
-    RULE_ALIASES,
-    RULE_VERSIONS,
-    PaperRules,
-    PhaseClassifier,
-    PhaseRules,
-    get_rules,
-    is_test_path_paper,
-)
-from planguard.phases.roles import (
+from planguard.phases.base import (
     GENERAL,
     LETTER_OF,
     NAVIGATE,
@@ -38,7 +25,11 @@ from planguard.phases.roles import (
     VALIDATE_REGRESSION,
     Classification,
     Command,
+    PhaseClassifier,
 )
+from planguard.phases.live import LiveRules, is_test_target
+from planguard.phases.paper import PAPER_VERSION, PaperRules, PhaseRules, is_test_path_paper
+from planguard.phases.registry import DEFAULT_VERSION, LIVE, RULE_ALIASES, RULE_VERSIONS, get_rules
 from planguard.phases.state import MAX_CREATED_TESTS, MAX_NODES, PhaseState
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import Any
 from planguard.actions.types import Action
 from planguard.documents import loads_json
 from planguard.events import ToolEvent
-from planguard.phases.roles import GENERAL, Classification, Command
+from planguard.phases.base import GENERAL, Classification, Command
 from planguard.plan import ArgumentTest, PhaseMatch, Plan
 
 __all__ = ["DeclarativeRules", "DeclarativeState"]

@@ -27,8 +27,7 @@ from typing import NamedTuple
 from planguard.actions.shell import COMPLETION_MARKERS, MEMO_TEXT_MAX
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
-from planguard.phases.inline_python import written_files
-from planguard.phases.roles import (
+from planguard.phases.base import (
     GENERAL,
     NAVIGATE,
     PATCH,
@@ -39,6 +38,7 @@ from planguard.phases.roles import (
     Classification,
     Command,
 )
+from planguard.phases.inline_python import written_files
 from planguard.phases.state import PhaseState, basename
 from planguard.shell.lexer import Stage, tokenize
 

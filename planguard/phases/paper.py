@@ -1,4 +1,4 @@
-"""The paper's phase rules (two published versions, exact), and the registry of every rule set.
+"""The paper's phase rules (two published versions, exact), and the paper's reading of a canonical call.
 
 Classification is split in two:
 
@@ -9,6 +9,22 @@ Classification is split in two:
 
 Within a step the sub-commands are resolved one after another exactly as the paper's pipeline does,
 so a sub-command sees the patch or the test file of an earlier one of the same step.
+
+The paper's reading of a call (PHASE_RULES section 6), :func:`paper_commands`. The paper classified SWE-
+agent's byte-exact action strings; an event that carries ``action`` goes through the paper's parser as it is
+(:class:`PaperRules`). Any other call is first read by the action vocabulary (built-in tool rules plus the
+user's ``actions.rules``) into one :class:`~planguard.actions.vocabulary.ToolCall`, and this module maps that
+onto the paper's vocabulary:
+
+* a call with a shell line (``bash``, ``Bash``, ``execute_bash``, a user's ``kind: shell`` tool, ...)
+  -> the line through the paper's parser;
+* a read -> the editor's ``view`` of its path; a write -> ``create`` (a new file) or ``str_replace``;
+* a search or listing (``Grep``/``Glob``/``LS``, ...) -> the read-only command rule (``grep``/``find``/
+  ``ls``) on its scope, pattern and glob: navigation, or a test interaction when they name tests;
+* a test run (a ``validation`` rule) -> ``pytest``;
+* a reasoning step (``think``, the empty tool) -> a think step;
+* anything else (a submission, a plan update, an unknown tool) -> one general command labelled with
+  the tool name.
 """
 
 from __future__ import annotations
@@ -22,11 +38,7 @@ from typing import Any, NamedTuple
 from planguard.actions.shell import MEMO_TEXT_MAX
 from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall
 from planguard.events import ToolEvent
-from planguard.phases.classifier import PhaseClassifier
-from planguard.phases.inline_python import written_files
-from planguard.phases.live import LiveRules
-from planguard.phases.paper_parser import SRE_TOOL, FlagValue, ParsedCommand, ToolArgValue, parse_action
-from planguard.phases.roles import (
+from planguard.phases.base import (
     GENERAL,
     NAVIGATE,
     PATCH,
@@ -37,30 +49,53 @@ from planguard.phases.roles import (
     Classification,
     Command,
 )
-from planguard.phases.scaffolds import paper_commands
+from planguard.phases.inline_python import written_files
+from planguard.phases.paper_parser import SRE_TOOL, FlagValue, ParsedCommand, ToolArgValue, parse_action
 from planguard.phases.state import PhaseState, basename
 
-__all__ = [
-    "DEFAULT_VERSION",
-    "LIVE",
-    "PAPER_VERSION",
-    "RULE_ALIASES",
-    "RULE_VERSIONS",
-    "PhaseClassifier",
-    "PaperRules",
-    "PhaseRules",
-    "get_rules",
-    "is_test_path_paper",
-]
+__all__ = ["PAPER_VERSION", "THINK", "PaperRules", "PhaseRules", "is_test_path_paper", "paper_commands"]
 
-LIVE = "live"
 #: The paper's newest classifier version (PHASE_RULES.md), what ``--rules v351278e`` selects.
 PAPER_VERSION = "v351278e"
-#: The rules a session uses unless told otherwise: the live rules.
-DEFAULT_VERSION = LIVE
-RULE_VERSIONS: tuple[str, ...] = (LIVE, "v351278e", "v8ec988e", "corrected")
-#: Former names: ``corrected`` (the paper's rules with its quirks fixed) is now the live rules.
-RULE_ALIASES = {"corrected": LIVE}
+
+# --------------------------------------------------------------------------- the paper's reading of a call
+
+#: Marker for a step that called no tool.
+THINK: tuple[ParsedCommand, ...] = (ParsedCommand(kind="think"),)
+
+#: The read-only shell program a structured search or listing stands for.
+_PROGRAM_OF_READER = {"search": "grep", "find": "find", "navigate": "ls"}
+
+
+def _editor(sub: str, path: str | None, label: str) -> ParsedCommand:
+    tool_args: tuple[tuple[str, str], ...] = (("path", path),) if path is not None else ()
+    return ParsedCommand(kind="tool", tool=SRE_TOOL, subcommand=sub, tool_args=tool_args, label=label)
+
+
+def paper_commands(tool: str, call: ToolCall) -> tuple[ParsedCommand, ...]:
+    """The sub-commands the paper's rules see for ``call`` (a call of ``tool`` with no action string)."""
+    if call.thought:
+        return THINK
+    if call.command is not None and call.kind != "code":
+        return parse_action(call.command)
+    # SWE-agent's own editor keeps the paper's label (``str_replace_editor: view``); others their name.
+    label = "" if call.reader == "editor" else tool
+    program = _PROGRAM_OF_READER.get(call.reader)
+    if program is not None:
+        return (ParsedCommand(kind="bash", command=program, args=call.operands, label=label),)
+    if call.kind == "read":
+        return (_editor("view", call.operands[0] if call.operands else None, label),)
+    if call.kind == "write":
+        if not call.operands:
+            return (_editor("str_replace", None, label),)
+        return tuple(
+            _editor("create" if path in call.created else "str_replace", raw, label)
+            for raw, path in zip(call.operands, call.paths, strict=False)
+        )
+    if call.kind == "test":
+        return (ParsedCommand(kind="bash", command="pytest", label=label),)
+    return (ParsedCommand(kind="other", label=tool or "unknown"),)
+
 
 _GENERAL, _NAV, _PATCH, _TEST = 0, 1, 2, 3
 
@@ -439,25 +474,3 @@ def _redirect_plan(label: str, node: int, tokens: Sequence[str], fallback: _Outc
     targets = [t for t in _paths_after_redirection(tokens) if is_test_path_paper(t)]
     out = _test_outcome(targets) if (targets or fallback is None) else fallback
     return _plan(label, node, out, targets)
-
-
-# --------------------------------------------------------------------------- registry
-
-
-_INSTANCES: dict[str, PhaseClassifier] = {}
-
-
-def get_rules(name: str = DEFAULT_VERSION) -> PhaseClassifier:
-    """The rules named ``live`` (default: PHASES_LIVE.md), ``v351278e`` (the paper's newest) or ``v8ec988e``
-    (the paper's artifacts); ``corrected`` is an alias of ``live``.
-
-    Instances are shared: rules hold no session state, only bounded caches of parsed actions.
-    """
-    if name not in RULE_VERSIONS:
-        raise ValueError(f"unknown phase rules {name!r}; valid choices: {', '.join(RULE_VERSIONS)}")
-    name = RULE_ALIASES.get(name, name)
-    rules = _INSTANCES.get(name)
-    if rules is None:
-        rules = LiveRules() if name == LIVE else PaperRules(name)
-        _INSTANCES[name] = rules
-    return rules

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planguard.phases.roles import Classification
+from planguard.phases.base import Classification
 
 __all__ = ["MAX_CREATED_TESTS", "MAX_NODES", "PhaseState"]
 

@@ -1,8 +1,14 @@
-"""Phase roles, their letters, and the result types of classification."""
+"""What every phase classifier shares: the roles and their letters, the result types of classification
+(:class:`Command`, :class:`Classification`) and the :class:`PhaseClassifier` protocol the pipeline needs,
+whichever classifier a config picks (the live rules, the paper's, a declared plan's matchers)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from planguard.events import ToolEvent
 
 __all__ = [
     "GENERAL",
@@ -17,6 +23,8 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
+    "PhaseClassifier",
+    "letter_map",
 ]
 
 NAVIGATE = "L_navigate"
@@ -90,3 +98,19 @@ class Classification:
     @property
     def letters(self) -> str:
         return "".join(LETTER_OF[r] for r in self.roles)
+
+
+class PhaseClassifier(Protocol):
+    """Classifies tool calls into plan-phase roles; all per-session facts live in the state it makes."""
+
+    name: str
+
+    def new_state(self) -> Any: ...
+
+    def classify(self, event: ToolEvent, state: Any, /) -> Classification: ...
+
+
+def letter_map(rules: PhaseClassifier) -> Mapping[str, str]:
+    """Role -> Langutory letter under ``rules``: a declared plan's symbols, else the coding letters."""
+    letters: Mapping[str, str] = getattr(rules, "letter_of", LETTER_OF)
+    return letters
