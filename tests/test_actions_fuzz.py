@@ -19,9 +19,9 @@ from planguard.actions import (
 from planguard.actions.config import ActionsConfig, build_classifier
 from planguard.actions.effects import outcome_failed
 from planguard.actions.shell import ShellClassifier
-from planguard.actions.vocabulary import BUILTIN_RULES, ActionVocabulary, MappingRule
 from planguard.events import ToolEvent
 from planguard.shell.lexer import tokenize
+from planguard.tools.vocabulary import BUILTIN_RULES, ActionVocabulary, MappingRule
 
 TOOLS = sorted({r.tool for r in BUILTIN_RULES if not r.tool.startswith("re:")} | {"", "bash", "weird tool"})
 KEYS = [

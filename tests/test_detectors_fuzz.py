@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planguard.actions import classify_action
-from planguard.actions.vocabulary import SURFACES
 from planguard.detectors import (
     PlanAbsence,
     RedundantSearch,
@@ -24,6 +23,7 @@ from planguard.events import ToolEvent
 from planguard.findings import Finding
 from planguard.offline.diff import align, run_view
 from planguard.session import Pipeline
+from planguard.tools.vocabulary import SURFACES
 
 # A small vocabulary so that repeats, reads of the same file and reverting writes actually happen.
 CALLS = [

@@ -11,20 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..tools.paths import DEFAULT_ROOTS, PathNormaliser, is_test_path
-from .anchors import AnchorSet, files_of_diff
-from .effects import EffectLabeler, WriteLedger, label_effects, outcome_failed
-from .types import Action, ActionType, Effect, WriteKind
-from .vocabulary import (
+from ..tools.vocabulary import (
     BUILTIN_RULES,
-    DEFAULT_CLASSIFIER,
     DEFAULT_VOCABULARY,
     SURFACES,
-    ActionClassifier,
     ActionVocabulary,
     MappingRule,
     ToolSurface,
-    classify_action,
 )
+from .anchors import AnchorSet, files_of_diff
+from .classify import DEFAULT_CLASSIFIER, ActionClassifier, classify_action
+from .effects import EffectLabeler, WriteLedger, label_effects, outcome_failed
+from .types import Action, ActionType, Effect, WriteKind
 
 __all__ = [
     "BUILTIN_RULES",

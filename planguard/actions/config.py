@@ -7,8 +7,9 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..tools.paths import DEFAULT_ROOTS
+from ..tools.vocabulary import KINDS, SURFACES, ActionVocabulary, MappingRule
+from .classify import ActionClassifier
 from .types import ActionType
-from .vocabulary import KINDS, SURFACES, ActionClassifier, ActionVocabulary, MappingRule
 
 __all__ = ["ActionRuleSpec", "ActionsConfig", "build_classifier"]
 
@@ -132,7 +133,7 @@ class ActionsConfig(BaseModel):
 
 def build_classifier(config: ActionsConfig | None = None) -> ActionClassifier:
     """The classifier a config describes (the default one for ``None`` or a default config)."""
-    from .vocabulary import DEFAULT_CLASSIFIER
+    from .classify import DEFAULT_CLASSIFIER
 
     if config is None or config == ActionsConfig():
         return DEFAULT_CLASSIFIER

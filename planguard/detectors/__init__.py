@@ -26,8 +26,8 @@ finding (detector name)     predicate (defaults)                                
 
 from __future__ import annotations
 
+from ..actions.classify import ActionClassifier
 from ..actions.config import build_classifier
-from ..actions.vocabulary import ActionClassifier
 from ..plugins import load_plugin
 from .base import Detector
 from .config import DetectorsConfig

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..actions.classify import classify_action
 from ..actions.types import Action
-from ..actions.vocabulary import SURFACES, ToolSurface, classify_action
 from ..sinks.redact import redact
+from ..tools.vocabulary import SURFACES, ToolSurface
 
 if TYPE_CHECKING:
     from ..step import Step

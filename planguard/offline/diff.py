@@ -54,9 +54,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..actions.anchors import AnchorSet
+from ..actions.classify import classify_action
 from ..actions.effects import EffectLabeler, WriteLedger
 from ..actions.types import Action, ActionType, Effect
-from ..actions.vocabulary import classify_action
 from ..events import ToolEvent
 from ..tools.paths import looks_like_file
 

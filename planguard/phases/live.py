@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+from planguard.actions.classify import DEFAULT_CLASSIFIER, ActionClassifier
 from planguard.actions.shell import COMPLETION_MARKERS, MEMO_TEXT_MAX
-from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall, patch_files
 from planguard.events import ToolEvent
 from planguard.phases.base import (
     GENERAL,
@@ -39,8 +39,21 @@ from planguard.phases.base import (
     Command,
 )
 from planguard.phases.inline_python import written_files
-from planguard.phases.state import PhaseState, basename
+from planguard.phases.state import PhaseState
 from planguard.shell.lexer import Stage, tokenize
+from planguard.tools.paths import (
+    W_SOURCE,
+    W_TEST,
+    basename,
+    in_repo,
+    is_artifact,
+    is_check_script,
+    is_harness_output,
+    is_test_target,
+    pathish,
+    write_kind,
+)
+from planguard.tools.vocabulary import ToolCall, patch_files
 
 __all__ = ["LiveRules", "is_test_target"]
 
@@ -69,94 +82,6 @@ class _Sub(NamedTuple):
 
 
 _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
-
-# --------------------------------------------------------------------------- paths (§3, §4)
-
-_TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
-#: A script the run wrote to check behaviour (§4): running one is a new test even when its creation is
-#: not in the recording.
-_CHECK_SCRIPT_PREFIXES = ("reproduce", "repro", "verify", "check_", "debug_")
-_TEST_NAME = re.compile(r"^(?:test_.*|.*_test\..*|.*_spec\..*|.*\.test\..*|.*\.spec\..*|conftest\.py)$")
-_SCRATCH_DIRS = ("/tmp/", "/var/tmp/")
-_CODE_EXTENSIONS = frozenset(
-    {
-        "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "sh", "bash", "rb", "go", "rs", "java", "kt", "ex",
-        "exs", "php", "c", "cc", "cpp", "h", "hpp", "cs", "swift", "scala", "lua", "pl", "r", "jl",
-    }
-)  # fmt: skip
-#: Output files a redirection fills (logs, captures): generated output, not a change to the repository.
-_OUTPUT_EXTENSIONS = frozenset({"txt", "log", "out", "output", "err"})
-_ARTIFACT_NAMES = frozenset({"patch.txt", "diff.txt", "model.patch", "fix.patch", "changes.diff"})
-_NOTES_NAMES = frozenset({"plan.md", "notes.md", "todo.md", "progress.md", "scratchpad.md", "memory.md"})
-_OUTSIDE_PREFIXES = ("~", "/root/.", "/etc/", "/usr/", "/opt/", "/proc/", "/sys/")
-
-
-def _extension(name: str) -> str:
-    return name.rsplit(".", 1)[1] if "." in name.lstrip(".") else ""
-
-
-def is_test_target(path: str) -> bool:
-    """A test target (PHASES_LIVE.md §4), by path and name alone: a file under a ``test``/``tests``/
-    ``spec``/``__tests__`` directory, named like a test (``test_*``, ``*_test.*``, ``*_spec.*``,
-    ``*.test.*``, ``*.spec.*``, ``conftest.py``), a check script (``reproduce*``, ``repro*``, ``verify*``,
-    ``check_*``, ``debug_*``) or a file under ``/tmp``."""
-    p = path.lower()
-    if p.startswith(_SCRATCH_DIRS):
-        return True
-    parts = p.split("/")
-    name = parts[-1]
-    if any(d in _TEST_DIRS for d in parts[:-1]):
-        return True
-    return name.startswith(_CHECK_SCRIPT_PREFIXES) or _TEST_NAME.match(name) is not None
-
-
-def _is_check_script(path: str) -> bool:
-    p = path.lower()
-    return p.startswith(_SCRATCH_DIRS) or basename(p).startswith(_CHECK_SCRIPT_PREFIXES)
-
-
-def _is_harness_output(path: str) -> bool:
-    """A background run's output or a harness log (§5: reading one is general)."""
-    p = path.lower()
-    name = basename(p)
-    if name.endswith(".output") or "/tool-results/" in p or "/.claude/" in p:
-        return True
-    return p.startswith(_SCRATCH_DIRS) and _extension(name) in _OUTPUT_EXTENSIONS
-
-
-def _is_artifact(path: str) -> bool:
-    name = basename(path.lower())
-    return _extension(name) in ("patch", "diff") or name in _ARTIFACT_NAMES
-
-
-# What writing a path is: nothing (``/dev/null``), general (artifacts, backups, notes, files outside the
-# repository, output captures), a test (test targets) or a patch (any other file of the repository).
-_W_NONE, _W_GENERAL, _W_TEST, _W_SOURCE = 0, 1, 2, 3
-
-
-def _write_kind(path: str, redirected: bool = False) -> int:
-    p = path.lower()
-    if not p or p.startswith("/dev/"):
-        return _W_NONE
-    name = basename(p)
-    ext = _extension(name)
-    if _is_artifact(name):
-        return _W_GENERAL  # a patch artifact (mini-swe-agent's submission, ``git format-patch``)
-    if ext in ("bak", "orig", "backup", "old") or name.endswith("~"):
-        return _W_GENERAL  # a backup copy
-    if name in _NOTES_NAMES or "/.claude/" in p:
-        return _W_GENERAL  # the agent's own plan or notes
-    if p.startswith(_SCRATCH_DIRS):
-        # Under /tmp: a script is a test target (§4); anything else is scratch output or a backup.
-        return _W_TEST if ext in _CODE_EXTENSIONS else _W_GENERAL
-    if p.startswith(_OUTSIDE_PREFIXES) or (p.startswith("/home/") and "/." in p):
-        return _W_GENERAL
-    if is_test_target(p):
-        return _W_TEST
-    if redirected and ext in _OUTPUT_EXTENSIONS:
-        return _W_GENERAL
-    return _W_SOURCE
-
 
 # --------------------------------------------------------------------------- programs (§3, §5)
 
@@ -239,13 +164,9 @@ def _operands(args: Sequence[str]) -> list[str]:
     return [a for a in args if a and not a.startswith("-")]
 
 
-def _pathish(word: str) -> bool:
-    return "/" in word or "." in basename(word).lstrip(".")
-
-
 def _script_target(args: Sequence[str]) -> tuple[str, ...]:
     """Test paths a test runner is given (``tests/test_x.py::test_y`` → ``tests/test_x.py``)."""
-    return tuple(a.split("::", 1)[0] for a in _operands(args) if _pathish(a.split("::", 1)[0]))
+    return tuple(a.split("::", 1)[0] for a in _operands(args) if pathish(a.split("::", 1)[0]))
 
 
 def _package_script(label: str, args: Sequence[str]) -> _Sub:
@@ -265,7 +186,7 @@ def _package_script(label: str, args: Sequence[str]) -> _Sub:
         return _Sub(label, _TESTS)
     if name.startswith(("build", "lint", "typecheck", "type-check", "tsc", "check", "compile", "format")):
         return _Sub(label, _CHECK)
-    if label == "bun" and _pathish(verb):
+    if label == "bun" and pathish(verb):
         return _Sub(label, _RUN, (verb,))
     return _Sub(label, _SNIPPET)  # start, dev, serve, or the repository's own script
 
@@ -359,7 +280,7 @@ def _git(label: str, args: Sequence[str]) -> _Sub:
         elif verb == "restore":
             files = tuple(ops[1:])
         else:
-            files = tuple(a for a in ops[1:] if _pathish(a))
+            files = tuple(a for a in ops[1:] if pathish(a))
         if "-b" in args or "-B" in args or not files:
             return _Sub(label, _GENERAL)  # switching or creating a branch
         return _Sub(label, _WRITE, files)
@@ -520,7 +441,7 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
         return _Sub(label, _NAV, tuple(_operands(args)))
     if name in ("touch", "tee"):
         ops = _operands(args)
-        files = tuple(a for a in ops if _pathish(a)) if name == "touch" else tuple(ops)
+        files = tuple(a for a in ops if pathish(a)) if name == "touch" else tuple(ops)
         return _Sub(label, _WRITE, files, files)
     if name in ("cp", "mv"):
         return _copy(label, args)
@@ -652,7 +573,7 @@ def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[_Sub]:
 
 def _writes_a_file(sub: _Sub) -> bool:
     """A write into the repository or a test script, not a log or an output capture (``| tee out.log``)."""
-    return any(_write_kind(p, redirected=True) in (_W_TEST, _W_SOURCE) for p in sub.paths)
+    return any(write_kind(p, redirected=True) in (W_TEST, W_SOURCE) for p in sub.paths)
 
 
 # --------------------------------------------------------------------------- the rules
@@ -712,7 +633,7 @@ class LiveRules:
                     segments = tokenize(line)
                 subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
         elif kind == "read":
-            subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
+            subs = (_Sub(tool, _GENERAL if any(is_harness_output(p) for p in call.paths) else _NAV),)
         elif kind == "search":
             subs = (_Sub(tool, _NAV),)
         elif kind == "write":
@@ -743,32 +664,32 @@ class _Judged(NamedTuple):
 
 
 def _judge(sub: _Sub, root: str | None) -> _Judged:
-    paths = tuple(_in_repo(p, root) for p in sub.paths) if root is not None else sub.paths
+    paths = tuple(in_repo(p, root) for p in sub.paths) if root is not None else sub.paths
     does = sub.does
     label = sub.label
     if does == _NAV:
-        files = [p for p in paths if _pathish(p)]
-        if files and all(_is_harness_output(p) or _is_artifact(p) for p in files):
+        files = [p for p in paths if pathish(p)]
+        if files and all(is_harness_output(p) or is_artifact(p) for p in files):
             return _Judged(label, _J_GENERAL)  # reading a background run's output or a patch artifact (§5)
         return _Judged(label, _J_NAV)
     if does in (_WRITE, _REDIRECT):
-        kinds = [_write_kind(p, redirected=does == _REDIRECT) for p in paths]
-        if _W_SOURCE in kinds:
+        kinds = [write_kind(p, redirected=does == _REDIRECT) for p in paths]
+        if W_SOURCE in kinds:
             return _Judged(label, _J_PATCH)
-        if _W_TEST in kinds:
-            created = (_in_repo(p, root) for p in sub.created)
+        if W_TEST in kinds:
+            created = (in_repo(p, root) for p in sub.created)
             return _Judged(
-                label, _J_NEW, records=tuple(p.lower() for p in created if _write_kind(p) == _W_TEST)
+                label, _J_NEW, records=tuple(p.lower() for p in created if write_kind(p) == W_TEST)
             )
         return _Judged(label, _J_GENERAL)
     if does == _REMOVE:
-        sources = tuple(p.lower() for p in paths if _pathish(p) and _write_kind(p) == _W_SOURCE)
+        sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p) == W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
     if does == _SNIPPET:
         return _Judged(label, _J_NEW)
     if does == _RUN:
         script = paths[0]
-        if _is_check_script(script) or not is_test_target(script):
+        if is_check_script(script) or not is_test_target(script):
             return _Judged(label, _J_NEW)  # a check script, or the repository's program
         return _Judged(label, _J_NEW_IF_CREATED, (script.lower(),))
     if does == _TESTS:
@@ -841,13 +762,3 @@ def _work_dir(event: ToolEvent) -> str | None:
     """The working directory an integration recorded on the call (``metadata["cwd"]``), if any."""
     cwd = event.metadata.get("cwd") if event.metadata else None
     return cwd.rstrip("/") if isinstance(cwd, str) and cwd.startswith("/") and len(cwd) > 1 else None
-
-
-def _in_repo(path: str, root: str | None) -> str:
-    """``path`` relative to the run's working directory when it lies under it (``/tmp/w/src/a.py`` with root
-    ``/tmp/w`` is ``src/a.py``): a repository that lives under /tmp is still a repository."""
-    if root is None or root + "/" in _SCRATCH_DIRS:
-        return path  # working in /tmp itself: its files are scratch (§4)
-    if path.startswith(root) and path[len(root) : len(root) + 1] == "/":
-        return path[len(root) + 1 :]
-    return path

@@ -13,7 +13,7 @@ so a sub-command sees the patch or the test file of an earlier one of the same s
 The paper's reading of a call (PHASE_RULES section 6), :func:`paper_commands`. The paper classified SWE-
 agent's byte-exact action strings; an event that carries ``action`` goes through the paper's parser as it is
 (:class:`PaperRules`). Any other call is first read by the action vocabulary (built-in tool rules plus the
-user's ``actions.rules``) into one :class:`~planguard.actions.vocabulary.ToolCall`, and this module maps that
+user's ``actions.rules``) into one :class:`~planguard.tools.vocabulary.ToolCall`, and this module maps that
 onto the paper's vocabulary:
 
 * a call with a shell line (``bash``, ``Bash``, ``execute_bash``, a user's ``kind: shell`` tool, ...)
@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from planguard.actions.classify import DEFAULT_CLASSIFIER, ActionClassifier
 from planguard.actions.shell import MEMO_TEXT_MAX
-from planguard.actions.vocabulary import DEFAULT_CLASSIFIER, ActionClassifier, ToolCall
 from planguard.events import ToolEvent
 from planguard.phases.base import (
     GENERAL,
@@ -52,6 +52,7 @@ from planguard.phases.base import (
 from planguard.phases.inline_python import written_files
 from planguard.phases.paper_parser import SRE_TOOL, FlagValue, ParsedCommand, ToolArgValue, parse_action
 from planguard.phases.state import PhaseState, basename
+from planguard.tools.vocabulary import ToolCall
 
 __all__ = ["PAPER_VERSION", "THINK", "PaperRules", "PhaseRules", "is_test_path_paper", "paper_commands"]
 

@@ -9,7 +9,7 @@ pipeline's canonical-action classifier.
 
 from __future__ import annotations
 
-from planguard.actions.vocabulary import ActionClassifier
+from planguard.actions.classify import ActionClassifier
 from planguard.phases.base import PhaseClassifier
 from planguard.phases.declarative import DeclarativeRules
 from planguard.phases.live import LiveRules

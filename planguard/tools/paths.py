@@ -11,7 +11,27 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-__all__ = ["DEFAULT_ROOTS", "PathNormaliser", "is_scratch_path", "is_test_path", "looks_like_file"]
+__all__ = [
+    "DEFAULT_ROOTS",
+    "SCRATCH_DIRS",
+    "W_GENERAL",
+    "W_NONE",
+    "W_SOURCE",
+    "W_TEST",
+    "PathNormaliser",
+    "basename",
+    "extension",
+    "in_repo",
+    "is_artifact",
+    "is_check_script",
+    "is_harness_output",
+    "is_scratch_path",
+    "is_test_path",
+    "is_test_target",
+    "looks_like_file",
+    "pathish",
+    "write_kind",
+]
 
 #: Work-directory roots of the supported scaffolds, tried in order (regular expressions, anchored at the
 #: start, matching a whole directory). SWE-bench images mount the repo at ``/testbed``; OpenHands at
@@ -84,3 +104,112 @@ class PathNormaliser:
             if m is not None:
                 p = p[m.end() :] or "."
         return p
+
+
+# ------------------------------------------------------------------- what a path is (PHASES_LIVE §3, §4, §5)
+
+
+def basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def pathish(word: str) -> bool:
+    """A word that names a file: it has a directory or an extension."""
+    return "/" in word or "." in basename(word).lstrip(".")
+
+
+
+_TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
+#: A script the run wrote to check behaviour (§4): running one is a new test even when its creation is
+#: not in the recording.
+_CHECK_SCRIPT_PREFIXES = ("reproduce", "repro", "verify", "check_", "debug_")
+_TEST_NAME = re.compile(r"^(?:test_.*|.*_test\..*|.*_spec\..*|.*\.test\..*|.*\.spec\..*|conftest\.py)$")
+SCRATCH_DIRS = ("/tmp/", "/var/tmp/")
+_CODE_EXTENSIONS = frozenset(
+    {
+        "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "sh", "bash", "rb", "go", "rs", "java", "kt", "ex",
+        "exs", "php", "c", "cc", "cpp", "h", "hpp", "cs", "swift", "scala", "lua", "pl", "r", "jl",
+    }
+)  # fmt: skip
+#: Output files a redirection fills (logs, captures): generated output, not a change to the repository.
+_OUTPUT_EXTENSIONS = frozenset({"txt", "log", "out", "output", "err"})
+_ARTIFACT_NAMES = frozenset({"patch.txt", "diff.txt", "model.patch", "fix.patch", "changes.diff"})
+_NOTES_NAMES = frozenset({"plan.md", "notes.md", "todo.md", "progress.md", "scratchpad.md", "memory.md"})
+_OUTSIDE_PREFIXES = ("~", "/root/.", "/etc/", "/usr/", "/opt/", "/proc/", "/sys/")
+
+
+def extension(name: str) -> str:
+    return name.rsplit(".", 1)[1] if "." in name.lstrip(".") else ""
+
+
+def is_test_target(path: str) -> bool:
+    """A test target (PHASES_LIVE.md §4), by path and name alone: a file under a ``test``/``tests``/
+    ``spec``/``__tests__`` directory, named like a test (``test_*``, ``*_test.*``, ``*_spec.*``,
+    ``*.test.*``, ``*.spec.*``, ``conftest.py``), a check script (``reproduce*``, ``repro*``, ``verify*``,
+    ``check_*``, ``debug_*``) or a file under ``/tmp``."""
+    p = path.lower()
+    if p.startswith(SCRATCH_DIRS):
+        return True
+    parts = p.split("/")
+    name = parts[-1]
+    if any(d in _TEST_DIRS for d in parts[:-1]):
+        return True
+    return name.startswith(_CHECK_SCRIPT_PREFIXES) or _TEST_NAME.match(name) is not None
+
+
+def is_check_script(path: str) -> bool:
+    p = path.lower()
+    return p.startswith(SCRATCH_DIRS) or basename(p).startswith(_CHECK_SCRIPT_PREFIXES)
+
+
+def is_harness_output(path: str) -> bool:
+    """A background run's output or a harness log (§5: reading one is general)."""
+    p = path.lower()
+    name = basename(p)
+    if name.endswith(".output") or "/tool-results/" in p or "/.claude/" in p:
+        return True
+    return p.startswith(SCRATCH_DIRS) and extension(name) in _OUTPUT_EXTENSIONS
+
+
+def is_artifact(path: str) -> bool:
+    name = basename(path.lower())
+    return extension(name) in ("patch", "diff") or name in _ARTIFACT_NAMES
+
+
+# What writing a path is: nothing (``/dev/null``), general (artifacts, backups, notes, files outside the
+# repository, output captures), a test (test targets) or a patch (any other file of the repository).
+W_NONE, W_GENERAL, W_TEST, W_SOURCE = 0, 1, 2, 3
+
+
+def write_kind(path: str, redirected: bool = False) -> int:
+    p = path.lower()
+    if not p or p.startswith("/dev/"):
+        return W_NONE
+    name = basename(p)
+    ext = extension(name)
+    if is_artifact(name):
+        return W_GENERAL  # a patch artifact (mini-swe-agent's submission, ``git format-patch``)
+    if ext in ("bak", "orig", "backup", "old") or name.endswith("~"):
+        return W_GENERAL  # a backup copy
+    if name in _NOTES_NAMES or "/.claude/" in p:
+        return W_GENERAL  # the agent's own plan or notes
+    if p.startswith(SCRATCH_DIRS):
+        # Under /tmp: a script is a test target (§4); anything else is scratch output or a backup.
+        return W_TEST if ext in _CODE_EXTENSIONS else W_GENERAL
+    if p.startswith(_OUTSIDE_PREFIXES) or (p.startswith("/home/") and "/." in p):
+        return W_GENERAL
+    if is_test_target(p):
+        return W_TEST
+    if redirected and ext in _OUTPUT_EXTENSIONS:
+        return W_GENERAL
+    return W_SOURCE
+
+
+def in_repo(path: str, root: str | None) -> str:
+    """``path`` relative to the run's working directory when it lies under it (``/tmp/w/src/a.py`` with root
+    ``/tmp/w`` is ``src/a.py``): a repository that lives under /tmp is still a repository."""
+    if root is None or root + "/" in SCRATCH_DIRS:
+        return path  # working in /tmp itself: its files are scratch (§4)
+    if path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) + 1 :]
+    return path
