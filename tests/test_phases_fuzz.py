@@ -23,9 +23,9 @@ from planguard.phases import (
     get_rules,
 )
 from planguard.phases import paper as rules_module
-from planguard.phases.inline_python import written_files
 from planguard.phases.paper import THINK, _resolve, paper_commands
 from planguard.phases.paper_parser import parse_action, scan, split_words
+from planguard.shell.inline_python import written_files
 
 PAPER_VERSIONS = ("v351278e", "v8ec988e")
 

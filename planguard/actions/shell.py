@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..shell.lexer import Stage, tokenize, unquote, word_at, words_of
 from ..tools.paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
+from ..tools.programs import COMPLETION_MARKERS
 from .types import (
     COMMAND,
     FETCH,
@@ -51,8 +52,6 @@ __all__ = [
     "swe_flag_text",
 ]
 
-#: ``echo`` lines with which mini-swe-agent (2.x and 1.x) ends a run.
-COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 _MAX_DEPTH = 2  # nested ``bash -c "…"``
 

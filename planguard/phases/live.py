@@ -19,13 +19,12 @@ which of the files that decide a role the run created.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
 from planguard.actions.classify import DEFAULT_CLASSIFIER, ActionClassifier
-from planguard.actions.shell import COMPLETION_MARKERS, MEMO_TEXT_MAX
+from planguard.actions.shell import MEMO_TEXT_MAX
 from planguard.events import ToolEvent
 from planguard.phases.base import (
     GENERAL,
@@ -38,7 +37,6 @@ from planguard.phases.base import (
     Classification,
     Command,
 )
-from planguard.phases.inline_python import written_files
 from planguard.phases.state import PhaseState
 from planguard.shell.lexer import Stage, tokenize
 from planguard.tools.paths import (
@@ -53,411 +51,29 @@ from planguard.tools.paths import (
     pathish,
     write_kind,
 )
-from planguard.tools.vocabulary import ToolCall, patch_files
+from planguard.tools.programs import (
+    ASSIGNMENT,
+    COMPLETION_MARKERS,
+    CONTROL,
+    LOOP_WORDS,
+    NPX,
+    RUN_PREFIXES,
+    SHELLS,
+    WRAPPERS,
+    Does,
+    Program,
+    operands,
+    program,
+    snippet,
+)
+from planguard.tools.vocabulary import ToolCall
 
 __all__ = ["LiveRules", "is_test_target"]
 
 #: Nested ``bash -c '…'`` levels looked into.
 _MAX_DEPTH = 3
 
-# What a sub-command does, before the session state is known.
-_GENERAL = "general"
-_NAV = "nav"
-_WRITE = "write"  # writes ``paths`` (``created``: as new files); role by target
-_REDIRECT = "redirect"  # a reader's or printer's output sent to ``paths``: a write, where logs are output
-_REMOVE = "remove"  # ``rm``/``mv`` away: cleanup of the run's own files, else a patch
-_SNIPPET = "snippet"  # inline code, a server or the repository's program: always a new test (R/V)
-_RUN = "run"  # runs the script ``paths[0]``: new when the run created it, regression for an existing test
-_TESTS = "tests"  # the repository's test runner: regression, new when it runs a file the run created
-_CHECK = "check"  # build, compile, lint, type check: v after the first patch, general before
-
-
-class _Sub(NamedTuple):
-    """One sub-command's plan: its label (the program or tool), what it does, and the paths involved."""
-
-    label: str
-    does: str
-    paths: tuple[str, ...] = ()
-    created: tuple[str, ...] = ()
-
-
 _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
-
-# --------------------------------------------------------------------------- programs (§3, §5)
-
-_READERS = frozenset(
-    {
-        "cat", "head", "tail", "less", "more", "bat", "ls", "ll", "tree", "find", "fd", "grep", "egrep",
-        "fgrep", "rg", "ag", "ack", "wc", "file", "stat", "nl", "diff", "cmp", "du", "realpath",
-        "readlink", "strings", "xxd", "hexdump", "od", "jq", "column", "locate", "sort", "uniq", "cut",
-        "view", "glob", "git-grep",
-    }
-)  # fmt: skip
-_GIT_READS = frozenset(
-    {
-        "log", "show", "diff", "status", "blame", "grep", "ls-files", "ls-tree", "shortlog", "reflog",
-        "cat-file",
-    }
-)  # fmt: skip
-_PYTHONS = re.compile(r"^(?:python(?:\d+(?:\.\d+)*)?|py|pypy\d*|ipython\d*)$")
-_PY_VALUE_FLAGS = frozenset({"-W", "-X", "-Q"})
-_PY_TEST_MODULES = frozenset(
-    {"pytest", "py.test", "unittest", "doctest", "nose", "nose2", "trial", "tox", "nox"}
-)
-_PY_CHECK_MODULES = frozenset(
-    {
-        "mypy", "ruff", "flake8", "pylint", "pyright", "pyflakes", "black", "isort", "compileall",
-        "py_compile", "build",
-    }
-)  # fmt: skip
-_PY_TOOL_MODULES = frozenset({"pip", "venv", "ensurepip", "pipx", "virtualenv", "site", "json.tool"})
-_PY_TEST_SCRIPTS = frozenset({"runtests.py", "run_tests.py", "runtest.py", "run_test.py"})
-_TEST_RUNNERS = frozenset(
-    {
-        "pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest", "mocha", "ava",
-        "karma", "rspec", "phpunit", "pest", "ctest", "runtests.py", "run_tests.py",
-    }
-)  # fmt: skip
-_CHECKERS = frozenset(
-    {
-        "mypy", "ruff", "flake8", "pylint", "pyright", "pyflakes", "black", "isort", "tsc", "eslint",
-        "prettier", "biome", "stylelint", "gcc", "g++", "clang", "clang++", "javac", "rustc", "cmake",
-        "ninja", "gofmt", "golangci-lint", "shellcheck", "rubocop", "credo", "dialyzer",
-    }
-)  # fmt: skip
-_SERVERS = frozenset({"uvicorn", "gunicorn", "flask", "iex", "hypercorn", "daphne", "http-server", "serve"})
-_INTERPRETERS = frozenset(
-    {"node", "deno", "bun", "ruby", "php", "rscript", "julia", "lua", "elixir", "ts-node", "tsx"}
-)
-_EVAL_FLAGS = frozenset({"-e", "--eval", "-p", "--print", "-r", "-c"})
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
-#: Words before the program that only set up how it runs (§1); ``timeout``/``env``/``nice`` take values.
-_WRAPPERS = frozenset(
-    {
-        "sudo", "time", "nohup", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run", "noglob",
-        "xargs",
-    }
-)  # fmt: skip
-_CONTROL = frozenset(
-    {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "[[", "[", "(", ")"}
-)
-_LOOP_END = frozenset({"for", "case", "select", "function", "done", "fi", "esac", "in"})
-#: Runners that run a program named next: ``uv run pytest``, ``poetry run mypy``, ``bundle exec rspec``.
-_RUN_PREFIXES = {
-    "uv": ("run",),
-    "poetry": ("run",),
-    "pipenv": ("run",),
-    "pdm": ("run",),
-    "hatch": ("run",),
-    "rye": ("run",),
-    "bundle": ("exec",),
-    "pnpm": ("exec", "dlx"),
-    "yarn": ("exec", "dlx"),
-}
-_NPX = frozenset({"npx", "pnpx", "bunx"})
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
-_SED_INPLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
-_PERL_INPLACE = re.compile(r"^-[a-zA-Z]*i")
-
-
-def _operands(args: Sequence[str]) -> list[str]:
-    return [a for a in args if a and not a.startswith("-")]
-
-
-def _script_target(args: Sequence[str]) -> tuple[str, ...]:
-    """Test paths a test runner is given (``tests/test_x.py::test_y`` → ``tests/test_x.py``)."""
-    return tuple(a.split("::", 1)[0] for a in _operands(args) if pathish(a.split("::", 1)[0]))
-
-
-def _package_script(label: str, args: Sequence[str]) -> _Sub:
-    """``npm``/``yarn``/``pnpm``/``bun`` with a script name or subcommand."""
-    ops = _operands(args)
-    if not ops:
-        return _Sub(label, _GENERAL)
-    verb = ops[0]
-    if verb in ("run", "run-script") and len(ops) > 1:
-        verb = ops[1]
-    elif verb in ("install", "i", "ci", "add", "remove", "rm", "uninstall", "init", "update", "upgrade",
-                  "audit", "ls", "list", "view", "info", "outdated", "link", "publish", "pack", "config",
-                  "cache", "why", "dedupe", "prune", "set", "version", "login", "whoami"):  # fmt: skip
-        return _Sub(label, _GENERAL)
-    name = verb.lower()
-    if name in ("test", "t", "tst") or name.startswith(("test", "e2e", "spec")) or name in ("jest", "vitest"):
-        return _Sub(label, _TESTS)
-    if name.startswith(("build", "lint", "typecheck", "type-check", "tsc", "check", "compile", "format")):
-        return _Sub(label, _CHECK)
-    if label == "bun" and pathish(verb):
-        return _Sub(label, _RUN, (verb,))
-    return _Sub(label, _SNIPPET)  # start, dev, serve, or the repository's own script
-
-
-def _python(label: str, args: Sequence[str], body: str | None) -> _Sub:
-    i = 0
-    n = len(args)
-    while i < n:
-        a = args[i]
-        if a == "-c" or (a.startswith("-c") and len(a) > 2 and not a.startswith("--")):
-            code = args[i + 1] if a == "-c" and i + 1 < n else a[2:]
-            return _snippet(label, code)
-        if a == "-m" or (a.startswith("-m") and len(a) > 2 and not a.startswith("--")):
-            module = args[i + 1] if a == "-m" and i + 1 < n else a[2:]
-            return _python_module(label, module, args[i + 2 :] if a == "-m" else args[i + 1 :])
-        if a in ("--version", "-V", "-h", "--help", "-VV"):
-            return _Sub(label, _GENERAL)
-        if a == "-":
-            return _snippet(label, body or "")
-        if a in _PY_VALUE_FLAGS:
-            i += 2
-            continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        return _python_script(label, a, args[i + 1 :])
-    if body is not None:
-        return _snippet(label, body)  # ``python << EOF``: a heredoc fed to an interpreter
-    return _Sub(label, _GENERAL)  # an interactive interpreter
-
-
-def _python_module(label: str, module: str, rest: Sequence[str]) -> _Sub:
-    if module in _PY_TEST_MODULES:
-        return _Sub(label, _TESTS, _script_target(rest))
-    if module in _PY_CHECK_MODULES:
-        return _Sub(label, _CHECK)
-    if module in _PY_TOOL_MODULES or module.startswith("pip"):
-        return _Sub(label, _GENERAL)
-    return _Sub(label, _SNIPPET)  # ``python -m pkg …``, ``python -m http.server``: the program itself
-
-
-def _python_script(label: str, script: str, rest: Sequence[str]) -> _Sub:
-    name = basename(script.lower())
-    ops = _operands(rest)
-    if name == "setup.py":
-        if "test" in ops:
-            return _Sub(label, _TESTS)
-        if ops[:1] and ops[0].startswith("build"):
-            return _Sub(label, _CHECK)  # ``build_ext --inplace``: a build (§5)
-        return _Sub(label, _GENERAL)  # install, develop, egg_info, --version: environment
-    if name == "manage.py":
-        return _Sub(label, _TESTS if ops[:1] == ["test"] else _SNIPPET)
-    if name in _PY_TEST_SCRIPTS:
-        return _Sub(label, _TESTS, _script_target(rest))
-    return _Sub(label, _RUN, (script,))
-
-
-def _snippet(label: str, code: str) -> _Sub:
-    """Inline code: a new test, or a write of the files it opens for writing."""
-    written = written_files(code, lenient=True) if code else ()
-    if written:
-        return _Sub(label, _WRITE, written, written)
-    return _Sub(label, _SNIPPET)
-
-
-def _sed(label: str, args: Sequence[str]) -> _Sub:
-    if not any(_SED_INPLACE.match(a) for a in args):
-        return _Sub(label, _NAV)
-    ops = _operands(args)
-    has_script_flag = any(a in ("-e", "--expression", "-f") or a.startswith("--expression=") for a in args)
-    files = ops if has_script_flag else ops[1:]
-    return _Sub(label, _WRITE, tuple(files) or ("?",))
-
-
-def _git(label: str, args: Sequence[str]) -> _Sub:
-    ops = [a for a in args if not a.startswith("-")]
-    if not ops:
-        return _Sub(label, _GENERAL)
-    verb = ops[0]
-    if verb in _GIT_READS:
-        return _Sub(label, _NAV)
-    if verb in ("apply", "am"):
-        if any(a in ("--check", "--stat", "--numstat", "--summary") for a in args):
-            return _Sub(label, _NAV)
-        return _Sub(label, _WRITE, ("?",))
-    if verb in ("checkout", "restore"):
-        if verb == "restore" and "--staged" in args and "--worktree" not in args and "-W" not in args:
-            return _Sub(label, _GENERAL)
-        if "--" in args:
-            files = tuple(a for a in args[args.index("--") + 1 :] if a)
-        elif verb == "restore":
-            files = tuple(ops[1:])
-        else:
-            files = tuple(a for a in ops[1:] if pathish(a))
-        if "-b" in args or "-B" in args or not files:
-            return _Sub(label, _GENERAL)  # switching or creating a branch
-        return _Sub(label, _WRITE, files)
-    return _Sub(label, _GENERAL)  # add, commit, stash, branch, push, …: bookkeeping
-
-
-def _make(label: str, args: Sequence[str]) -> _Sub:
-    targets = [a for a in _operands(args) if "=" not in a]
-    if any(
-        t in ("test", "tests", "check", "test-all", "unittest", "pytest") or t.startswith("test")
-        for t in targets
-    ):
-        return _Sub(label, _TESTS)
-    return _Sub(label, _CHECK)
-
-
-def _by_verb(
-    label: str, args: Sequence[str], tests: Sequence[str], checks: Sequence[str], runs: Sequence[str]
-) -> _Sub:
-    ops = _operands(args)
-    if any(o in tests for o in ops) or any(a.startswith("-Dtest=") for a in args):
-        return _Sub(label, _TESTS)
-    if any(o in runs for o in ops):
-        return _Sub(label, _SNIPPET)
-    if any(o in checks for o in ops):
-        return _Sub(label, _CHECK)
-    return _Sub(label, _GENERAL)
-
-
-def _mix(label: str, args: Sequence[str]) -> _Sub:
-    ops = _operands(args)
-    verb = ops[0] if ops else ""
-    if verb == "test":
-        return _Sub(label, _TESTS, _script_target(args[1:]))
-    if verb in ("compile", "credo", "format", "dialyzer", "xref", "check"):
-        return _Sub(label, _CHECK)
-    if verb in ("phx.server", "run"):
-        return _Sub(label, _SNIPPET)
-    return _Sub(label, _GENERAL)
-
-
-def _interpreter(label: str, prog: str, args: Sequence[str], body: str | None) -> _Sub:
-    ops = _operands(args)
-    if prog in ("deno", "bun") and ops[:1] == ["test"]:
-        return _Sub(label, _TESTS)
-    if prog == "php" and ops[:2] == ["artisan", "test"]:
-        return _Sub(label, _TESTS)
-    if any(a in _EVAL_FLAGS for a in args):
-        return _Sub(label, _SNIPPET)  # ``node -e``, ``ruby -e``: a snippet
-    if prog in ("deno", "bun") and ops[:1] == ["run"]:
-        ops = ops[1:]
-    if ops:
-        script = ops[0]
-        if basename(script) in ("phpunit", "pest"):
-            return _Sub(label, _TESTS)
-        return _Sub(label, _RUN, (script,))
-    return _Sub(label, _SNIPPET if body else _GENERAL)
-
-
-def _perl(label: str, args: Sequence[str]) -> _Sub:
-    if any(_PERL_INPLACE.match(a) for a in args):
-        code_given = any(a.startswith("-") and "e" in a for a in args)
-        ops = _operands(args)
-        return _Sub(label, _WRITE, tuple(ops[1:] if code_given else ops) or ("?",))
-    if any(a.startswith("-") and ("n" in a or "p" in a) for a in args):
-        return _Sub(label, _NAV)
-    if any(a.startswith("-") and "e" in a for a in args):
-        return _Sub(label, _SNIPPET)
-    ops = _operands(args)
-    return _Sub(label, _RUN, (ops[0],)) if ops else _Sub(label, _GENERAL)
-
-
-def _copy(label: str, args: Sequence[str]) -> _Sub:
-    ops = _operands(args)
-    if len(ops) < 2:
-        return _Sub(label, _GENERAL)
-    dest = ops[-1]
-    if label == "mv":
-        return _Sub(label, _REMOVE, tuple(ops[:-1]))  # moving files away: cleanup, or a change
-    return _Sub(label, _WRITE, (dest,), (dest,))  # a copy onto a file (restoring a backup), or a new script
-
-
-def _find(label: str, args: list[str], body: str | None) -> _Sub:
-    """``find`` lists, unless it runs a command on what it finds (``-exec sed -i …``) or deletes it."""
-    for k, a in enumerate(args):
-        if a in ("-exec", "-execdir", "-ok") and k + 1 < len(args):
-            inner = args[k + 1 :]
-            end = next((j for j, w in enumerate(inner) if w in (";", "+", "\\;")), len(inner))
-            sub = _program(inner[0], inner[1:end], body)
-            if sub.does != _NAV:
-                return sub._replace(label=label)
-        if a == "-delete":
-            return _Sub(label, _GENERAL)  # cleaning up (``-name '*.pyc' -delete``)
-    return _Sub(label, _NAV, tuple(_operands(args)))
-
-
-def _program(prog: str, args: list[str], body: str | None) -> _Sub:
-    """The plan of one simple command whose program is ``prog`` (wrappers already stripped)."""
-    label = prog
-    name = basename(prog).lower()
-    if _PYTHONS.match(name):
-        return _python(label, args, body)
-    if name in _TEST_RUNNERS:
-        return _Sub(label, _TESTS, _script_target(args))
-    if name == "go":
-        return _by_verb(label, args[:1], ("test",), ("build", "vet", "fmt"), ("run",))
-    if name == "cargo":
-        return _by_verb(
-            label, args[:1], ("test", "nextest", "bench"), ("build", "check", "clippy", "fmt"), ("run",)
-        )
-    if name in ("npm", "yarn", "pnpm", "bun") and not (name == "bun" and args[:1] == ["test"]):
-        return _package_script(label, args)
-    if name == "mix":
-        return _mix(label, args)
-    if name in ("mvn", "mvnw"):
-        return _by_verb(
-            label,
-            args,
-            ("test", "verify", "integration-test"),
-            ("compile", "package", "install"),
-            ("exec:java", "spring-boot:run"),
-        )
-    if name in ("gradle", "gradlew"):
-        return _by_verb(
-            label,
-            args,
-            ("test", "check", "connectedCheck"),
-            ("build", "assemble", "compileJava", "compileKotlin"),
-            ("run", "bootRun"),
-        )
-    if name in ("dotnet", "swift", "bazel", "bazelisk"):
-        return _by_verb(label, args[:1], ("test",), ("build",), ("run",))
-    if name in ("rake", "rails"):
-        return _by_verb(label, args[:1], ("test", "spec"), ("assets:precompile",), ("server", "s", "runner"))
-    if name == "composer":
-        return _by_verb(label, args[:1], ("test",), (), ())
-    if name == "make":
-        return _make(label, args)
-    if name in _CHECKERS:
-        return _Sub(label, _CHECK)
-    if name in _SERVERS:
-        return _Sub(label, _SNIPPET)
-    if name in _INTERPRETERS:
-        return _interpreter(label, name, args, body)
-    if name == "perl":
-        return _perl(label, args)
-    if name == "sed":
-        return _sed(label, args)
-    if name in ("awk", "gawk"):
-        if "-i" in args and "inplace" in args:
-            return _Sub(label, _WRITE, tuple(_operands(args)[2:]) or ("?",))
-        return _Sub(label, _NAV)
-    if name == "git":
-        return _git(label, args)
-    if name == "find":
-        return _find(label, args, body)
-    if name in _READERS:
-        return _Sub(label, _NAV, tuple(_operands(args)))
-    if name in ("touch", "tee"):
-        ops = _operands(args)
-        files = tuple(a for a in ops if pathish(a)) if name == "touch" else tuple(ops)
-        return _Sub(label, _WRITE, files, files)
-    if name in ("cp", "mv"):
-        return _copy(label, args)
-    if name in ("rm", "unlink", "rmdir"):
-        return _Sub(label, _REMOVE, tuple(_operands(args)))
-    if name == "patch":
-        return _Sub(label, _WRITE, ("?",))
-    if name == "apply_patch":
-        touched, added = patch_files(body or " ".join(args))
-        return _Sub(label, _WRITE, tuple(touched) or ("?",), tuple(added))
-    if prog.startswith(("./", "/", "../")) or "/" in prog:
-        if name.startswith(("submit", "finish")):
-            return _Sub(label, _GENERAL)  # ``./submit.sh``: a submission, not a run of the program (§3)
-        return _Sub(label, _RUN, (prog,))  # ``./bin/tool``, ``./reproduce.sh``: a program of the repository
-    return _Sub(label, _GENERAL)
-
 
 # --------------------------------------------------------------------------- shell lines (§1)
 
@@ -468,9 +84,9 @@ def _unwrap(words: list[str]) -> tuple[int, bool]:
     n = len(words)
     while i < n:
         w = words[i]
-        if w in _CONTROL or _ASSIGN.match(w):
+        if w in CONTROL or ASSIGNMENT.match(w):
             i += 1
-        elif w in _WRAPPERS:
+        elif w in WRAPPERS:
             i += 1
             while i < n and words[i].startswith("-"):
                 i += 2 if words[i] in ("-I", "-n", "-P", "-d", "-L", "-u") else 1
@@ -482,15 +98,15 @@ def _unwrap(words: list[str]) -> tuple[int, bool]:
                 i += 1  # the duration
         elif w == "env":
             i += 1
-            while i < n and (words[i].startswith("-") or _ASSIGN.match(words[i])):
+            while i < n and (words[i].startswith("-") or ASSIGNMENT.match(words[i])):
                 i += 1
-        elif w in _LOOP_END:
+        elif w in LOOP_WORDS:
             return i, True
         else:
-            prefixes = _RUN_PREFIXES.get(w)
+            prefixes = RUN_PREFIXES.get(w)
             if prefixes and i + 1 < n and words[i + 1] in prefixes:
                 i += 2
-            elif w in _NPX:
+            elif w in NPX:
                 i += 1
                 while i < n and words[i].startswith("-"):
                     i += 1
@@ -499,36 +115,36 @@ def _unwrap(words: list[str]) -> tuple[int, bool]:
     return i, False
 
 
-def _stage_plans(words: list[str], outputs: list[str], body: str | None, depth: int) -> list[_Sub]:
+def _stage_plans(words: list[str], outputs: list[str], body: str | None, depth: int) -> list[Program]:
     """The plans of one simple command (several for ``bash -c 'a && b'``)."""
     # Discarded output (``> /dev/null``, ``&> /dev/null``) is no write; ``2>&1`` never reaches here.
     outputs = [o for o in outputs if not o.startswith("/dev/")]
     at, loop = _unwrap(words)
     if loop:
-        return [_Sub(words[at], _GENERAL)]
+        return [Program(words[at], Does.GENERAL)]
     if at >= len(words):
         if outputs:  # ``> file`` alone truncates it
-            return [_Sub(">", _REDIRECT, tuple(outputs), tuple(outputs))]
+            return [Program(">", Does.REDIRECT, tuple(outputs), tuple(outputs))]
         return []
     prog, args = words[at], words[at + 1 :]
     name = basename(prog)
     if name in ("cd", "pushd", "popd", "export", "source", ".", "set", "unset", "alias", "shopt", "ulimit"):
-        return [_Sub(name, _GENERAL)]
-    if name in _SHELLS and depth < _MAX_DEPTH:
+        return [Program(name, Does.GENERAL)]
+    if name in SHELLS and depth < _MAX_DEPTH:
         for k, a in enumerate(args):
             if a.startswith("-") and "c" in a and not a.startswith("--") and k + 1 < len(args):
                 return _line_plans(tokenize(args[k + 1]), depth + 1)
-        ops = _operands(args)
+        ops = operands(args)
         if ops:
-            return [_Sub(name, _RUN, (ops[0],))]
+            return [Program(name, Does.RUN, (ops[0],))]
         if body:
             return _line_plans(tokenize(body), depth + 1)
-        return [_Sub(name, _GENERAL)]
-    sub = _program(prog, args, body)
-    if outputs and sub.does in (_NAV, _GENERAL):
+        return [Program(name, Does.GENERAL)]
+    sub = program(prog, args, body)
+    if outputs and sub.does in (Does.NAV, Does.GENERAL):
         # What a reader or printer sends to a file is what it writes (``cat > f << EOF``, ``echo x > f``,
         # ``git diff > patch.txt``). A program's or test run's output capture stays its run's role.
-        return [_Sub(sub.label, _REDIRECT, tuple(outputs), tuple(outputs))]
+        return [Program(sub.label, Does.REDIRECT, tuple(outputs), tuple(outputs))]
     return [sub]
 
 
@@ -551,9 +167,9 @@ def _substitute(words: list[str], loop_vars: dict[str, str]) -> list[str]:
     return out
 
 
-def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[_Sub]:
+def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[Program]:
     """The plans of a lexed line's sub-commands."""
-    plans: list[_Sub] = []
+    plans: list[Program] = []
     loop_vars: dict[str, str] = {}
     for pipeline in segments:
         head = pipeline[0]
@@ -564,14 +180,14 @@ def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[_Sub]:
         # A pipeline means what its first stage does, unless a later stage writes a file (``| tee f``).
         for stage in pipeline[1:]:
             later = _stage_plans(_substitute(stage.words, loop_vars), stage.outputs, stage.body, depth)
-            writes = [p for p in later if p.does in (_WRITE, _REDIRECT) and _writes_a_file(p)]
+            writes = [p for p in later if p.does in (Does.WRITE, Does.REDIRECT) and _writes_a_file(p)]
             if writes:
                 first = writes
         plans.extend(first)
     return plans
 
 
-def _writes_a_file(sub: _Sub) -> bool:
+def _writes_a_file(sub: Program) -> bool:
     """A write into the repository or a test script, not a log or an output capture (``| tee out.log``)."""
     return any(write_kind(p, redirected=True) in (W_TEST, W_SOURCE) for p in sub.paths)
 
@@ -624,26 +240,31 @@ class LiveRules:
             line = call.command or ""
             low = line.lower()
             if any(m in low for m in _MARKERS):  # mini-swe-agent's submission: ``echo COMPLETE_…`` (§4, §5)
-                subs: Sequence[_Sub] = (_Sub("submit", _GENERAL),)
+                subs: Sequence[Program] = (Program("submit", Does.GENERAL),)
             else:
                 # The words the action classifier cut the line into for the call's action (its one memo keeps
                 # them); a line it read as a SWE-agent tool command, without the lexer, is lexed here.
                 segments = self.actions.shell.read(line).segments
                 if segments is None:
                     segments = tokenize(line)
-                subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
+                subs = _line_plans(segments) or (Program(line.strip()[:40] or "think", Does.GENERAL),)
         elif kind == "read":
-            subs = (_Sub(tool, _GENERAL if any(is_harness_output(p) for p in call.paths) else _NAV),)
+            subs = (
+                Program(tool, Does.GENERAL if any(is_harness_output(p) for p in call.paths) else Does.NAV),
+            )
         elif kind == "search":
-            subs = (_Sub(tool, _NAV),)
+            subs = (Program(tool, Does.NAV),)
         elif kind == "write":
-            subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
+            subs = [
+                Program(tool, Does.WRITE, (p,), (p,) if p in call.created else ())
+                for p in call.paths or ("?",)
+            ]
         elif kind == "test":
-            subs = (_Sub(tool, _TESTS),)
+            subs = (Program(tool, Does.TESTS),)
         elif kind == "code":
-            subs = (_snippet(tool, call.command or ""),)
+            subs = (snippet(tool, call.command or ""),)
         else:
-            subs = (_Sub(tool, _GENERAL),)
+            subs = (Program(tool, Does.GENERAL),)
         opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
         return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
 
@@ -663,17 +284,17 @@ class _Judged(NamedTuple):
     records: tuple[str, ...] = ()  # test files it writes, recorded as created when its role is R/V
 
 
-def _judge(sub: _Sub, root: str | None) -> _Judged:
+def _judge(sub: Program, root: str | None) -> _Judged:
     paths = tuple(in_repo(p, root) for p in sub.paths) if root is not None else sub.paths
     does = sub.does
     label = sub.label
-    if does == _NAV:
+    if does == Does.NAV:
         files = [p for p in paths if pathish(p)]
         if files and all(is_harness_output(p) or is_artifact(p) for p in files):
             return _Judged(label, _J_GENERAL)  # reading a background run's output or a patch artifact (§5)
         return _Judged(label, _J_NAV)
-    if does in (_WRITE, _REDIRECT):
-        kinds = [write_kind(p, redirected=does == _REDIRECT) for p in paths]
+    if does in (Does.WRITE, Does.REDIRECT):
+        kinds = [write_kind(p, redirected=does == Does.REDIRECT) for p in paths]
         if W_SOURCE in kinds:
             return _Judged(label, _J_PATCH)
         if W_TEST in kinds:
@@ -682,19 +303,19 @@ def _judge(sub: _Sub, root: str | None) -> _Judged:
                 label, _J_NEW, records=tuple(p.lower() for p in created if write_kind(p) == W_TEST)
             )
         return _Judged(label, _J_GENERAL)
-    if does == _REMOVE:
+    if does == Does.REMOVE:
         sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p) == W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
-    if does == _SNIPPET:
+    if does == Does.SNIPPET:
         return _Judged(label, _J_NEW)
-    if does == _RUN:
+    if does == Does.RUN:
         script = paths[0]
         if is_check_script(script) or not is_test_target(script):
             return _Judged(label, _J_NEW)  # a check script, or the repository's program
         return _Judged(label, _J_NEW_IF_CREATED, (script.lower(),))
-    if does == _TESTS:
+    if does == Does.TESTS:
         return _Judged(label, _J_NEW_IF_CREATED, tuple(p.lower() for p in paths))
-    if does == _CHECK:
+    if does == Does.CHECK:
         return _Judged(label, _J_CHECK)
     return _Judged(label, _J_GENERAL)
 

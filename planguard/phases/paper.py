@@ -49,9 +49,9 @@ from planguard.phases.base import (
     Classification,
     Command,
 )
-from planguard.phases.inline_python import written_files
 from planguard.phases.paper_parser import SRE_TOOL, FlagValue, ParsedCommand, ToolArgValue, parse_action
 from planguard.phases.state import PhaseState, basename
+from planguard.shell.inline_python import written_files
 from planguard.tools.vocabulary import ToolCall
 
 __all__ = ["PAPER_VERSION", "THINK", "PaperRules", "PhaseRules", "is_test_path_paper", "paper_commands"]

@@ -118,7 +118,6 @@ def pathish(word: str) -> bool:
     return "/" in word or "." in basename(word).lstrip(".")
 
 
-
 _TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
 #: A script the run wrote to check behaviour (§4): running one is a new test even when its creation is
 #: not in the recording.
