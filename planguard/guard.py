@@ -73,7 +73,7 @@ class Guard:
 
     ``tracer_provider`` / ``meter_provider``: where planguard's spans and metrics go. Omitted, planguard uses
     the application's global providers once it has set them, and otherwise builds its own from the
-    standard ``OTEL_*`` variables (see :func:`planguard.sinks.telemetry.build_sinks`); pass the application's
+    standard ``OTEL_*`` variables (see :func:`planguard.sinks.otel.build_sinks`); pass the application's
     providers to keep planguard's telemetry with the rest of it without making them global.
     """
 
@@ -159,7 +159,7 @@ class Guard:
             sinks.append(exp_sink)
         if cfg.telemetry.enabled or cfg.store.enabled:
             try:
-                from .sinks.telemetry import build_sinks
+                from .sinks.otel import build_sinks
 
                 sinks.extend(
                     build_sinks(cfg.telemetry, cfg.store, tracer_provider, meter_provider, errors=self.errors)
@@ -369,11 +369,11 @@ class Guard:
         """Wrap a tool call's execution in this (between ``before_tool`` and ``after_tool``) so that a tool
         span an instrumented framework opens for it (OpenInference's LangChain tracer does, inside the
         tool's run) carries planguard's attributes and events instead of planguard opening a second one
-        (``telemetry.tool_spans``; see :mod:`planguard.sinks.telemetry.nesting`). A no-op when no sink wants
+        (``telemetry.tool_spans``; see :mod:`planguard.sinks.otel.nesting`). A no-op when no sink wants
         it."""
         if not self._watching_tools:
             return nullcontext()
-        from .sinks.telemetry.nesting import tool_scope
+        from .sinks.otel.nesting import tool_scope
 
         return tool_scope(event)
 

@@ -20,11 +20,11 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel import build_sinks
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.otel.otel import OTelSink
 from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry import build_sinks
-from planguard.sinks.telemetry.config import TelemetryConfig
-from planguard.sinks.telemetry.otel import OTelSink
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -10,7 +10,7 @@ from ...errors import ErrorCounter
 from .. import Sink
 from ..drops import DropCounter
 from .config import TelemetryConfig
-from .settings import export_settings
+from .env import export_settings
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app_meter_provider", "app_tracer_provider", "build_sinks"]
 
-_log = logging.getLogger("planguard.sinks.telemetry")
+_log = logging.getLogger("planguard.sinks.otel")
 
 
 def app_tracer_provider() -> TracerProvider | None:
@@ -79,7 +79,7 @@ def build_sinks(
         if mp is None:
             mp = app_meter_provider()
         if (tp is None or mp is None) and not settings.sdk_disabled:
-            from .export import configure_otlp
+            from .env import configure_otlp
 
             built = configure_otlp(
                 telemetry,
@@ -97,7 +97,7 @@ def build_sinks(
                 owned.extend(built.owned)
         wants_prometheus = telemetry.prometheus_port is not None or "prometheus" in settings.metrics.exporters
         if mp is None and wants_prometheus and not settings.sdk_disabled:
-            from .export import start_prometheus_exporter
+            from .env import start_prometheus_exporter
 
             port = telemetry.prometheus_port if telemetry.prometheus_port is not None else 9464
             prom = start_prometheus_exporter(

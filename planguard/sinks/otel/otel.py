@@ -394,7 +394,7 @@ class OTelSink(Sink):
         deadline = time.monotonic() + self._shutdown_timeout
         if self._worker is not None:
             self._worker.shutdown(self._shutdown_timeout)
-        from .export import shutdown_providers
+        from .env import shutdown_providers
 
         try:
             shutdown_providers(self._owned, deadline - time.monotonic())
