@@ -848,6 +848,17 @@ def test_compliance_and_findings_are_evaluation_results() -> None:
     (finding,) = events_of(failed, A.EVENT_EVALUATION_RESULT)
     assert finding[A.GEN_AI_EVALUATION_NAME] == A.FINDING_EVALUATION_PREFIX + "failed_run"
     assert finding[A.GEN_AI_EVALUATION_SCORE_LABEL] == A.LABEL_DETECTED
+    # the same results as log-based events (the GenAI conventions' form), parented to the span they evaluate
+    logged = cap.events(A.EVENT_EVALUATION_RESULT)
+    on_agent = {
+        r.attributes[A.GEN_AI_EVALUATION_NAME]: r for r in logged if r.span_id == agent.context.span_id
+    }
+    for name in ("PC", "PPC", "POC", "PPF"):
+        assert dict(on_agent[name].attributes) == results[name]
+        assert on_agent[name].trace_id == agent.context.trace_id
+    (on_call,) = [r for r in logged if r.span_id == failed.context.span_id]
+    assert dict(on_call.attributes) == finding
+    assert "higher is better" in finding[A.GEN_AI_EVALUATION_EXPLANATION]
     assert "python" not in finding[A.GEN_AI_EVALUATION_EXPLANATION]  # steps, not content
 
 

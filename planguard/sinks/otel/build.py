@@ -13,12 +13,13 @@ from .config import TelemetryConfig
 from .env import export_settings
 
 if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
     from ..store.config import StoreConfig
 
-__all__ = ["app_meter_provider", "app_tracer_provider", "build_sinks"]
+__all__ = ["app_logger_provider", "app_meter_provider", "app_tracer_provider", "build_sinks"]
 
 _log = logging.getLogger("planguard.sinks.otel")
 
@@ -38,6 +39,15 @@ def app_meter_provider() -> MeterProvider | None:
 
     provider = metrics.get_meter_provider()
     return None if isinstance(provider, _ProxyMeterProvider) else provider
+
+
+def app_logger_provider() -> LoggerProvider | None:
+    """The application's global logger provider, or ``None`` while it has set none (the API's proxy)."""
+    from opentelemetry._logs import NoOpLoggerProvider, get_logger_provider
+    from opentelemetry._logs._internal import ProxyLoggerProvider  # the API exports no public name for it
+
+    provider = get_logger_provider()
+    return None if isinstance(provider, (ProxyLoggerProvider, NoOpLoggerProvider)) else provider
 
 
 def build_sinks(
