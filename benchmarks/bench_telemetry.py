@@ -64,8 +64,8 @@ from planguard.events import ToolEvent
 from planguard.guard import Guard
 from planguard.session import Pipeline, Session
 from planguard.sinks import Sink
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry.otel import OTelSink
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel.otel import OTelSink
 from planguard.step import Step
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "swe-agent" / "trajectories.jsonl"

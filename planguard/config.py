@@ -38,8 +38,8 @@ from .experiment.config import ExperimentConfig
 from .plan import PRESETS, Plan, phase_matches, resolve_plan
 from .plugins import PluginSpec
 from .policies.config import PoliciesConfig
+from .sinks.otel.config import TelemetryConfig
 from .sinks.store.config import StoreConfig
-from .sinks.telemetry.config import TelemetryConfig
 
 __all__ = [
     "ENV_CONFIG",

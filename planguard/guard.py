@@ -73,7 +73,7 @@ class Guard:
 
     ``tracer_provider`` / ``meter_provider``: where planguard's spans and metrics go. Omitted, planguard uses
     the application's global providers once it has set them, and otherwise builds its own from the
-    standard ``OTEL_*`` variables (see :func:`planguard.sinks.telemetry.build_sinks`); pass the application's
+    standard ``OTEL_*`` variables (see :func:`planguard.sinks.otel.build_sinks`); pass the application's
     providers to keep planguard's telemetry with the rest of it without making them global.
     """
 
@@ -104,7 +104,9 @@ class Guard:
         if not self.config.flush_on_sigterm:  # before the sinks' workers are made (they install it)
             set_sigterm_flush(False)
         self.pipeline = self._build_pipeline(tracer_provider, meter_provider, detectors, policies, sinks)
-        self._scopes_tools = any(getattr(s, "adopts_tool_spans", False) for s in self.pipeline.sinks)
+        self._tool_span_sinks: tuple[Any, ...] = tuple(
+            s for s in self.pipeline.sinks if getattr(s, "adopts_tool_spans", False)
+        )
         self._watching_tools = False
         self._fail_closed: tuple[Gate, ...] = tuple(
             p for p in self.pipeline.policies if isinstance(p, Gate) and p.fail_closed
@@ -159,7 +161,7 @@ class Guard:
             sinks.append(exp_sink)
         if cfg.telemetry.enabled or cfg.store.enabled:
             try:
-                from .sinks.telemetry import build_sinks
+                from .sinks.otel import build_sinks
 
                 sinks.extend(
                     build_sinks(cfg.telemetry, cfg.store, tracer_provider, meter_provider, errors=self.errors)
@@ -367,25 +369,24 @@ class Guard:
 
     def tool_scope(self, event: ToolEvent) -> AbstractContextManager[None]:
         """Wrap a tool call's execution in this (between ``before_tool`` and ``after_tool``) so that a tool
-        span an instrumented framework opens for it (OpenInference's LangChain tracer does, inside the
-        tool's run) carries planguard's attributes and events instead of planguard opening a second one
-        (``telemetry.tool_spans``; see :mod:`planguard.sinks.telemetry.nesting`). A no-op when no sink wants
-        it."""
+        span an instrumented framework opens for it, handed to
+        :func:`planguard.sinks.otel.nesting.adopt_tool_span` while it records, carries planguard's
+        attributes and events instead of planguard opening a second one (``telemetry.tool_spans``). A no-op
+        when no sink wants it."""
         if not self._watching_tools:
             return nullcontext()
-        from .sinks.telemetry.nesting import tool_scope
+        from .sinks.otel.nesting import tool_scope
 
-        return tool_scope(event)
+        return tool_scope(event, self._tool_span_sinks)
 
     def watch_tool_spans(self) -> None:
-        """Called once by an integration that runs its tools in :meth:`tool_scope` (the LangChain one does):
-        the OpenTelemetry sink then watches the tracer provider for tool spans started in a scope (one span
-        processor). Integrations that never use scopes leave this off and pay nothing for it."""
-        if self._watching_tools or not self._scopes_tools:
+        """Called once by an integration that runs its tools in :meth:`tool_scope` and hands over its
+        framework's tool spans (the LangChain one does). Integrations that never use scopes leave this off
+        and pay nothing for it. Nothing is added to the application's providers."""
+        if self._watching_tools or not self._tool_span_sinks:
             return
-        for sink in self.pipeline.sinks:
-            if getattr(sink, "adopts_tool_spans", False):
-                sink.watch_tool_spans()  # type: ignore[attr-defined]
+        for sink in self._tool_span_sinks:
+            sink.watch_tool_spans()
         self._watching_tools = True
 
     def _failed(self, where: str, exc: BaseException, event: ToolEvent) -> Decision:

@@ -24,7 +24,7 @@ def _cell(text: str) -> str:
 def _attribute_sections() -> list[tuple[str, list[tuple[str, Any, str]]]]:
     """``attributes.py`` as (section, [(constant, value, doc)]): sections are its ``# ---- name`` headers,
     docs its ``#:`` comments above a constant or the comment at the end of its line."""
-    from .sinks.telemetry import attributes
+    from .sinks.otel import attributes
 
     source = inspect.getsource(attributes)
     lines = source.splitlines()
@@ -66,7 +66,7 @@ def _instruments() -> list[tuple[str, str, str, str]]:
     """Every instrument planguard creates: (kind, name, unit, description), as ``Instruments`` makes them."""
     from opentelemetry.metrics import Meter, NoOpMeter, NoOpMeterProvider
 
-    from .sinks.telemetry.instruments import Instruments
+    from .sinks.otel.instruments import Instruments
 
     made: list[tuple[str, str, str, str]] = []
 
@@ -90,11 +90,11 @@ def _instruments() -> list[tuple[str, str, str, str]]:
 
 
 def render_telemetry_reference() -> str:
-    from .sinks.telemetry.settings import ENV_VARIABLES
+    from .sinks.otel.env import ENV_VARIABLES
 
     out = [
         "# Telemetry reference\n",
-        _GENERATED.format(source="planguard/sinks/telemetry/attributes.py, instruments.py and settings.py"),
+        _GENERATED.format(source="planguard/sinks/otel/attributes.py, instruments.py and env.py"),
         "planguard emits one `invoke_agent` span per session (a child of the current span: the "
         "application's, or OpenInference's LangChain run) and one `execute_tool` span per tool call (a "
         "child of the session span) — or, with `telemetry.tool_spans: auto|enrich`, its attributes and "

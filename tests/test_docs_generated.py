@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from planguard.reference import render_config_reference, render_telemetry_reference
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry.settings import ENV_VARIABLES
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel.env import ENV_VARIABLES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -217,7 +217,7 @@ def test_example_end_to_end_and_cli(tmp_path: Path) -> None:
 
 
 def test_result_on_session_span(tmp_path: Path) -> None:
-    from planguard.sinks.telemetry.testing import TelemetryCapture
+    from planguard.sinks.otel.testing import TelemetryCapture
 
     cap = TelemetryCapture()
     cfg = exp_config(tmp_path)

@@ -21,10 +21,10 @@ from planguard.events import ToolEvent
 from planguard.session import Pipeline
 from planguard.sinks import Sink
 from planguard.sinks.drops import DropCounter
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel.testing import TelemetryCapture
 from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.store.writer import StoreSink
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry.testing import TelemetryCapture
 
 
 class Exploding(Detector):
@@ -119,8 +119,8 @@ def test_a_read_only_store_costs_a_drop_counter(tmp_path: Path) -> None:
 
 def test_the_prometheus_endpoint_binds_loopback_by_default() -> None:
     pytest.importorskip("opentelemetry.exporter.prometheus", reason="the prometheus extra is not installed")
-    from planguard.sinks.telemetry.config import TelemetryConfig
-    from planguard.sinks.telemetry.export import start_prometheus_exporter
+    from planguard.sinks.otel.config import TelemetryConfig
+    from planguard.sinks.otel.env import start_prometheus_exporter
 
     assert TelemetryConfig().prometheus_host == "127.0.0.1"
     prom = start_prometheus_exporter(0)

@@ -644,7 +644,7 @@ def test_custom_stategraph_stop_answers_without_calling_the_model() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_spans_nest_under_the_callers_span(mode: str) -> None:
-    from planguard.sinks.telemetry.testing import TelemetryCapture
+    from planguard.sinks.otel.testing import TelemetryCapture
 
     cap = TelemetryCapture()
     guard, _ = guard_for_tests(_config(**SUBMIT_GATE), sinks=[cap.sink])

@@ -354,7 +354,7 @@ def test_the_folders_are_the_pipeline() -> None:
         "policies/__init__.py",
         "tools/todo.py",
         "sinks/__init__.py",
-        "sinks/telemetry/otel.py",
+        "sinks/otel/otel.py",
         "sinks/store/writer.py",
         "sinks/console.py",
         "sinks/webhook.py",

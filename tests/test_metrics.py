@@ -170,8 +170,8 @@ def test_span_tails_stay_right_across_the_langutory_cap():
     from planguard.events import ToolEvent
     from planguard.metrics import MAX_RUNS
     from planguard.session import Pipeline
-    from planguard.sinks.telemetry import attributes as A
-    from planguard.sinks.telemetry.testing import TelemetryCapture
+    from planguard.sinks.otel import attributes as A
+    from planguard.sinks.otel.testing import TelemetryCapture
 
     cap = TelemetryCapture()
     session = Pipeline(sinks=(cap.sink,)).session("s")

@@ -389,7 +389,7 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
     from test_proxy_e2e import run_openai_agent, workdir
 
     from planguard.sinks.capture import capture_mode_from_env
-    from planguard.sinks.telemetry.testing import TelemetryCapture
+    from planguard.sinks.otel.testing import TelemetryCapture
 
     if mode is None:
         monkeypatch.delenv(ENV_CAPTURE, raising=False)

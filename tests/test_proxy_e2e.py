@@ -15,7 +15,7 @@ import openai
 import pytest
 from proxy_fakes import SCRIPTED_COMMANDS, RecordingSink, proxy_stack, quiet_config
 
-from planguard.sinks.telemetry.testing import TelemetryCapture
+from planguard.sinks.otel.testing import TelemetryCapture
 
 OPENAI_KEY = "sk-test-OPENAI-secret-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-secret-0123456789"

@@ -16,7 +16,7 @@ import pytest
 from proxy_fakes import SCRIPTED_COMMANDS, RecordingSink, bash_agent_script, proxy_stack, text_agent_script
 from test_proxy_e2e import reminder_calls
 
-from planguard.sinks.telemetry.testing import TelemetryCapture
+from planguard.sinks.otel.testing import TelemetryCapture
 
 pytest.importorskip("minisweagent", reason="mini-swe-agent is installed by the proxy's test extra")
 

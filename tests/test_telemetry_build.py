@@ -12,12 +12,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
 from planguard.sinks.console import ConsoleSink
+from planguard.sinks.otel import build_sinks
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.otel.otel import OTelSink
 from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.store.reader import iter_sessions
 from planguard.sinks.store.writer import StoreSink
-from planguard.sinks.telemetry import build_sinks
-from planguard.sinks.telemetry.config import TelemetryConfig
-from planguard.sinks.telemetry.otel import OTelSink
 
 OTLP_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",

@@ -14,10 +14,10 @@ from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.capture import ENV_CAPTURE, CaptureMode, capture_mode_from_env, parse_capture_mode
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.otel.testing import TelemetryCapture
 from planguard.sinks.redact import Redactor
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry.config import TelemetryConfig
-from planguard.sinks.telemetry.testing import TelemetryCapture
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 
@@ -85,7 +85,7 @@ def only_tool(cap: TelemetryCapture) -> Any:
 
 def test_off_by_default_nothing_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_CAPTURE, raising=False)
-    from planguard.sinks.telemetry.otel import OTelSink
+    from planguard.sinks.otel.otel import OTelSink
 
     assert OTelSink().capture is CaptureMode.NO_CONTENT
     cap = TelemetryCapture()

@@ -26,11 +26,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel import build_sinks
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.otel.otel import OTelSink
 from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry import build_sinks
-from planguard.sinks.telemetry.config import TelemetryConfig
-from planguard.sinks.telemetry.otel import OTelSink
 
 ALL_VARIABLES = (
     "OTEL_SDK_DISABLED",

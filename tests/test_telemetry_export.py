@@ -17,10 +17,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
 from planguard.sinks.drops import DropCounter
-from planguard.sinks.telemetry.config import TelemetryConfig
-from planguard.sinks.telemetry.export import configure_otlp, start_prometheus_exporter
-from planguard.sinks.telemetry.otel import OTelSink
-from planguard.sinks.telemetry.settings import export_settings
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.otel.env import configure_otlp, export_settings, start_prometheus_exporter
+from planguard.sinks.otel.otel import OTelSink
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -125,7 +124,7 @@ def test_spans_arrive_at_a_real_otlp_http_receiver(
 
 
 def test_standard_variables_name_the_service(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planguard.sinks.telemetry.export import _resource
+    from planguard.sinks.otel.env import _resource
 
     monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "team=a")

@@ -23,9 +23,9 @@ from planguard_langchain.testing import ScriptedChatModel, call, turn
 from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.guard import Guard
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel.config import TelemetryConfig
 from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry.config import TelemetryConfig
 
 
 @tool

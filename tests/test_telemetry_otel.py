@@ -34,8 +34,8 @@ from planguard.phases import get_rules
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks import Sink
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry.testing import TelemetryCapture
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel.testing import TelemetryCapture
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 
@@ -239,7 +239,7 @@ def test_metrics() -> None:
 
 
 def test_sinks_sharing_a_meter_provider_both_report() -> None:
-    from planguard.sinks.telemetry.otel import OTelSink
+    from planguard.sinks.otel.otel import OTelSink
 
     cap = TelemetryCapture()
     other = OTelSink(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
@@ -365,7 +365,7 @@ def test_counts_of_sessions_gone_are_kept_and_their_tallies_folded() -> None:
     and the registry does not keep a tally per session gone."""
     from planguard.errors import ErrorCounter
     from planguard.sinks.drops import DropCounter
-    from planguard.sinks.telemetry.instruments import MAX_RETIRING, Counts
+    from planguard.sinks.otel.instruments import MAX_RETIRING, Counts
 
     class Owner:
         pass
@@ -395,7 +395,7 @@ def test_global_provider_is_a_noop_until_configured_then_used() -> None:
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         from planguard.events import ToolEvent
         from planguard.session import Pipeline
-        from planguard.sinks.telemetry.otel import OTelSink
+        from planguard.sinks.otel.otel import OTelSink
 
         sink = OTelSink()                       # global API, nothing configured: no-op
         pipe = Pipeline(sinks=(sink,))
@@ -442,7 +442,7 @@ def test_user_provider_with_in_memory_exporter_sees_spans_without_capture_helper
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    from planguard.sinks.telemetry.otel import OTelSink
+    from planguard.sinks.otel.otel import OTelSink
 
     sink = OTelSink(tracer_provider=provider)
     s = Pipeline(sinks=(sink,)).session("u")
@@ -585,7 +585,7 @@ def test_deferred_spans_reach_the_exporter_at_exit_without_shutdown(tmp_path: Pa
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
         from planguard.events import ToolEvent
         from planguard.session import Pipeline
-        from planguard.sinks.telemetry.otel import OTelSink
+        from planguard.sinks.otel.otel import OTelSink
 
         class FileExporter(SpanExporter):
             stopped = False
@@ -654,7 +654,7 @@ def test_untraced_sessions_count_what_traced_ones_count(calls: list[tuple[str, b
     # A tracer that records nothing (the global API before the app configures OpenTelemetry) makes the
     # sink skip its spans: the metrics must not notice. Live and offline calls, blocked calls, findings,
     # decisions, and sessions ended or left open.
-    from planguard.sinks.telemetry.otel import OTelSink
+    from planguard.sinks.otel.otel import OTelSink
 
     reader = InMemoryMetricReader()
     untraced = OTelSink(
@@ -700,7 +700,7 @@ def test_a_sampled_out_session_span_does_not_make_the_session_untraced() -> None
     exporter = InMemorySpanExporter()
     provider = TracerProvider(sampler=DropSessionSpans())
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    from planguard.sinks.telemetry.otel import OTelSink
+    from planguard.sinks.otel.otel import OTelSink
 
     s = Pipeline(sinks=(OTelSink(tracer_provider=provider),)).session("sampled")
     run_live(s, [NAVIGATE, PATCH])
@@ -744,7 +744,7 @@ def test_session_events_waiting_for_the_worker_stay_bounded(monkeypatch: pytest.
     worker builds the spans, a session holds at most ``MAX_DEFERRED_EVENTS`` of them: the newest, as the SDK
     keeps a span's newest events. The rest are counted as dropped."""
     from planguard.sinks.capture import CaptureMode
-    from planguard.sinks.telemetry import otel
+    from planguard.sinks.otel import otel
 
     class EveryModelCall(Policy):
         name = "every"
@@ -778,7 +778,7 @@ def test_tool_call_counts_stay_bounded_and_count_every_call(monkeypatch: pytest.
     pairs without end: a session's tally, and the sink's totals over its sessions, count at most
     ``MAX_CALL_KEYS`` pairs apart and the rest under OpenTelemetry's overflow attribute. Every call is still
     counted."""
-    from planguard.sinks.telemetry import instruments
+    from planguard.sinks.otel import instruments
 
     monkeypatch.setattr(instruments, "MAX_CALL_KEYS", 3)
     cap = TelemetryCapture()
@@ -806,7 +806,7 @@ def test_tallies_of_sessions_gone_are_folded_without_a_collection(monkeypatch: p
     collection still counts every call."""
     import gc
 
-    from planguard.sinks.telemetry import instruments
+    from planguard.sinks.otel import instruments
 
     monkeypatch.setattr(instruments, "MAX_RETIRING", 3)
     cap = TelemetryCapture()
@@ -848,6 +848,17 @@ def test_compliance_and_findings_are_evaluation_results() -> None:
     (finding,) = events_of(failed, A.EVENT_EVALUATION_RESULT)
     assert finding[A.GEN_AI_EVALUATION_NAME] == A.FINDING_EVALUATION_PREFIX + "failed_run"
     assert finding[A.GEN_AI_EVALUATION_SCORE_LABEL] == A.LABEL_DETECTED
+    # the same results as log-based events (the GenAI conventions' form), parented to the span they evaluate
+    logged = cap.events(A.EVENT_EVALUATION_RESULT)
+    on_agent = {
+        r.attributes[A.GEN_AI_EVALUATION_NAME]: r for r in logged if r.span_id == agent.context.span_id
+    }
+    for name in ("PC", "PPC", "POC", "PPF"):
+        assert dict(on_agent[name].attributes) == results[name]
+        assert on_agent[name].trace_id == agent.context.trace_id
+    (on_call,) = [r for r in logged if r.span_id == failed.context.span_id]
+    assert dict(on_call.attributes) == finding
+    assert "higher is better" in finding[A.GEN_AI_EVALUATION_EXPLANATION]
     assert "python" not in finding[A.GEN_AI_EVALUATION_EXPLANATION]  # steps, not content
 
 

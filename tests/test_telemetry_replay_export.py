@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from planguard.cli import main
 from planguard.offline.loaders import iter_trajectories
-from planguard.sinks.telemetry import attributes as A
+from planguard.sinks.otel import attributes as A
 
 
 class _Receiver(BaseHTTPRequestHandler):

@@ -418,8 +418,8 @@ def test_todo_span_attributes(capture: bool) -> None:
     from planguard.detectors import default_detectors
     from planguard.session import Pipeline
     from planguard.sinks.capture import CaptureMode
-    from planguard.sinks.telemetry import attributes as A
-    from planguard.sinks.telemetry.testing import TelemetryCapture
+    from planguard.sinks.otel import attributes as A
+    from planguard.sinks.otel.testing import TelemetryCapture
 
     cap = TelemetryCapture(capture=CaptureMode.SPAN_ONLY if capture else CaptureMode.NO_CONTENT)
     session = Pipeline(actions=classify_action, detectors=default_detectors(), sinks=(cap.sink,)).session("s")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prometheus (Debian's package) on 127.0.0.1, scraping the planguard metrics endpoint that a test process
-# serves with opentelemetry-exporter-prometheus (planguard.sinks.telemetry.start_prometheus_exporter).
+# serves with opentelemetry-exporter-prometheus (planguard.sinks.otel.start_prometheus_exporter).
 #
 #   bash .ci/services/prometheus.sh install   # apt-get install prometheus (idempotent)
 #   bash .ci/services/prometheus.sh start     # prints `export PROMETHEUS_URL=... PLANGUARD_PROM_EXPORTER_PORT=...`

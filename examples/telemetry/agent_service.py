@@ -18,8 +18,8 @@ from planguard_langchain.testing import ScriptedChatModel, call, turn
 
 from planguard.config import Config
 from planguard.guard import Guard
+from planguard.sinks.otel.config import TelemetryConfig
 from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.telemetry.config import TelemetryConfig
 
 
 @tool

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 ENV_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_log = logging.getLogger("planguard.sinks.telemetry")
+_log = logging.getLogger("planguard.sinks.otel")
 
 
 class CaptureMode(StrEnum):

@@ -8,7 +8,7 @@ from collections import Counter
 
 __all__ = ["DropCounter"]
 
-_log = logging.getLogger("planguard.sinks.telemetry")
+_log = logging.getLogger("planguard.sinks.otel")
 
 
 class DropCounter:

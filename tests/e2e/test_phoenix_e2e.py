@@ -5,7 +5,9 @@ evaluation results (compliance, findings) of a ``planguard demo`` run."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -20,11 +22,11 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
+from planguard.sinks.otel import attributes as A
+from planguard.sinks.otel import build_sinks
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.otel.otel import OTelSink
 from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.telemetry import attributes as A
-from planguard.sinks.telemetry import build_sinks
-from planguard.sinks.telemetry.config import TelemetryConfig
-from planguard.sinks.telemetry.otel import OTelSink
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 
@@ -79,17 +81,21 @@ EVENTS = [
 ]
 
 
-def fetch_spans(project: str, expected: int, timeout_s: float = 60) -> list[dict[str, Any]]:
+def fetch_spans(
+    project: str, expected: int = 0, names: frozenset[str] = frozenset(), timeout_s: float = 60
+) -> list[dict[str, Any]]:
+    """The project's spans once Phoenix has ``expected`` of them and every one of ``names``."""
     deadline = time.monotonic() + timeout_s
     spans: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         r = httpx.get(f"{PHOENIX_URL}/v1/projects/{project}/spans", params={"limit": 1000}, timeout=10)
         if r.status_code == 200:
             spans = r.json()["data"]
-            if len(spans) >= expected:
+            if len(spans) >= expected and names <= {s["name"] for s in spans}:
                 return spans
         time.sleep(0.5)
-    raise AssertionError(f"Phoenix has {len(spans)} spans for {project}, expected {expected}")
+    found = sorted(s["name"] for s in spans)
+    raise AssertionError(f"Phoenix has {found} for {project}, expected {expected} spans and {sorted(names)}")
 
 
 def test_session_round_trip_through_phoenix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,3 +234,114 @@ def test_a_demo_run_shows_its_evaluation_results_in_phoenix(tmp_path: Path) -> N
     assert findings and all(f.startswith(A.FINDING_EVALUATION_PREFIX) for f in findings)
     tools = [s for s in spans if s["name"].startswith("execute_tool")]
     assert tools and all(t["attributes"][A.GEN_AI_TOOL_TYPE] == A.TOOL_TYPE_FUNCTION for t in tools)
+
+
+# ------------------------------------------------------------------- the application's own pipeline
+# planguard never touches the application's telemetry pipeline: an application configures OpenTelemetry the
+# documented ways (Phoenix's register() with OpenInference's LangChain auto-instrumentation, and
+# opentelemetry-instrument), runs a LangChain agent under planguard's middleware inside a request span of its
+# own, and every span it exports still reaches Phoenix: one trace, planguard's session span under the
+# request, one tool span per call; the provider's span processors are the same before and after.
+
+APP = """
+import json, os, sys
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from opentelemetry import trace
+from planguard_langchain import PlanGuardMiddleware
+from planguard_langchain.testing import ScriptedChatModel, call, turn
+from planguard import Config, Guard
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.store.config import StoreConfig
+
+if sys.argv[1] == "register":
+    from phoenix.otel import register
+    project = os.environ["PROJECT"]
+    register(project_name=project, protocol="http/protobuf", auto_instrument=True, verbose=False)
+
+@tool
+def read_file(path: str) -> str:
+    \"\"\"Read a file of the repository.\"\"\"
+    return "contents of " + path
+
+@tool
+def bash(command: str) -> str:
+    \"\"\"Run a shell command.\"\"\"
+    return "1 failed"
+
+provider = trace.get_tracer_provider()
+processors = lambda: list(provider._active_span_processor._span_processors)
+before = processors()
+guard = Guard(Config(telemetry=TelemetryConfig(agent_name="coder"), store=StoreConfig(enabled=False)))
+model = ScriptedChatModel(turns=[
+    turn(call("read_file", path="src/app.py")),
+    turn(call("bash", command="python -m pytest tests/test_app.py")),
+    turn(text="The test fails; done."),
+])
+agent = create_agent(model, [read_file, bash], middleware=[PlanGuardMiddleware(guard)])
+app = trace.get_tracer("the-app")
+with app.start_as_current_span("handle_request"):
+    agent.invoke({"messages": [("user", "fix the bug")]}, {"configurable": {"thread_id": "t-1"}})
+    with app.start_as_current_span("after_agent"):
+        pass
+guard.shutdown()
+after = processors()
+provider.force_flush()
+print(json.dumps({"same_processors": before == after, "processors": [type(p).__name__ for p in after],
+                  "errors": guard.errors.total}))
+"""
+
+
+@pytest.mark.parametrize("setup", ["register", "opentelemetry-instrument"])
+def test_every_application_span_reaches_phoenix_in_one_trace(setup: str, tmp_path: Path) -> None:
+    project = f"planguard-app-{setup}-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "app.py"
+    script.write_text(APP)
+    env = {
+        **os.environ,
+        "PROJECT": project,
+        "PHOENIX_COLLECTOR_ENDPOINT": str(PHOENIX_URL),
+        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
+    }
+    if setup == "register":
+        cmd = [sys.executable, str(script), "register"]
+    else:
+        instrument = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+        assert instrument, "opentelemetry-instrument (opentelemetry-distro) is not installed"
+        env.update(
+            OTEL_EXPORTER_OTLP_ENDPOINT=str(PHOENIX_URL),
+            OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+            OTEL_TRACES_EXPORTER="otlp",
+            OTEL_METRICS_EXPORTER="none",
+            OTEL_LOGS_EXPORTER="none",
+        )
+        cmd = [instrument, sys.executable, str(script), "instrument"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["same_processors"], report  # nothing added to the application's provider
+    assert report["errors"] == 0
+
+    expected = {"handle_request", "after_agent", "invoke_agent coder"}
+    if setup == "register":
+        expected |= {"LangGraph", "read_file", "bash"}  # OpenInference's spans, tool spans included
+    spans = fetch_spans(project, names=frozenset(expected))
+    names = [s["name"] for s in spans]
+    assert len({s["context"]["trace_id"] for s in spans}) == 1, names  # one trace
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    (request,) = [s for s in spans if s["name"] == "handle_request"]
+    (session,) = [s for s in spans if s["name"] == "invoke_agent coder"]
+    ancestor = session
+    while ancestor.get("parent_id"):
+        ancestor = by_id[ancestor["parent_id"]]
+    assert ancestor is request  # planguard's session span is inside the application's request
+    tool_spans = [
+        s
+        for s in spans
+        if s["attributes"].get("openinference.span.kind") == "TOOL"
+        or s["attributes"].get("gen_ai.operation.name") == "execute_tool"
+    ]
+    assert sorted(s["attributes"].get("gen_ai.tool.name") for s in tool_spans) == ["bash", "read_file"]
+    if setup == "register":  # OpenInference's tool spans carry planguard's attributes; none of its own
+        assert not [n for n in names if n.startswith("execute_tool")], names
+        assert all("planguard.phase" in s["attributes"] for s in tool_spans)

@@ -16,8 +16,8 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
-from planguard.sinks.telemetry.export import start_prometheus_exporter
-from planguard.sinks.telemetry.otel import OTelSink
+from planguard.sinks.otel.env import start_prometheus_exporter
+from planguard.sinks.otel.otel import OTelSink
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -178,10 +178,10 @@ def _exporter(args: argparse.Namespace) -> tuple[Any, str]:
     ValueError when no OTLP endpoint is configured."""
     if getattr(args, "export", None) != "otlp":
         return None, ""
+    from ...sinks.otel import build_sinks
+    from ...sinks.otel.config import TelemetryConfig
+    from ...sinks.otel.env import export_settings
     from ...sinks.store.config import StoreConfig
-    from ...sinks.telemetry import build_sinks
-    from ...sinks.telemetry.config import TelemetryConfig
-    from ...sinks.telemetry.settings import export_settings
 
     config = TelemetryConfig(otlp_endpoint=args.otlp_endpoint)
     settings = export_settings(config)

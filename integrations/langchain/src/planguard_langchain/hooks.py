@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -23,6 +23,7 @@ from langgraph.types import Command
 from planguard.decisions import ALLOW, Decision, DecisionKind
 from planguard.errors import ErrorCounter
 
+from .tool_spans import handing_over_tool_spans
 from .translate import (
     DEFAULT_SESSION,
     ActionRenderer,
@@ -105,8 +106,8 @@ class GuardHooks:
         # Stop decisions made on a tool call, applied at the session's next model call.
         self._stops: dict[str, Decision] = {}
         self._suspended: OrderedDict[tuple[str, str], None] = OrderedDict()
-        # Tools run in the guard's tool scope (see _scope): a tool span OpenInference's LangChain tracer
-        # opens for a call is then the call's span, enriched by planguard, not duplicated.
+        # Tools run in the guard's tool scope and hand over the tool span OpenInference's LangChain tracer
+        # opens for a call (see _scope): it is then the call's span, enriched by planguard, not duplicated.
         watch = getattr(guard, "watch_tool_spans", None)
         if callable(watch):
             try:
@@ -253,17 +254,20 @@ class GuardHooks:
                 self.errors.record("GuardHooks.after_tool", exc)
         return result
 
-    def _scope(self, event: ToolEvent | None) -> AbstractContextManager[None]:
-        """The tool's execution runs in the guard's tool scope: a tool span OpenInference's LangChain tracer
-        opens for the call then carries planguard's attributes instead of planguard opening a second one."""
+    @contextmanager
+    def _scope(self, event: ToolEvent | None) -> Iterator[None]:
+        """The tool's execution runs in the guard's tool scope, handing over the tool span OpenInference's
+        LangChain tracer opens for the call (:mod:`planguard_langchain.tool_spans`): that span then carries
+        planguard's attributes instead of planguard opening a second one."""
         scope = getattr(self.guard, "tool_scope", None)
-        if event is None or scope is None:
-            return nullcontext()
-        try:
-            return cast(AbstractContextManager[None], scope(event))
-        except Exception as exc:  # fail-open
-            self.errors.record("GuardHooks.tool_scope", exc)
-            return nullcontext()
+        entered: AbstractContextManager[None] = nullcontext()
+        if event is not None and scope is not None:
+            try:
+                entered = cast(AbstractContextManager[None], scope(event))
+            except Exception as exc:  # fail-open
+                self.errors.record("GuardHooks.tool_scope", exc)
+        with entered, handing_over_tool_spans():
+            yield
 
     def _take_result(self, event: ToolEvent, result: ToolResult) -> None:
         try:

@@ -45,10 +45,13 @@ from ..drops import DropCounter
 from ..redact import Redactor, redact_value, render_content
 from ..worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 from . import attributes as A
+from .evaluations import EvaluationEvents, finding_evaluation, score_evaluation
 from .instruments import Counts, count_calls, instruments_for
-from .nesting import current_parent, is_tool_span_for, watch_tool_spans
+from .nesting import current_parent, is_tool_span_for
 
 if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
+
     from ...decisions import Decision
     from ...events import ToolEvent
     from ...findings import Finding
@@ -182,6 +185,7 @@ class OTelSink(Sink):
         shutdown_timeout_s: float = 2.0,
         provider_name: str | None = None,
         tool_spans: str = "auto",
+        logger_provider: LoggerProvider | None = None,
     ) -> None:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
@@ -192,10 +196,8 @@ class OTelSink(Sink):
             raise ValueError(f"tool_spans: expected auto, own or enrich, got {tool_spans!r}")
         self.tool_spans = tool_spans
         self._enrich = tool_spans != "own"
-        # Tool spans a framework starts inside a tool_scope are handed to adopt_tool_span (SDK providers),
-        # once an integration first runs a call in one (see watch_tool_spans).
-        self._tracer_provider = tp
-        self._can_adopt = self._enrich and hasattr(tp, "add_span_processor")
+        # Tool spans a framework starts inside a tool_scope are handed to adopt_tool_span by the integration,
+        # once it has said it runs its calls in scopes (see watch_tool_spans).
         self._adopting = False
         # Live calls that may still get a framework's tool span: id(event) -> (session state, step index).
         self._scoped: dict[int, tuple[_SessionState, int]] = {}
@@ -240,6 +242,13 @@ class OTelSink(Sink):
             # (the SDK's shutdown) was registered before this one and runs after it: spans still queued
             # here are ended and handed over while the provider can take them.
             atexit.register(_flush_at_exit, weakref.ref(self))
+        # gen_ai.evaluation.result log records: to the logger provider passed in, else the application's
+        # once it has set one (none: the span events of the same name only).
+        if logger_provider is None:
+            from .build import app_logger_provider
+
+            logger_provider = app_logger_provider()
+        self._evaluations = EvaluationEvents(logger_provider) if logger_provider is not None else None
         # Counts, read by the observable instruments at collection time.
         self._counts = Counts(self.drops, self.errors)
         self._metrics = instruments_for(mp)
@@ -347,15 +356,18 @@ class OTelSink(Sink):
             A.FINDING_LAST_STEP: finding.last_step,
             A.FINDING_AT_END: finding.at_end,
         }
-        evaluation = _finding_evaluation(finding)
+        evaluation = finding_evaluation(finding)
         if step is None:
             self._session_event(st, A.EVENT_FINDING, attrs, A.FINDING_EVIDENCE, finding.evidence)
             self._session_event(st, A.EVENT_EVALUATION_RESULT, evaluation, A.FINDING_EVIDENCE, None)
+            self._evaluation_event(st.span, evaluation, st.now_ns())
             return
         call = self._call_for(st, session, step)
         stamp = _stamp(call, step)
         self._call_event(call, A.EVENT_FINDING, attrs, stamp, A.FINDING_EVIDENCE, finding.evidence)
         self._call_event(call, A.EVENT_EVALUATION_RESULT, evaluation, stamp, None, None)
+        # parented to the call's span (planguard's, or the framework's it enriches), else the session's
+        self._evaluation_event(call.span or call.host or st.span, evaluation, stamp)
 
     def on_decision(
         self, session: Session, step: Step | None, decision: Decision, state: _SessionState
@@ -394,7 +406,7 @@ class OTelSink(Sink):
         deadline = time.monotonic() + self._shutdown_timeout
         if self._worker is not None:
             self._worker.shutdown(self._shutdown_timeout)
-        from .export import shutdown_providers
+        from .env import shutdown_providers
 
         try:
             shutdown_providers(self._owned, deadline - time.monotonic())
@@ -414,15 +426,14 @@ class OTelSink(Sink):
 
     @property
     def adopts_tool_spans(self) -> bool:
-        """Tool spans a framework opens inside :meth:`Guard.tool_scope` can become the calls' spans (an SDK
-        tracer provider and ``tool_spans`` other than ``own``)."""
-        return self._can_adopt
+        """Tool spans a framework opens inside :meth:`Guard.tool_scope` can become the calls' spans
+        (``tool_spans`` other than ``own``)."""
+        return self._enrich
 
     def watch_tool_spans(self) -> None:
-        """Start adopting tool spans (called when an integration first runs a call in a tool scope): one
-        span processor on the tracer provider; until then no call pays for it."""
-        if self._can_adopt and not self._adopting:
-            self._adopting = watch_tool_spans(self._tracer_provider, self)
+        """An integration runs its calls in tool scopes and hands over the tool spans its framework opens
+        there: a live call's span then waits for the framework's. Nothing is added to any provider."""
+        self._adopting = self._enrich
 
     def adopt_tool_span(self, event: ToolEvent, span: Span) -> None:
         """A framework started ``span`` for ``event``'s call inside :func:`~.nesting.tool_scope`: it becomes
@@ -640,8 +651,9 @@ class OTelSink(Sink):
             if comp is not None:
                 attrs[A.SESSION_MISSING] = missing
             for name in ("PC", "PPC", "POC", "PPF"):
-                evaluation = _score_evaluation(name, getattr(primary, name), plan, missing)
+                evaluation = score_evaluation(name, getattr(primary, name), plan, missing)
                 self._session_event(st, A.EVENT_EVALUATION_RESULT, evaluation, "", None, bounded=False)
+                self._evaluation_event(span, evaluation, st.now_ns())
         if evicted:
             attrs[A.SESSION_EVICTED] = True
         if summary.todo is not None:
@@ -673,6 +685,14 @@ class OTelSink(Sink):
             deferred.append((name, attrs, st.now_ns(), content_key, content if self._capture_on else None))
         else:
             st.span.add_event(name, attrs, st.now_ns())
+
+    def _evaluation_event(self, span: Span, attrs: dict[str, Any], ts: int | None) -> None:
+        if self._evaluations is None:
+            return
+        try:
+            self._evaluations.emit(span, attrs, ts)
+        except Exception as exc:  # the span events still carry it
+            self.errors.record("OTelSink.evaluation", exc)
 
     def _submit(self, job: _Job) -> bool:
         worker = self._worker
@@ -778,33 +798,3 @@ def _error_of(ev: ToolEvent) -> str:
 
 def _score_attrs(scores: Scores) -> dict[str, float]:
     return {A.PPC: scores.PPC, A.POC: scores.POC, A.PPF: scores.PPF, A.PC: scores.PC}
-
-
-def _score_label(value: float) -> str:
-    if value >= 1.0:
-        return A.LABEL_COMPLETE
-    return A.LABEL_PARTIAL if value > 0.0 else A.LABEL_NONE
-
-
-def _score_evaluation(name: str, value: float, plan: str, missing: list[str]) -> dict[str, Any]:
-    explanation = f"{A.EVALUATIONS[name]}; plan {plan!r}"
-    if missing:
-        explanation += f"; missing phases: {', '.join(missing)}"
-    return {
-        A.GEN_AI_EVALUATION_NAME: name,
-        A.GEN_AI_EVALUATION_SCORE_VALUE: float(value),
-        A.GEN_AI_EVALUATION_SCORE_LABEL: _score_label(value),
-        A.GEN_AI_EVALUATION_EXPLANATION: explanation,
-    }
-
-
-def _finding_evaluation(finding: Finding) -> dict[str, Any]:
-    # The explanation names steps only: the finding's evidence is content (exported only with capture on,
-    # on the planguard.finding event, redacted).
-    where = "at the end of the run" if finding.at_end else f"steps {finding.first_step}-{finding.last_step}"
-    return {
-        A.GEN_AI_EVALUATION_NAME: A.FINDING_EVALUATION_PREFIX + finding.detector,
-        A.GEN_AI_EVALUATION_SCORE_VALUE: 0.0,
-        A.GEN_AI_EVALUATION_SCORE_LABEL: A.LABEL_DETECTED,
-        A.GEN_AI_EVALUATION_EXPLANATION: f"anti-pattern {finding.detector!r} detected over {where}",
-    }

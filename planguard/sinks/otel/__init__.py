@@ -1,5 +1,5 @@
 """Telemetry sinks: OpenTelemetry spans/events/metrics (GenAI conventions), plus the helpers that get them
-out of the process (OTLP/HTTP, Prometheus). See :mod:`planguard.sinks.telemetry.attributes` for every name."""
+out of the process (OTLP/HTTP, Prometheus). See :mod:`planguard.sinks.otel.attributes` for every name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .build import build_sinks
 from .config import TelemetryConfig
 
 if TYPE_CHECKING:
-    from .export import BoundedSpanProcessor, configure_otlp, start_prometheus_exporter
+    from .env import BoundedSpanProcessor, configure_otlp, start_prometheus_exporter
     from .otel import OTelSink
 
 __all__ = [
@@ -27,9 +27,9 @@ __all__ = [
 
 _LAZY = {
     "OTelSink": "otel",
-    "BoundedSpanProcessor": "export",
-    "configure_otlp": "export",
-    "start_prometheus_exporter": "export",
+    "BoundedSpanProcessor": "env",
+    "configure_otlp": "env",
+    "start_prometheus_exporter": "env",
 }
 
 

@@ -9,29 +9,27 @@ of its own).
 Tool spans (``telemetry.tool_spans``): a framework's tool span for a call either is the current span when
 planguard's hook runs (a framework that makes it current around its tool hooks), or starts inside the
 call's execution (OpenInference's LangChain tracer starts it when the tool runs, under ``wrap_tool_call``).
-The first case is seen at ``before_tool``. For the second, an integration wraps the tool's execution in
-:func:`tool_scope`, and :class:`ToolSpanAdopter` (a span processor planguard adds once to the application's
-SDK tracer provider) hands the first span started there with the tool's name to the sink. Either way the
-sink puts its attributes on that span, and its findings and decisions as events while the span is open;
-what is known only after the framework ended its span (the call's effect, findings on its result) goes to
-the session span as events naming the call (``gen_ai.tool.call.id``, ``planguard.step.index``).
+The first case is seen at ``before_tool``. For the second, an integration runs the tool's execution in
+:func:`tool_scope` and hands the span its framework opened there to :func:`adopt_tool_span` while it records
+(the LangChain integration does, from a LangChain callback at the tool run's start). Either way the sink
+puts its attributes on that span, and its findings and decisions as events while the span is open; what is
+known only after the framework ended its span (the call's effect, findings on its result) goes to the
+session span as events naming the call (``gen_ai.tool.call.id``, ``planguard.step.index``).
 
-Cost to the application: the adopter is one span processor on its tracer provider, whose ``on_start`` is a
-context lookup per span (about a third of a microsecond); ``telemetry.tool_spans: own`` adds none.
+planguard never adds a span processor (or anything else) to a provider it did not create: some providers
+treat an added processor as replacing their exporter (Phoenix's ``register()`` does), which would silently
+stop the application's own spans.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import Span
 
 from . import attributes as A
@@ -40,7 +38,7 @@ if TYPE_CHECKING:
     from ...events import ToolEvent
 
 __all__ = [
-    "ToolSpanAdopter",
+    "adopt_tool_span",
     "current_parent",
     "is_tool_span_for",
     "tool_scope",
@@ -59,24 +57,39 @@ class _Adopting(Protocol):
 
 
 class _Scope:
-    """The call whose execution is running (attached to the OTel context by :func:`tool_scope`)."""
+    """The call whose execution is running and the sinks that want its framework span (attached to the OTel
+    context by :func:`tool_scope`)."""
 
-    __slots__ = ("adopted", "event")
+    __slots__ = ("adopted", "event", "sinks")
 
-    def __init__(self, event: ToolEvent) -> None:
+    def __init__(self, event: ToolEvent, sinks: Sequence[_Adopting]) -> None:
         self.event = event
+        self.sinks = sinks
         self.adopted = False
 
 
 @contextmanager
-def tool_scope(event: ToolEvent) -> Iterator[None]:
-    """Run a tool call's execution inside this so that a tool span a framework opens for it is enriched
-    by planguard instead of duplicated (see the module docstring). Cheap: one context attach."""
-    token = otel_context.attach(otel_context.set_value(_SCOPE_KEY, _Scope(event)))
+def tool_scope(event: ToolEvent, sinks: Sequence[_Adopting]) -> Iterator[None]:
+    """Run a tool call's execution inside this so that a tool span a framework opens for it (handed to
+    :func:`adopt_tool_span`) is enriched by ``sinks`` instead of duplicated. Cheap: one context attach."""
+    token = otel_context.attach(otel_context.set_value(_SCOPE_KEY, _Scope(event, sinks)))
     try:
         yield
     finally:
         otel_context.detach(token)
+
+
+def adopt_tool_span(span: Span) -> bool:
+    """A framework opened ``span`` inside the current :func:`tool_scope`: the first one named for the scope's
+    tool becomes the call's span for the scope's sinks (their attributes now, while it records). ``False``
+    when there is no scope, the name differs or the scope's call has its span already."""
+    scope = otel_context.get_value(_SCOPE_KEY)
+    if not isinstance(scope, _Scope) or scope.adopted or getattr(span, "name", None) != scope.event.tool:
+        return False
+    scope.adopted = True
+    for sink in scope.sinks:
+        sink.adopt_tool_span(scope.event, span)
+    return True
 
 
 def _openinference_span() -> Span | None:
@@ -121,41 +134,3 @@ def is_tool_span_for(span: Span, event: ToolEvent, strict: bool) -> bool:
         return True
     name = attrs.get(A.GEN_AI_TOOL_NAME) or attrs.get("tool.name") or getattr(span, "name", None)
     return bool(name == event.tool)
-
-
-class ToolSpanAdopter(SpanProcessor):
-    """Hands the first span started inside a :func:`tool_scope` and named for its tool to the sinks that
-    asked (one processor per tracer provider, shared by every sink on it)."""
-
-    def __init__(self) -> None:
-        self._sinks: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def add(self, sink: _Adopting) -> None:
-        self._sinks.add(sink)
-
-    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
-        scope = otel_context.get_value(_SCOPE_KEY)
-        if not isinstance(scope, _Scope) or scope.adopted or getattr(span, "name", None) != scope.event.tool:
-            return
-        scope.adopted = True
-        for sink in list(self._sinks):
-            sink.adopt_tool_span(scope.event, span)
-
-
-_adopters: weakref.WeakKeyDictionary[Any, ToolSpanAdopter] = weakref.WeakKeyDictionary()
-_adopters_lock = threading.Lock()
-
-
-def watch_tool_spans(provider: Any, sink: _Adopting) -> bool:
-    """Have ``sink`` adopt the tool spans started on ``provider`` inside a :func:`tool_scope`. ``False`` when
-    the provider takes no span processors (not the SDK's)."""
-    add = getattr(provider, "add_span_processor", None)
-    if add is None:
-        return False
-    with _adopters_lock:
-        adopter = _adopters.get(provider)
-        if adopter is None:
-            adopter = _adopters[provider] = ToolSpanAdopter()
-            add(adopter)
-    adopter.add(sink)
-    return True

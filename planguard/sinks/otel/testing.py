@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -25,11 +27,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ..capture import CaptureMode
 from .otel import OTelSink
 
+try:  # the SDK's name since 1.39 (the old one warns)
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter as _InMemoryLogs
+except ImportError:  # pragma: no cover - older SDKs
+    from opentelemetry.sdk._logs.export import InMemoryLogExporter as _InMemoryLogs
+
 __all__ = ["TelemetryCapture"]
 
 
 class TelemetryCapture:
-    """An :class:`OTelSink` wired to in-memory span and metric readers."""
+    """An :class:`OTelSink` wired to in-memory span, metric and log readers."""
 
     def __init__(self, *, capture: CaptureMode = CaptureMode.NO_CONTENT, **sink_kwargs: Any) -> None:
         self.exporter = InMemorySpanExporter()
@@ -37,9 +44,13 @@ class TelemetryCapture:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.log_exporter = _InMemoryLogs()  # type: ignore[no-untyped-call,unused-ignore]
+        self.logger_provider = LoggerProvider()
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
         self.sink = OTelSink(
             tracer_provider=self.tracer_provider,
             meter_provider=self.meter_provider,
+            logger_provider=self.logger_provider,
             capture=capture,
             **sink_kwargs,
         )
@@ -51,6 +62,11 @@ class TelemetryCapture:
         """Finished spans in end order, optionally only those named ``name``."""
         spans: Sequence[ReadableSpan] = self.exporter.get_finished_spans()
         return [s for s in spans if name is None or s.name == name]
+
+    def events(self, name: str) -> list[Any]:
+        """Log-based events named ``name`` (``gen_ai.evaluation.result``), as the SDK's readable records."""
+        records = self.log_exporter.get_finished_logs()
+        return [r.log_record for r in records if r.log_record.event_name == name]
 
     def children(self, parent: ReadableSpan) -> list[ReadableSpan]:
         pid = parent.context.span_id if parent.context is not None else None
@@ -79,8 +95,10 @@ class TelemetryCapture:
 
     def clear(self) -> None:
         self.exporter.clear()
+        self.log_exporter.clear()
 
     def shutdown(self) -> None:
         self.sink.shutdown()
         self.tracer_provider.shutdown()
         self.meter_provider.shutdown()
+        self.logger_provider.shutdown()
