@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import daemon_sandbox
 from cli_fakes import (
     CALC_TEST,
@@ -38,8 +38,8 @@ from cli_fakes import (
     cli_prefix,
     npm_missing,
 )
-from planguard_claude_code import client
-from planguard_claude_code.hook import read_summary
+from planguard_hooks import client
+from planguard_hooks.service import read_summary
 
 pytestmark = pytest.mark.e2e
 

@@ -67,7 +67,7 @@ def test_every_wheel_requires_the_core_by_name_and_version(wheels: Path) -> None
     meta = {m["Name"][0]: m for m in map(_metadata, built)}
     assert set(meta) == {
         "planguard-agents",
-        "planguard-agents-claude-code",
+        "planguard-agents-hooks",
         "planguard-agents-langchain",
         "planguard-agents-mini-swe-agent",
         "planguard-agents-openai-agents",
@@ -85,7 +85,7 @@ def test_every_wheel_requires_the_core_by_name_and_version(wheels: Path) -> None
             )
     # Every integration is also an extra of the core, so one install command names it.
     extras = set(meta["planguard-agents"]["Provides-Extra"])
-    assert {"langchain", "proxy", "claude-code", "openai-agents", "mini-swe-agent"} <= extras
+    assert {"langchain", "proxy", "hooks", "claude-code", "openai-agents", "mini-swe-agent"} <= extras
     # The core does not require what it never imports.
     core = [r.split(";")[0] for r in meta["planguard-agents"]["Requires-Dist"] if "extra ==" not in r]
     assert not any(r.startswith(("langgraph", "langchain")) for r in core), core
@@ -114,5 +114,5 @@ def test_all_wheels_install_together_from_one_directory(
     _run([str(fresh_venv / "python"), "-m", "pip", "install", "-q", *map(str, sorted(wheels.glob("*.whl")))])
     _run([str(fresh_venv / "python"), "-m", "pip", "check"])
     imports = "import planguard_langchain, planguard_proxy, planguard_openai_agents, planguard_mini_swe_agent"
-    _run([str(fresh_venv / "python"), "-c", imports + ", planguard_claude_code"], cwd=tmp_path)
+    _run([str(fresh_venv / "python"), "-c", imports + ", planguard_hooks"], cwd=tmp_path)
     _run([str(fresh_venv / "planguard"), "proxy", "--help"], cwd=tmp_path)
