@@ -7,7 +7,7 @@ Reports the median and p90 wall time per hook call, each beside a bare interpret
 moves both alike):
 
 * through the warm daemon, for each way to launch the hook: the command ``planguard install claude-code``
-  writes (``python -S .../planguard_claude_code/launch.py``), ``planguard hook claude-code`` and the
+  writes (``python -S .../planguard_hooks/launch.py``), ``planguard hook claude-code`` and the
   ``planguard-claude-code-hook`` entry point; and the installed command with the session store on (the
   default config's: each call's records are in the session's file before the hook answers);
 * for the first call, which starts the daemon (cold start, a fresh state directory each time);
@@ -143,7 +143,7 @@ def load() -> str:
 
 
 def main() -> None:
-    from planguard_claude_code import client, settings
+    from planguard_hooks import client, install
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="hook calls per variant (Pre/Post pairs)")
@@ -187,7 +187,7 @@ def main() -> None:
             with_store.write_text(CONFIG % ("true", tmp / "store"))
         calls = payloads(args.calls)
         bindir = Path(sys.executable).parent
-        installed = settings.hook_command()  # python -S .../launch.py
+        installed = install.hook_command()  # python -S .../launch.py
         client_dir = str(Path(client.__file__).parent)
         launchers = {
             "installed command (python -S)": installed.split(),
@@ -256,8 +256,8 @@ def main() -> None:
         for label, code in steps.items():
             print(f"  {label:32s} {py_time(code, env) * 1000:7.1f} ms")
 
-        from planguard_claude_code.hook import HookRunner
-        from planguard_claude_code.state import SessionStore
+        from planguard_hooks.service import HookRunner
+        from planguard_hooks.state import SessionStore
 
         print(f"in-process work of one call (lock, restore, run, store, journal, save), {args.steps} calls:")
         last = f"{args.steps - 39}-{args.steps}"

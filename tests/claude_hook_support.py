@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from planguard_claude_code import client
+from planguard_hooks import client
 
 #: A run as (tool, input) pairs: navigate, write a test, run it (reproduce), patch, run it (validate).
 SCRIPT: list[tuple[str, dict[str, Any]]] = [

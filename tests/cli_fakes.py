@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-#: One scripted model turn: tool calls ``{"name", "args", "id"}`` and/or ``{"text"}``.
+#: One scripted model turn: tool calls ``{"name", "args", "id"}`` (a free-form tool of the Responses API:
+#: ``{"name", "input", "id"}``) and/or ``{"text"}``.
 Turn = list[dict[str, Any]]
 
 
@@ -173,7 +174,18 @@ class FakeResponses(FakeModelServer):
         rid = f"resp_{n:03d}_{len(self.other)}"
         items: list[dict[str, Any]] = []
         for i, block in enumerate(turn):
-            if "name" in block:
+            if "name" in block and "input" in block:  # a free-form (custom) tool: Codex's apply_patch
+                items.append(
+                    {
+                        "type": "custom_tool_call",
+                        "id": f"ctc_{n}_{i}",
+                        "call_id": block.get("id") or f"call_{n}_{i}",
+                        "name": block["name"],
+                        "input": block["input"],
+                        "status": "completed",
+                    }
+                )
+            elif "name" in block:
                 items.append(
                     {
                         "type": "function_call",

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import daemon_sandbox, live_daemon_locks, post_tool_use, pre_tool_use
-from planguard_claude_code import client, hook
-from planguard_claude_code.hook import HookRunner
-from planguard_claude_code.state import SessionStore
+from planguard_hooks import client, service
+from planguard_hooks.service import HookRunner
+from planguard_hooks.state import SessionStore
 
 from planguard.offline.replay import replay, replay_pipeline
 from planguard.sinks.store.reader import read_session
@@ -254,7 +254,7 @@ def test_session_dropped_from_the_daemons_memory(
 ) -> None:
     """The daemon's runner keeps a bounded number of sessions in memory: one it dropped (another session
     came) is read back from its files, and goes on in its store file."""
-    monkeypatch.setattr(hook, "MAX_CACHED_SESSIONS", 1)
+    monkeypatch.setattr(service, "MAX_CACHED_SESSIONS", 1)
     monkeypatch.chdir(box["store"].parent)
     runner = HookRunner(str(box["config"]), SessionStore(box["state"]), long_lived=True)
     other = "0a0b0c0d-aaaa-bbbb-cccc-000000000000"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import (
     SCRIPT,
     daemon_sandbox,
@@ -28,9 +28,9 @@ from claude_hook_support import (
     post_tool_use,
     pre_tool_use,
 )
-from planguard_claude_code import client
-from planguard_claude_code.hook import HookRunner, read_summary
-from planguard_claude_code.state import Op, SessionStore, file_name
+from planguard_hooks import client
+from planguard_hooks.service import HookRunner, read_summary
+from planguard_hooks.state import Op, SessionStore, file_name
 
 CLIENT = str(Path(client.__file__).resolve().with_name("launch.py"))
 SID = "5d0c8a4e-0f4e-4c55-9a53-cc1d2e3f4a5b"
@@ -142,7 +142,7 @@ def test_first_call_starts_one_detached_daemon_in_a_private_directory(box: dict[
     assert os.getsid(pid) == pid
     assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
     assert os.readlink(f"/proc/{pid}/fd/1") == "/dev/null"
-    assert b"planguard_claude_code.daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert b"planguard_hooks.daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
 
     feed(box, SCRIPT[1:3], start=2)
     d = the_daemon(box)

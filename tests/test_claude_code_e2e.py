@@ -1,6 +1,6 @@
 """End to end with the real Claude Code CLI (bundled in the claude-agent-sdk wheel) against a local fake
 Anthropic Messages API (``cli_fakes.FakeMessages``; the npm CLI's run is in ``test_cli_hooks_e2e``):
-planguard's hooks installed with ``planguard_claude_code.settings``, a scripted model that navigates,
+planguard's hooks installed with ``planguard_hooks.install``, a scripted model that navigates,
 reproduces, patches, tries to submit too early (denied), validates and submits. The hooks run as
 installed (``python -S .../launch.py``), answered by the warm hook daemon, which the first hook call
 starts; the same scenario also runs with the daemon off.
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import daemon_sandbox
 from cli_fakes import FakeMessages, claude_code_turns
-from planguard_claude_code import client, settings
-from planguard_claude_code.hook import read_summary
+from planguard_hooks import client, install
+from planguard_hooks.service import read_summary
 
 pytestmark = pytest.mark.e2e
 
@@ -110,9 +110,9 @@ def _env(home: Path, url: str) -> dict[str, str]:
 @pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
 def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], daemon: bool) -> None:
     work, home = workspace["work"], workspace["home"]
-    command = settings.hook_command(workspace["config"], workspace["state"], daemon=daemon)
+    command = install.hook_command(workspace["config"], workspace["state"], daemon=daemon)
     assert command.split()[1:3] == ["-S", str(Path(client.__file__).resolve().with_name("launch.py"))]
-    settings.install(workspace["settings"], command)
+    install.install(workspace["settings"], command)
 
     with FakeMessages(claude_code_turns(work)) as fake:
         proc = subprocess.run(
@@ -212,7 +212,7 @@ def test_claude_agent_sdk_hook_matchers(workspace: dict[str, Path]) -> None:
     import asyncio
 
     from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
-    from planguard_claude_code import hook_matchers
+    from planguard_hooks import hook_matchers
 
     from planguard.config import load_config
     from planguard.guard import Guard

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import daemon_sandbox, pre_tool_use
-from planguard_claude_code import client
+from planguard_hooks import client
 
 SID = "0b9e6a52-8a51-4b8e-9d1c-5f7d3c2a1e00"
 GATED = """\
@@ -181,8 +181,8 @@ def test_an_unusable_config_denies_when_fail_closed_is_asked_from_the_environmen
 ) -> None:
     """Which gates a config that cannot be loaded would set up is unknown; PLANGUARD_FAIL_CLOSED_GATES=1
     then denies every PreToolUse call rather than guessing."""
-    from planguard_claude_code.hook import HookRunner, answer_text
-    from planguard_claude_code.state import SessionStore
+    from planguard_hooks.service import HookRunner, answer_text
+    from planguard_hooks.state import SessionStore
     from test_hostile_input import alias_bomb
 
     bomb = tmp_path / "bomb.yaml"

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import daemon_sandbox
-from planguard_claude_code import client, settings
-from planguard_claude_code.translate import (
+from planguard_hooks import client, install
+from planguard_hooks.translate import (
     MAX_RESULT_CHARS,
     call_event,
     context_answer,
@@ -189,15 +189,15 @@ def test_install_is_idempotent_and_keeps_other_hooks(tmp_path: Path) -> None:
     path.write_text(
         json.dumps({"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [mine]}]}})
     )
-    cmd = settings.hook_command(tmp_path / "pg.yaml", executable="/opt/venv/bin/planguard")
+    cmd = install.hook_command(tmp_path / "pg.yaml", executable="/opt/venv/bin/planguard")
     assert cmd == f"/opt/venv/bin/planguard hook claude-code --config {tmp_path / 'pg.yaml'}"
-    settings.install(path, cmd)
-    settings.install(path, cmd)
+    install.install(path, cmd)
+    install.install(path, cmd)
     data = json.loads(path.read_text())
     assert data["model"] == "opus"
     pre_groups = data["hooks"]["PreToolUse"]
     assert pre_groups[0] == {"matcher": "Bash", "hooks": [mine]}
-    ours = [h for g in pre_groups for h in g["hooks"] if settings.is_planguard_hook(h)]
+    ours = [h for g in pre_groups for h in g["hooks"] if install.is_planguard_hook(h)]
     assert len(ours) == 1 and ours[0]["command"] == cmd
     assert set(data["hooks"]) == {
         "PreToolUse",
@@ -207,7 +207,7 @@ def test_install_is_idempotent_and_keeps_other_hooks(tmp_path: Path) -> None:
         "SessionEnd",
     }
     assert "matcher" not in data["hooks"]["SessionEnd"][0]
-    assert settings.uninstall(path) == 5
+    assert install.uninstall(path) == 5
     assert json.loads(path.read_text()) == {
         "model": "opus",
         "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [mine]}]},
@@ -218,7 +218,7 @@ def test_install_refuses_to_overwrite_a_broken_settings_file(tmp_path: Path) -> 
     path = tmp_path / "settings.json"
     path.write_text('{"hooks": [}')
     with pytest.raises(ValueError, match=r"settings\.json:1: not valid JSON"):
-        settings.install(path, "planguard hook claude-code")
+        install.install(path, "planguard hook claude-code")
     assert path.read_text() == '{"hooks": [}'
 
 
@@ -248,7 +248,7 @@ def test_install_command_writes_the_project_settings(tmp_path: Path) -> None:
         "-S",
         str(Path(client.__file__).resolve().with_name("launch.py")),
     )
-    assert settings.is_planguard_hook({"type": "command", "command": command})
+    assert install.is_planguard_hook({"type": "command", "command": command})
 
     # The installed command itself answers a hook call (in-process here: no daemon for a one-off).
     proc = subprocess.run(

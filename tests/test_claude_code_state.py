@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import SCRIPT, daemon_sandbox, post_tool_use, pre_tool_use
-from planguard_claude_code import client
-from planguard_claude_code.hook import read_summary, run_hook
-from planguard_claude_code.state import FORMAT, Op, SessionStore, file_name
+from planguard_hooks import client
+from planguard_hooks.service import read_summary, run_hook
+from planguard_hooks.state import FORMAT, Op, SessionStore, file_name
 
 from planguard.events import ToolEvent
 

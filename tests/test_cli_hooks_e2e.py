@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
+pytest.importorskip("planguard_hooks")
 from claude_hook_support import daemon_sandbox
 from cli_fakes import (
     CALC_TEST,
@@ -38,8 +38,8 @@ from cli_fakes import (
     cli_prefix,
     npm_missing,
 )
-from planguard_claude_code import client
-from planguard_claude_code.hook import read_summary
+from planguard_hooks import client
+from planguard_hooks.service import read_summary
 
 pytestmark = pytest.mark.e2e
 
@@ -296,44 +296,70 @@ def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) 
 # --------------------------------------------------------------------------- Codex CLI
 
 
-def _codex_turns() -> list[list[dict[str, Any]]]:
-    def shell(n: int, command: str) -> list[dict[str, Any]]:
-        return [{"name": "exec_command", "args": {"cmd": command}, "id": f"call_{n:02d}"}]
+def _shell(n: int, command: str) -> list[dict[str, Any]]:
+    return [{"name": "exec_command", "args": {"cmd": command}, "id": f"call_{n:02d}"}]
 
+
+def _codex_turns() -> list[list[dict[str, Any]]]:
     return [
-        shell(1, "cat calc.py"),
-        shell(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
-        shell(3, "python3 test_calc.py"),
-        shell(4, "sed -i 's/return a - b/return a + b/' calc.py"),
-        shell(5, "./submit.sh"),  # too early: nothing validated the patch yet
-        shell(6, "python3 test_calc.py"),
-        shell(7, "./submit.sh"),
+        _shell(1, "cat calc.py"),
+        _shell(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
+        _shell(3, "python3 test_calc.py"),
+        _shell(4, "sed -i 's/return a - b/return a + b/' calc.py"),
+        _shell(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        _shell(6, "python3 test_calc.py"),
+        _shell(7, "./submit.sh"),
+        [{"text": "Fixed add(); the test passes and the fix is submitted."}],
+    ]
+
+
+def _codex_own_tools_turns() -> list[list[dict[str, Any]]]:
+    """Codex's own edit tool for the new test file and for the fix: ``apply_patch``, the free-form tool
+    (codex-rs ``tools/handlers/apply_patch.rs``), whose hooks get the patch as ``tool_input.command``."""
+    new_test = "".join(f"+{line}\n" for line in CALC_TEST.splitlines())
+    add = f"*** Begin Patch\n*** Add File: test_calc.py\n{new_test}*** End Patch\n"
+    fix = (
+        "*** Begin Patch\n*** Update File: calc.py\n@@ def add(a, b):\n-    return a - b\n+    return a + b\n"
+        "*** End Patch\n"
+    )
+    return [
+        _shell(1, "cat calc.py"),
+        [{"name": "apply_patch", "input": add, "id": "call_02"}],
+        _shell(3, "python3 test_calc.py"),
+        [{"name": "apply_patch", "input": fix, "id": "call_04"}],
+        _shell(5, "./submit.sh"),  # too early: nothing validated the patch yet
+        _shell(6, "python3 test_calc.py"),
+        _shell(7, "./submit.sh"),
         [{"text": "Fixed add(); the test passes and the fix is submitted."}],
     ]
 
 
 def _call_output(request: dict[str, Any], call_id: str) -> str:
-    """The ``function_call_output`` for ``call_id`` in a Responses request's ``input``, as JSON text."""
+    """The ``function_call_output`` (or a free-form tool's ``custom_tool_call_output``) for ``call_id`` in a
+    Responses request's ``input``, as JSON text."""
     for item in request.get("input", []):
         if (
             isinstance(item, dict)
-            and item.get("type") == "function_call_output"
+            and item.get("type") in ("function_call_output", "custom_tool_call_output")
             and item.get("call_id") == call_id
         ):
             return json.dumps(item.get("output"))
     raise AssertionError(f"no function_call_output for {call_id}")
 
 
-def test_codex_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+@pytest.mark.parametrize("turns", [_codex_turns, _codex_own_tools_turns], ids=["shell", "own-tools"])
+def test_codex_cli_gate_reminder_phases_and_replay(
+    workspace: dict[str, Path], turns: Callable[[], list[list[dict[str, Any]]]]
+) -> None:
     codex = _skip_unless("codex")
     work, home = workspace["work"], workspace["home"]
     _install("codex", workspace, "Bash")  # Codex's hooks name its shell tool (exec_command) Bash
     codex_home = home / ".codex"
     codex_home.mkdir()
-    with FakeResponses(_codex_turns()) as fake:
+    with FakeResponses(turns()) as fake:
         (codex_home / "config.toml").write_text(
             f"""\
-model = "gpt-5.1-codex"
+model = "gpt-5.5"
 model_provider = "fake"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"

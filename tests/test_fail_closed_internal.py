@@ -146,7 +146,7 @@ def _hook(config: Path, state: Path, command: str, n: int) -> dict[str, Any]:
 
 
 def test_claude_code_hook_fault_in_a_pipeline_stage_keeps_a_fail_closed_gate_closed(tmp_path: Path) -> None:
-    pytest.importorskip("planguard_claude_code")
+    pytest.importorskip("planguard_hooks")
     state = tmp_path / "state"
     closed, opened = _hook_config(tmp_path, True), _hook_config(tmp_path, False)
     answer = _hook(closed, state, "./deploy --prod", 1)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
-from planguard_claude_code import hook, opencode, settings
-from planguard_claude_code.dialects import CODEX, GEMINI, dialect
+pytest.importorskip("planguard_hooks")
+from planguard_hooks import install, opencode, service
+from planguard_hooks.dialects import CODEX, GEMINI, dialect
 
 CONFIG = """\
 plan: plan
@@ -45,7 +45,7 @@ def setup(tmp_path: Path) -> dict[str, Path]:
 def _ask(setup: dict[str, Path], payload: Any, speaks: str) -> dict[str, Any]:
     out = io.StringIO()
     text = payload if isinstance(payload, str) else json.dumps(payload)
-    hook.main(
+    service.main(
         str(setup["config"]),
         str(setup["state"]),
         stdin=io.StringIO(text),
@@ -85,7 +85,7 @@ def test_gemini_denial_is_decision_deny_with_a_reason_and_reminders_are_addition
     assert denied["decision"] == "deny"
     assert denied["reason"].startswith("PLANGUARD GATE (no-submit)")
     assert "hookSpecificOutput" not in denied or "permissionDecision" not in denied["hookSpecificOutput"]
-    summary = hook.read_summary("g1", str(setup["config"]), str(setup["state"]))
+    summary = service.read_summary("g1", str(setup["config"]), str(setup["state"]))
     assert summary is not None and summary["n_steps"] == 1 and summary["decision_counts"]["deny"] == 1
     assert _ask(setup, _gemini("SessionEnd", reason="exit"), "gemini") == {}
     # Events planguard does not listen to are answered with nothing.
@@ -153,7 +153,7 @@ def test_unreadable_payload_fails_open_in_every_dialect(setup: dict[str, Path]) 
 
 
 def test_hook_client_speaks_a_dialect_from_the_command_line(setup: dict[str, Path]) -> None:
-    command = settings.hook_command(setup["config"], setup["state"], daemon=False, dialect="gemini")
+    command = install.hook_command(setup["config"], setup["state"], daemon=False, dialect="gemini")
     assert "--dialect gemini" in command and "--no-daemon" in command
     payload = _gemini("BeforeTool", tool_name="run_shell_command", tool_input={"command": "./submit.sh"})
     proc = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True)

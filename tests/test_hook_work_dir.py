@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("planguard_claude_code")
-from planguard_claude_code.dialects import dialect
-from planguard_claude_code.hook import HookRunner, answer_text, read_summary
-from planguard_claude_code.state import SessionStore
+pytest.importorskip("planguard_hooks")
+from planguard_hooks.dialects import dialect
+from planguard_hooks.service import HookRunner, answer_text, read_summary
+from planguard_hooks.state import SessionStore
 
 from planguard.guard import Guard
 from planguard.offline.loaders import Trajectory, iter_trajectories

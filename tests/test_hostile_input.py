@@ -175,8 +175,8 @@ def test_proxy_config_refuses_the_alias_bomb(hostile: dict[str, Path]) -> None:
 
 
 def test_hook_journal_skips_a_deeply_nested_line(tmp_path: Path) -> None:
-    pytest.importorskip("planguard_claude_code")
-    from planguard_claude_code.state import SessionStore, file_name
+    pytest.importorskip("planguard_hooks")
+    from planguard_hooks.state import SessionStore, file_name
 
     store = SessionStore(tmp_path / "s")
     store.ensure_directory()

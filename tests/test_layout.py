@@ -31,18 +31,9 @@ PACKAGE = ROOT / "planguard"
 CORE_DEPENDENCIES = frozenset({"pydantic", "opentelemetry", "httpx", "yaml", "rich", "orjson"})
 #: ... and the optional extras a feature imports when it runs (``[experiment]``, ``[prometheus]``).
 OPTIONAL_EXTRAS = {"numpy": "experiment", "prometheus_client": "prometheus"}
-#: The CLI's subcommands start an integration inside ``run()`` (``demo``, ``hook``, ``install``, ``proxy``,
-#: ``check-config`` for the proxy's section); ``demo`` first checks that the langchain extra is installed.
-CLI_LAUNCHES = frozenset(
-    {
-        "planguard_langchain",
-        "planguard_claude_code",
-        "planguard_proxy",
-        "planguard_openai_agents",
-        "planguard_mini_swe_agent",
-        "langchain",
-    }
-)
+#: What the CLI's subcommands may import inside ``run()``: nothing of an integration — integrations add their
+#: subcommands through the ``planguard.commands`` entry points, so the core names none of them.
+CLI_LAUNCHES: frozenset[str] = frozenset()
 #: Agent frameworks and web stacks the core must not pull in, even transitively.
 FRAMEWORKS = (
     "langchain",
@@ -57,6 +48,7 @@ FRAMEWORKS = (
     "starlette",
     "uvicorn",
     "planguard_langchain",
+    "planguard_hooks",
     "planguard_claude_code",
     "planguard_proxy",
     "planguard_openai_agents",

@@ -31,7 +31,7 @@ def test_missing_package_prints_install_hint(
     monkeypatch.setitem(sys.modules, "planguard_proxy.config", None)
     assert main(["proxy"]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'planguard-agents[proxy]'" in err and "bootstrap.sh" in err
+    assert 'pip install "planguard-agents[proxy]"' in err and "bootstrap.sh" in err
 
 
 def test_proxy_section_is_read_and_validated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,9 @@ package index), so it runs once, in CI's normal pass."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 import zipfile
@@ -67,7 +69,7 @@ def test_every_wheel_requires_the_core_by_name_and_version(wheels: Path) -> None
     meta = {m["Name"][0]: m for m in map(_metadata, built)}
     assert set(meta) == {
         "planguard-agents",
-        "planguard-agents-claude-code",
+        "planguard-agents-hooks",
         "planguard-agents-langchain",
         "planguard-agents-mini-swe-agent",
         "planguard-agents-openai-agents",
@@ -85,7 +87,7 @@ def test_every_wheel_requires_the_core_by_name_and_version(wheels: Path) -> None
             )
     # Every integration is also an extra of the core, so one install command names it.
     extras = set(meta["planguard-agents"]["Provides-Extra"])
-    assert {"langchain", "proxy", "claude-code", "openai-agents", "mini-swe-agent"} <= extras
+    assert {"langchain", "proxy", "hooks", "claude-code", "openai-agents", "mini-swe-agent"} <= extras
     # The core does not require what it never imports.
     core = [r.split(";")[0] for r in meta["planguard-agents"]["Requires-Dist"] if "extra ==" not in r]
     assert not any(r.startswith(("langgraph", "langchain")) for r in core), core
@@ -114,5 +116,47 @@ def test_all_wheels_install_together_from_one_directory(
     _run([str(fresh_venv / "python"), "-m", "pip", "install", "-q", *map(str, sorted(wheels.glob("*.whl")))])
     _run([str(fresh_venv / "python"), "-m", "pip", "check"])
     imports = "import planguard_langchain, planguard_proxy, planguard_openai_agents, planguard_mini_swe_agent"
-    _run([str(fresh_venv / "python"), "-c", imports + ", planguard_claude_code"], cwd=tmp_path)
+    imports += ", planguard_hooks, planguard_claude_code"
+    _run([str(fresh_venv / "python"), "-c", imports], cwd=tmp_path)
     _run([str(fresh_venv / "planguard"), "proxy", "--help"], cwd=tmp_path)
+
+
+def test_pip_install_hooks_alone_gives_install_and_hook_for_every_cli(wheels: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    bindir = venv / "bin"
+    _run([str(bindir / "python"), "-m", "pip", "install", "-q", "--find-links", str(wheels),
+          "planguard-agents-hooks"])  # fmt: skip
+    installed = _run([str(bindir / "python"), "-m", "pip", "list", "--format", "freeze"]).stdout
+    assert "planguard-agents-proxy" not in installed and "planguard-agents-langchain" not in installed
+    project = tmp_path / "project"
+    project.mkdir()
+    for agent, written in (
+        ("claude-code", ".claude/settings.json"),
+        ("codex", ".codex/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("opencode", ".opencode/plugin/planguard.js"),
+    ):
+        _run([str(bindir / "planguard"), "install", agent, "--project-dir", str(project)], cwd=tmp_path)
+        assert (project / written).is_file(), agent
+    # The installed command answers a hook call from the installed package, not this checkout.
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert "site-packages" in command and str(REPO) not in command
+    payload = {"session_id": "s1", "cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_use_id": "t1"}  # fmt: skip
+    for argv in (shlex.split(command), [str(bindir / "planguard"), "hook", "claude-code"]):
+        proc = subprocess.run(
+            [*argv, "--no-daemon", "--state-dir", str(tmp_path / "state")],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PLANGUARD_TELEMETRY": "0"},
+            check=False,
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", ""), argv
+    assert list((tmp_path / "state").glob("*.snap"))
+    # Without the proxy, its command says which distribution brings it.
+    proc = subprocess.run([str(bindir / "planguard"), "proxy"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and 'pip install "planguard-agents[proxy]"' in proc.stderr

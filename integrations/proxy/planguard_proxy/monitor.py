@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from planguard.decisions import Decision
 from planguard.events import ToolEvent
+from planguard.journal import event_from
 from planguard.sinks import Sink
 
 from . import _json
@@ -625,16 +626,5 @@ class Monitor:
 
 
 def _event(ev: Mapping[str, Any]) -> ToolEvent:
-    args = ev.get("arguments")
-    return ToolEvent(
-        tool=str(ev.get("tool") or ""),
-        arguments=args if isinstance(args, (dict, str, Mapping)) else {},
-        call_id=ev.get("call_id"),
-        action=ev.get("action"),
-        result=ev.get("result"),
-        is_error=bool(ev.get("is_error")),
-        exit_code=ev.get("exit_code"),
-        start_time=ev.get("start_time"),
-        end_time=ev.get("end_time"),
-        metadata={"source": "proxy"},
-    )
+    # Log entries carry the event as planguard.journal writes it (ToolEvent's field names).
+    return event_from(ev, source="proxy")

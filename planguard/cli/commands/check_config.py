@@ -2,8 +2,8 @@
 
 Exit status 0 when valid; 1 with one ``FILE:LINE: key.path: problem`` line per problem on standard error.
 Environment overrides (``PLANGUARD_*``) are applied as the guard would apply them; ``--no-env`` ignores them.
-A ``proxy:`` section (``planguard proxy``'s settings, in the same file) is checked with the proxy's own model
-when planguard-agents-proxy is installed, and reported as not checked otherwise.
+An integration's section (the proxy's ``proxy:``, found through the ``planguard.commands`` entry points) is
+checked with its own model when that integration is installed, and reported as not checked otherwise.
 """
 
 from __future__ import annotations
@@ -11,13 +11,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ...config import Config
 
-__all__ = ["register", "run", "summarize"]
+__all__ = ["integration_sections", "register", "run", "summarize"]
+
+#: Config sections of integrations, and the extra that installs each: what a file may hold when the
+#: integration is not installed here (reported as not checked rather than refused).
+_SECTION_EXTRAS = {"proxy": "proxy"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,18 +39,20 @@ def run(args: argparse.Namespace) -> int:
     from ...config import ConfigError, load_config
 
     env: Mapping[str, str] = {} if args.no_env else os.environ
+    sections = integration_sections()
     problems: list[str] = []
     config = None
     try:
-        config = load_config(args.file, env=env, other_sections=("proxy",))
+        config = load_config(args.file, env=env, other_sections=tuple(sections) + tuple(_SECTION_EXTRAS))
     except ConfigError as exc:
         problems += str(exc).splitlines()
+    section_lines: list[str] = []
     try:
-        proxy_line = _proxy_section(args.file)
+        section_lines = _integration_section_lines(args.file, sections)
     except ConfigError as exc:
         problems += str(exc).splitlines()
     if problems or config is None:
-        # The proxy section is read from the same file: a problem of the file itself shows up twice.
+        # An integration's section is read from the same file: a problem of the file itself shows up twice.
         for line in dict.fromkeys(problems):
             print(f"error: {line}", file=sys.stderr)
         return 1
@@ -58,9 +64,31 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.file}: valid")
     for line in summarize(config, env):
         print(line)
-    if proxy_line:
-        print(proxy_line)
+    for line in section_lines:
+        print(line)
     return 0
+
+
+def integration_sections() -> dict[str, Callable[[str], str | None]]:
+    """The config sections installed integrations read, with each one's check: a module named by a
+    ``planguard.commands`` entry point may declare ``CONFIG_SECTION`` (a top-level key) and
+    ``check_config_section(path)`` (its summary line, None when the file has no such section; raises
+    ConfigError when it is invalid)."""
+    import importlib
+
+    from .. import integration_commands
+
+    out: dict[str, Callable[[str], str | None]] = {}
+    for ep in integration_commands().values():
+        try:
+            module = importlib.import_module(ep.module)
+        except ImportError:
+            continue  # its command says what is missing when it is run
+        section = getattr(module, "CONFIG_SECTION", None)
+        check = getattr(module, "check_config_section", None)
+        if isinstance(section, str) and callable(check):
+            out[section] = check
+    return out
 
 
 def _unresolved_plugins(config: Config) -> list[str]:
@@ -80,25 +108,33 @@ def _unresolved_plugins(config: Config) -> list[str]:
     return problems
 
 
-def _proxy_section(path: str) -> str | None:
-    """The summary line of the file's ``proxy:`` section (None when it has none); ConfigError if invalid."""
+def _integration_section_lines(path: str, sections: Mapping[str, Callable[[str], str | None]]) -> list[str]:
+    """One summary line per integration section the file has (ConfigError if one is invalid); a section of
+    an integration that is not installed is reported, not checked."""
     from ...config import load_section
 
-    try:
-        from planguard_proxy.config import ProxyConfig
-    except ImportError:
+    lines: list[str] = []
+    checked: set[str] = set()
+    for section, check in sections.items():
+        try:
+            line = check(path)
+        except ImportError:
+            continue  # the integration's model does not import: reported as not checked below
+        checked.add(section)
+        if line is not None:
+            lines.append(line)
+    for section, extra in _SECTION_EXTRAS.items():
+        if section in checked:
+            continue
         from pydantic import BaseModel, ConfigDict
 
-        class _AnySection(BaseModel):  # only "is it a mapping": the proxy's own model is not installed
+        class _AnySection(BaseModel):  # only "is it a mapping": the integration's own model is not here
             model_config = ConfigDict(extra="allow")
 
-        if load_section(path, "proxy", _AnySection) is None:
-            return None
-        return "proxy: present, not checked (its model comes with: pip install 'planguard-agents[proxy]')"
-    proxy = load_section(path, "proxy", ProxyConfig)
-    if proxy is None:
-        return None
-    return f"proxy: listen {proxy.listen}, gate {proxy.gate}, store {proxy.store.backend}"
+        if load_section(path, section, _AnySection) is not None:
+            install = f"pip install 'planguard-agents[{extra}]'"
+            lines.append(f"{section}: present, not checked (its model comes with: {install})")
+    return lines
 
 
 def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]:

@@ -3,7 +3,7 @@ as the ``planguard hook claude-code`` command. Session state stays in the Guard'
 
     from claude_agent_sdk import ClaudeAgentOptions, query
     from planguard import Guard
-    from planguard_claude_code import hook_matchers
+    from planguard_hooks import hook_matchers
 
     guard = Guard.from_file("planguard.yaml")
     options = ClaudeAgentOptions(hooks=hook_matchers(guard), allowed_tools=["Bash", "Read", "Edit"])

@@ -1,22 +1,20 @@
-"""``planguard proxy --config FILE [--listen HOST:PORT] [--upstream URL] [--store-url redis://…]``
+"""``planguard proxy --config FILE [--listen HOST:PORT] [--upstream URL] [--store-url redis://…]``: the
+subcommand this distribution adds to the ``planguard`` command (entry-point group ``planguard.commands``).
 
 A model-API proxy: point an agent's base URL at it and planguard monitors the agent with no code change.
-The server lives in the separate ``planguard-agents-proxy`` distribution (an ASGI stack), imported only here.
+The server stack is imported only when the command runs. :func:`check_config_section` is what
+``planguard check-config`` runs on a config file's ``proxy:`` section (:data:`CONFIG_SECTION`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-__all__ = ["INSTALL_HINT", "register", "run"]
+__all__ = ["CONFIG_SECTION", "check_config_section", "register", "run"]
 
-INSTALL_HINT = (
-    "planguard proxy: the proxy server is not installed.\n"
-    "  pip install 'planguard-agents[proxy]'          (from a checkout: bash scripts/bootstrap.sh)\n"
-    "  pip install 'planguard-agents-proxy[redis]'    (replicas sharing state in Redis)"
-)
+#: The config file's top-level key this distribution reads (``planguard check-config`` checks it here).
+CONFIG_SECTION = "proxy"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,16 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    # importlib, not an import statement: the proxy is a separate, optional package (type-checked on its own).
-    try:
-        load_proxy_config = importlib.import_module("planguard_proxy.config").load_proxy_config
-        serve = importlib.import_module("planguard_proxy.server").serve
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] in ("planguard_proxy", "uvicorn", "httptools", "uvloop", "orjson"):
-            print(INSTALL_HINT, file=sys.stderr)
-            return 2
-        raise
-    from ...config import ConfigError
+    from planguard.config import ConfigError
+
+    from .config import load_proxy_config
+    from .server import serve
 
     try:
         config, proxy = load_proxy_config(args.config)
@@ -78,3 +70,15 @@ def run(args: argparse.Namespace) -> int:
     )
     serve(config, proxy)
     return 0
+
+
+def check_config_section(path: str) -> str | None:
+    """The summary line of the file's ``proxy:`` section (None when it has none); ConfigError if invalid."""
+    from planguard.config import load_section
+
+    from .config import ProxyConfig
+
+    proxy = load_section(path, CONFIG_SECTION, ProxyConfig)
+    if proxy is None:
+        return None
+    return f"proxy: listen {proxy.listen}, gate {proxy.gate}, store {proxy.store.backend}"

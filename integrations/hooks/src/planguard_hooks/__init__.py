@@ -3,13 +3,13 @@ one process per hook call, answered by a warm daemon, session state on disk) and
 Claude Agent SDK's in-process hooks.
 
 * :func:`client.main` — the hook command (``planguard hook claude-code``): hands the call to the daemon
-  (:mod:`.daemon`), or answers it in-process with :func:`hook.main`.
+  (:mod:`.daemon`), or answers it in-process with :func:`service.main`.
 * :func:`settings.install` — writes the hook entries into Claude Code settings (``planguard install
   claude-code``).
 * :func:`sdk.hook_matchers` — ``ClaudeAgentOptions(hooks=...)`` for the Claude Agent SDK.
 * :class:`ClaudeCodeAdapter` — payload → Guard calls → answer, for any other host of these hooks.
 
-Names resolve lazily: the hook's fast path imports ``planguard_claude_code.client`` and nothing else.
+Names resolve lazily: the hook's fast path imports ``planguard_hooks.client`` and nothing else.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'planguard_claude_code' has no attribute {name!r}")
+        raise AttributeError(f"module 'planguard_hooks' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

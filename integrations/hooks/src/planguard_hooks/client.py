@@ -2,7 +2,7 @@
 
 Claude Code starts a new process for every hook call, and building planguard (pydantic config models,
 phase rules, detectors, policies) costs about half a second. So the hook process only reads its payload,
-sends it to a daemon that keeps the :class:`~planguard.guard.Guard` built (``planguard_claude_code.daemon``)
+sends it to a daemon that keeps the :class:`~planguard.guard.Guard` built (``planguard_hooks.daemon``)
 and prints the daemon's answer. This module imports nothing but the standard library's cheapest parts
 (``socket``, ``zlib``, ``os``, ``sys``, ``time``); ``planguard install claude-code`` runs it (through the
 few lines of ``launch.py``) with ``python -S`` so that even the ``site`` start-up (``.pth`` files) is
@@ -94,13 +94,19 @@ _OFF = frozenset({"0", "off", "false", "no", "disable", "disabled"})
 
 
 def default_state_dir(environ: Any = None) -> str:
-    """``$PLANGUARD_STATE_DIR``, else ``$XDG_STATE_HOME/planguard/claude-code`` (``~/.local/state/...``)."""
+    """``$PLANGUARD_STATE_DIR``, else ``$XDG_STATE_HOME/planguard/hooks`` (``~/.local/state/...``) — or
+    ``…/planguard/claude-code``, where earlier versions kept it, while that one exists and the new one does
+    not: sessions begun before an upgrade go on in their files."""
     env = os.environ if environ is None else environ
     explicit = env.get("PLANGUARD_STATE_DIR")
     if explicit:
         return os.path.expanduser(explicit)
     base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "planguard", "claude-code")
+    current = os.path.join(base, "planguard", "hooks")
+    previous = os.path.join(base, "planguard", "claude-code")
+    if not os.path.isdir(current) and os.path.isdir(previous):
+        return previous
+    return current
 
 
 def daemon_enabled(environ: Any = None) -> bool:
@@ -299,7 +305,7 @@ def _spawn(addr: DaemonAddress, state_dir: str, config: str | None) -> Popen[byt
                 sys.executable,
                 "-P",  # the project directory must not shadow modules the daemon imports
                 "-m",
-                "planguard_claude_code.daemon",
+                "planguard_hooks.daemon",
                 "--run-dir",
                 addr.directory,
                 "--key",
@@ -435,7 +441,7 @@ def request(
 
 def hook_op(dialect: str) -> bytes:
     """The request's operation: ``hook`` for Claude Code's payloads, ``hook:<dialect>`` for another CLI's
-    (one daemon serves every dialect; see ``planguard_claude_code.dialects``)."""
+    (one daemon serves every dialect; see ``planguard_hooks.dialects``)."""
     return b"hook" if dialect == "claude-code" else b"hook:" + dialect.encode("ascii", "replace")
 
 
@@ -461,8 +467,8 @@ def _in_process(
 ) -> int:
     try:
         _ensure_site()
-        from planguard_claude_code import hook
-        from planguard_claude_code.dialects import dialect as dialect_named
+        from planguard_hooks import service
+        from planguard_hooks.dialects import dialect as dialect_named
 
         speaks = dialect_named(dialect)
     except Exception as exc:  # planguard itself is broken or missing: let the agent go on
@@ -471,10 +477,10 @@ def _in_process(
     import io
 
     if why is not None:
-        from planguard_claude_code.state import SessionStore
+        from planguard_hooks.state import SessionStore
 
-        hook._log_error(SessionStore(state_dir), f"hook daemon unavailable: {why}; answered in-process")
-    return hook.main(
+        service._log_error(SessionStore(state_dir), f"hook daemon unavailable: {why}; answered in-process")
+    return service.main(
         config,
         state_dir,
         stdin=io.BytesIO(raw),  # decoded by the hook, which refuses bytes that are not UTF-8
@@ -495,7 +501,7 @@ def main(
 ) -> int:
     """Answer one hook call of ``dialect``'s CLI (``claude-code``, ``codex``, ``gemini``): through the
     daemon when there is one (or can be started), else in-process. Always returns 0 (see
-    :func:`planguard_claude_code.hook.main`)."""
+    :func:`planguard_hooks.service.main`)."""
     try:
         raw = (sys.stdin.buffer if stdin is None else stdin).read()
     except (AttributeError, OSError, ValueError):  # no standard input at all
@@ -609,9 +615,9 @@ def stop_daemons(state_dir: str | None = None, environ: Any = None, *, wait_s: f
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``planguard-claude-code-hook [--config FILE] [--state-dir DIR] [--no-daemon]`` (also what
+    """``planguard-hook [--dialect CLI] [--config FILE] [--state-dir DIR] [--no-daemon]`` (also what
     ``python -S .../client.py`` runs). Other options (``--show``, ``--stop-daemons``, ``--help``) go to the
-    full command line of :func:`planguard_claude_code.hook.cli`."""
+    full command line of :func:`planguard_hooks.service.cli`."""
     args = sys.argv[1:] if argv is None else list(argv)
     config: str | None = None
     state_dir: str | None = None
@@ -639,7 +645,7 @@ def cli(argv: list[str] | None = None) -> int:
             daemon = False
         else:
             _ensure_site()
-            from planguard_claude_code.hook import cli as full_cli
+            from planguard_hooks.service import cli as full_cli
 
             return full_cli(args)
         i += 1

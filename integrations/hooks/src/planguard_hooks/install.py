@@ -50,6 +50,11 @@ _MARKS = (
     "hook claude-code",
     "hook codex",
     "hook gemini",
+    "hook opencode",
+    "planguard-hook",
+    "planguard_hooks/launch.py",
+    "planguard_hooks/client.py",
+    # What earlier versions (planguard-agents-claude-code) installed: refreshed or removed like the rest.
     "planguard-claude-code-hook",
     "planguard_claude_code/launch.py",
     "planguard_claude_code/client.py",
@@ -62,7 +67,7 @@ DEFAULT_TIMEOUT_S = 30
 class Target:
     """Where and how one CLI registers command hooks."""
 
-    dialect: str  # the hook dialect its command speaks (planguard_claude_code.dialects)
+    dialect: str  # the hook dialect its command speaks (planguard_hooks.dialects)
     folder: str  # the settings folder, in the project and in the home directory
     file: str  # the settings file in it
     events: tuple[str, ...]  # the CLI's hook events planguard registers

@@ -5,8 +5,8 @@ any) is one JSON object on standard output, and the exit code is always 0 — pl
 agent: on any internal failure the call is let through (fail-open), the error is appended to
 ``<state dir>/hook-errors.log`` (bounded), and a gate configured fail-closed still denies its tool.
 
-Normally the hook process hands the call to a warm daemon (:mod:`planguard_claude_code.client`,
-:mod:`planguard_claude_code.daemon`), which runs the :class:`HookRunner` here; without one, :func:`main`
+Normally the hook process hands the call to a warm daemon (:mod:`planguard_hooks.client`,
+:mod:`planguard_hooks.daemon`), which runs the :class:`HookRunner` here; without one, :func:`main`
 runs it in the hook process. Per call: build the :class:`~planguard.guard.Guard` from the config (outside
 the session lock; a daemon keeps it), lock the session's state files, restore the session (snapshot, else
 journal replay, else new — a daemon reuses its copy in memory while the files are as it left them; a
@@ -17,6 +17,7 @@ unlock, print the answer, then flush the other sinks. Nothing here imports more 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -30,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from planguard import journal
 from planguard.events import ToolEvent
 
 from .adapter import ClaudeCodeAdapter, HookState
 from .dialects import CLAUDE_CODE, Dialect
-from .state import Op, SessionStore, StoredSession, session_state, silent, store_digest_key
+from .state import Op, SessionStore, StoredSession, session_state, store_digest_key
 from .translate import HOOK_EVENTS, PRE_TOOL_USE, call_event, deny_answer, session_key
 
 if TYPE_CHECKING:
@@ -64,7 +66,7 @@ def main(
 
     ``stdin`` gives bytes (standard input's, by default) or text; ``rid``: the request id a hook process
     gave the daemon before answering the call itself; ``dialect``: the CLI's hook contract
-    (:mod:`planguard_claude_code.dialects`)."""
+    (:mod:`planguard_hooks.dialects`)."""
     stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     store = SessionStore(state_dir)
@@ -279,7 +281,7 @@ class HookRunner:
         self, payload: Mapping[str, Any], *, rid: str | None = None, source: str = "claude-code"
     ) -> dict[str, Any]:
         """Answer one hook payload in the common (Claude Code) form; ``source`` names the CLI it came
-        from (see :mod:`planguard_claude_code.dialects`)."""
+        from (see :mod:`planguard_hooks.dialects`)."""
         key = session_key(payload)
         with self._one_at_a_time(key):
             return self._handle(key, payload, rid, source)
@@ -412,7 +414,7 @@ class HookRunner:
             if record:
                 self._resume_store_files(stored, key, cut=True)
             try:
-                pipeline = self.guard.pipeline if record else silent(self.guard.pipeline)
+                pipeline = self.guard.pipeline if record else journal.muted(self.guard.pipeline)
                 session = Session.restore(pipeline, snap.state)
                 if not record:
                     return session, HookState.from_dict(snap.hook), snap.log_complete
@@ -428,12 +430,15 @@ class HookRunner:
                 stored.problems.append("no usable journal either: starting the session afresh")
             session = self.guard.session(key, **_metadata(payload, source))
             return session, HookState(), not stored.exists or complete
-        # Rebuild: replay the journal with the sinks silenced (they saw all of it already).
-        session = silent(self.guard.pipeline).session(key, **_metadata(payload, source))
+        # Rebuild: replay the journal with the sinks muted (they saw all of it already).
         state = HookState()
-        adapter_now = time.time()
-        for op in ops:
-            _apply(session, op, state, adapter_now)
+        session = journal.replay(
+            self.guard.pipeline,
+            key,
+            ops,
+            metadata=_metadata(payload, source),
+            observe=functools.partial(_replayed, state, time.time()),
+        )
         if not record:
             return session, state, complete
         self._resume_store_files(stored, key, cut=False)
@@ -489,18 +494,13 @@ class HookRunner:
         self.guard.shutdown(end_sessions=False)
 
 
-def _apply(session: Session, op: Op, state: HookState, now: float) -> None:
-    """Replay one journal entry (the same calls the adapter made, minus the answer)."""
-    if op.kind == "pre" and op.event is not None:
-        if not session.before_tool(op.event).blocks:
-            state.start(op.event.call_id, now)
+def _replayed(state: HookState, now: float, op: Op, result: Any) -> None:
+    """The adapter's bookkeeping for one replayed journal entry (the calls it made, minus the answer)."""
+    if op.kind == "pre" and op.event is not None and not result.blocks:
+        state.start(op.event.call_id, now)
     elif op.kind == "post" and op.event is not None:
-        session.after_tool(op.event)
         state.finish(op.event.call_id, now)
-    elif op.kind == "model":
-        session.before_model()
     elif op.kind == "end":
-        session.end()
         state.running.clear()
 
 
@@ -630,15 +630,15 @@ def _last_line(text: str) -> str:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``planguard-claude-code-hook [--config FILE] [--state-dir DIR] [--no-daemon] [--show SESSION_ID]
+    """``planguard-hook [--dialect CLI] [--config FILE] [--state-dir DIR] [--no-daemon] [--show SESSION_ID]
     [--stop-daemons]``: the hook without the ``planguard`` command's subcommand discovery (the same as
-    ``planguard hook claude-code``)."""
+    ``planguard hook CLI``)."""
     import argparse
 
-    from planguard.cli.commands.hook import add_options
+    from .commands import add_options
 
-    parser = argparse.ArgumentParser(prog="planguard-claude-code-hook", description=__doc__.split("\n\n")[0])
-    add_options(parser)
+    parser = argparse.ArgumentParser(prog="planguard-hook", description=__doc__.split("\n\n")[0])
+    add_options(parser, dialect=True)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -649,14 +649,14 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def run_arguments(args: Any) -> int:
-    """Run parsed hook options (:func:`planguard.cli.commands.hook.add_options`; also what ``planguard hook``
+    """Run parsed hook options (:func:`planguard_hooks.commands.add_options`; also what ``planguard hook``
     calls for ``--show`` and ``--stop-daemons``)."""
     from . import client
 
     if args.show:
         summary = read_summary(args.show, args.config, args.state_dir)
         if summary is None:
-            print(f"planguard hook claude-code: no recorded session {args.show!r}", file=sys.stderr)
+            print(f"planguard hook: no recorded session {args.show!r}", file=sys.stderr)
             return 1
         print(json.dumps(summary, indent=2, ensure_ascii=False))
         return 0
@@ -664,4 +664,5 @@ def run_arguments(args: Any) -> int:
         n = client.stop_daemons(args.state_dir)
         print(f"stopped {n} hook daemon(s)")
         return 0
-    return client.main(args.config, args.state_dir, daemon=not args.no_daemon)
+    dialect = getattr(args, "dialect", None) or getattr(args, "agent", None) or "claude-code"
+    return client.main(args.config, args.state_dir, daemon=not args.no_daemon, dialect=dialect)

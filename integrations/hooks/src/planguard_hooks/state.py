@@ -9,10 +9,11 @@ For each session key (file names are the key, sanitised):
 * ``<name>.snap`` — a pickled snapshot of the session's explicit state (every stage keeps bounded state,
   so this stays small however long the run), written atomically (temp file + rename). Loading it is
   O(state), not O(run length).
-* ``<name>.log`` — an append-only journal of what the session was fed (tool calls, results, model calls),
-  bounded in lines and bytes. It is the fallback: when the snapshot is unreadable (corrupt, written by
-  another planguard version) or stale (the config changed), the session is rebuilt by replaying the
-  journal through the current pipeline, with sinks silenced so telemetry does not see the past twice.
+* ``<name>.log`` — an append-only journal of what the session was fed (tool calls, results, model calls;
+  :mod:`planguard.journal`), bounded in lines and bytes. It is the fallback: when the snapshot is
+  unreadable (corrupt, written by another planguard version) or stale (the config changed), the session
+  is rebuilt by replaying the journal through the current pipeline, with sinks muted so telemetry does
+  not see the past twice.
 
 A snapshot whose journal grew past it (a process died between the two writes) is also rebuilt from the
 journal. Sessions idle longer than ``ttl_s`` are pruned, and at most ``max_sessions`` are kept.
@@ -33,7 +34,6 @@ import dataclasses
 import fcntl
 import hashlib
 import io
-import json
 import os
 import pickle
 import re
@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planguard.documents import loads_json
 from planguard.events import ToolEvent
+from planguard.journal import Op, clip_value
 
 from . import client
 
@@ -68,80 +68,10 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,120}$")
 MAX_ARGUMENT_CHARS = 4096
 
 
-@dataclass(slots=True)
-class Op:
-    """One journal entry: what a hook call fed the session."""
-
-    kind: str  # "pre" | "post" | "model" | "end"
-    event: ToolEvent | None = None
-
-    def to_json(self) -> str:
-        body: dict[str, Any] = {"op": self.kind}
-        if self.event is not None:
-            body["e"] = _event_dict(self.event)
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
-
-    @classmethod
-    def from_json(cls, line: str) -> Op:
-        body = loads_json(line)
-        if not isinstance(body, dict) or body.get("op") not in ("pre", "post", "model", "end"):
-            raise ValueError("expected {'op': 'pre'|'post'|'model'|'end', ...}")
-        raw = body.get("e")
-        return cls(body["op"], _event_from(raw) if isinstance(raw, dict) else None)
-
-
-def _event_dict(e: ToolEvent) -> dict[str, Any]:
-    out: dict[str, Any] = {"t": e.tool, "a": _clip_value(e.arguments, 65_536)}
-    if e.call_id is not None:
-        out["id"] = e.call_id
-    if e.action is not None:
-        out["x"] = e.action
-    if e.result is not None:
-        out["r"] = e.result
-    if e.is_error:
-        out["err"] = True
-    if e.exit_code is not None:
-        out["rc"] = e.exit_code
-    if e.start_time is not None:
-        out["t0"] = e.start_time
-    if e.end_time is not None:
-        out["t1"] = e.end_time
-    if e.metadata:
-        out["m"] = dict(e.metadata)
-    return out
-
-
-def _event_from(d: dict[str, Any]) -> ToolEvent:
-    arguments = d.get("a")
-    metadata = d.get("m")
-    return ToolEvent(
-        tool=str(d.get("t") or ""),
-        arguments=arguments if isinstance(arguments, (dict, str)) else {},
-        call_id=d.get("id"),
-        action=d.get("x"),
-        result=d.get("r"),
-        is_error=bool(d.get("err")),
-        exit_code=d.get("rc"),
-        start_time=d.get("t0"),
-        end_time=d.get("t1"),
-        metadata=metadata if isinstance(metadata, dict) else {},
-    )
-
-
-def _clip_value(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + f"[… {len(value) - limit} chars cut]"
-    if isinstance(value, Mapping):
-        return {k: _clip_value(v, limit) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clip_value(v, limit) for v in value]
-    return value
-
-
 def clip_event(event: ToolEvent, limit: int = MAX_ARGUMENT_CHARS) -> None:
     """Cut long strings in a stored event's arguments in place (its classification is already made)."""
     if isinstance(event.arguments, (Mapping, str)):
-        event.arguments = _clip_value(event.arguments, limit)
+        event.arguments = clip_value(event.arguments, limit)
 
 
 def clip_step(step: Any, limit: int = MAX_ARGUMENT_CHARS) -> None:
@@ -151,7 +81,7 @@ def clip_step(step: Any, limit: int = MAX_ARGUMENT_CHARS) -> None:
     action = getattr(step, "action", None)
     if action is not None and dataclasses.is_dataclass(action) and not isinstance(action, type):
         long = {
-            f.name: _clip_value(v, limit)
+            f.name: clip_value(v, limit)
             for f in dataclasses.fields(action)
             if isinstance(v := getattr(action, f.name), str) and len(v) > limit
         }
@@ -160,7 +90,7 @@ def clip_step(step: Any, limit: int = MAX_ARGUMENT_CHARS) -> None:
 
 
 def default_state_dir() -> Path:
-    """``$PLANGUARD_STATE_DIR``, else ``$XDG_STATE_HOME/planguard/claude-code``."""
+    """``$PLANGUARD_STATE_DIR``, else ``$XDG_STATE_HOME/planguard/hooks`` (see :mod:`.client`)."""
     return Path(client.default_state_dir())
 
 
@@ -455,8 +385,3 @@ def session_state(session: Session) -> dict[str, Any]:
         for step in pending.values():
             clip_step(step)
     return state
-
-
-def silent(pipeline: Any) -> Any:
-    """The pipeline without sinks, for replaying a journal the sinks have already seen."""
-    return dataclasses.replace(pipeline, sinks=())

@@ -1,10 +1,10 @@
 """The hook daemon: one warm process that answers hook calls for the short-lived hook processes.
 
-Started by :mod:`planguard_claude_code.client` (``python -P -m planguard_claude_code.daemon ...``) with the
+Started by :mod:`planguard_hooks.client` (``python -P -m planguard_hooks.daemon ...``) with the
 lock ``cc-<key>.lock`` already held and handed over as a file descriptor; it holds that lock for as long as
 it serves, so there is at most one daemon per key. It listens on ``cc-<key>.sock`` before doing its heavy
 imports (a hook that connects meanwhile just waits for its answer), answers each connection in a thread
-through a long-lived :class:`~planguard_claude_code.hook.HookRunner` (one per config file, rebuilt when the
+through a long-lived :class:`~planguard_hooks.service.HookRunner` (one per config file, rebuilt when the
 file changes), and saves every session after every call exactly as a hook process does, so stopping it at
 any moment loses nothing.
 
@@ -43,7 +43,7 @@ from . import client
 from .dialects import CLAUDE_CODE, Dialect, dialect
 
 if TYPE_CHECKING:
-    from .hook import HookRunner
+    from .service import HookRunner
     from .state import SessionStore
 
 __all__ = ["Daemon", "main"]
@@ -134,11 +134,11 @@ class Daemon:
 
     def warm(self, config: str | None) -> None:
         """The heavy imports and the first runner, before the first call needs them."""
-        from . import hook
+        from . import service
         from .state import SessionStore
 
         self._store = SessionStore(self.state_dir)
-        del hook
+        del service
         slot = self._slot(config)
         try:
             self._build(slot)
@@ -325,7 +325,7 @@ class Daemon:
                 return
             from planguard.config import ConfigError
 
-            from .hook import HookRunner
+            from .service import HookRunner
             from .state import SessionStore
 
             try:
@@ -406,8 +406,8 @@ class Daemon:
     def hook(
         self, config: str | None, payload: bytes, rid: str | None, speaks: Dialect = CLAUDE_CODE
     ) -> dict[str, Any]:
-        """One hook call, as :func:`planguard_claude_code.hook.main` answers it in a hook process."""
-        from .hook import answer_text
+        """One hook call, as :func:`planguard_hooks.service.main` answers it in a hook process."""
+        from .service import answer_text
 
         store = self._store
         assert store is not None
@@ -453,7 +453,7 @@ class Daemon:
             }
 
     def _log(self, text: str) -> None:
-        from .hook import _log_error
+        from .service import _log_error
         from .state import SessionStore
 
         _log_error(self._store or SessionStore(self.state_dir), text)
@@ -495,7 +495,7 @@ def _idle_s() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m planguard_claude_code.daemon", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m planguard_hooks.daemon", description=__doc__)
     p.add_argument("--run-dir", required=True)
     p.add_argument("--key", required=True)
     p.add_argument("--state-dir", required=True)

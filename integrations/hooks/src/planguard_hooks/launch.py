@@ -1,7 +1,7 @@
 """What ``planguard install claude-code`` has Claude Code run: ``python -S .../launch.py [options]``.
 
 Python compiles a script on every run but a module only once (its ``.pyc`` is cached), so this script is
-a few lines and runs :mod:`planguard_claude_code.client` imported as a module: from this folder, which is
+a few lines and runs :mod:`planguard_hooks.client` imported as a module: from this folder, which is
 taken off ``sys.path`` again at once so that its modules shadow nothing later.
 """
 
