@@ -17,7 +17,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from planguard import Guard
 from planguard.config import Config
 from planguard.events import ToolEvent
-from planguard.sinks.store.reader import iter_sessions
+from planguard.offline.loaders.planguard_store import iter_sessions
 from planguard.sinks.telemetry.otel import OTelSink
 
 

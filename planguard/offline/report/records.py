@@ -262,7 +262,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
-    from ...sinks.store.reader import read_session
+    from ..loaders.planguard_store import read_session
 
     try:
         session = read_session(source)
