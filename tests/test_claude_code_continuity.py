@@ -27,8 +27,8 @@ from planguard_hooks import client, service
 from planguard_hooks.service import HookRunner
 from planguard_hooks.state import SessionStore
 
+from planguard.offline.loaders.planguard_store import read_session
 from planguard.offline.replay import replay, replay_pipeline
-from planguard.sinks.store.reader import read_session
 
 CLIENT = str(Path(client.__file__).resolve().with_name("launch.py"))
 SID = "8f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"

@@ -175,8 +175,8 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
     assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
 
     # One session, one store file (one end record), daemon or not; its replay gives the live letters.
+    from planguard.offline.loaders.planguard_store import read_session
     from planguard.offline.replay import replay, replay_pipeline
-    from planguard.sinks.store.reader import read_session
 
     (stored,) = workspace["store"].glob("*.jsonl")
     session = read_session(stored)

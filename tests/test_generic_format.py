@@ -15,8 +15,8 @@ from planguard.config import Config
 from planguard.guard import Guard
 from planguard.offline.export import generic_records
 from planguard.offline.loaders import detect_format, load_trajectories
+from planguard.offline.loaders.planguard_store import read_session
 from planguard.offline.replay import replay, replay_pipeline
-from planguard.sinks.store.reader import read_session
 from planguard.sinks.store.records import RECORDED_KEY
 from planguard.testing import RecordingSink
 

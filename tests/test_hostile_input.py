@@ -144,9 +144,9 @@ def test_report_skips_a_deeply_nested_line_and_reports_the_rest(
 
 def test_store_reader_names_a_deeply_nested_line(tmp_path: Path) -> None:
     from planguard.events import ToolEvent
+    from planguard.offline.loaders.planguard_store import read_session
     from planguard.session import Pipeline
     from planguard.sinks.store.config import StoreConfig
-    from planguard.sinks.store.reader import read_session
     from planguard.sinks.store.writer import StoreSink
 
     sink = StoreSink(StoreConfig(path=str(tmp_path / "store")))

@@ -1,12 +1,16 @@
 """The layout shows the pipeline, and its import graph stays a tree a newcomer can follow.
 
 * every module of ``planguard/`` imports on its own, in a fresh interpreter;
-* no import circle among them, except through ``if TYPE_CHECKING:`` blocks (read from the source with
-  ``ast``: a circle that only works in one import order is still a circle);
+* no import circle among them, counting imports placed inside functions (they run too, only later: a
+  circle they close is still a circle), except through ``if TYPE_CHECKING:`` blocks (read from the source
+  with ``ast``: a circle that only works in one import order is still a circle);
+* function-local imports are counted and held to a budget: each one is a dependency the module's header
+  does not show;
 * no core module imports the package face (``planguard/__init__.py``), so ``_version.py`` holds the version;
-* the core imports no agent framework (ARCHITECTURE.md: "Core (``planguard/``) has no framework imports"):
-  only the standard library, its own dependencies (pyproject ``dependencies``) and, where a feature needs
-  one, an optional extra's;
+* the core imports no agent framework (ARCHITECTURE.md: "Core (``planguard/``) has no framework imports")
+  and no integration (integrations plug into the core, never the other way round): only the standard
+  library, its own dependencies (pyproject ``dependencies``) and, where a feature needs one, an optional
+  extra's;
 * the folders are the stages: sinks together, offline together, the CLI together.
 """
 
@@ -47,13 +51,9 @@ FRAMEWORKS = (
     "fastapi",
     "starlette",
     "uvicorn",
-    "planguard_langchain",
-    "planguard_hooks",
-    "planguard_claude_code",
-    "planguard_proxy",
-    "planguard_openai_agents",
-    "planguard_mini_swe_agent",
 )
+#: The integrations' packages (``integrations/<name>/``) all start so; the core names none of them.
+INTEGRATION_PREFIX = "planguard_"
 
 
 def _modules() -> dict[str, Path]:
@@ -123,10 +123,19 @@ def _imports(module: str, path: Path) -> Iterator[Import]:
 @dataclass
 class Graph:
     edges: dict[str, dict[str, int]] = field(default_factory=dict)  # importer -> imported -> line
+    #: Edges made only by imports inside functions (shown as such when a circle is described).
+    local: set[tuple[str, str]] = field(default_factory=set)
 
-    def add(self, a: str, b: str, line: int) -> None:
-        if a != b:
-            self.edges.setdefault(a, {}).setdefault(b, line)
+    def add(self, a: str, b: str, line: int, *, in_function: bool = False) -> None:
+        if a == b:
+            return
+        targets = self.edges.setdefault(a, {})
+        if b not in targets or ((a, b) in self.local and not in_function):
+            targets[b] = line  # the first import, or the first at module level when there is one
+            if in_function:
+                self.local.add((a, b))
+            else:
+                self.local.discard((a, b))
 
 
 def _resolve(name: str) -> str | None:
@@ -137,14 +146,16 @@ def _resolve(name: str) -> str | None:
 
 
 def _runtime_graph() -> Graph:
-    """Edges of module-level imports outside ``if TYPE_CHECKING:``. Importing ``a.b.c`` runs ``a.b`` first,
-    so it is an edge to each package on the way too, except the importer's own packages (Python imports
-    those before the importer anyway, and a package importing its own modules is the usual shape)."""
+    """Edges of every import that runs, outside ``if TYPE_CHECKING:``: module-level ones, and those inside
+    functions (they run when the function does, and a circle they close fails in whichever order the
+    modules happen to be first used). Importing ``a.b.c`` runs ``a.b`` first, so it is an edge to each
+    package on the way too, except the importer's own packages (Python imports those before the importer
+    anyway, and a package importing its own modules is the usual shape)."""
     graph = Graph()
     for module, path in MODULES.items():
         own = {".".join(module.split(".")[:n]) for n in range(1, module.count(".") + 2)}
         for imp in _imports(module, path):
-            if imp.type_checking or imp.in_function or not imp.target.startswith("planguard"):
+            if imp.type_checking or not imp.target.startswith("planguard"):
                 continue
             names = [f"{imp.target}.{n}" for n in imp.from_names] or [imp.target]
             for name in [imp.target, *names]:
@@ -155,7 +166,7 @@ def _runtime_graph() -> Graph:
                 for n in range(1, len(parts) + 1):
                     step = ".".join(parts[:n])
                     if step not in own:
-                        graph.add(module, step, imp.line)
+                        graph.add(module, step, imp.line, in_function=imp.in_function)
     return graph
 
 
@@ -220,13 +231,17 @@ def _cycle_in(component: list[str], graph: Graph) -> list[str]:
 
 
 def _describe(cycle: list[str], graph: Graph) -> str:
-    hops = [f"{a} (line {graph.edges[a][b]})" for a, b in itertools.pairwise(cycle)]
+    hops = [
+        f"{a} (line {graph.edges[a][b]}{', in a function' if (a, b) in graph.local else ''})"
+        for a, b in itertools.pairwise(cycle)
+    ]
     return " -> ".join([*hops, cycle[-1]])
 
 
-def test_the_runtime_import_graph_has_no_cycle() -> None:
+def test_the_import_graph_has_no_cycle() -> None:
     graph = _runtime_graph()
     assert graph.edges, "no imports found: the graph builder is broken"
+    assert graph.local, "no function-local imports found: the graph builder ignores them"
     cycles = _cycles(graph)
     assert not cycles, "import cycles outside TYPE_CHECKING:\n" + "\n".join(
         _describe(c, graph) for c in cycles
@@ -234,10 +249,11 @@ def test_the_runtime_import_graph_has_no_cycle() -> None:
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:
-    # The checker itself: a planted two-module circle through a package is found and named.
+    # The checker itself: a planted two-module circle, closed by an import inside a function, is found and
+    # named.
     graph = Graph()
     graph.add("planguard.a", "planguard.b", 3)
-    graph.add("planguard.b", "planguard.a", 7)
+    graph.add("planguard.b", "planguard.a", 7, in_function=True)
     saved = dict(MODULES)
     MODULES.update({"planguard.a": PACKAGE / "a.py", "planguard.b": PACKAGE / "b.py"})
     try:
@@ -245,7 +261,39 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     finally:
         MODULES.clear()
         MODULES.update(saved)
-    assert _describe(cycle, graph) == "planguard.a (line 3) -> planguard.b (line 7) -> planguard.a"
+    assert _describe(cycle, graph) == (
+        "planguard.a (line 3) -> planguard.b (line 7, in a function) -> planguard.a"
+    )
+
+
+#: Imports placed inside functions: of planguard's own modules (each a dependency the module's header does
+#: not show), and of others (an optional extra, a heavy library only one command needs). The budgets only
+#: go down; raising one wants a reason in review.
+FUNCTION_LOCAL_OWN_BUDGET = 64
+FUNCTION_LOCAL_OTHER_BUDGET = 32
+
+
+def _function_local_imports() -> tuple[list[str], list[str]]:
+    own: list[str] = []
+    other: list[str] = []
+    for module, path in MODULES.items():
+        for imp in _imports(module, path):
+            if imp.in_function and not imp.type_checking:
+                where = own if imp.target.startswith("planguard") else other
+                where.append(f"{path.relative_to(ROOT)}:{imp.line}: {imp.target}")
+    return own, other
+
+
+def test_function_local_imports_stay_within_budget() -> None:
+    own, other = _function_local_imports()
+    assert len(own) <= FUNCTION_LOCAL_OWN_BUDGET, (
+        f"{len(own)} function-local imports of planguard modules (budget {FUNCTION_LOCAL_OWN_BUDGET}):\n"
+        + "\n".join(own)
+    )
+    assert len(other) <= FUNCTION_LOCAL_OTHER_BUDGET, (
+        f"{len(other)} function-local imports of other packages (budget {FUNCTION_LOCAL_OTHER_BUDGET}):\n"
+        + "\n".join(other)
+    )
 
 
 def test_no_module_imports_the_package_face() -> None:
@@ -272,12 +320,34 @@ def test_the_core_imports_no_framework() -> None:
             top = imp.target.split(".")[0]
             if not top or top == "planguard" or top in stdlib or top in CORE_DEPENDENCIES:
                 continue
-            if top in OPTIONAL_EXTRAS:
+            if top in OPTIONAL_EXTRAS or top.startswith(INTEGRATION_PREFIX):  # integrations: below
                 continue
             if top in CLI_LAUNCHES and module.startswith("planguard.cli.commands.") and imp.in_function:
                 continue
             offenders.append(f"{path.relative_to(ROOT)}:{imp.line}: imports {imp.target}")
     assert not offenders, "the core imports what it may not:\n" + "\n".join(offenders)
+
+
+def _integration_imports(*, cli: bool) -> list[str]:
+    """Where the core (its CLI, or the rest) imports an integration, inside functions too."""
+    offenders = []
+    for module, path in MODULES.items():
+        if module.startswith("planguard.cli") != cli:
+            continue
+        for imp in _imports(module, path):
+            if imp.target.startswith(INTEGRATION_PREFIX):
+                offenders.append(f"{path.relative_to(ROOT)}:{imp.line}: imports {imp.target}")
+    return offenders
+
+
+def test_the_core_imports_no_integration() -> None:
+    offenders = _integration_imports(cli=False)
+    assert not offenders, "the core imports an integration:\n" + "\n".join(offenders)
+
+
+def test_the_core_cli_imports_no_integration() -> None:
+    offenders = _integration_imports(cli=True)
+    assert not offenders, "the core CLI imports an integration:\n" + "\n".join(offenders)
 
 
 def test_importing_the_whole_core_loads_no_framework() -> None:
@@ -331,7 +401,7 @@ def test_python_m_planguard_is_the_cli() -> None:
 
 def test_the_folders_are_the_pipeline() -> None:
     """A newcomer finds each stage from the folder listing: the live stages at the top, then the sinks,
-    the offline tools and the CLI each in one folder (scripts/relayout.md has the why)."""
+    the offline tools and the CLI each in one folder."""
     expected = [
         "guard.py",
         "session.py",
@@ -365,109 +435,4 @@ def test_the_folders_are_the_pipeline() -> None:
     assert not missing, f"not in the layout: {missing}"
     gone = ["telemetry", "store", "loaders", "report", "commands", "console.py", "notify.py", "replay.py"]
     left = [p for p in gone if (PACKAGE / p).exists()]
-    assert not left, f"left at their old place: {left} (run scripts/relayout.py)"
-
-
-# ------------------------------------------------------------------ the relayout script on code it never saw
-
-_OLD_TREE = {
-    "pyproject.toml": '[project.scripts]\nx = "planguard.cli:main"\n[tool.ruff]\nline-length = 110\n'
-    '[project.entry-points."planguard.sinks"]\nconsole = "planguard.console:ConsoleSink"\n',
-    "planguard/__init__.py": "from ._version import __version__\n",
-    "planguard/_version.py": '__version__ = "1"\n',
-    "planguard/stages.py": "class Sink:\n    pass\n",
-    "planguard/sinks.py": "from .stages import Sink\n",
-    "planguard/console.py": "from .sinks import Sink\n\n\nclass ConsoleSink(Sink):\n    pass\n",
-    "planguard/notify.py": 'import logging\n\nlog = logging.getLogger("planguard.notify")\n',
-    "planguard/replay.py": "from .telemetry.worker import BackgroundWorker\n\nx = BackgroundWorker\n",
-    "planguard/telemetry/__init__.py": "from .worker import BackgroundWorker\n\n"
-    '_LAZY = {"OTelSink": "otel"}\n',
-    "planguard/telemetry/worker.py": "class BackgroundWorker:\n    pass\n",
-    "planguard/telemetry/otel.py": "from .. import __version__\nfrom ..sinks import Sink\n"
-    "from . import worker\n"
-    'from .worker import BackgroundWorker\n\nMETRIC = "planguard.telemetry.dropped"\n\n\n'
-    "class OTelSink(Sink):\n    worker = (worker, BackgroundWorker, __version__)\n",
-    # As if another engineer added it after the script was written: it moves and is rewritten too.
-    "planguard/telemetry/brand_new.py": "from ..store.writer import Writer\nfrom . import otel\n\n"
-    "W = (Writer, otel)\n",
-    "planguard/store/__init__.py": "",
-    "planguard/store/writer.py": "class Writer:\n    pass\n",
-    "planguard/store/export.py": "from .writer import Writer\n\nE = Writer\n",
-    "planguard/cli.py": "from . import commands\nfrom ._version import __version__\n\n\ndef main() -> int:\n"
-    "    return 0\n",
-    "planguard/commands/__init__.py": "",
-    "planguard/commands/replay.py": "def run() -> int:\n    from ..replay import x\n"
-    "    from ..store import export\n\n"
-    "    return int(bool(x and export))\n",
-    "tests/test_x.py": "import planguard.notify\nfrom planguard.telemetry import otel, worker\n\n"
-    'PATCH = "planguard.telemetry.otel.OTelSink"\nFILE = "planguard/telemetry/otel.py"\n',
-    "docs/a.md": "See `planguard/store/writer.py`, `planguard/telemetry/`, :mod:`planguard.replay` and "
-    "`.planguard/sessions`.\n",
-    "data/run.jsonl": '{"command": "cat planguard/telemetry/otel.py"}\n',
-}
-
-
-def test_the_relayout_script_moves_and_rewrites_code_it_never_saw(tmp_path: Path) -> None:
-    for rel, text in _OLD_TREE.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text, "utf-8")
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    script = [sys.executable, str(ROOT / "scripts" / "relayout.py"), "--root", str(tmp_path)]
-    first = subprocess.run(script, capture_output=True, text=True, timeout=120)
-    assert first.returncode == 0, first.stderr
-    assert "data/run.jsonl: data file mentions a moved module; left as recorded" in first.stderr
-
-    def read(rel: str) -> str:
-        return (tmp_path / rel).read_text("utf-8")
-
-    for old in ("planguard/telemetry", "planguard/store", "planguard/commands", "planguard/cli.py"):
-        assert not (tmp_path / old).exists(), old
-    otel = read("planguard/sinks/telemetry/otel.py")
-    assert "from ..._version import __version__" in otel  # not from the package face
-    assert "from .. import Sink, worker" in otel  # two imports from one package, merged by ruff
-    assert "from ..worker import BackgroundWorker" in otel
-    assert '"planguard.telemetry.dropped"' in otel  # a metric name, not a module path
-    assert "from ..store.writer import Writer" in read("planguard/sinks/telemetry/brand_new.py")
-    assert "from ..sinks.worker import BackgroundWorker" in read("planguard/offline/replay.py")
-    assert "from ..sinks.store.writer import Writer" in read("planguard/offline/export.py")
-    replay_cmd = read("planguard/cli/commands/replay.py")
-    assert "from ...offline.replay import x" in replay_cmd and "from ...offline import export" in replay_cmd
-    assert '"planguard.sinks.webhook"' in read("planguard/sinks/webhook.py")
-    assert '_LAZY = {"OTelSink": "otel"}' in read("planguard/sinks/telemetry/__init__.py")
-    test = read("tests/test_x.py")
-    assert "import planguard.sinks.webhook" in test
-    assert (
-        "from planguard.sinks import worker" in test and "from planguard.sinks.telemetry import otel" in test
-    )
-    assert (
-        '"planguard.sinks.telemetry.otel.OTelSink"' in test and '"planguard/sinks/telemetry/otel.py"' in test
-    )
-    assert read("docs/a.md") == (
-        "See `planguard/sinks/store/writer.py`, `planguard/sinks/telemetry/`, "
-        ":mod:`planguard.offline.replay` and `.planguard/sessions`.\n"
-    )
-    assert 'console = "planguard.sinks.console:ConsoleSink"' in read("pyproject.toml")
-    assert read("data/run.jsonl") == _OLD_TREE["data/run.jsonl"]
-    assert (tmp_path / "planguard/offline/__init__.py").is_file()
-
-    imports = "; ".join(
-        f"import {m}"
-        for m in (
-            "planguard.sinks.telemetry.otel",
-            "planguard.sinks.telemetry.brand_new",
-            "planguard.offline.export",
-            "planguard.cli.commands.replay",
-            "planguard.sinks.console",
-        )
-    )
-    code = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {imports}; "
-    code += "import planguard.cli.commands.replay as r; assert r.run() == 1"
-    ran = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
-    )
-    assert ran.returncode == 0, ran.stderr
-
-    again = subprocess.run(script, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
-    assert "relayout: 0 files moved, 0 rewritten, 0 created" in again.stderr
+    assert not left, f"left at their old place: {left}"

@@ -17,9 +17,9 @@ from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.guard import Guard
 from planguard.offline.loaders import Trajectory, iter_trajectories
+from planguard.offline.loaders.planguard_store import read_session
 from planguard.offline.replay import replay, replay_pipeline
 from planguard.sinks.capture import ENV_CAPTURE
-from planguard.sinks.store import read_session
 
 ARG_TEXT = "cat /srv/app/settings_local.py"
 RESULT_TEXT = "DATABASE_HOST = 'db.internal'"
@@ -117,7 +117,7 @@ def test_files_are_private_and_the_directory_ignored_by_git(tmp_path: Path) -> N
     assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700  # parents it created too
     assert (store / ".gitignore").read_text().splitlines()[-1] == "*"
     # The reader skips the .gitignore (not a session file).
-    from planguard.sinks.store import iter_sessions
+    from planguard.offline.loaders.planguard_store import iter_sessions
 
     assert [type(s).__name__ for s in iter_sessions(store)] == ["StoredSession"]
 

@@ -14,19 +14,19 @@ from hypothesis import strategies as st
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
-from planguard.session import Pipeline, Session
-from planguard.sinks.drops import DropCounter
-from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.store.reader import (
+from planguard.offline.loaders.planguard_store import (
     StoredSession,
     StoreReadError,
     iter_sessions,
     iter_trajectories,
     read_session,
 )
+from planguard.session import Pipeline, Session
+from planguard.sinks.drops import DropCounter
+from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.store.records import DecisionRecord, EventRecord, FindingRecord, StepRecord
 from planguard.sinks.store.writer import StoreSink
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import RecordingSink, ScriptedDetector
 
@@ -184,7 +184,7 @@ def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path
 
 def test_loader_hook_reads_already_parsed_lines(tmp_path: Path) -> None:
     from planguard.offline.loaders import LoadError, Trajectory
-    from planguard.sinks.store.reader import is_store_header, trajectories_from_records
+    from planguard.offline.loaders.planguard_store import is_store_header, trajectories_from_records
 
     sink, _, s = live(tmp_path)
     lines = [json.loads(x) for x in sink.files()[0].read_text().splitlines()]

@@ -10,13 +10,13 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from planguard.events import ToolEvent
+from planguard.offline.loaders.planguard_store import iter_sessions
 from planguard.session import Pipeline
 from planguard.sinks.console import ConsoleSink
 from planguard.sinks.otel import build_sinks
 from planguard.sinks.otel.config import TelemetryConfig
 from planguard.sinks.otel.otel import OTelSink
 from planguard.sinks.store.config import StoreConfig
-from planguard.sinks.store.reader import iter_sessions
 from planguard.sinks.store.writer import StoreSink
 
 OTLP_VARS = (

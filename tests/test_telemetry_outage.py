@@ -17,8 +17,8 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from planguard import Guard
 from planguard.config import Config
 from planguard.events import ToolEvent
+from planguard.offline.loaders.planguard_store import iter_sessions
 from planguard.sinks.otel.otel import OTelSink
-from planguard.sinks.store.reader import iter_sessions
 
 
 class HangingReceiver:

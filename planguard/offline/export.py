@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..sinks.store.reader import StoredSession
 from ..sinks.store.records import RECORDED_KEY
+from .loaders.planguard_store import StoredSession
 
 __all__ = ["generic_records"]
 

@@ -20,13 +20,13 @@ import pytest
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.otel import attributes as A
 from planguard.sinks.otel import build_sinks
 from planguard.sinks.otel.config import TelemetryConfig
 from planguard.sinks.otel.otel import OTelSink
 from planguard.sinks.store.config import StoreConfig
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 
@@ -251,8 +251,6 @@ from opentelemetry import trace
 from planguard_langchain import PlanGuardMiddleware
 from planguard_langchain.testing import ScriptedChatModel, call, turn
 from planguard import Config, Guard
-from planguard.sinks.otel.config import TelemetryConfig
-from planguard.sinks.store.config import StoreConfig
 
 if sys.argv[1] == "register":
     from phoenix.otel import register

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from ...offline.export import generic_records
-    from ...sinks.store.reader import StoreReadError, iter_sessions
+    from ...offline.loaders.planguard_store import StoreReadError, iter_sessions
     from ..output import open_output
 
     failed = 0

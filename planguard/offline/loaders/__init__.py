@@ -22,7 +22,8 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
 * ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
 * ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``),
   or its database (``~/.local/share/opencode/opencode.db``, opencode 1.1x and later).
-* ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.sinks.store.reader`).
+* ``planguard-store`` - planguard's own session store files (read by
+  :mod:`planguard.offline.loaders.planguard_store`).
 * ``generic`` - one JSON object per tool call (:mod:`planguard.offline.loaders.generic`; ``planguard
 export``).
 
@@ -53,6 +54,7 @@ from .opencode import (
     load_opencode_storage,
 )
 from .openhands import load_event_document, load_output_record
+from .planguard_store import trajectories_from_records
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
 
 __all__ = [
@@ -283,10 +285,6 @@ def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | Loa
             yield loaded
         return
     if fmt == "planguard-store":
-        # Imported on first use: replaying agent logs need not load the store, and the store's record
-        # schema stays its own business (it hands back Trajectory/LoadError items).
-        from ...sinks.store.reader import trajectories_from_records
-
         yield from trajectories_from_records(records, shown, run_id_from_name(path.name))
         return
     if fmt == "generic":

@@ -1,21 +1,16 @@
-"""The embedded session store: JSONL files written in the background, read back for replay and reports."""
+"""The embedded session store: JSONL files written in the background (read back for replay and reports by
+:mod:`planguard.offline.loaders.planguard_store`)."""
 
 from __future__ import annotations
 
 from .config import DEFAULT_STORE_PATH, StoreConfig
-from .reader import StoredSession, StoreReadError, iter_sessions, iter_trajectories, read_session
 from .records import StepRecord
 
 __all__ = [
     "DEFAULT_STORE_PATH",
     "StepRecord",
     "StoreConfig",
-    "StoreReadError",
     "StoreSink",
-    "StoredSession",
-    "iter_sessions",
-    "iter_trajectories",
-    "read_session",
 ]
 
 

@@ -1,4 +1,5 @@
-"""Reading the embedded store back: stored sessions → the step records the writer wrote → ``ToolEvent``s.
+"""Reading the embedded store (:mod:`planguard.sinks.store`) back: stored sessions → the step records
+the writer wrote → ``ToolEvent``s.
 
 Bad input never stops a read: a line that is not JSON or not a record of the expected shape becomes a
 :class:`StoreReadError` (``"FILE:LINE: what is wrong; expected …"``) collected on the session, and the
@@ -11,12 +12,12 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...documents import loads_json
 from ...events import ToolEvent
-from .config import DEFAULT_STORE_PATH
-from .records import (
+from ...sinks.store.config import DEFAULT_STORE_PATH
+from ...sinks.store.records import (
     HEADER_TYPE,
     RECORDED_KEY,
     BlockedRecord,
@@ -27,9 +28,7 @@ from .records import (
     SessionHeader,
     StepRecord,
 )
-
-if TYPE_CHECKING:
-    from ...offline.loaders import LoadError, Trajectory
+from ._base import STANDARD_META_KEYS, LoadError, Trajectory
 
 __all__ = [
     "FORMAT",
@@ -174,8 +173,6 @@ def iter_sessions(
 
 def iter_trajectories(path: str | os.PathLike[str] = DEFAULT_STORE_PATH) -> Iterator[Trajectory | LoadError]:
     """The store as the loaders' ``Trajectory``/``LoadError`` items (for ``planguard replay``)."""
-    from ...offline.loaders import LoadError
-
     for item in iter_sessions(path):
         if isinstance(item, StoreReadError):
             yield LoadError(item.path, item.message, item.line)
@@ -191,8 +188,6 @@ def trajectories_from_records(
 
     Parse errors the loader found (exceptions in ``records``) are passed through as ``LoadError``s.
     """
-    from ...offline.loaders import LoadError
-
     passthrough: list[Exception] = []
 
     def pairs() -> Iterator[tuple[int, Any]]:
@@ -282,8 +277,6 @@ def _add(session: StoredSession, obj: Any) -> None:
 
 
 def _trajectory(session: StoredSession, source: str) -> Trajectory:
-    from ...offline.loaders import STANDARD_META_KEYS, Trajectory
-
     meta: dict[str, Any] = dict.fromkeys(STANDARD_META_KEYS)
     h = session.header
     for key in STANDARD_META_KEYS:
