@@ -66,7 +66,7 @@ SHELL_CASES = [
     ('find . -name "*.py" -exec grep -l "class X" {} \\;', S, "class X @ ."),
     ("git grep -n needle -- src", S, "needle @ src"),
     ("bash -c 'grep -r foo lib'", S, "foo @ lib"),
-    ("for f in *.py; do grep -n x $f; done", S, "x @ $f"),
+    ("for f in *.py; do grep -n x $f; done", S, "x @ *.py"),  # the loop body read with its list
     # writes
     ("sed -i 's/foo/bar/' /testbed/pkg/mod.py", W, "pkg/mod.py"),
     ("perl -pi -e 's/a/b/' pkg/mod.py", W, "pkg/mod.py"),
@@ -117,10 +117,13 @@ VALIDATION = {
     "python -c \"import sympy; sympy.test('sympy/printing')\"": True,
     "make test": True,
     "cargo test": True,
-    "python setup.py build": False,
-    "python -c 'print(1)'": False,
-    "python gen.py": False,
+    # A build, a snippet or a script run checks behaviour (PHASES_LIVE §3, §5: v / R / V after a patch).
+    "python setup.py build": True,
+    "python -c 'print(1)'": True,
+    "python gen.py": True,
     "grep -rn test_ .": False,
+    "pip install -e .": False,
+    "git status": False,
 }
 
 

@@ -18,9 +18,24 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import NamedTuple
 
-from ..shell.lexer import Stage, tokenize, unquote, word_at, words_of
-from ..tools.paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
-from ..tools.programs import COMPLETION_MARKERS
+from ..shell.lexer import tokenize, unquote, word_at, words_of
+from ..shell.reading import Simple, read
+from ..tools.paths import W_SOURCE, PathNormaliser, looks_like_file, pathish, write_kind
+from ..tools.programs import (
+    BUILTINS,
+    CHECKSUMS,
+    COMPLETION_MARKERS,
+    FETCHERS,
+    FILE_READERS,
+    FINDS,
+    GREPS,
+    LISTERS,
+    SHELLS,
+    Does,
+    Program,
+    program,
+)
+from ..tools.vocabulary import patch_files
 from .types import (
     COMMAND,
     FETCH,
@@ -53,8 +68,6 @@ __all__ = [
 ]
 
 
-_MAX_DEPTH = 2  # nested ``bash -c "…"``
-
 #: Longer texts (file bodies, inline scripts, edits) are kept in no memo (the shell classifier's, the phase
 #: rules'): they rarely repeat, and a memo full of them would pin tens of megabytes. Bounding the entries
 #: does not bound what their texts hold.
@@ -82,7 +95,6 @@ class ShellVerdict:
     rank: int = 0
     is_source_write: bool = False
     runs_code: bool = False  # runs a program or tests: its output redirection is a log, not a write
-    cwd: str | None = None  # for ``cd``: the directory later segments resolve against
     scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
     also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
 
@@ -90,56 +102,11 @@ class ShellVerdict:
 # How much a segment says about the line (higher wins; ties keep the first).
 R_TRIVIAL, R_NAVIGATE, R_FETCH, R_READ, R_SEARCH, R_COMMAND, R_VALIDATE, R_WRITE, R_COMPLETE = range(9)
 
-_READERS = frozenset(
-    {
-        "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "tac", "view", "strings", "xxd", "od",
-        "hexdump",
-    }
-)  # fmt: skip
-_GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "ack-grep", "zgrep", "pcregrep", "git-grep"})
-_FINDS = frozenset({"find", "fd", "fdfind", "locate", "mlocate"})
-_NAVIGATORS = frozenset(
-    {
-        "ls", "tree", "pwd", "dir", "exa", "eza", "du", "realpath", "readlink", "file", "stat", "wc", "lsd",
-        "pushd", "popd",
-    }
-)  # fmt: skip
-_FETCHERS = frozenset({"curl", "wget", "http", "https", "lynx", "w3m", "xh"})
 _PYTHONS = re.compile(r"^(?:python[\d.]*|py|pypy[\d.]*|ipython[\d.]*|uv|poetry|pipenv|hatch)$")
-_TEST_RUNNERS = frozenset(
-    {
-        "pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest", "mocha",
-        "phpunit", "rspec", "ctest", "runtests", "runtests.py", "unittest",
-    }
-)  # fmt: skip
-_TEST_SUBCOMMANDS = frozenset({"test", "tests", "check", "t"})
-_BUILD_TOOLS = frozenset(
-    {
-        "make", "npm", "yarn", "pnpm", "go", "cargo", "mvn", "gradle", "gradlew", "mix", "dotnet", "deno",
-        "bun", "bazel", "sbt", "lein", "rake", "bundle", "swift", "dune",
-    }
-)  # fmt: skip
-_PY_TEST_MODULES = frozenset({"pytest", "py.test", "unittest", "doctest", "nose", "nose2", "tox", "trial"})
-_TRIVIAL = frozenset(
-    {
-        "echo", "printf", "true", "false", ":", "export", "set", "unset", "source", ".", "sleep", "clear",
-        "history", "alias", "exit", "wait", "then", "else", "fi", "done", "do", "esac", "return", "shopt",
-        "ulimit", "umask", "trap", "type", "which", "whoami", "date", "env",
-    }
-)  # fmt: skip
-_WRAPPERS = frozenset(
-    {
-        "sudo", "time", "nohup", "nice", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run",
-        "caffeinate", "noglob",
-    }
-)  # fmt: skip
-_CONTROL = frozenset(
-    {"if", "then", "else", "elif", "do", "while", "until", "{", "}", "!", "fi", "done", "[[", "["}
-)
-#: Segments that only open a loop or a case (``for f in *.py``); their body segments are judged.
-_LOOP_HEADS = frozenset({"for", "case", "select", "function"})
-#: Words ``_stage`` skips before the program (assignments aside, which hold a ``=``).
-_PREFIX_WORDS = _CONTROL | _WRAPPERS | {"timeout", "env"}
+#: What a program's reading says it does that makes it validate (PHASES_LIVE §3, §5): the phases' r/v
+#: (tests, checks) and R/V runs (a script, a snippet, the repository's program). One mapping, documented:
+#: a check before the first patch is general to the phases and a validation to the action layer.
+_VALIDATES = frozenset({Does.TESTS, Does.CHECK, Does.RUN, Does.SNIPPET})
 _VALUE_FLAGS_GREP = frozenset(
     {
         "-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude", "--exclude-dir",
@@ -148,16 +115,15 @@ _VALUE_FLAGS_GREP = frozenset(
     }
 )  # fmt: skip
 _VALUE_FLAGS_HEAD = frozenset({"-n", "-c", "--lines", "--bytes"})
+_VALUE_FLAGS_SUM = frozenset({"-a", "--algorithm"})
 _VALUE_FLAGS_NAV = frozenset({"-L", "-I", "-P", "-d", "-T", "--max-depth", "--ignore", "--hide", "-c"})
 _VALUE_FLAGS_SED = frozenset({"-e", "-f", "-l", "--expression", "--file"})
 _VALUE_FLAGS_AWK = frozenset({"-F", "-v", "-f"})
 _VALUE_FLAGS_PATCH = frozenset({"-p", "-i", "-d", "-o", "-r", "-F", "-B", "-z", "-D", "-V", "-Y"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 # Inline code that runs a test suite (``python -c "import sympy; sympy.test('…')"``).
-_INLINE_TEST = re.compile(r"\bpytest\b|\bunittest\b|\bdoctest\b|\.test\(|\brun_?tests\b")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _WS = re.compile(r"\s+")
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SED_INPLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
 _LEGACY_EDIT_RANGE = re.compile(r"^\s*\d+(?::\d+)?\s*$")
 #: How each subcommand of SWE-agent's and OpenHands' ``str_replace_editor`` that writes changes its file.
@@ -195,13 +161,13 @@ def collapse(text: str, limit: int = 160) -> str:
 
 
 class ShellLine(NamedTuple):
-    """A shell line read once: its segments, as the lexer cuts them, and its verdict.
+    """A shell line read once: its reading (:func:`planguard.shell.reading.read`) and its verdict.
 
-    ``segments`` is ``None`` for a SWE-agent tool command, which is read without the lexer. The verdict
-    and the live phase rules (:mod:`planguard.phases.live`) read these same words; neither changes them.
+    ``reading`` is ``None`` for a SWE-agent tool command, which is read without the lexer. The verdict
+    and the live phase rules (:mod:`planguard.phases.live`) are made from this same reading.
     """
 
-    segments: list[list[Stage]] | None
+    reading: list[list[Simple]] | None
     verdict: ShellVerdict
 
 
@@ -242,13 +208,13 @@ class ShellClassifier:
 
     # -------------------------------------------------------------------------------- line level
 
-    def _read(self, line: str, cwd: str | None = None, depth: int = 0) -> ShellLine:
-        """``line`` lexed and judged; a nested line (``bash -c '…'``) against the directory ``cwd``."""
+    def _read(self, line: str) -> ShellLine:
+        """``line`` read and judged."""
         verdict = self._swe_line(line)
         if verdict is not None:
             return ShellLine(None, verdict)
-        segments = tokenize(line)
-        return ShellLine(segments, self._verdict(line, segments, cwd, depth))
+        pipelines = read(tokenize(line))
+        return ShellLine(pipelines, self._verdict(line, pipelines))
 
     def _swe_line(self, line: str) -> ShellVerdict | None:
         """The verdict of a SWE-agent tool command given as a shell line, or None (or an empty line's)."""
@@ -260,33 +226,35 @@ class ShellClassifier:
             return self._swe_tool(stripped)
         return None
 
-    def _verdict(self, line: str, segments: list[list[Stage]], cwd: str | None, depth: int) -> ShellVerdict:
-        """The verdict of the segment that says most about the line; ``cd DIR`` moves the directory later
-        segments resolve against."""
+    def _verdict(self, line: str, pipelines: list[list[Simple]]) -> ShellVerdict:
+        """The verdict of the pipeline that says most about the line. The line validates when any of its
+        commands runs tests, a check or a script (PHASES_LIVE §3: what the phases count as R/V/r/v), even
+        when a write says more about it (``cat > t.py <<EOF … EOF; python t.py``)."""
         best: ShellVerdict | None = None
-        for pipeline in segments:
-            v = self._pipeline(pipeline, cwd, depth)
+        validates = False
+        for pipeline in pipelines:
+            v = self._pipeline(pipeline)
             if v is None:
                 continue
-            if v.cwd is not None:
-                cwd = v.cwd
+            validates = validates or v.is_validation
             if best is None or v.rank > best.rank:
                 best = v
         if best is None:
             return ShellVerdict(COMMAND, collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
+        best.is_validation = validates
         return best
 
-    def _pipeline(self, stages: list[Stage], cwd: str | None, depth: int) -> ShellVerdict | None:
-        head = self._stage(stages[0], cwd, depth)
-        for st in stages[1:]:
-            if head is not None and head.type is SEARCH and head.target and st.words:
-                prog = _basename(st.words[0])
-                if prog in _GREPS:
+    def _pipeline(self, commands: list[Simple]) -> ShellVerdict | None:
+        head = self._stage(commands[0])
+        for cmd in commands[1:]:
+            if head is not None and head.type is SEARCH and head.target and cmd.words:
+                prog = _basename(cmd.words[0])
+                if prog in GREPS:
                     # ``find … | grep -i x`` and ``grep a | grep b`` narrow the query: part of it.
-                    narrowed = (self._grep(prog, st.words, 1, cwd).target or "").rsplit(" @ ", 1)[0]
+                    narrowed = (self._grep(prog, cmd.words, 1, cmd.cwd).target or "").rsplit(" @ ", 1)[0]
                     query, _, scope = head.target.rpartition(" @ ")
                     head.target = f"{query} | {narrowed} @ {scope}" if query else head.target
-            later = self._stage(st, cwd, depth, later=True)
+            later = self._stage(cmd)
             if (
                 later is not None
                 and later.type is FILE_WRITE
@@ -297,81 +265,64 @@ class ShellClassifier:
 
     # ------------------------------------------------------------------------------- stage level
 
-    def _stage(self, st: Stage, cwd: str | None, depth: int, later: bool = False) -> ShellVerdict | None:
+    def _stage(self, st: Simple) -> ShellVerdict | None:
+        """The verdict of one simple command of the line's reading (its wrappers already unwrapped)."""
         words = st.words
-        i = 0
-        nw = len(words)
-        # Strip assignments, wrappers and control keywords: ``FOO=1 sudo timeout 5 grep …``.
-        while i < nw:
-            w = words[i]
-            if w not in _PREFIX_WORDS and "=" not in w:  # the program itself (nearly always words[0])
-                break
-            if w in _CONTROL or _ASSIGN.match(w):
-                i += 1
-            elif w in _WRAPPERS:
-                i += 1
-                while i < nw and words[i].startswith("-"):
-                    i += 1
-            elif w == "timeout":
-                i += 1
-                while i < nw and words[i].startswith("-"):
-                    i += 1
-                i += 1  # the duration
-            elif w == "env":
-                i += 1
-                while i < nw and (words[i].startswith("-") or _ASSIGN.match(words[i])):
-                    i += 1
-            else:
-                break
-        if i >= nw:
+        cwd = st.cwd
+        if st.loop:
+            return None
+        if not words:
             return self._redirect_write(st, cwd, None, "") if st.outputs else None  # ``> file`` truncates
-        prog_word = words[i]
-        if prog_word in _LOOP_HEADS:
-            return None
+        prog_word = words[0]
         prog = _basename(prog_word)
-        args_at = i + 1
-
-        if prog in ("bash", "sh", "zsh", "dash") and depth < _MAX_DEPTH:
-            if args_at + 1 < nw and words[args_at] in ("-c", "-lc", "-ec", "-xc", "-cl"):
-                return self._read(words[args_at + 1], cwd, depth + 1).verdict
-            script = _operands(words, args_at, frozenset())
-            if script:
-                return self._run_script(prog, script[0], cwd, script[1:])
-        if prog == "xargs":
-            j = args_at
-            while j < nw and words[j].startswith("-"):
-                j += 2 if words[j] in ("-I", "-n", "-P", "-d", "-L", "-s", "-a", "-E") else 1
-            if j < nw:
-                wrapped = Stage()
-                wrapped.words = words[j:]
-                wrapped.outputs = st.outputs
-                wrapped.appends = st.appends
-                return self._stage(wrapped, cwd, depth, later=later)
-            return None
-
-        if later:
+        args_at = 1
+        if st.later:
             # A later pipeline stage only matters when it writes a file.
             if prog == "tee" and _operands(words, args_at, frozenset()):
                 return self._h_tee(prog, words, args_at, st, cwd)
             if st.outputs:
                 return self._redirect_write(st, cwd, prog, None)
             return None
+        judged = program(prog_word, words[1:], st.body)
+        verdict = self._program(judged, prog_word, prog, st)
+        if verdict is None:
+            return None
+        if verdict.type is COMMAND and not verdict.is_completion:
+            validates = judged.does in _VALIDATES
+            verdict.is_validation = validates
+            if validates:
+                verdict.rank = R_VALIDATE
+                verdict.runs_code = True
+            elif verdict.rank == R_VALIDATE:
+                verdict.rank = R_COMMAND
+        return verdict
 
+    def _program(self, judged: Program, prog_word: str, prog: str, st: Simple) -> ShellVerdict | None:
+        """The action of a simple command whose program is ``prog``; ``judged`` is what the table of
+        programs says it does."""
+        words = st.words
+        cwd = st.cwd
+        args_at = 1
+        nw = len(words)
+        if prog in SHELLS:
+            script = _operands(words, args_at, frozenset())
+            if script:
+                return self._run_script(prog, script[0], cwd)
         verdict: ShellVerdict | None
         handler = _HANDLERS.get(prog)
         if handler is not None:
             verdict = handler(self, prog, words, args_at, st, cwd)
-        elif prog in _READERS:
+        elif prog in FILE_READERS:
             verdict = self._reader(prog, words, args_at, st, cwd)
-        elif prog in _GREPS:
+        elif prog in GREPS:
             verdict = self._grep(prog, words, args_at, cwd)
-        elif prog in _FINDS:
+        elif prog in FINDS:
             verdict = self._find(prog, words, args_at, cwd)
-        elif prog in _NAVIGATORS:
+        elif prog in LISTERS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
             target = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
             verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
-        elif prog in _FETCHERS:
+        elif prog in FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
             if url is None:
                 url = next(
@@ -379,30 +330,20 @@ class ShellClassifier:
                 )
             verdict = ShellVerdict(FETCH, url, intent=prog, rank=R_FETCH)
         elif _PYTHONS.match(prog):
-            verdict = self._python(prog, words, args_at, st, cwd)
+            verdict = self._python(judged, words, cwd)
             verdict.runs_code = True
-        elif prog in _TEST_RUNNERS or prog.startswith("runtests"):
-            ops = _operands(words, args_at, frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "-e"}))
-            path = self.norm(ops[0], cwd) if ops else None
-            verdict = ShellVerdict(COMMAND, prog, path=path, intent=prog, is_validation=True, rank=R_VALIDATE)
-            verdict.runs_code = True
-        elif prog in _BUILD_TOOLS or prog.endswith("gradlew"):
-            sub = next((w for w in words[args_at:] if not w.startswith("-")), "")
-            if sub == "run" and args_at + 1 < nw:  # npm run test
-                sub = next((w for w in words[args_at + 1 :] if not w.startswith("-") and w != "run"), "")
-            is_test = sub in _TEST_SUBCOMMANDS or sub.startswith(("test", "check"))
-            intent = f"{prog} {sub}".strip()
-            verdict = ShellVerdict(
-                COMMAND,
-                intent,
-                intent=intent,
-                is_validation=is_test,
-                rank=R_VALIDATE if is_test else R_COMMAND,
-            )
-            verdict.runs_code = True
+        elif judged.does in (Does.TESTS, Does.CHECK):
+            # A test runner, check or build: named by its program and verb (``npm test``, ``go vet``), the
+            # file it is given as its path (``pytest tests/test_x.py``).
+            sub = words[args_at] if nw > args_at and not words[args_at].startswith("-") else ""
+            if sub == "run":  # npm run test
+                sub = next((w for w in words[args_at + 1 :] if not w.startswith("-")), "")
+            path = self.norm(judged.paths[0], cwd) if judged.paths else None
+            intent = prog if not sub or pathish(sub.split("::", 1)[0]) else f"{prog} {sub}"
+            verdict = ShellVerdict(COMMAND, intent, path=path, intent=intent, rank=R_VALIDATE, runs_code=True)
         elif prog.endswith((".py", ".sh")) or prog_word.startswith("./"):
-            verdict = self._run_script(None, prog_word, cwd, words[args_at:])
-        elif prog in _TRIVIAL:
+            verdict = self._run_script(None, prog_word, cwd)
+        elif prog in BUILTINS:
             if prog == "echo" and any(m in words[args_at:] for m in COMPLETION_MARKERS):
                 return ShellVerdict(
                     COMMAND,
@@ -441,6 +382,7 @@ class ShellClassifier:
         new: str | None,
         *,
         structured: bool = False,
+        redirected: bool = False,
     ) -> ShellVerdict:
         target = self.norm(raw, cwd) if raw else None
         return ShellVerdict(
@@ -454,26 +396,30 @@ class ShellClassifier:
             old_text=old,
             new_text=new,
             rank=R_WRITE,
-            is_source_write=_is_source(target),
+            is_source_write=_is_source(target, redirected),
         )
 
     def _redirect_write(
-        self, st: Stage, cwd: str | None, prog: str | None, text: str | None
+        self, st: Simple, cwd: str | None, prog: str | None, text: str | None
     ) -> ShellVerdict | None:
         """A write to the first real output file, or ``None`` when output only goes to devices."""
         for out in st.outputs:
             if out in _DEVICES:
                 continue
             body = st.body if st.heredoc else text
-            return self._write(out, cwd, WK_INSERT if st.appends else WK_CREATE, prog, None, body)
+            kind = WK_INSERT if st.appends else WK_CREATE
+            return self._write(out, cwd, kind, prog, None, body, redirected=True)
         return None
 
     def _reader(
-        self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None
+        self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None
     ) -> ShellVerdict | None:
         if st.outputs and prog == "cat":
             return self._redirect_write(st, cwd, prog, st.body)
-        ops = _operands(words, at, _VALUE_FLAGS_HEAD if prog in ("head", "tail") else frozenset())
+        flags = (
+            _VALUE_FLAGS_HEAD if prog in ("head", "tail") else _VALUE_FLAGS_SUM if prog in CHECKSUMS else None
+        )
+        ops = _operands(words, at, flags or frozenset())
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
             return ShellVerdict(FILE_READ, None, path=None, intent=prog, rank=R_READ)
@@ -521,7 +467,7 @@ class ShellClassifier:
         if "-exec" in words or "-execdir" in words:
             j = words.index("-exec") if "-exec" in words else words.index("-execdir")
             inner = words[j + 1 :]
-            if inner and _basename(inner[0]) in _GREPS:
+            if inner and _basename(inner[0]) in GREPS:
                 g = self._grep(
                     _basename(inner[0]), [w for w in inner if w not in ("{}", ";", "+", "\\;")], 1, cwd
                 )
@@ -535,60 +481,35 @@ class ShellClassifier:
         target = f"{collapse(query_text, 120)} @ {scope}"
         return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
-    def _python(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
-        if prog in ("uv", "poetry", "pipenv", "hatch"):
-            # ``uv run pytest`` / ``poetry run python x.py``: judge the wrapped command.
-            if at < len(words) and words[at] == "run" and at + 1 < len(words):
-                wrapped = Stage()
-                wrapped.words = words[at + 1 :]
-                wrapped.outputs, wrapped.heredoc, wrapped.body = st.outputs, st.heredoc, st.body
-                inner = self._stage(wrapped, cwd, _MAX_DEPTH)
-                if inner is not None:
-                    return inner
-            intent = f"{prog} {words[at]}" if at < len(words) else prog
+    def _python(self, judged: Program, words: list[str], cwd: str | None) -> ShellVerdict:
+        """``python …`` named by what it runs: a module (``python -m pytest tests/x.py``), a snippet
+        (``python -c``, ``python - <<EOF``) or a script. Whether it validates is ``judged``'s to say."""
+        prog = _basename(words[0])
+        if prog in ("uv", "poetry", "pipenv", "hatch"):  # ``uv pip install``: ``uv run`` is unwrapped
+            intent = f"{prog} {words[1]}" if len(words) > 1 else prog
             return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
-        k = at
+        k = 1
         while k < len(words):
             w = words[k]
             if w == "-m" and k + 1 < len(words):
                 mod = words[k + 1]
-                if mod in _PY_TEST_MODULES:
-                    ops = _operands(words, k + 2, frozenset({"-k", "-m", "-p", "-c", "-o"}))
-                    path = self.norm(ops[0], cwd) if ops else None
-                    return ShellVerdict(
-                        COMMAND, mod, path=path, intent=mod, is_validation=True, rank=R_VALIDATE
-                    )
                 if mod == "pip":
                     sub = words[k + 2] if k + 2 < len(words) else ""
                     return ShellVerdict(
                         COMMAND, f"pip {sub}".strip(), intent=f"pip {sub}".strip(), rank=R_COMMAND
                     )
-                rest = words[k + 2 : k + 3]
-                if (
-                    rest == ["test"]
-                    or mod.endswith(("runtests", ".testing", "pytest"))
-                    or is_test_path(mod.replace(".", "/") + ".py")
-                ):  # python -m django test …, python -m pkg.tests.test_x
-                    return ShellVerdict(
-                        COMMAND,
-                        f"python -m {mod} test".replace(" test test", " test"),
-                        intent=f"python -m {mod}",
-                        is_validation=True,
-                        rank=R_VALIDATE,
-                    )
+                if judged.does is Does.TESTS:
+                    path = self.norm(judged.paths[0], cwd) if judged.paths else None
+                    rest = words[k + 2 : k + 3]
+                    if rest == ["test"]:  # ``python -m django test``
+                        mod = f"python -m {mod}"
+                        return ShellVerdict(COMMAND, f"{mod} test", path=path, intent=mod, rank=R_COMMAND)
+                    return ShellVerdict(COMMAND, mod, path=path, intent=mod, rank=R_COMMAND)
                 return ShellVerdict(COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND)
             if w in ("-c",) or (
                 w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
             ):
-                code = words[k + 1] if k + 1 < len(words) else ""
-                is_test = _INLINE_TEST.search(code) is not None
-                return ShellVerdict(
-                    COMMAND,
-                    "python -c",
-                    intent="python -c",
-                    is_validation=is_test,
-                    rank=R_VALIDATE if is_test else R_COMMAND,
-                )
+                return ShellVerdict(COMMAND, "python -c", intent="python -c", rank=R_COMMAND)
             if w == "-":
                 break
             if w in ("-W", "-X", "-Q"):
@@ -597,28 +518,14 @@ class ShellClassifier:
             if w.startswith("-"):
                 k += 1
                 continue
-            return self._run_script("python", w, cwd, words[k + 1 :])
+            return self._run_script("python", w, cwd)
         # ``python - <<EOF`` / ``python <<EOF``: inline code.
         return ShellVerdict(COMMAND, "python -", intent="python -", rank=R_COMMAND)
 
-    def _run_script(self, runner: str | None, raw: str, cwd: str | None, args: list[str]) -> ShellVerdict:
+    def _run_script(self, runner: str | None, raw: str, cwd: str | None) -> ShellVerdict:
         path = self.norm(raw, cwd)
-        base = _basename(path)
         intent = f"{runner} {path}" if runner else path
-        validation = (
-            is_test_path(path)
-            or base.startswith("runtests")
-            or (base == "manage.py" and bool(args) and args[0] == "test")
-        )
-        return ShellVerdict(
-            COMMAND,
-            intent,
-            path=path,
-            intent=intent,
-            is_validation=validation,
-            rank=R_VALIDATE if validation else R_COMMAND,
-            runs_code=True,
-        )
+        return ShellVerdict(COMMAND, intent, path=path, intent=intent, rank=R_COMMAND, runs_code=True)
 
     # ------------------------------------------------------------------ SWE-agent tool commands
 
@@ -733,16 +640,13 @@ class ShellClassifier:
 
     # -------------------------------------------------------------------- per-program handlers
 
-    def _h_cd(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_cd(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset())
         raw = ops[0] if ops else "~"
         path = self.norm(raw, cwd) if not raw.startswith("/") else self.norm(raw)
-        v = ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
-        # Later segments resolve against the raw (un-rooted) directory, so root stripping still applies.
-        v.cwd = raw if raw.startswith("/") else (f"{cwd.rstrip('/')}/{raw}" if cwd else raw)
-        return v
+        return ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
 
-    def _h_sed(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_sed(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
         has_e = any(w in ("-e", "--expression") or w.startswith("--expression=") for w in words[at:])
         ops = _operands(words, at, _VALUE_FLAGS_SED)
@@ -765,7 +669,7 @@ class ShellClassifier:
         target = self.norm(files[0], cwd)
         return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
 
-    def _h_awk(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_awk(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, _VALUE_FLAGS_AWK)
         files = ops[1:] if "-f" not in words[at:] else ops
         if not files:
@@ -773,7 +677,7 @@ class ShellClassifier:
         target = self.norm(files[0], cwd)
         return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
-    def _h_perl(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_perl(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
         ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
         if "i" in flags:
@@ -782,10 +686,10 @@ class ShellClassifier:
             target = self.norm(ops[-1], cwd)
             return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
         if ops and "e" not in flags:
-            return self._run_script("perl", ops[0], cwd, ops[1:])
+            return self._run_script("perl", ops[0], cwd)
         return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
 
-    def _h_git(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_git(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         k = at
         while k < len(words) and words[k].startswith("-"):
             k += 2 if words[k] in ("-C", "-c", "--git-dir", "--work-tree") else 1
@@ -810,11 +714,11 @@ class ShellClassifier:
         intent = f"git {sub}".strip()
         return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
 
-    def _h_touch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_touch(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
         return self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
 
-    def _h_rm(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_rm(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset())
         v = self._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
         # Each operand is deleted: a write to every file named (the first is the target).
@@ -822,11 +726,11 @@ class ShellClassifier:
         v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
         return v
 
-    def _h_copy(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_copy(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
         return self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
 
-    def _h_tee(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_tee(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset())
         return self._write(
             ops[0] if ops else None,
@@ -837,13 +741,23 @@ class ShellClassifier:
             st.body if st.heredoc else None,
         )
 
-    def _h_patch(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_patch(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, _VALUE_FLAGS_PATCH)
         v = self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
         v.is_source_write = True if not ops else v.is_source_write
         return v
 
-    def _h_mkdir(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
+    def _h_apply_patch(
+        self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None
+    ) -> ShellVerdict:
+        """``apply_patch``/``applypatch <<'PATCH' … PATCH`` (older Codex rollouts): the files it touches."""
+        touched, _ = patch_files(st.body or " ".join(words[at:]))
+        v = self._write(touched[0] if touched else None, cwd, WK_OTHER, prog, None, None)
+        v.also_written = tuple(self.norm(t, cwd) for t in touched[1:])
+        v.is_source_write = not touched or any(_is_source(t) for t in (v.target, *v.also_written))
+        return v
+
+    def _h_mkdir(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-m"}))
         target = self.norm(ops[0], cwd) if ops else None
         return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
@@ -857,13 +771,9 @@ def swe_flag_text(rest: str, flag: str) -> str | None:
     return word_at(rest, at + len(flag) + 1)
 
 
-def _is_source(target: str | None) -> bool:
-    return (
-        bool(target)
-        and not is_test_path(target or "")
-        and not is_scratch_path(target or "")
-        and not (target or "").endswith((".bak", ".orig", ".backup", ".log", ".tmp", ".rej", ".swp"))
-    )
+def _is_source(target: str | None, redirected: bool = False) -> bool:
+    """A write to ``target`` changes a source file of the repository (the one path model: ``write_kind``)."""
+    return bool(target) and write_kind(target or "", redirected) == W_SOURCE
 
 
 _SWE_TOOL_WORDS = frozenset(
@@ -876,7 +786,7 @@ _SWE_TOOL_WORDS = frozenset(
 SWE_TOOL_PREFIXES = tuple(_SWE_TOOL_WORDS)
 
 
-_Handler = Callable[[ShellClassifier, str, list[str], int, Stage, str | None], ShellVerdict | None]
+_Handler = Callable[[ShellClassifier, str, list[str], int, Simple, str | None], ShellVerdict | None]
 _HANDLERS: dict[str, _Handler] = {
     "cd": ShellClassifier._h_cd,
     "sed": ShellClassifier._h_sed,
@@ -894,5 +804,7 @@ _HANDLERS: dict[str, _Handler] = {
     "install": ShellClassifier._h_copy,
     "tee": ShellClassifier._h_tee,
     "patch": ShellClassifier._h_patch,
+    "apply_patch": ShellClassifier._h_apply_patch,
+    "applypatch": ShellClassifier._h_apply_patch,
     "mkdir": ShellClassifier._h_mkdir,
 }

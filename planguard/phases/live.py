@@ -6,10 +6,10 @@ these follow the definition a live monitor needs instead, with the same roles, l
 * the call is read through the canonical-action vocabulary (:meth:`ActionClassifier.tool_call`): the
   tool's kind (shell, read, write, search, test, code, submit, plan, other), its shell line and its target
   paths come from the same mapping rules as its action, the user's ``actions.rules`` included;
-* a shell line is read in the words the action layer's lexer cut it into for the call's action
-  (:meth:`ShellClassifier.read`: a line of up to ``MEMO_TEXT_MAX`` characters is lexed once), as
-  sub-commands; wrappers (``cd``, ``export``, ``VAR=1``, ``timeout``, ``time``, ``env``, ``bash -c``, …)
-  are transparent, and each sub-command gets one role or none (§1);
+* a shell line is the one reading the action verdict is made from (:mod:`planguard.shell.reading`, kept
+  by :meth:`ShellClassifier.read` for lines of up to ``MEMO_TEXT_MAX`` characters): simple commands with
+  their wrappers unwrapped, nested shells read in place; each gets one role or none (§1) from the one table
+  of programs (:mod:`planguard.tools.programs`) and the one path model (:mod:`planguard.tools.paths`);
 * ``patched`` (the first P) is the only switch between the reproduce and validate families (§2).
 
 A call's *plan* (its sub-commands, each judged as far as its text allows) is memoised per call in one
@@ -38,7 +38,8 @@ from planguard.phases.base import (
     Command,
 )
 from planguard.phases.state import PhaseState
-from planguard.shell.lexer import Stage, tokenize
+from planguard.shell.lexer import tokenize
+from planguard.shell.reading import Simple, read
 from planguard.tools.paths import (
     W_SOURCE,
     W_TEST,
@@ -52,17 +53,9 @@ from planguard.tools.paths import (
     write_kind,
 )
 from planguard.tools.programs import (
-    ASSIGNMENT,
     COMPLETION_MARKERS,
-    CONTROL,
-    LOOP_WORDS,
-    NPX,
-    RUN_PREFIXES,
-    SHELLS,
-    WRAPPERS,
     Does,
     Program,
-    operands,
     program,
     snippet,
 )
@@ -70,117 +63,43 @@ from planguard.tools.vocabulary import ToolCall
 
 __all__ = ["LiveRules", "is_test_target"]
 
-#: Nested ``bash -c '…'`` levels looked into.
-_MAX_DEPTH = 3
 
 _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
 
 # --------------------------------------------------------------------------- shell lines (§1)
 
-
-def _unwrap(words: list[str]) -> tuple[int, bool]:
-    """(index of the program, whether the words are a loop header or end), skipping transparent words."""
-    i = 0
-    n = len(words)
-    while i < n:
-        w = words[i]
-        if w in CONTROL or ASSIGNMENT.match(w):
-            i += 1
-        elif w in WRAPPERS:
-            i += 1
-            while i < n and words[i].startswith("-"):
-                i += 2 if words[i] in ("-I", "-n", "-P", "-d", "-L", "-u") else 1
-        elif w in ("timeout", "nice"):
-            i += 1
-            while i < n and words[i].startswith("-"):
-                i += 2 if words[i] in ("-s", "-k", "-n") else 1
-            if w == "timeout":
-                i += 1  # the duration
-        elif w == "env":
-            i += 1
-            while i < n and (words[i].startswith("-") or ASSIGNMENT.match(words[i])):
-                i += 1
-        elif w in LOOP_WORDS:
-            return i, True
-        else:
-            prefixes = RUN_PREFIXES.get(w)
-            if prefixes and i + 1 < n and words[i + 1] in prefixes:
-                i += 2
-            elif w in NPX:
-                i += 1
-                while i < n and words[i].startswith("-"):
-                    i += 1
-            else:
-                return i, False
-    return i, False
+_WRITES = (Does.WRITE, Does.REDIRECT, Does.COPY)
 
 
-def _stage_plans(words: list[str], outputs: list[str], body: str | None, depth: int) -> list[Program]:
-    """The plans of one simple command (several for ``bash -c 'a && b'``)."""
-    # Discarded output (``> /dev/null``, ``&> /dev/null``) is no write; ``2>&1`` never reaches here.
-    outputs = [o for o in outputs if not o.startswith("/dev/")]
-    at, loop = _unwrap(words)
-    if loop:
-        return [Program(words[at], Does.GENERAL)]
-    if at >= len(words):
-        if outputs:  # ``> file`` alone truncates it
-            return [Program(">", Does.REDIRECT, tuple(outputs), tuple(outputs))]
+def _simple_plans(cmd: Simple) -> list[Program]:
+    """The plan of one simple command of the line's reading."""
+    if cmd.loop:
+        return [Program(cmd.words[0], Does.GENERAL)]
+    if not cmd.words:
+        if cmd.outputs:  # ``> file`` alone truncates it
+            return [Program(">", Does.REDIRECT, tuple(cmd.outputs), tuple(cmd.outputs))]
         return []
-    prog, args = words[at], words[at + 1 :]
+    prog, args = cmd.words[0], cmd.words[1:]
     name = basename(prog)
     if name in ("cd", "pushd", "popd", "export", "source", ".", "set", "unset", "alias", "shopt", "ulimit"):
         return [Program(name, Does.GENERAL)]
-    if name in SHELLS and depth < _MAX_DEPTH:
-        for k, a in enumerate(args):
-            if a.startswith("-") and "c" in a and not a.startswith("--") and k + 1 < len(args):
-                return _line_plans(tokenize(args[k + 1]), depth + 1)
-        ops = operands(args)
-        if ops:
-            return [Program(name, Does.RUN, (ops[0],))]
-        if body:
-            return _line_plans(tokenize(body), depth + 1)
-        return [Program(name, Does.GENERAL)]
-    sub = program(prog, args, body)
-    if outputs and sub.does in (Does.NAV, Does.GENERAL):
+    sub = program(prog, args, cmd.body)
+    if cmd.outputs and sub.does in (Does.NAV, Does.GENERAL):
         # What a reader or printer sends to a file is what it writes (``cat > f << EOF``, ``echo x > f``,
         # ``git diff > patch.txt``). A program's or test run's output capture stays its run's role.
-        return [Program(sub.label, Does.REDIRECT, tuple(outputs), tuple(outputs))]
+        return [Program(sub.label, Does.REDIRECT, tuple(cmd.outputs), tuple(cmd.outputs))]
     return [sub]
 
 
-def _loop_variable(words: list[str]) -> tuple[str, str] | None:
-    """``for f in tests/*.py`` → ``("f", "tests/*.py")``: the loop body is judged on the first item."""
-    if len(words) >= 4 and words[0] == "for" and words[2] == "in":
-        return words[1], words[3]
-    return None
-
-
-def _substitute(words: list[str], loop_vars: dict[str, str]) -> list[str]:
-    if not loop_vars:
-        return words
-    out = []
-    for w in words:
-        if w.startswith("$"):
-            name = w[2:-1] if w.startswith("${") and w.endswith("}") else w[1:]
-            w = loop_vars.get(name, w)
-        out.append(w)
-    return out
-
-
-def _line_plans(segments: list[list[Stage]], depth: int = 0) -> list[Program]:
-    """The plans of a lexed line's sub-commands."""
+def _line_plans(pipelines: list[list[Simple]]) -> list[Program]:
+    """The plans of a line's sub-commands, from its reading."""
     plans: list[Program] = []
-    loop_vars: dict[str, str] = {}
-    for pipeline in segments:
-        head = pipeline[0]
-        loop = _loop_variable(head.words)
-        if loop is not None:
-            loop_vars[loop[0]] = loop[1]
-        first = _stage_plans(_substitute(head.words, loop_vars), head.outputs, head.body, depth)
+    for pipeline in pipelines:
+        first = _simple_plans(pipeline[0])
         # A pipeline means what its first stage does, unless a later stage writes a file (``| tee f``).
-        for stage in pipeline[1:]:
-            later = _stage_plans(_substitute(stage.words, loop_vars), stage.outputs, stage.body, depth)
-            writes = [p for p in later if p.does in (Does.WRITE, Does.REDIRECT) and _writes_a_file(p)]
+        for cmd in pipeline[1:]:
+            later = _simple_plans(cmd)
+            writes = [p for p in later if p.does in _WRITES and _writes_a_file(p)]
             if writes:
                 first = writes
         plans.extend(first)
@@ -242,12 +161,12 @@ class LiveRules:
             if any(m in low for m in _MARKERS):  # mini-swe-agent's submission: ``echo COMPLETE_…`` (§4, §5)
                 subs: Sequence[Program] = (Program("submit", Does.GENERAL),)
             else:
-                # The words the action classifier cut the line into for the call's action (its one memo keeps
-                # them); a line it read as a SWE-agent tool command, without the lexer, is lexed here.
-                segments = self.actions.shell.read(line).segments
-                if segments is None:
-                    segments = tokenize(line)
-                subs = _line_plans(segments) or (Program(line.strip()[:40] or "think", Does.GENERAL),)
+                # The reading the action classifier made the call's action from (its one memo keeps it); a
+                # line it read as a SWE-agent tool command, without the lexer, is read here.
+                pipelines = self.actions.shell.read(line).reading
+                if pipelines is None:
+                    pipelines = read(tokenize(line))
+                subs = _line_plans(pipelines) or (Program(line.strip()[:40] or "think", Does.GENERAL),)
         elif kind == "read":
             subs = (
                 Program(tool, Does.GENERAL if any(is_harness_output(p) for p in call.paths) else Does.NAV),
@@ -293,8 +212,9 @@ def _judge(sub: Program, root: str | None) -> _Judged:
         if files and all(is_harness_output(p) or is_artifact(p) for p in files):
             return _Judged(label, _J_GENERAL)  # reading a background run's output or a patch artifact (§5)
         return _Judged(label, _J_NAV)
-    if does in (Does.WRITE, Does.REDIRECT):
-        kinds = [write_kind(p, redirected=does == Does.REDIRECT) for p in paths]
+    if does in _WRITES:
+        redirected, copied = does == Does.REDIRECT, does == Does.COPY
+        kinds = [write_kind(p, redirected=redirected, root=root, copied=copied) for p in paths]
         if W_SOURCE in kinds:
             return _Judged(label, _J_PATCH)
         if W_TEST in kinds:
@@ -304,7 +224,7 @@ def _judge(sub: Program, root: str | None) -> _Judged:
             )
         return _Judged(label, _J_GENERAL)
     if does == Does.REMOVE:
-        sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p) == W_SOURCE)
+        sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p, root=root) == W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
     if does == Does.SNIPPET:
         return _Judged(label, _J_NEW)

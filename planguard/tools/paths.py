@@ -23,6 +23,7 @@ __all__ = [
     "extension",
     "in_repo",
     "is_artifact",
+    "is_cache",
     "is_check_script",
     "is_harness_output",
     "is_scratch_path",
@@ -180,21 +181,29 @@ def is_artifact(path: str) -> bool:
 W_NONE, W_GENERAL, W_TEST, W_SOURCE = 0, 1, 2, 3
 
 
-def write_kind(path: str, redirected: bool = False) -> int:
+def write_kind(path: str, redirected: bool = False, root: str | None = None, copied: bool = False) -> int:
+    """What writing (or removing) ``path`` is: :data:`W_NONE`, :data:`W_GENERAL`, :data:`W_TEST` or
+    :data:`W_SOURCE`. ``root`` is the repository when the run records it, ``path`` already made relative
+    to it (:func:`in_repo`): an absolute path is then outside the repository (§4, §5). ``redirected``: a
+    program's output sent there (a ``.log``/``.txt`` is output); ``copied``: a copy put there (outside the
+    repository, a deployed or backed-up file, §5)."""
     p = path.lower()
     if not p or p.startswith("/dev/"):
         return W_NONE
     name = basename(p)
     ext = extension(name)
+    if is_cache(p):
+        return W_GENERAL  # caches and build output (§5: removing them is cleanup)
     if is_artifact(name):
         return W_GENERAL  # a patch artifact (mini-swe-agent's submission, ``git format-patch``)
     if ext in ("bak", "orig", "backup", "old") or name.endswith("~"):
         return W_GENERAL  # a backup copy
     if name in _NOTES_NAMES or "/.claude/" in p:
         return W_GENERAL  # the agent's own plan or notes
-    if p.startswith(SCRATCH_DIRS):
-        # Under /tmp: a script is a test target (§4); anything else is scratch output or a backup.
-        return W_TEST if ext in _CODE_EXTENSIONS else W_GENERAL
+    if p.startswith(SCRATCH_DIRS) or (root is not None and p.startswith(("/", "~"))):
+        # Outside the repository (/tmp, the user's home): a script written there is a test target (§4);
+        # anything else is scratch output, a backup or a copy deployed outside (§5).
+        return W_TEST if ext in _CODE_EXTENSIONS and not copied else W_GENERAL
     if p.startswith(_OUTSIDE_PREFIXES) or (p.startswith("/home/") and "/." in p):
         return W_GENERAL
     if is_test_target(p):
@@ -202,6 +211,25 @@ def write_kind(path: str, redirected: bool = False) -> int:
     if redirected and ext in _OUTPUT_EXTENSIONS:
         return W_GENERAL
     return W_SOURCE
+
+
+#: Caches and build output (§5): removing them is cleanup, whatever the repository.
+_CACHE_DIRS = frozenset(
+    {
+        "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", "node_modules", "dist",
+        "build", ".eggs", ".cache", ".next", ".parcel-cache", "_build", "htmlcov",
+    }
+)  # fmt: skip
+_CACHE_EXTENSIONS = frozenset({"pyc", "pyo", "o", "class"})
+
+
+def is_cache(path: str) -> bool:
+    """A cache or build output: ``__pycache__``, ``*.pyc``, ``.pytest_cache``, ``node_modules``, ``dist/``,
+    ``build/``, … (by any directory of the path, or the file's extension)."""
+    parts = path.lower().rstrip("/").split("/")
+    return any(part in _CACHE_DIRS or part.endswith(".egg-info") for part in parts) or (
+        extension(parts[-1]) in _CACHE_EXTENSIONS
+    )
 
 
 def in_repo(path: str, root: str | None) -> str:

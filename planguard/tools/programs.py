@@ -25,8 +25,15 @@ from .vocabulary import patch_files
 
 __all__ = [
     "ASSIGNMENT",
+    "BUILTINS",
+    "CHECKSUMS",
     "COMPLETION_MARKERS",
     "CONTROL",
+    "FETCHERS",
+    "FILE_READERS",
+    "FINDS",
+    "GREPS",
+    "LISTERS",
     "LOOP_WORDS",
     "NPX",
     "RUN_PREFIXES",
@@ -43,6 +50,36 @@ __all__ = [
 COMPLETION_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 
+# ------------------------------------------------------------------ what the action layer names (TraceProbe)
+
+#: Programs that print a file (a read), search contents, find files by name, list or describe the tree,
+#: fetch a URL, or are shell builtins and utilities with no effect of note.
+#: Checksums read files: navigation (§5).
+CHECKSUMS = frozenset({"md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "cksum", "b2sum"})
+FILE_READERS = frozenset(
+    {
+        "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "tac", "view", "strings", "xxd", "od",
+        "hexdump",
+    }
+) | CHECKSUMS  # fmt: skip
+GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "ack-grep", "zgrep", "pcregrep", "git-grep"})
+FINDS = frozenset({"find", "fd", "fdfind", "locate", "mlocate"})
+LISTERS = frozenset(
+    {
+        "ls", "tree", "pwd", "dir", "exa", "eza", "du", "realpath", "readlink", "file", "stat", "wc", "lsd",
+        "pushd", "popd",
+    }
+)  # fmt: skip
+FETCHERS = frozenset({"curl", "wget", "http", "https", "lynx", "w3m", "xh"})
+BUILTINS = frozenset(
+    {
+        "echo", "printf", "true", "false", ":", "export", "set", "unset", "source", ".", "sleep", "clear",
+        "history", "alias", "exit", "wait", "then", "else", "fi", "done", "do", "esac", "return", "shopt",
+        "ulimit", "umask", "trap", "type", "which", "whoami", "date", "env",
+    }
+)  # fmt: skip
+
+
 class Does(StrEnum):
     """What a simple command does, before the session state is known."""
 
@@ -50,6 +87,7 @@ class Does(StrEnum):
     NAV = "nav"
     WRITE = "write"  # writes ``paths`` (``created``: as new files); role by target
     REDIRECT = "redirect"  # a reader's or printer's output sent to ``paths``: a write, where logs are output
+    COPY = "copy"  # a copy onto ``paths``: a write inside the repository, general outside it (§5)
     REMOVE = "remove"  # ``rm``/``mv`` away: cleanup of the run's own files, else a change
     SNIPPET = "snippet"  # inline code, a server or the repository's program: always a new test (R/V)
     RUN = "run"  # runs the script ``paths[0]``: new when the run created it, else the repository's
@@ -73,7 +111,7 @@ _READERS = frozenset(
         "readlink", "strings", "xxd", "hexdump", "od", "jq", "column", "locate", "sort", "uniq", "cut",
         "view", "glob", "git-grep",
     }
-)  # fmt: skip
+) | CHECKSUMS  # fmt: skip
 _GIT_READS = frozenset(
     {
         "log", "show", "diff", "status", "blame", "grep", "ls-files", "ls-tree", "shortlog", "reflog",
@@ -110,13 +148,19 @@ _SERVERS = frozenset({"uvicorn", "gunicorn", "flask", "iex", "hypercorn", "daphn
 _INTERPRETERS = frozenset(
     {"node", "deno", "bun", "ruby", "php", "rscript", "julia", "lua", "elixir", "ts-node", "tsx"}
 )
+#: An interpreter's syntax check (``node --check``, ``ruby -c``, ``php -l``): a check like lint (§5).
+_SYNTAX_CHECK_FLAGS = {
+    "node": frozenset({"-c", "--check"}),
+    "ruby": frozenset({"-c"}),
+    "php": frozenset({"-l", "--syntax-check"}),
+}
 _EVAL_FLAGS = frozenset({"-e", "--eval", "-p", "--print", "-r", "-c"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 #: Words before the program that only set up how it runs (§1); ``timeout``/``env``/``nice`` take values.
 WRAPPERS = frozenset(
     {
         "sudo", "time", "nohup", "command", "exec", "builtin", "stdbuf", "unbuffer", "xvfb-run", "noglob",
-        "xargs",
+        "xargs", "caffeinate",
     }
 )  # fmt: skip
 CONTROL = frozenset(
@@ -202,6 +246,8 @@ def _python(label: str, args: Sequence[str], body: str | None) -> Program:
 def _python_module(label: str, module: str, rest: Sequence[str]) -> Program:
     if module in _PY_TEST_MODULES:
         return Program(label, Does.TESTS, _script_target(rest))
+    if operands(rest)[:1] == ["test"]:  # ``python -m django test``: the framework's test runner (§5)
+        return Program(label, Does.TESTS, _script_target(rest[1:]))
     if module in _PY_CHECK_MODULES:
         return Program(label, Does.CHECK)
     if module in _PY_TOOL_MODULES or module.startswith("pip"):
@@ -218,7 +264,7 @@ def _python_script(label: str, script: str, rest: Sequence[str]) -> Program:
         if ops[:1] and ops[0].startswith("build"):
             return Program(label, Does.CHECK)  # ``build_ext --inplace``: a build (§5)
         return Program(label, Does.GENERAL)  # install, develop, egg_info, --version: environment
-    if name == "manage.py":
+    if name == "manage.py":  # Django's runner (§5); ``runserver`` and the rest: the repository's program
         return Program(label, Does.TESTS if ops[:1] == ["test"] else Does.SNIPPET)
     if name in _PY_TEST_SCRIPTS:
         return Program(label, Does.TESTS, _script_target(rest))
@@ -309,6 +355,10 @@ def _interpreter(label: str, prog: str, args: Sequence[str], body: str | None) -
         return Program(label, Does.TESTS)
     if prog == "php" and ops[:2] == ["artisan", "test"]:
         return Program(label, Does.TESTS)
+    if any(a in _SYNTAX_CHECK_FLAGS.get(prog, ()) for a in args):
+        return Program(
+            label, Does.CHECK
+        )  # ``node --check f.js``, ``ruby -c``, ``php -l``: a syntax check (§5)
     if any(a in _EVAL_FLAGS for a in args):
         return Program(label, Does.SNIPPET)  # ``node -e``, ``ruby -e``: a snippet
     if prog in ("deno", "bun") and ops[:1] == ["run"]:
@@ -341,9 +391,8 @@ def _copy(label: str, args: Sequence[str]) -> Program:
     dest = ops[-1]
     if label == "mv":
         return Program(label, Does.REMOVE, tuple(ops[:-1]))  # moving files away: cleanup, or a change
-    return Program(
-        label, Does.WRITE, (dest,), (dest,)
-    )  # a copy onto a file (restoring a backup), or a new script
+    # A copy onto a file (restoring a backup), a new script, or a file deployed outside the repository.
+    return Program(label, Does.COPY, (dest,), (dest,))
 
 
 def _find(label: str, args: list[str], body: str | None) -> Program:
@@ -364,6 +413,15 @@ def program(prog: str, args: list[str], body: str | None) -> Program:
     """The plan of one simple command whose program is ``prog`` (wrappers already stripped)."""
     label = prog
     name = basename(prog).lower()
+    if name in SHELLS:
+        # ``bash script.sh`` runs a script; ``bash -c '…'`` and ``bash <<EOF`` are read in place by
+        # :mod:`planguard.shell.reading` (past its depth: nothing more is read).
+        if any(a.startswith("-") and "c" in a and not a.startswith("--") for a in args):
+            return Program(label, Does.GENERAL)
+        if "-n" in args:  # ``bash -n script.sh``: a syntax check (§5)
+            return Program(label, Does.CHECK)
+        ops = operands(args)
+        return Program(name, Does.RUN, (ops[0],)) if ops else Program(name, Does.GENERAL)
     if _PYTHONS.match(name):
         return _python(label, args, body)
     if name in _TEST_RUNNERS:
@@ -432,9 +490,11 @@ def program(prog: str, args: list[str], body: str | None) -> Program:
         return Program(label, Does.REMOVE, tuple(operands(args)))
     if name == "patch":
         return Program(label, Does.WRITE, ("?",))
-    if name == "apply_patch":
+    if name in ("apply_patch", "applypatch"):  # Codex's patch tool, also as a heredoc in a shell (§4)
         touched, added = patch_files(body or " ".join(args))
         return Program(label, Does.WRITE, tuple(touched) or ("?",), tuple(added))
+    if name in ("manage.py", "django-admin"):
+        return _python_script(label, "manage.py", args)
     if prog.startswith(("./", "/", "../")) or "/" in prog:
         if name.startswith(("submit", "finish")):
             return Program(
