@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from ...session import Session, SessionSummary
     from ...step import Step
 
-__all__ = ["OTelSink"]
+__all__ = ["OTelSink", "session_span_context"]
 
 _FAILED = Status(StatusCode.ERROR)
 _BLOCKED = Status(StatusCode.ERROR, "blocked by planguard")
@@ -738,6 +738,16 @@ class OTelSink(Sink):
                 span.set_status(status)
         finally:
             span.end(end_ns)
+
+
+def session_span_context(session: Session) -> trace.SpanContext | None:
+    """The context of ``session``'s recorded ``invoke_agent`` span (the first OpenTelemetry sink's), or
+    ``None`` when no sink of its pipeline records one (telemetry off, or OpenTelemetry not configured)."""
+    for sink, state in session.sink_states:
+        if isinstance(sink, OTelSink) and isinstance(state, _SessionState) and not state.untraced:
+            ctx = state.span.get_span_context()
+            return ctx if ctx.is_valid else None
+    return None
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[OTelSink]) -> None:
