@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,9 +101,10 @@ def session_scores(session: Session, summary: SessionSummary, trace_id: str, spa
 class _Ids:
     """Where a session's scores go: its ``invoke_agent`` span, found once the session is running."""
 
-    __slots__ = ("span_id", "trace_id")
+    __slots__ = ("__weakref__", "session", "span_id", "trace_id")
 
-    def __init__(self) -> None:
+    def __init__(self, session: Session) -> None:
+        self.session = session
         self.trace_id = ""
         self.span_id = ""
 
@@ -116,11 +118,13 @@ class ScoreSink(Sink):
         self,
         *,
         timeout_s: float = 10.0,
+        shutdown_timeout_s: float = 30.0,
         max_queue: int = 1024,
         transport: httpx.BaseTransport | None = None,
         drops: DropCounter | None = None,
         errors: ErrorCounter | None = None,
     ) -> None:
+        self.shutdown_timeout_s = shutdown_timeout_s
         self.drops = drops if drops is not None else DropCounter()
         self.errors = errors if errors is not None else ErrorCounter()
         self._client = httpx.Client(timeout=timeout_s, transport=transport)
@@ -132,9 +136,14 @@ class ScoreSink(Sink):
             max_queue=max_queue,
             errors=self.errors,
         )
+        # Sessions not ended yet: at shutdown their scores so far are sent (as the OTel sink closes their
+        # spans). Weak: a state lives as long as its session.
+        self._open: weakref.WeakSet[_Ids] = weakref.WeakSet()
 
     def new_state(self, session: Session) -> _Ids:
-        return _Ids()
+        state = _Ids(session)
+        self._open.add(state)
+        return state
 
     def on_session_start(self, session: Session, state: _Ids) -> None:
         self._find_span(session, state)
@@ -144,6 +153,7 @@ class ScoreSink(Sink):
             self._find_span(session, state)
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _Ids) -> None:
+        self._open.discard(state)
         if not state.span_id:
             self.drops.add("score_no_span")
             return
@@ -172,7 +182,9 @@ class ScoreSink(Sink):
         return self._worker.flush(timeout_s)
 
     def shutdown(self) -> None:
-        self._worker.shutdown(5.0)
+        for state in list(self._open):  # sessions nobody ended (an agent's thread stays open)
+            self.on_session_end(state.session, state.session.summary(), state)
+        self._worker.shutdown(self.shutdown_timeout_s)
         self._client.close()
 
 
