@@ -377,7 +377,8 @@ def test_scores_are_annotations_on_the_agents_span(monkeypatch: pytest.MonkeyPat
     annotations.shutdown()
     assert annotations.drops.total == 0 and annotations.errors.total == 0, annotations.errors.counts
 
-    (agent,) = [s for s in fetch_spans(project, 1) if s["name"] == "invoke_agent scored-agent"]
+    name = "invoke_agent scored-agent"
+    (agent,) = [s for s in fetch_spans(project, names=frozenset({name})) if s["name"] == name]
     span_id, trace_id = agent["context"]["span_id"], agent["context"]["trace_id"]
     got = annotations_of(project, "span", span_id, 5)
     scores = summary.scores[pipe.plan.name]
