@@ -56,7 +56,11 @@ BUILTINS: dict[str, dict[str, str]] = {
         "repeated_call": "planguard.detectors.repeats:RepeatedCall",
     },
     "policies": {},
-    "sinks": {"console": "planguard.sinks.console:ConsoleSink"},
+    "sinks": {
+        "console": "planguard.sinks.console:ConsoleSink",
+        "phoenix_annotations": "planguard.sinks.scores:PhoenixAnnotations",
+        "langfuse_scores": "planguard.sinks.scores:LangfuseScores",
+    },
 }
 
 

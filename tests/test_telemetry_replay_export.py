@@ -111,3 +111,34 @@ def test_export_without_an_endpoint_is_a_clear_error(
     path = shared / "data/realtraj/claude-code/spotter_tool_heavy.jsonl"
     assert main(["replay", str(path), "--export", "otlp", "--format", "jsonl"]) == 2
     assert "--export otlp needs an OTLP endpoint" in capsys.readouterr().err
+
+
+def test_a_recorded_run_of_0_9_s_with_a_denial_exports_as_0_9_s(
+    receiver: tuple[str, list[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Denied calls and the session span keep the recording's clock too: a run recorded over 0.9 s a year
+    ago, whose last call was refused, is 0.9 s long in the backend, its denial at its recorded time."""
+    url, spans = receiver
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    t0 = time.time() - 365 * 86_400
+    calls = [
+        {"tool": "bash", "arguments": {"command": "cat src/app.py"}, "time": t0},
+        {"tool": "bash", "arguments": {"command": "python -m pytest tests"}, "time": t0 + 0.3},
+        {"tool": "bash", "arguments": {"command": "grep -rn parse src"}, "time": t0 + 0.6},
+        {"tool": "bash", "arguments": {"command": "rm -rf /"}, "time": t0 + 0.9, "blocked": "refused"},
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps({"session": "r1", "result": "ok", **c}) + "\n" for c in calls))
+    out = tmp_path / "out.jsonl"
+    code = main(["replay", str(path), "--export", "otlp", "--otlp-endpoint", url, "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    (agent,) = [s for s in spans if s.name == "invoke_agent"]
+    assert (agent.end_time_unix_nano - agent.start_time_unix_nano) / 1e9 == pytest.approx(0.9, abs=1e-6)
+    (denied,) = [s for s in spans if attrs_of(s).get(A.BLOCKED)]
+    assert denied.start_time_unix_nano == denied.end_time_unix_nano == int((t0 + 0.9) * 1e9)
+    assert all(agent.start_time_unix_nano <= s.start_time_unix_nano for s in spans)
+    assert all(s.end_time_unix_nano <= agent.end_time_unix_nano for s in spans)

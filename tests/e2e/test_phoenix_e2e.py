@@ -343,3 +343,64 @@ def test_every_application_span_reaches_phoenix_in_one_trace(setup: str, tmp_pat
     if setup == "register":  # OpenInference's tool spans carry planguard's attributes; none of its own
         assert not [n for n in names if n.startswith("execute_tool")], names
         assert all("planguard.phase" in s["attributes"] for s in tool_spans)
+
+
+# ------------------------------------------------------------------- scores as Phoenix annotations
+
+
+def test_scores_are_annotations_on_the_agents_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planguard.sinks.scores import PhoenixAnnotations
+
+    project = f"planguard-scores-{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", str(PHOENIX_URL))
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", f"{PHOENIX_URL}/v1/traces")
+    (otel,) = build_sinks(TelemetryConfig(agent_name="scored-agent"), StoreConfig(enabled=False))
+    annotations = PhoenixAnnotations()  # from PHOENIX_COLLECTOR_ENDPOINT, as configured by name
+    pipe = Pipeline(
+        detectors=(ScriptedDetector("failing_run", lambda s: s.event.failed),),
+        policies=(Policies(),),
+        sinks=(otel, annotations),
+    )
+    session = pipe.session("conv-scored")
+    for ev in EVENTS:
+        if session.before_tool(ev).blocks:
+            continue
+        ev.result, ev.exit_code = ("Traceback", 1) if ev.call_id == "call-2" else ("ok", 0)
+        session.after_tool(ev)
+    summary = session.end()
+    otel.shutdown()
+    assert annotations.flush(30)
+    annotations.shutdown()
+    assert annotations.drops.total == 0 and annotations.errors.total == 0, annotations.errors.counts
+
+    name = "invoke_agent scored-agent"
+    (agent,) = [s for s in fetch_spans(project, names=frozenset({name})) if s["name"] == name]
+    span_id, trace_id = agent["context"]["span_id"], agent["context"]["trace_id"]
+    got = annotations_of(project, "span", span_id, 5)
+    scores = summary.scores[pipe.plan.name]
+    for name in ("PC", "PPC", "POC", "PPF"):
+        assert got[name]["result"]["score"] == pytest.approx(getattr(scores, name))
+        assert got[name]["annotator_kind"] == "CODE"
+        assert "higher is better" in got[name]["result"]["explanation"]
+    finding = got["planguard.finding.failing_run"]
+    assert finding["result"]["score"] == 0 and finding["result"]["label"] == "detected"
+    assert set(annotations_of(project, "trace", trace_id, 4)) == {"PC", "PPC", "POC", "PPF"}
+
+
+def annotations_of(project: str, kind: str, ident: str, expected: int) -> dict[str, dict[str, Any]]:
+    """Phoenix's annotations of one span or trace, by name, once it has ``expected`` of them (it stores
+    annotations sent without ``sync`` in the background)."""
+    got: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(got) < expected:
+        r = httpx.get(
+            f"{PHOENIX_URL}/v1/projects/{project}/{kind}_annotations",
+            params={f"{kind}_ids": ident},
+            timeout=10,
+        )
+        r.raise_for_status()
+        got = {a["name"]: a for a in r.json()["data"]}
+        time.sleep(0.3)
+    return got

@@ -190,7 +190,7 @@ def _exporter(args: argparse.Namespace) -> tuple[Any, str]:
             "--export otlp needs an OTLP endpoint: --otlp-endpoint URL or OTEL_EXPORTER_OTLP_ENDPOINT "
             "(and OTEL_SDK_DISABLED/OTEL_TRACES_EXPORTER not turning it off)"
         )
-    (sink,) = build_sinks(config, StoreConfig(enabled=False))
+    (sink,) = build_sinks(config, StoreConfig(enabled=False), recorded=True)
     return sink, settings.traces.endpoint
 
 

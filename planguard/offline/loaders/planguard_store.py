@@ -279,7 +279,7 @@ def _add(session: StoredSession, obj: Any) -> None:
 def _trajectory(session: StoredSession, source: str) -> Trajectory:
     meta: dict[str, Any] = dict.fromkeys(STANDARD_META_KEYS)
     h = session.header
-    for key in STANDARD_META_KEYS:
+    for key in (*STANDARD_META_KEYS, "provider"):  # (the provider: a replay's spans name it)
         if key in h.metadata:
             meta[key] = h.metadata[key]
     meta.update(

@@ -58,6 +58,7 @@ def build_sinks(
     *,
     errors: ErrorCounter | None = None,
     drops: DropCounter | None = None,
+    recorded: bool = False,
 ) -> list[Sink]:
     """Sinks for one pipeline, from the ``telemetry:`` and ``store:`` config sections.
 
@@ -71,6 +72,7 @@ def build_sinks(
     * The console timeline when ``telemetry.console``.
 
     All sinks share one :class:`DropCounter`, reported as the ``planguard.telemetry.dropped`` metric.
+    ``recorded``: every session is a recording being replayed (its spans keep the recorded times).
     """
     from ..store.config import StoreConfig
 
@@ -137,6 +139,7 @@ def build_sinks(
                 owned=owned,
                 defer_spans=telemetry.defer_spans,
                 shutdown_timeout_s=telemetry.shutdown_timeout_s,
+                recorded=recorded,
             )
         )
     if store.enabled:

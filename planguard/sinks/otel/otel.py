@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ...session import Session, SessionSummary
     from ...step import Step
 
-__all__ = ["OTelSink"]
+__all__ = ["OTelSink", "session_span_context"]
 
 _FAILED = Status(StatusCode.ERROR)
 _BLOCKED = Status(StatusCode.ERROR, "blocked by planguard")
@@ -150,7 +150,7 @@ class _SessionState:
         self.live_seen = False
 
     def now_ns(self) -> int:
-        """Now, on the session's clock: a replayed session's last recorded end."""
+        """Now, on the session's clock: a replayed session's last recorded time."""
         return self.recorded_end if self.recorded_end and not self.live_seen else time.time_ns()
 
 
@@ -185,12 +185,16 @@ class OTelSink(Sink):
         provider_name: str | None = None,
         tool_spans: str = "auto",
         logger_provider: LoggerProvider | None = None,
+        recorded: bool = False,
     ) -> None:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
         self._tracer = tp.get_tracer(A.TRACER_NAME, __version__)
         self.agent_name = agent_name
         self.provider_name = provider_name
+        # Every session is a recording being replayed (``planguard replay --export``): its spans, the
+        # refused calls' included, start and end at the recorded times, never at replay time.
+        self.recorded = recorded
         if tool_spans not in ("auto", "own", "enrich"):
             raise ValueError(f"tool_spans: expected auto, own or enrich, got {tool_spans!r}")
         self.tool_spans = tool_spans
@@ -297,6 +301,8 @@ class OTelSink(Sink):
             and span.get_span_context() == trace.get_current_span(parent).get_span_context()
         )
         st = _SessionState(session, span, trace.set_span_in_context(span, parent), self._counts, untraced)
+        if self.recorded:
+            st.recorded_end = _ns(session.started_at) or 0
         st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
         self._counts.watch_errors(session.pipeline.errors)
         self._open.add(st)
@@ -385,11 +391,12 @@ class OTelSink(Sink):
         if step.index >= session.n_steps:  # before_tool: the call is not accepted (yet)
             if st.gated is not step:
                 st.gated, st.gate_decisions = step, ()
-            st.gate_decisions = (*st.gate_decisions, (decision, time.time_ns()))
+            st.gate_decisions = (*st.gate_decisions, (decision, self._gate_ns(st, step.event)))
             if decision.blocks:  # a short span of its own, so the block is visible in the trace
-                call = self._open_call(st, session, step, live=True, blocked=True)
+                call = self._open_call(st, session, step, live=not self.recorded, blocked=True)
                 st.calls.pop(step.index, None)
-                self._end_call(st, call, _BLOCKED, step.event, time.time_ns())
+                end_ns = self._gate_ns(st, step.event, end=True)
+                self._end_call(st, call, _BLOCKED, step.event, end_ns)
             return
         call = self._call_for(st, session, step)
         self._decision_event(call, decision, _stamp(call, step))
@@ -685,6 +692,18 @@ class OTelSink(Sink):
         else:
             st.span.add_event(name, attrs, st.now_ns())
 
+    def _gate_ns(self, st: _SessionState, ev: ToolEvent, *, end: bool = False) -> int:
+        """When a call was gated: now, or for a recording the call's recorded time (its end, when ``end``
+        and recorded; else its start; else the session's last recorded time), which moves the session's
+        recorded end along."""
+        if not self.recorded:
+            return time.time_ns()
+        recorded = _ns(ev.end_time if end and ev.end_time is not None else ev.start_time)
+        if recorded is None:
+            return st.now_ns()
+        st.recorded_end = max(st.recorded_end, recorded)
+        return recorded
+
     def _evaluation_event(self, span: Span, attrs: dict[str, Any], ts: int | None) -> None:
         if self._evaluations is None:
             return
@@ -739,6 +758,16 @@ class OTelSink(Sink):
             span.end(end_ns)
 
 
+def session_span_context(session: Session) -> trace.SpanContext | None:
+    """The context of ``session``'s recorded ``invoke_agent`` span (the first OpenTelemetry sink's), or
+    ``None`` when no sink of its pipeline records one (telemetry off, or OpenTelemetry not configured)."""
+    for sink, state in session.sink_states:
+        if isinstance(sink, OTelSink) and isinstance(state, _SessionState) and not state.untraced:
+            ctx = state.span.get_span_context()
+            return ctx if ctx.is_valid else None
+    return None
+
+
 def _flush_at_exit(ref: weakref.ReferenceType[OTelSink]) -> None:
     sink = ref()
     if sink is not None and sink._worker is not None:
@@ -746,8 +775,11 @@ def _flush_at_exit(ref: weakref.ReferenceType[OTelSink]) -> None:
 
 
 def _stamp(call: _ToolCall, step: Step) -> int | None:
-    # Live calls: now. Replayed calls: the call's own end, inside the span, not replay time.
-    return time.time_ns() if call.live else _ns(step.event.end_time)
+    # Live calls: now. Replayed calls: the call's own end (else its start), inside the span, not replay time.
+    if call.live:
+        return time.time_ns()
+    ev = step.event
+    return _ns(ev.end_time if ev.end_time is not None else ev.start_time)
 
 
 def _action_type(step: Step) -> Any:
