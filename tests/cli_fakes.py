@@ -374,7 +374,7 @@ def claude_code_turns(work: Path) -> list[list[dict[str, Any]]]:
     calc = str(work / "calc.py")
     return [
         tool(1, "Read", {"file_path": calc}),
-        bash(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
+        tool(2, "Write", {"file_path": str(work / "test_calc.py"), "content": CALC_TEST}),
         bash(3, "python3 test_calc.py"),
         tool(4, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"}),
         bash(5, "./submit.sh"),  # too early: nothing validated the patch yet

@@ -125,7 +125,7 @@ def test_claude_code_cli_gate_reminder_and_phases(workspace: dict[str, Path], da
                 "--output-format",
                 "json",
                 "--allowedTools",
-                "Bash,Read,Edit",
+                "Bash,Read,Write,Edit",
                 "--model",
                 "claude-sonnet-4-5",
             ],
@@ -222,7 +222,7 @@ def test_claude_agent_sdk_hook_matchers(workspace: dict[str, Path]) -> None:
     with FakeMessages(claude_code_turns(work)) as fake:
         options = ClaudeAgentOptions(
             hooks=hook_matchers(guard),  # type: ignore[arg-type]
-            allowed_tools=["Bash", "Read", "Edit"],
+            allowed_tools=["Bash", "Read", "Write", "Edit"],
             model="claude-sonnet-4-5",
             cwd=str(work),
             env=_env(home, fake.url),

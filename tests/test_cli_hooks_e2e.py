@@ -227,7 +227,7 @@ def _gemini_turns(work: Path) -> list[list[dict[str, Any]]]:
     calc = str(work / "calc.py")
     return [
         [{"name": "read_file", "args": {"file_path": calc}}],
-        shell(f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
+        [{"name": "write_file", "args": {"file_path": str(work / "test_calc.py"), "content": CALC_TEST}}],
         shell("python3 test_calc.py"),
         [
             {
@@ -403,7 +403,13 @@ def _opencode_turns(work: Path) -> list[list[dict[str, Any]]]:
     calc = str(work / "calc.py")
     return [
         [{"name": "read", "args": {"filePath": calc}, "id": "call_01"}],
-        bash(2, f"cat > test_calc.py <<'EOF'\n{CALC_TEST}EOF"),
+        [
+            {
+                "name": "write",
+                "args": {"filePath": str(work / "test_calc.py"), "content": CALC_TEST},
+                "id": "call_02",
+            }
+        ],
         bash(3, "python3 test_calc.py"),
         [
             {
@@ -496,7 +502,7 @@ def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Pa
         )
         argv = [
             *(str(claude), "-p", PROMPT, "--output-format", "stream-json", "--verbose"),
-            *("--allowedTools", "Bash,Read,Edit", "--model", "claude-sonnet-4-5"),
+            *("--allowedTools", "Bash,Read,Write,Edit", "--model", "claude-sonnet-4-5"),
         ]
         proc = _run(argv, work, env)
         # A denial is the tool_result's error text; a reminder is hook context on a tool result.
