@@ -34,8 +34,6 @@ class Langutory:
     __slots__ = ("runs", "length", "truncated_runs", "truncated_roles")
 
     def __init__(self) -> None:
-        # (role, count) tuples: a tuple of a string and an int is not tracked by the garbage collector,
-        # which a [role, count] list would be (one object per run, in every live session).
         self.runs: list[tuple[str, int]] = []
         self.length = 0
         self.truncated_runs = 0
@@ -159,9 +157,8 @@ class Compliance:
         self.extras: dict[str, None] = {}  # insertion-ordered set of out-of-plan phase types
         self.n = 0
         # Roles seen before: every phase they match has been reached (at their first occurrence), or they
-        # are a recorded extra, so another occurrence changes nothing but the count. A dict used as a set:
-        # of strings only, the garbage collector does not track it (it always tracks a set).
-        self._settled: dict[str, None] = {}
+        # are a recorded extra, so another occurrence changes nothing but the count.
+        self._settled: set[str] = set()
         self._cache: Scores | None = None
 
     def add(self, role: str, at: int | None = None) -> None:
@@ -184,7 +181,7 @@ class Compliance:
             self._cache = None
         self.n += 1
         if len(self._settled) < 256:
-            self._settled[role] = None
+            self._settled.add(role)
 
     def missing(self) -> tuple[str, ...]:
         """Expected phases not reached yet."""

@@ -20,8 +20,6 @@ from typing import Any
 
 from .actions.types import Action
 from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
-from .detectors.base import Detector
-from .detectors.todo import todo_state
 from .errors import ErrorCounter
 from .events import ToolEvent
 from .findings import Finding
@@ -29,8 +27,7 @@ from .metrics import Compliance, Langutory, PlanLayout, Scores
 from .phases import GENERAL, Classification, Command, get_rules
 from .phases.classifier import PhaseClassifier, letter_map
 from .plan import PRESETS, Plan
-from .policies.base import Policy
-from .sinks import Sink
+from .stages import Detector, Policy, Sink
 from .step import Step
 from .unclassified import Unclassified
 
@@ -49,9 +46,6 @@ MAX_SCORED_ROLES = 256
 #: their record of the session in this process (an open span, a file being written): a session restored
 #: elsewhere starts its own.
 _DERIVED = frozenset({"pipeline", "_compliances", "sink_states"})
-# Enum members looked up once (CPython 3.11 resolves ``DecisionKind.X`` through a metaclass hook, ~0.4 µs).
-_ALLOW_KIND = DecisionKind.ALLOW
-_STOP_KIND = DecisionKind.STOP
 
 
 @dataclass(frozen=True)
@@ -88,6 +82,15 @@ class Pipeline:
     def letter_of(self) -> Mapping[str, str]:
         """Role -> Langutory letter (a declared plan's phase symbols, else the coding letters)."""
         return letter_map(self.rules)
+
+    @cached_property
+    def providers(self) -> Mapping[str, int]:
+        """Run fact name -> the position of the first detector that provides it (``Detector.provides``)."""
+        out: dict[str, int] = {}
+        for i, det in enumerate(self.detectors):
+            if det.provides is not None:
+                out.setdefault(det.provides, i)
+        return out
 
     @cached_property
     def defers_phases(self) -> bool:
@@ -166,10 +169,7 @@ class Session:
             layout.plan.name: Compliance(layout) for layout in pipeline.layouts if layout.plan is not None
         }
         self._compliances = tuple(self.compliance.values())
-        # Dicts of strings and ints rather than sets and Counters: the garbage collector stops tracking
-        # such a dict (a set or a dict subclass it always tracks), so a full collection walks fewer
-        # objects per live session.
-        self._scored_roles: dict[str, None] = {}  # a set
+        self._scored_roles: set[str] = set()
         self.n_steps = 0
         self.n_model_calls = 0
         self.detector_states = [d.new_state() for d in pipeline.detectors]
@@ -219,7 +219,7 @@ class Session:
             except Exception as exc:  # fail-open is the contract
                 self.pipeline.errors.record(_where(policy.before_tool), exc)
                 continue
-            if d is not None and d.kind is not _ALLOW_KIND:
+            if d is not None and d.kind is not DecisionKind.ALLOW:
                 self._record_decision(step, d)
                 if d.blocks:
                     return d
@@ -271,7 +271,7 @@ class Session:
         for policy, state in zip(self.pipeline.policies, self.policy_states, strict=True):
             for d in self._guarded(policy.before_model, self, state) or ():
                 self._record_decision(None, d)
-                if d.injects or d.kind is _STOP_KIND:
+                if d.injects or d.kind is DecisionKind.STOP:
                     out.append(d)
         return out
 
@@ -309,8 +309,14 @@ class Session:
     def primary_compliance(self) -> Compliance | None:
         return self.compliance.get(self.pipeline.plan.name)
 
+    def facts(self, name: str) -> Any:
+        """The run fact ``name`` (``"todo"``, ``"effects"``): the state of the pipeline's detector that
+        provides it, or None when none does."""
+        i = self.pipeline.providers.get(name)
+        return None if i is None else self.detector_states[i]
+
     def summary(self) -> SessionSummary:
-        todo = todo_state(self)
+        todo = self.facts("todo")
         return SessionSummary(
             session_id=self.id,
             n_steps=self.n_steps,
@@ -365,10 +371,10 @@ class Session:
     def queue(self, decision: Decision) -> None:
         """Hold a reminder, nudge or STOP for the next model request."""
         queued = self._queued
-        if len(queued) >= MAX_QUEUED_MESSAGES and queued[0].kind is _STOP_KIND:
+        if len(queued) >= MAX_QUEUED_MESSAGES and queued[0].kind is DecisionKind.STOP:
             # Full, and the oldest (which the deque would drop) ends the run: drop the oldest message instead.
             for old in queued:
-                if old.kind is not _STOP_KIND:
+                if old.kind is not DecisionKind.STOP:
                     queued.remove(old)
                     break
         queued.append(decision)
@@ -428,7 +434,7 @@ class Session:
                     for c in self._compliances:
                         c.add(r, at)
                     if len(seen) < MAX_SCORED_ROLES:
-                        seen[r] = None
+                        seen.add(r)
                 at += 1
 
     def _finish(self, step: Step) -> None:
@@ -457,7 +463,7 @@ class Session:
             if decisions:
                 for d in decisions:
                     self._record_decision(step, d)
-                    if d.injects or d.kind is _STOP_KIND:
+                    if d.injects or d.kind is DecisionKind.STOP:
                         self.queue(d)
         for sink, state in self.sink_states:
             try:

@@ -6,6 +6,10 @@ returns (the session keeps it, so state is per session, explicit and bounded). N
 (``detectors.custom``, ``policies.custom``, ``sinks.custom``), register it as an entry point (groups
 ``planguard.detectors``, ``planguard.policies``, ``planguard.sinks``), or pass it to
 ``Guard(config, detectors=…, policies=…, sinks=…)``; :mod:`planguard.plugins` resolves the names.
+
+A detector whose state is a fact of the run other stages read (the agent's todo list, the effect labels)
+says so with ``provides``; a stage reads it by name, ``session.facts("todo")``, and so depends on the fact,
+not on which class keeps it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ class Detector(ABC):
     #: Action types of the steps the predicate needs (``None``: every step). When the pipeline classifies
     #: actions, the session shows the detector only those steps: most predicates concern two or three.
     types: frozenset[ActionType] | None = None
+    #: The run fact this detector's state is, by name (``"todo"``, ``"effects"``): other stages read it with
+    #: ``session.facts(name)``. ``None``: its state is its own.
+    provides: str | None = None
 
     def new_state(self) -> Any:
         return None

@@ -23,7 +23,6 @@ class Step:
         None  # planguard.actions.Effect, set by detectors.EffectTracker (provisional live, final at end)
     )
     decision: Decision = ALLOW
-    # A tuple (most steps have none: the shared empty tuple, not a list per step for the GC to track).
     findings: tuple[Finding, ...] = ()
     done: bool = False  # the result has been recorded
     degraded: bool = False  # a pipeline stage failed on this call (fail-closed gates deny it)

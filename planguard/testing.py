@@ -24,12 +24,12 @@ from typing import Any
 
 from .config import Config
 from .decisions import Decision, DecisionKind
-from .detectors.base import Detector
 from .events import ToolEvent
 from .findings import Finding
 from .guard import Guard
 from .session import Session, SessionSummary
 from .sinks import Sink
+from .stages import Detector
 from .step import Step
 
 __all__ = ["Recorded", "RecordingSink", "ScriptedDetector", "Turn", "drive", "guard_for_tests"]

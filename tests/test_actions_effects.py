@@ -18,7 +18,7 @@ from planguard.actions import (
 )
 from planguard.actions.effects import _TAIL_FAILURE, _judge
 from planguard.actions.types import COMMAND
-from planguard.detectors import EffectTracker, effect_state, set_anchors
+from planguard.detectors import EffectTracker, set_anchors
 from planguard.events import ToolEvent
 from planguard.offline.loaders import iter_trajectories
 from planguard.session import Pipeline
@@ -203,7 +203,7 @@ def test_effect_tracker_stage_in_a_session() -> None:
             ev("echo b > pkg/mod.py"),
         )
     ]
-    state = effect_state(s)
+    state = s.facts("effects")
     assert state is not None
     assert [state.effect_of(i) for i in range(4)] == [
         Effect.JUSTIFIED,

@@ -10,9 +10,9 @@ import pytest
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.console import ConsoleSink, _want_color
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -11,9 +11,9 @@ import pytest
 
 from planguard.actions import classify_action
 from planguard.detectors import PlanAbsence, RepeatedCall, default_detectors
-from planguard.detectors.base import Detector
 from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.session import Pipeline, SessionSummary
+from planguard.stages import Detector
 from planguard.step import Step
 
 LETTER = {

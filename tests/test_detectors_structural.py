@@ -22,10 +22,10 @@ from planguard.detectors import (
     build_detectors,
     default_detectors,
 )
-from planguard.detectors.base import Detector
 from planguard.events import ToolEvent
 from planguard.findings import Finding
 from planguard.session import Pipeline
+from planguard.stages import Detector
 
 
 def replay(detector: Detector, events: Sequence[ToolEvent], **meta: Any) -> list[tuple[int | None, Finding]]:

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from planguard.decisions import DecisionKind
-from planguard.detectors.base import Detector
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
 from planguard.sinks import Sink
@@ -25,6 +24,7 @@ from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.store.writer import StoreSink
 from planguard.sinks.telemetry import attributes as A
 from planguard.sinks.telemetry.testing import TelemetryCapture
+from planguard.stages import Detector
 
 
 class Exploding(Detector):

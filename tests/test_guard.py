@@ -16,8 +16,8 @@ from planguard.config import Config
 from planguard.decisions import ALLOW, Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.guard import EVICTED_KEY, Guard
-from planguard.policies.base import Policy
 from planguard.sinks import Sink
+from planguard.stages import Policy
 from planguard.testing import RecordingSink, drive, guard_for_tests
 
 NAV = ToolEvent.shell("cat /testbed/src/mod.py")

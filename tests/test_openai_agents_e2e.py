@@ -21,7 +21,7 @@ from planguard_openai_agents import Planguard, tool_event
 from planguard.config import Config
 from planguard.decisions import Decision, DecisionKind
 from planguard.guard import Guard
-from planguard.policies.base import Policy
+from planguard.stages import Policy
 
 pytestmark = pytest.mark.e2e
 

@@ -177,8 +177,8 @@ def test_a_queued_stop_outlasts_a_flood_of_messages() -> None:
     from typing import Any
 
     from planguard.decisions import Decision
-    from planguard.policies.base import Policy
     from planguard.session import MAX_QUEUED_MESSAGES, Pipeline, Session
+    from planguard.stages import Policy
     from planguard.step import Step
 
     class StopThenNudge(Policy):

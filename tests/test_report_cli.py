@@ -14,10 +14,10 @@ from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
 from planguard.offline.report import collect, register_experiment_reader
 from planguard.offline.report import experiments as experiments_mod
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.store.writer import StoreSink
+from planguard.stages import Policy
 from planguard.step import Step
 
 

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from planguard.actions import Action, ActionType, WriteKind
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.capture import ContentPolicy
 from planguard.sinks.redact import REDACTED, Redactor, redact_value
@@ -24,6 +23,7 @@ from planguard.sinks.store import writer as writer_module
 from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.store.records import StepRecord
 from planguard.sinks.store.writer import _ENCODER, StoreSink, _encode
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

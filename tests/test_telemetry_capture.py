@@ -11,13 +11,13 @@ from pydantic import ValidationError
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.capture import ENV_CAPTURE, CaptureMode, capture_mode_from_env, parse_capture_mode
 from planguard.sinks.redact import Redactor
 from planguard.sinks.telemetry import attributes as A
 from planguard.sinks.telemetry.config import TelemetryConfig
 from planguard.sinks.telemetry.testing import TelemetryCapture
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -27,15 +27,14 @@ from opentelemetry.sdk.trace.sampling import Sampler, SamplingResult
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 
 from planguard.decisions import Decision, DecisionKind
-from planguard.detectors.base import Detector
 from planguard.events import ToolEvent
 from planguard.findings import Finding
 from planguard.phases import get_rules
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks import Sink
 from planguard.sinks.telemetry import attributes as A
 from planguard.sinks.telemetry.testing import TelemetryCapture
+from planguard.stages import Detector, Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -26,10 +26,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planguard.decisions import DecisionKind
-from planguard.detectors.todo import DONE_WITHOUT_WORK, todo_state
+from planguard.detectors.todo import DONE_WITHOUT_WORK, TodoState
 from planguard.events import ToolEvent
+from planguard.policies.todo import TodoPolicy
+from planguard.session import Pipeline
+from planguard.stages import Detector
+from planguard.step import Step
 from planguard.testing import drive, guard_for_tests
-from planguard.todo import CANCELLED, COMPLETED, IN_PROGRESS, MAX_ITEMS, MAX_TEXT, PENDING, parse_todos
+from planguard.todo import (
+    CANCELLED,
+    COMPLETED,
+    IN_PROGRESS,
+    MAX_ITEMS,
+    MAX_TEXT,
+    PENDING,
+    TodoItem,
+    parse_todos,
+)
 
 # ------------------------------------------------------------------ real payloads, one per client
 
@@ -391,7 +404,7 @@ def test_real_create_agent_with_todo_list_middleware() -> None:
 def test_state_is_reachable_and_bounded() -> None:
     guard, _ = _guard()
     drive(guard, "s", [langchain_write_todos(*((f"t{i}", "pending") for i in range(MAX_ITEMS * 3)))])
-    state = todo_state(guard.session("s"))
+    state = guard.session("s").facts("todo")
     assert state is not None and state.total == MAX_ITEMS
 
 
@@ -481,4 +494,31 @@ def test_claude_code_hooks_deliver_the_stale_reminder_after_a_result() -> None:
     assert stale == [4]  # after the 4th Read following the TodoWrite, once
     assert '"Fix the parser"' in contexts[4] and '"Run the suite"' in contexts[4]
     assert "Find the failing test" not in contexts[4]
-    assert todo_state(guard.session("cc-1")).current.text == "Fix the parser"  # type: ignore[union-attr]
+    assert guard.session("cc-1").facts("todo").current.text == "Fix the parser"  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ run facts by name
+
+
+def test_stages_read_the_todo_list_by_name_not_by_the_class_that_keeps_it() -> None:
+    # A detector of the user's own that provides "todo" (not a TodoTracker) is what the todo policy and the
+    # session summary read: stages depend on the fact, not on which class keeps it.
+    class OwnTodoKeeper(Detector):
+        name = "own_todo"
+        provides = "todo"
+
+        def new_state(self) -> TodoState:
+            return TodoState()
+
+        def observe(self, step: Step, state: TodoState) -> None:
+            if step.event.tool == "my_plan":
+                state.update(step.index, [TodoItem("a", "write the fix", IN_PROGRESS)])
+
+    session = Pipeline(detectors=(OwnTodoKeeper(),), policies=(TodoPolicy(),)).session("s")
+    assert session.facts("todo") is session.detector_states[0]
+    assert session.facts("effects") is None
+    session.observe(ToolEvent(tool="my_plan", arguments={}))
+    denial = session.before_tool(ToolEvent(tool="submit", arguments={}))
+    assert denial.kind is DecisionKind.DENY and "write the fix" in denial.message
+    summary = session.end()
+    assert summary.todo is not None and summary.todo["open"] == ["write the fix"]

@@ -29,9 +29,9 @@ from __future__ import annotations
 from ..actions.config import build_classifier
 from ..actions.vocabulary import ActionClassifier
 from ..plugins import load_plugin
-from .base import Detector
+from ..stages import Detector
 from .config import DetectorsConfig
-from .effects import EffectState, EffectTracker, effect_state, set_anchors
+from .effects import EffectState, EffectTracker, set_anchors
 from .repeats import RepeatedCall, call_key
 from .structural import (
     NoTailValidation,
@@ -43,7 +43,7 @@ from .structural import (
     ToolOscillation,
     UnsupportedCompletion,
 )
-from .todo import TodoState, TodoTracker, todo_state
+from .todo import TodoState, TodoTracker
 
 __all__ = [
     "Detector",
@@ -66,9 +66,7 @@ __all__ = [
     "call_key",
     "custom_detectors",
     "default_detectors",
-    "effect_state",
     "set_anchors",
-    "todo_state",
 ]
 
 

@@ -29,8 +29,7 @@ class SurfaceTracker:
     """Which structured tools the run's scaffold exposes: configured, or the union of what its tools name.
 
     ``seen`` holds the scaffolds already learned, so callers skip :meth:`learn` for them: nearly every
-    action of a run names the same one. (A tuple: a run names one or two; of strings only, the garbage
-    collector does not track it, where a set is always tracked.)
+    action of a run names the same one.
     """
 
     __slots__ = ("fixed", "seen", "surface")
@@ -38,12 +37,12 @@ class SurfaceTracker:
     def __init__(self, scaffold: str | None = None) -> None:
         self.fixed = scaffold is not None
         self.surface: ToolSurface = SURFACES.get(scaffold or "", _NO_SURFACE)
-        self.seen: tuple[str, ...] = ()
+        self.seen: set[str] = set()
 
     def learn(self, action: Action) -> ToolSurface:
         scaffold = action.scaffold
         if scaffold is not None and scaffold not in self.seen:
-            self.seen = (*self.seen, scaffold)
+            self.seen.add(scaffold)
             known = None if self.fixed else SURFACES.get(scaffold)
             if known is not None:
                 # Nothing learned yet: the scaffold's own (shared) surface, not a copy per session.

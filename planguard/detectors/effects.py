@@ -29,14 +29,14 @@ from ..actions.types import (
 )
 from ..findings import Finding
 from ..milestones import Milestone, MilestoneTracker
+from ..stages import Detector
 from ._common import action_of
-from .base import Detector
 
 if TYPE_CHECKING:
     from ..session import Session
     from ..step import Step
 
-__all__ = ["EffectState", "EffectTracker", "RunFacts", "effect_state", "set_anchors"]
+__all__ = ["EffectState", "EffectTracker", "RunFacts", "set_anchors"]
 
 
 #: Files a run writes to hand in its result rather than to change the code: the patch file of a
@@ -75,7 +75,7 @@ class RunFacts:
         self.last_ok_validation = -1  # step of the latest validation command that did not fail (caller sets)
         self.text: str | None = None  # text of the latest reasoning / completion action
         self.recent_work: deque[int] = deque(maxlen=_RECENT_WORK)  # latest steps that are not artifacts
-        self._artifacts: dict[str, None] = {}  # submission files written so far (a set; untracked by the GC)
+        self._artifacts: set[str] = set()  # submission files written so far
 
     def is_submission_artifact(self, action: Action) -> bool:
         t = action.type
@@ -88,7 +88,7 @@ class RunFacts:
             )
             if redirected_git or _SUBMISSION_FILE.search(target) is not None:
                 if len(self._artifacts) < _MAX_ARTIFACTS:
-                    self._artifacts[target] = None
+                    self._artifacts.add(target)
                 return True
             return False
         if t is FILE_READ:
@@ -137,8 +137,7 @@ class EffectState:
     def __init__(self, anchors: AnchorSet | None, max_pending_reads: int = 512) -> None:
         self.labeler = EffectLabeler(anchors, max_pending_reads=max_pending_reads)
         self.milestones = MilestoneTracker(anchors)
-        # step -> provisional label of the last RECENT steps, oldest first: one dict, not a tuple per step
-        # (a (step, Effect) tuple is an object the garbage collector tracks: 64 in every session).
+        # step -> provisional label of the last RECENT steps, oldest first
         self.recent: dict[int, Effect] = {}
         self.facts = RunFacts()
 
@@ -181,6 +180,7 @@ class EffectTracker(Detector):
     you want live; use :func:`set_anchors` per session)."""
 
     name = "effects"
+    provides = "effects"
 
     def __init__(
         self, anchors: AnchorSet | str | Iterable[str] | None = None, *, max_pending_reads: int = 512
@@ -230,21 +230,13 @@ class EffectTracker(Detector):
         return None
 
 
-def effect_state(session: Session) -> EffectState | None:
-    """The session's effect-tracker state, when its pipeline has an :class:`EffectTracker`."""
-    for det, st in zip(session.pipeline.detectors, session.detector_states, strict=False):
-        if isinstance(det, EffectTracker):
-            return st  # type: ignore[no-any-return]
-    return None
-
-
 def set_anchors(session: Session, anchors: AnchorSet | str | Iterable[str] | None) -> bool:
     """Give one session its anchor set (gold-patch files: a unified diff or a file list).
 
     Enables ``OFF_ANCHOR`` labels and milestones M1–M3 for that session. Returns False when the pipeline
     has no effect tracker.
     """
-    st = effect_state(session)
+    st: EffectState | None = session.facts("effects")
     if st is None:
         return False
     parsed: Any = anchors if anchors is None or isinstance(anchors, AnchorSet) else AnchorSet.parse(anchors)

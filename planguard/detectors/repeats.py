@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import THINK_TOOL, ToolEvent
 from ..findings import Finding
+from ..stages import Detector
 from ._common import clip
-from .base import Detector
 
 if TYPE_CHECKING:
     from ..step import Step

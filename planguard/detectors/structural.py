@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, outcome_failed
 from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, ActionType
 from ..findings import Finding
+from ..stages import Detector
 from ._common import SurfaceTracker, action_of, clip
-from .base import Detector
-from .effects import EffectTracker, RunFacts
+from .effects import EffectState, EffectTracker, RunFacts
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -122,9 +123,7 @@ class _WindowCounts:
         self.window = window
         self.entries: deque[tuple[int, str, int]] = deque()  # (step, key, epoch at the time)
         self.counts: dict[str, int] = {}
-        # Keys whose predicate currently holds (reported already): a dict used as a set, which of strings
-        # only the garbage collector does not track (a set it always tracks).
-        self.active: dict[str, None] = {}
+        self.active: set[str] = set()  # keys whose predicate currently holds (reported already)
         self.epoch: dict[str, int] = {}  # key -> clock of its last invalidation
         self.clock = 0
 
@@ -143,7 +142,7 @@ class _WindowCounts:
                 else:
                     self.counts[key] = c
                 if c < threshold:
-                    self.active.pop(key, None)
+                    self.active.discard(key)
         if not entries and self.epoch:
             self.epoch.clear()  # nothing left to invalidate
 
@@ -156,7 +155,7 @@ class _WindowCounts:
             if len(epoch) > 4 * self.window:  # keep only keys still in the window (bounded state)
                 live = {k for _, k, _ in self.entries}
                 self.epoch = {k: v for k, v in epoch.items() if k in live}
-        self.active.pop(key, None)
+        self.active.discard(key)
 
     def catch_up(self, index: int, threshold: int) -> None:
         """Expire what has left the window by step ``index``. Called lazily, before the next decision,
@@ -171,7 +170,7 @@ class _WindowCounts:
         c = self.counts.get(key, 0) + 1
         self.counts[key] = c
         if c >= threshold and key not in self.active:
-            self.active[key] = None
+            self.active.add(key)
             return c, self.steps_of(key)
         return None
 
@@ -263,17 +262,41 @@ class RedundantSearch(Detector):
 # ---------------------------------------------------------------------------------- tool oscillation
 
 
-#: A write between two reads of a file: its step, whether it failed, and whether a later write reverted
-#: it (known when the reverting write arrives).
-_CycleWrite = tuple[int, bool, bool]
-#: A read–write–read cycle: the opening read's step, the closing read's step, the writes between.
-_Cycle = tuple[int, int, tuple[_CycleWrite, ...]]
-#: One file's state: the step of its latest read (-1: none yet), the writes since then, its latest 8
-#: cycles, and whether it has been reported. Tuples of ints and bools, replaced when they change: the
-#: garbage collector does not track them, where an object per file (and a list per file's writes) would
-#: be tracked in every live session.
-_FileCycles = tuple[int, tuple[_CycleWrite, ...], tuple[_Cycle, ...], bool]
-_NEW_FILE: _FileCycles = (-1, (), (), False)
+#: Writes between two reads, and cycles, a file keeps (the latest).
+_KEPT = 8
+
+
+@dataclass(slots=True)
+class _Write:
+    """A write between two reads of a file; ``reverted`` becomes known when the reverting write arrives."""
+
+    step: int
+    failed: bool
+    reverted: bool = False
+
+    @property
+    def bad(self) -> bool:
+        return self.failed or self.reverted
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """A read–write–read cycle: the opening read's step, the closing read's step, the writes between."""
+
+    opened: int
+    closed: int
+    writes: list[_Write]
+
+
+@dataclass(slots=True)
+class _FileCycles:
+    """One file: the step of its latest read (-1: none yet), the writes since then, its latest cycles, and
+    whether it has been reported."""
+
+    last_read: int = -1
+    writes: deque[_Write] = field(default_factory=lambda: deque(maxlen=_KEPT))
+    cycles: deque[_Cycle] = field(default_factory=lambda: deque(maxlen=_KEPT))
+    fired: bool = False
 
 
 class _OscillationState:
@@ -284,15 +307,6 @@ class _OscillationState:
     def __init__(self) -> None:
         self.files: dict[str, _FileCycles] = {}
         self.ledger = WriteLedger(max_files=self.MAX_FILES)
-
-
-def _bad(write: _CycleWrite) -> bool:
-    _, failed, reverted = write
-    return failed or reverted
-
-
-def _mark_reverted(writes: tuple[_CycleWrite, ...], steps: list[int]) -> tuple[_CycleWrite, ...]:
-    return tuple((i, failed, reverted or i in steps) for i, failed, reverted in writes)
 
 
 class ToolOscillation(Detector):
@@ -322,8 +336,7 @@ class ToolOscillation(Detector):
         if fc is None:
             if len(files) >= state.MAX_FILES:
                 del files[next(iter(files))]
-            fc = _NEW_FILE
-        last_read, writes, cycles, fired = fc
+            fc = files[path] = _FileCycles()
         # Which cycles are bad changes only when a read closes a cycle or a write reverts earlier ones:
         # the predicate is re-evaluated then (it cannot first hold at any other step).
         changed = False
@@ -335,28 +348,26 @@ class ToolOscillation(Detector):
                 reverted = state.ledger.record(step.index, a)
                 if reverted:  # earlier writes to this file, reverted by this one
                     changed = True
-                    writes = _mark_reverted(writes, reverted)
-                    cycles = tuple((r0, r1, _mark_reverted(w, reverted)) for r0, r1, w in cycles)
-            if last_read >= 0:
-                writes = (*writes[-7:], (step.index, failed, False))
+                    for w in (*fc.writes, *(w for c in fc.cycles for w in c.writes)):
+                        w.reverted = w.reverted or w.step in reverted
+            if fc.last_read >= 0:
+                fc.writes.append(_Write(step.index, failed))
         else:
-            if last_read >= 0 and writes:
-                cycles = (*cycles[-7:], (last_read, step.index, writes))
+            if fc.last_read >= 0 and fc.writes:
+                fc.cycles.append(_Cycle(fc.last_read, step.index, list(fc.writes)))
                 changed = True
-            last_read = step.index
-            writes = ()
-        if fired or not changed or not cycles:
-            files[path] = (last_read, writes, cycles, fired)
+            fc.last_read = step.index
+            fc.writes.clear()
+        if fc.fired or not changed or not fc.cycles:
             return None
-        bad = [c for c in cycles if any(_bad(w) for w in c[2])]
+        bad = [c for c in fc.cycles if any(w.bad for w in c.writes)]
         if len(bad) < self.cycles:
-            files[path] = (last_read, writes, cycles, fired)
             return None
-        files[path] = (last_read, writes, cycles, True)
-        first = bad[0][0]
+        fc.fired = True
+        first = bad[0].opened
         spans = "; ".join(
-            f"write at {', '.join(str(w[0]) for w in c[2] if _bad(w))} "
-            f"({'failed' if any(w[1] for w in c[2]) else 'reverted'})"
+            f"write at {', '.join(str(w.step) for w in c.writes if w.bad)} "
+            f"({'failed' if any(w.failed for w in c.writes) else 'reverted'})"
             for c in bad
         )
         return Finding(
@@ -518,10 +529,10 @@ class _EndOfRun(Detector):
             return state
         if self.effects is None:
             return None
-        for det, st in zip(session.pipeline.detectors, session.detector_states, strict=False):
-            if det is self.effects:
-                return st.facts  # type: ignore[no-any-return]
-        raise LookupError(f"{self.name}: the EffectTracker it reads is not in this session's pipeline")
+        effects: EffectState | None = session.facts("effects")
+        if effects is None:
+            raise LookupError(f"{self.name}: no EffectTracker in this session's pipeline to read facts from")
+        return effects.facts
 
 
 class NoTailValidation(_EndOfRun):

@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.types import COMMAND, FILE_WRITE, PLAN
 from ..findings import Finding
+from ..stages import Detector
 from ..todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, parse_todos
-from .base import Detector
 
 if TYPE_CHECKING:
-    from ..session import Session
     from ..step import Step
 
-__all__ = ["DONE_WITHOUT_WORK", "TodoState", "TodoTracker", "todo_state"]
+__all__ = ["DONE_WITHOUT_WORK", "TodoState", "TodoTracker"]
 
 DONE_WITHOUT_WORK = "todo_done_without_work"
 #: Items named in one finding's evidence (the data carries the count).
@@ -131,6 +130,7 @@ class TodoTracker(Detector):
 
     name = DONE_WITHOUT_WORK
     types = frozenset({PLAN, FILE_WRITE, COMMAND})
+    provides = "todo"
 
     def new_state(self) -> TodoState:
         return TodoState()
@@ -167,11 +167,3 @@ class TodoTracker(Detector):
             f"{names}{more}",
             {"items": len(unearned)},
         )
-
-
-def todo_state(session: Session) -> TodoState | None:
-    """The session's todo state, when its pipeline has a :class:`TodoTracker`."""
-    for det, st in zip(session.pipeline.detectors, session.detector_states, strict=False):
-        if isinstance(det, TodoTracker):
-            return st  # type: ignore[no-any-return]
-    return None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..decisions import Decision, DecisionKind
 from ..events import ToolEvent
 from ..policies._plan_view import REMINDER_PREFIX
-from ..policies.base import Policy
+from ..stages import Policy
 from .config import ARM_KEY, ArmConfig, ExperimentConfig, assign_arm
 from .endpoints import Endpoint, MatcherSet
 

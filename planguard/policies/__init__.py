@@ -6,7 +6,7 @@ conditions hold), ``todo`` (the agent's own todo list). ``config`` holds the ``p
 builds them.
 """
 
-from .base import Policy
+from ..stages import Policy
 from .config import PluginSpec, PoliciesConfig, build_policies
 from .escalation import DetectorResponses, Ladder, PatternSpec, ResponseConfig, ResponsesConfig
 from .gates import Gate, GateCondition, GateConfig, PhaseAfter

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..plan import Plan
 from ..plugins import PluginSpec, load_plugin
 from ..sinks.webhook import NotifyConfig
-from .base import Policy
+from ..stages import Policy
 from .escalation import DetectorResponses, ResponsesConfig
 from .gates import Gate, GateConfig
 from .reminder import PeriodicReminder, ReminderConfig

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..decisions import Decision, DecisionKind
 from ..events import ToolEvent
 from ..findings import Finding
+from ..stages import Policy
 from ._plan_view import NOTE_PREFIX
-from .base import Policy
 from .match import compile_globs
 from .reminder import check_template
 

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..decisions import Decision, DecisionKind
 from ..events import ToolEvent
 from ..plan import Plan, phase_matches
+from ..stages import Policy
 from ._plan_view import role_name
-from .base import Policy
 from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
 from ..plan import Plan
+from ..stages import Policy
 from ._plan_view import REMINDER_PREFIX, PlanView
-from .base import Policy
 
 if TYPE_CHECKING:
     from ..session import Session

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
-from ..detectors.todo import TodoState, TodoTracker
+from ..detectors.todo import TodoState
+from ..stages import Policy
 from ..todo import TodoItem
 from ._plan_view import REMINDER_PREFIX
-from .base import Policy
 from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
 from .violations import DEFAULT_FINISH_TOOLS
@@ -105,16 +105,8 @@ class TodoConfig(BaseModel):
     _check = field_validator("message", "finish_message")(_template)
 
 
-#: ``_State.tracker`` before the session's tracker has been looked up, and when its pipeline has none.
-_UNKNOWN = -2
-_NONE = -1
-
-
 @dataclass(slots=True)
 class _State:
-    # Position of the todo tracker among the session's detectors (-1: none), found on first use. An index,
-    # not the tracker's state itself, so that a saved and restored session cannot end up with two copies.
-    tracker: int = _UNKNOWN
     sent: int = 0
     last_sent_steps: int = -1  # the session's tool-call count when the last reminder was sent
     finish_denials: int = 0
@@ -144,35 +136,17 @@ class TodoPolicy(Policy):
         return _State()
 
     @staticmethod
-    def _tracker(session: Session, state: _State) -> int:
-        i = state.tracker
-        if i == _UNKNOWN:
-            i = state.tracker = next(
-                (k for k, d in enumerate(session.pipeline.detectors) if isinstance(d, TodoTracker)), _NONE
-            )
-        return i
-
-    def _todo(self, session: Session, state: _State) -> TodoState | None:
-        """The session's todo list, or None while the agent has written none."""
-        i = self._tracker(session, state)
-        if i < 0:
-            return None
-        todo: TodoState = session.detector_states[i]
-        return todo if todo.updates else None
+    def _todo(session: Session) -> TodoState | None:
+        """The session's todo list (read by name, not kept here: a saved and restored session must not end
+        up with two copies), or None while the agent has written none."""
+        todo: TodoState | None = session.facts("todo")
+        return todo if todo is not None and todo.updates else None
 
     # ------------------------------------------------------------------ hooks
 
     def before_tool(self, step: Step, session: Session, state: _State) -> Decision | None:
-        # Runs before every call of every agent: while there is no list, this is what it costs.
-        i = state.tracker
-        if i < 0:
-            if i == _NONE:
-                return None
-            i = self._tracker(session, state)
-            if i < 0:
-                return None
-        todo: TodoState = session.detector_states[i]
-        if not todo.updates or self._finish_mode == "off":
+        todo = self._todo(session)
+        if todo is None or self._finish_mode == "off":
             return None  # no todo list in this session: the finish check does not apply
         if not self.is_finish(step):
             return None
@@ -196,7 +170,7 @@ class TodoPolicy(Policy):
         stale = self._stale
         if stale is None:
             return ()
-        todo = self._todo(session, state)
+        todo = self._todo(session)
         if todo is None:
             return ()
         n = session.n_steps

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
 from ..plan import Plan, PlanPhase
+from ..stages import Policy
 from ._plan_view import REMINDER_PREFIX, PlanView, described, role_name
-from .base import Policy
 from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
 

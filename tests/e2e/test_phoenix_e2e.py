@@ -18,13 +18,13 @@ import pytest
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.store.config import StoreConfig
 from planguard.sinks.telemetry import attributes as A
 from planguard.sinks.telemetry import build_sinks
 from planguard.sinks.telemetry.config import TelemetryConfig
 from planguard.sinks.telemetry.otel import OTelSink
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -14,10 +14,10 @@ import pytest
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.policies.base import Policy
 from planguard.session import Pipeline, Session
 from planguard.sinks.telemetry.export import start_prometheus_exporter
 from planguard.sinks.telemetry.otel import OTelSink
+from planguard.stages import Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 

@@ -267,10 +267,10 @@ def test_store_decisions_are_marked_on_the_timeline(tmp_path: Path) -> None:
 
     from planguard.decisions import Decision, DecisionKind
     from planguard.events import ToolEvent
-    from planguard.policies.base import Policy
     from planguard.session import Pipeline, Session
     from planguard.sinks.store.config import StoreConfig
     from planguard.sinks.store.writer import StoreSink
+    from planguard.stages import Policy
     from planguard.step import Step
 
     class Gate(Policy):

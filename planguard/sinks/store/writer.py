@@ -148,10 +148,7 @@ def session_file_name(session_id: str, started_at: float) -> str:
 @dataclass(slots=True)
 class TakenStep:
     """What a finished call's line needs, taken from its step on the agent's thread (:meth:`StoreSink.take`)
-    for the writer to build the line from. Not the step: while a record waits in the queue, every full
-    garbage collection would walk the step and its classification too (about ten objects a queued call,
-    where this is about six). Not frozen: a frozen dataclass's constructor costs four times a plain one's,
-    on every call."""
+    for the writer to build the line from: what the line needs, as it was when the call ended."""
 
     index: int
     event: ToolEvent
@@ -168,8 +165,7 @@ class _State:
     key: int
     compliance: Compliance | None  # the session's primary compliance: its scores go with each step
     # Decisions made while a call was being gated (before it was accepted); they join the call's own once
-    # it is (see StoreSink._settle). A tuple: most calls have none, and an empty list would be one more
-    # object per live session for every garbage collection to walk.
+    # it is (see StoreSink._settle).
     pre_step: Step | None = None
     pre: tuple[Decision, ...] = ()
     decisions: dict[int, list[Decision]] = field(default_factory=dict)

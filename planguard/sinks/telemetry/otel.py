@@ -37,7 +37,6 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from ..._version import __version__
 from ...actions.types import ActionType, label_of
-from ...detectors.todo import todo_state
 from ...errors import ErrorCounter
 from .. import Sink
 from ..capture import CaptureMode, capture_mode_from_env
@@ -591,7 +590,7 @@ class OTelSink(Sink):
         span.end(end_ns)
 
     def _todo_attrs(self, session: Session, attrs: dict[str, Any], *, at_end: bool) -> None:
-        todo = todo_state(session)
+        todo = session.facts("todo")
         if todo is None or not todo.active:
             return
         attrs[A.TODO_DONE] = todo.done
