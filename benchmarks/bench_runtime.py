@@ -164,16 +164,8 @@ def variants_for(full: Config, url: str) -> list[tuple[str, Guard, Driver]]:
     bare = no_pol.model_copy(update={"detectors": no_pol.detectors.model_copy(update={"enabled": False})})
     notify = full.model_copy(
         update={
-            "policies": p.model_copy(
-                update={
-                    "notify": p.notify.model_copy(
-                        update={
-                            "url": url,
-                            "events": ["finding", "decision:*", "session_end"],
-                            "queue_size": 100_000,
-                        }
-                    )
-                }
+            "webhook": full.webhook.model_copy(
+                update={"url": url, "events": ["finding", "decision:*", "session_end"], "queue_size": 100_000}
             )
         }
     )

@@ -12,11 +12,13 @@ applies them on top of the file, and ``Guard()`` without a config reads ``PLANGU
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import tomllib
 import types
 import typing
+import warnings
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -32,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from .actions.config import ActionsConfig
 from .detectors.config import DetectorsConfig
 from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 from .experiment.config import ExperimentConfig
@@ -40,6 +43,7 @@ from .plugins import PluginSpec
 from .policies.config import PoliciesConfig
 from .sinks.store.config import StoreConfig
 from .sinks.telemetry.config import TelemetryConfig
+from .sinks.webhook import WebhookConfig
 
 __all__ = [
     "ENV_CONFIG",
@@ -63,6 +67,13 @@ ENV_CONFIG = "PLANGUARD_CONFIG"
 #: and ``corrected``, an alias of ``live``.
 RULES = ("live", "v351278e", "v8ec988e", "corrected")
 _M = TypeVar("_M", bound=BaseModel)
+#: Keys that moved, old place -> new top-level key: still read, with a deprecation warning naming the new
+#: key (the tool vocabulary serves actions, phases and detectors alike; the webhook is a sink).
+MOVED_KEYS: dict[tuple[str, str], str] = {
+    ("detectors", "actions"): "tools",
+    ("policies", "notify"): "webhook",
+}
+log = logging.getLogger("planguard.config")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -113,9 +124,20 @@ class Config(BaseModel):
         description="Phase classifier rules: live (PHASES_LIVE.md, any scaffold and language), or the "
         "paper's v351278e / v8ec988e (PHASE_RULES.md, exact); corrected is an alias of live.",
     )
+    tools: ActionsConfig = Field(
+        default_factory=ActionsConfig,
+        description="The tool vocabulary: how each tool's calls are read (its canonical action, the shell "
+        "line it runs, the paths it touches), for actions, phases and detectors alike. Was detectors.actions "
+        "(still read, deprecated).",
+    )
     policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
     detectors: DetectorsConfig = Field(default_factory=DetectorsConfig)
     sinks: SinksConfig = Field(default_factory=SinksConfig)
+    webhook: WebhookConfig = Field(
+        default_factory=WebhookConfig,
+        description="The webhook sink: findings, decisions and session ends POSTed as JSON. Was "
+        "policies.notify (still read, deprecated).",
+    )
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
@@ -133,6 +155,27 @@ class Config(BaseModel):
     )
 
     _plans: tuple[Plan, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_moved_keys(cls, data: Any) -> Any:
+        """Take each key of :data:`MOVED_KEYS` from its old place (what the new key sets wins)."""
+        if not isinstance(data, dict):
+            return data
+        for (section, key), new in MOVED_KEYS.items():
+            old = data.get(section)
+            if not isinstance(old, dict) or key not in old:
+                continue
+            message = f"{section}.{key} is deprecated: write it as the top-level {new}: section"
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+            log.warning("planguard config: %s", message)
+            moved, given = old[key], data.get(new)
+            if isinstance(moved, dict) and isinstance(given, dict):
+                moved = {**moved, **given}
+            elif given is not None:
+                moved = given
+            data = {**data, section: {k: v for k, v in old.items() if k != key}, new: moved}
+        return data
 
     @field_validator("plan")
     @classmethod
@@ -218,7 +261,7 @@ ENV_OVERRIDES: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
         str.strip,
         "ephemeral or persisted",
     ),
-    "PLANGUARD_WEBHOOK_URL": (("policies", "notify", "url"), _opt, "webhook URL for notifications"),
+    "PLANGUARD_WEBHOOK_URL": (("webhook", "url"), _opt, "webhook URL for notifications"),
     "PLANGUARD_FAIL_CLOSED_GATES": (("fail_closed_gates",), str.strip, "1: gates deny when planguard fails"),
     "PLANGUARD_FLUSH_ON_SIGTERM": (("flush_on_sigterm",), str.strip, "0: install no SIGTERM handler"),
     "PLANGUARD_TELEMETRY": (("telemetry", "enabled"), str.strip, "0 turns OpenTelemetry output off"),

@@ -36,6 +36,7 @@ from .decisions import ALLOW, Decision
 from .detectors import build_detectors
 from .errors import ErrorCounter
 from .events import ToolEvent
+from .experiment import build_experiment
 from .phases import get_rules
 from .phases.classifier import rules_for
 from .plugins import load_plugin
@@ -137,26 +138,23 @@ class Guard:
         plans = cfg.plans
         if not cfg.enabled:
             return Pipeline(rules=get_rules(cfg.rules), plans=plans, errors=self.errors)
-        actions, detectors = build_detectors(cfg.detectors)
-        # A plan that declares its phases is classified by its matchers, over the configured vocabulary.
-        vocabulary = actions if actions is not None else build_classifier(cfg.detectors.actions)
-        rules = rules_for(plans[0], cfg.rules, vocabulary)
-        policies = build_policies(cfg.policies, plans[0], fail_closed_gates=cfg.fail_closed_gates)
-        sinks: list[Sink] = []
-        if cfg.experiment is not None and cfg.experiment.enabled:
-            from .experiment import build_experiment
-            from .policies.reminder import PeriodicReminder
-
-            # The arm's plan replaces the followed plan's reminder; the experiment policy goes first so it
-            # sees every attempted call.
-            exp_policy, exp_sink = build_experiment(
-                cfg.experiment,
-                errors=self.errors,
-                tracer_provider=tracer_provider,
-                spans=cfg.telemetry.enabled,
+        # The tool vocabulary reads every call once, for actions, phases and detectors alike: a plan that
+        # declares its phases is classified by its matchers over it too.
+        actions = build_classifier(cfg.tools)
+        detectors = build_detectors(cfg.detectors, scaffold=cfg.tools.scaffold)
+        rules = rules_for(plans[0], cfg.rules, actions)
+        experiment = cfg.experiment
+        exp_policy, exp_sink = (
+            build_experiment(
+                experiment, errors=self.errors, tracer_provider=tracer_provider, spans=cfg.telemetry.enabled
             )
-            policies = [exp_policy, *(p for p in policies if not isinstance(p, PeriodicReminder))]
-            sinks.append(exp_sink)
+            if experiment is not None and experiment.enabled
+            else (None, None)
+        )
+        policies = build_policies(
+            cfg.policies, plans[0], fail_closed_gates=cfg.fail_closed_gates, experiment=exp_policy
+        )
+        sinks: list[Sink] = [exp_sink] if exp_sink is not None else []
         if cfg.telemetry.enabled or cfg.store.enabled:
             try:
                 from .sinks.telemetry import build_sinks
@@ -166,11 +164,11 @@ class Guard:
                 )
             except Exception as exc:  # telemetry must never stop the agent
                 self.errors.record("Guard.build_sinks", exc)
-        notify = cfg.policies.notify
-        if notify.enabled and notify.url:
+        webhook = cfg.webhook
+        if webhook.enabled and webhook.url:
             from .sinks.webhook import WebhookSink
 
-            sinks.append(WebhookSink(notify))
+            sinks.append(WebhookSink(webhook))
         sinks.extend(
             load_plugin("sinks", spec, f"sinks.custom.{i}") for i, spec in enumerate(cfg.sinks.custom)
         )

@@ -3,7 +3,7 @@
 An agent whose tools planguard does not know (``frob_file``, ``run_it``) gets no phases, so a plan
 reminder would claim every phase is missing and a phase gate would deny forever. A session counts those
 calls; once most of its calls are unclassified it says so once (a log line naming the tools to map in
-``detectors.actions.rules``), its summary and telemetry carry the count and the tool names, and the
+``tools.rules``), its summary and telemetry carry the count and the tool names, and the
 policies that judge phases stand down (:meth:`Unclassified.reason`).
 """
 
@@ -69,5 +69,5 @@ def unobserved_reason(calls: int, tools: Mapping[str, int], n_steps: int) -> str
     names = ", ".join(sorted(tools, key=lambda t: (-tools[t], t))) or "?"
     return (
         f"{calls} of {n_steps} tool calls use tools planguard cannot classify ({names}); "
-        "map them in the config's detectors.actions.rules"
+        "map them in the config's tools.rules"
     )

@@ -248,10 +248,40 @@ def test_env_overrides_apply_on_top_of_the_file(tmp_path):
     assert c.telemetry.enabled is False
     assert c.store.path == "/tmp/pg-store"
     assert c.followed_plan.name == "no_validation"
-    assert c.policies.notify.url == "http://127.0.0.1:9/x"
+    assert c.webhook.url == "http://127.0.0.1:9/x"
     assert c.fail_closed_gates is True and c.sessions.max_sessions == 12 and c.sessions.idle_timeout_s is None
     assert load_config(p, env={"PLANGUARD_REMINDER_EVERY": "0"}).policies.reminder.every_model_calls is None
     assert load_config(p, env={"PLANGUARD_ENABLED": "off"}).enabled is False
+
+
+def test_moved_keys_are_still_read_with_a_warning_naming_the_new_key(tmp_path):
+    p = write(
+        tmp_path,
+        "old.yaml",
+        "detectors:\n  actions: {rules: [{tool: sbx, kind: shell, target: [script]}]}\n"
+        "  search_loop: {threshold: 3}\n"
+        "policies:\n  notify: {url: 'http://127.0.0.1:9/old', timeout_s: 5}\n",
+    )
+    with pytest.warns(DeprecationWarning) as caught:
+        c = load_config(p, env={"PLANGUARD_WEBHOOK_URL": "http://127.0.0.1:9/new"})
+    assert sorted(str(w.message) for w in caught) == [
+        "detectors.actions is deprecated: write it as the top-level tools: section",
+        "policies.notify is deprecated: write it as the top-level webhook: section",
+    ]
+    assert [r.tool for r in c.tools.rules] == ["sbx"] and c.detectors.search_loop.threshold == 3
+    # What the new key sets (here from the environment) wins over the old place, key by key.
+    assert (c.webhook.url, c.webhook.timeout_s) == ("http://127.0.0.1:9/new", 5)
+
+
+def test_switching_detectors_off_keeps_the_canonical_actions():
+    from planguard.events import ToolEvent
+    from planguard.guard import Guard
+
+    config = {"detectors": {"enabled": False}, "telemetry": {"enabled": False}, "store": {"enabled": False}}
+    with Guard(Config.model_validate(config)) as guard:
+        assert guard.pipeline.detectors == ()
+        step = guard.session("s").observe(ToolEvent("write_file", {"path": "src/app.py", "content": "x"}))
+        assert step.action is not None and step.action.type == "FILE_WRITE"
 
 
 def test_bad_env_value_names_the_variable(tmp_path):

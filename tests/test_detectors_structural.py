@@ -325,17 +325,13 @@ def test_default_and_configured_detector_sets() -> None:
         "todo_done_without_work",
     ]
     cfg = DetectorsConfig.model_validate(
-        {
-            "search_loop": {"threshold": 3},
-            "reread_churn": {"enabled": False},
-            "actions": {"scaffold": "claude-code"},
-        }
+        {"search_loop": {"threshold": 3}, "reread_churn": {"enabled": False}}
     )
-    classifier, dets = build_detectors(cfg)
-    assert classifier is not None and "reread_churn" not in [d.name for d in dets]
+    dets = build_detectors(cfg, scaffold="claude-code")
+    assert "reread_churn" not in [d.name for d in dets]
     loop = next(d for d in dets if isinstance(d, SearchLoop))
     assert loop.threshold == 3
-    assert build_detectors(DetectorsConfig(enabled=False)) == (None, [])
+    assert build_detectors(DetectorsConfig(enabled=False)) == []
     with pytest.raises(ValueError, match="threshold"):
         DetectorsConfig.model_validate({"search_loop": {"threshold": 0}})
     with pytest.raises(ValueError):

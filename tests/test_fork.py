@@ -41,10 +41,8 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 guard = Guard(Config.model_validate({
     "telemetry": {"enabled": False},
     "store": {"path": sys.argv[1]},
-    "policies": {
-        "reminder": {"enabled": False},
-        "notify": {"url": f"http://127.0.0.1:{server.server_port}/hook", "events": ["session_end"]},
-    },
+    "policies": {"reminder": {"enabled": False}},
+    "webhook": {"url": f"http://127.0.0.1:{server.server_port}/hook", "events": ["session_end"]},
 }))
 for i in range(30):
     guard.after_tool("parent", ToolEvent("Read", {"path": f"f{i}.py"}, call_id=f"p{i}"))

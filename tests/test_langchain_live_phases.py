@@ -162,7 +162,7 @@ def test_unmappable_tools_get_a_warning_and_no_phase_reminder_or_gate(
     # Said once, naming the tools to map.
     notices = [r for r in caplog.records if "cannot classify" in r.getMessage()]
     assert len(notices) == 1
-    assert "frob" in notices[0].getMessage() and "detectors.actions.rules" in notices[0].getMessage()
+    assert "frob" in notices[0].getMessage() and "tools.rules" in notices[0].getMessage()
     summary = rec.summaries["t2"]
     assert summary.unclassified == 4 and set(summary.unknown_tools) == {"frob", "quux", "blorp"}
     # Reminders still show the plan, but claim nothing about which phases are missing.

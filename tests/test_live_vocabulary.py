@@ -1,6 +1,6 @@
 """One tool vocabulary: the live phase rules read each call through the canonical-action mapping rules.
 
-The user's ``detectors.actions.rules`` (``MappingRule``: ``tool``, ``kind``/``type``, ``target``, …) decide
+The user's ``tools.rules`` (``MappingRule``: ``tool``, ``kind``/``type``, ``target``, …) decide
 both what a tool's call is as an action and what its phase is; the built-in rules map common tool names
 of other frameworks without any config.
 """
@@ -28,13 +28,13 @@ def _config(**data: Any) -> Config:
     return Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}, **data})
 
 
-SANDBOX_RULES = {"actions": {"rules": [{"tool": "sandbox_exec", "kind": "shell", "target": ["script"]}]}}
+SANDBOX_RULES = {"rules": [{"tool": "sandbox_exec", "kind": "shell", "target": ["script"]}]}
 SANDBOX_CALL = {"script": "sed -i 's/a/b/' src/app.py"}
 
 
 @pytest.mark.parametrize("rules", ["live", "v351278e", "v8ec988e"])
 def test_a_user_mapping_rule_decides_the_action_and_the_phase(rules: str) -> None:
-    guard = Guard(_config(rules=rules, detectors=SANDBOX_RULES))
+    guard = Guard(_config(rules=rules, tools=SANDBOX_RULES))
     event = ToolEvent(tool="sandbox_exec", arguments=SANDBOX_CALL, call_id="c1")
     assert not guard.before_tool("s", event).blocks
     step = guard.after_tool("s", ToolEvent(tool="sandbox_exec", call_id="c1", result="", exit_code=0))
@@ -49,7 +49,7 @@ def test_replay_with_the_config_reads_the_user_rule_too(tmp_path: Path, rules: s
     config = tmp_path / "planguard.yaml"
     config.write_text(
         f"rules: {rules}\ntelemetry: {{enabled: false}}\nstore: {{enabled: false}}\n"
-        "detectors:\n  actions:\n    rules: [{tool: sandbox_exec, kind: shell, target: [script]}]\n"
+        "tools:\n  rules: [{tool: sandbox_exec, kind: shell, target: [script]}]\n"
     )
     run = tmp_path / "run.jsonl"
     calls = [("sandbox_exec", SANDBOX_CALL), ("sandbox_exec", {"script": "cat src/app.py"})]
@@ -79,17 +79,15 @@ def test_without_a_rule_an_unknown_tool_has_no_action_kind_and_no_phase(version:
     event = ToolEvent(tool="sbx", arguments={"payload": "sed -i 's/a/b/' src/app.py"})
     rules = get_rules(version)
     assert "P" not in rules.classify(event, rules.new_state()).letters
-    sbx_rules = {"actions": {"rules": [{"tool": "sbx", "kind": "shell", "target": ["payload"]}]}}
-    guard = Guard(_config(rules=version, detectors=sbx_rules))
+    sbx_rules = {"rules": [{"tool": "sbx", "kind": "shell", "target": ["payload"]}]}
+    guard = Guard(_config(rules=version, tools=sbx_rules))
     step = guard.session("s").observe(event)
     assert step.action.type is ActionType.FILE_WRITE and step.classification.letters == "P"
     guard.shutdown()
 
 
 def test_a_user_rule_for_a_test_tool_is_validation_after_a_patch() -> None:
-    cfg = _config(
-        detectors={"actions": {"rules": [{"tool": "ci_run", "type": "COMMAND", "validation": True}]}}
-    )
+    cfg = _config(tools={"rules": [{"tool": "ci_run", "type": "COMMAND", "validation": True}]})
     guard = Guard(cfg)
     session = guard.session("s")
     session.observe(ToolEvent(tool="write_file", arguments={"path": "src/app.py", "content": "x"}))

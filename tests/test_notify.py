@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.events import ToolEvent
-from planguard.sinks.webhook import NotifyConfig, WebhookSink
+from planguard.sinks.webhook import WebhookConfig, WebhookSink
 from planguard.testing import ScriptedDetector, drive, guard_for_tests
 
 
@@ -91,8 +91,8 @@ def notify_guard(url: str, **notify):
             "reminder": {"enabled": False},
             "violations": {"enabled": False},
             "responses": {"findings": {"loop": {"ladder": {"warn": 1}}}},
-            "notify": {"url": url, **notify},
         },
+        webhook={"url": url, **notify},
         detectors=[LOOP],
     )
 
@@ -143,7 +143,7 @@ def test_events_not_chosen_are_not_sent(endpoint):
 def test_server_errors_are_retried_with_backoff():
     e = Endpoint(statuses=[503, 500])
     try:
-        sink = WebhookSink(NotifyConfig(url=e.url, events=["decision:*"], backoff_s=0.01, max_retries=3))
+        sink = WebhookSink(WebhookConfig(url=e.url, events=["decision:*"], backoff_s=0.01, max_retries=3))
         sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "no"), None)
         assert sink.flush(5)
         assert (sink.sent, sink.failed, sink.retries) == (1, 0, 2)
@@ -156,7 +156,7 @@ def test_server_errors_are_retried_with_backoff():
 def test_client_errors_are_not_retried():
     e = Endpoint(statuses=[404])
     try:
-        sink = WebhookSink(NotifyConfig(url=e.url, events=["decision:*"], backoff_s=0.01))
+        sink = WebhookSink(WebhookConfig(url=e.url, events=["decision:*"], backoff_s=0.01))
         sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "no"), None)
         assert sink.flush(5)
         assert (sink.sent, sink.failed, sink.retries) == (0, 1, 0)
@@ -213,7 +213,7 @@ def test_header_values_come_from_the_environment_and_are_never_logged(monkeypatc
     monkeypatch.setenv("PG_TEST_TOKEN", "s3cr3t-token")
     e = Endpoint(statuses=[500])
     try:
-        cfg = NotifyConfig(
+        cfg = WebhookConfig(
             url=e.url,
             events=["decision:*"],
             headers={"Authorization": "Bearer ${PG_TEST_TOKEN}"},
@@ -233,7 +233,7 @@ def test_header_values_come_from_the_environment_and_are_never_logged(monkeypatc
 
 def test_queue_is_bounded_and_put_never_blocks(hanging):
     sink = WebhookSink(
-        NotifyConfig(url=hanging.url, events=["decision:*"], queue_size=3, timeout_s=5, max_retries=0)
+        WebhookConfig(url=hanging.url, events=["decision:*"], queue_size=3, timeout_s=5, max_retries=0)
     )
     t0 = time.perf_counter()
     for _ in range(1000):
@@ -245,9 +245,9 @@ def test_queue_is_bounded_and_put_never_blocks(hanging):
 
 def test_notify_config_errors():
     with pytest.raises(ValidationError, match="expected an http:// or https:// URL"):
-        NotifyConfig(url="ftp://example.org/x")
+        WebhookConfig(url="ftp://example.org/x")
     with pytest.raises(ValidationError, match="unknown event 'decision:maybe'"):
-        NotifyConfig(events=["decision:maybe"])
+        WebhookConfig(events=["decision:maybe"])
 
 
 class _Session:
@@ -303,7 +303,9 @@ def test_timeout_is_a_deadline_for_the_whole_attempt():
     and held one delivery for the whole 12 s it trickled. ``timeout_s`` bounds the attempt end to end."""
     trickle = Trickle(every_s=0.3, total_s=12.0)
     try:
-        sink = WebhookSink(NotifyConfig(url=trickle.url, events=["decision:*"], timeout_s=1.0, max_retries=0))
+        sink = WebhookSink(
+            WebhookConfig(url=trickle.url, events=["decision:*"], timeout_s=1.0, max_retries=0)
+        )
         t0 = time.perf_counter()
         sink.on_decision(_Session("s"), None, Decision(DecisionKind.STOP, "bye"), None)
         assert sink.flush(10)
@@ -318,7 +320,7 @@ def test_shutdown_leaves_nothing_pending_and_counts_the_request_in_flight(hangin
     """A request hanging at shutdown is cut at the shutdown's deadline and counted as dropped; the
     counters are final when shutdown returns and stay so."""
     sink = WebhookSink(
-        NotifyConfig(url=hanging.url, events=["decision:*"], queue_size=10, timeout_s=30, max_retries=0)
+        WebhookConfig(url=hanging.url, events=["decision:*"], queue_size=10, timeout_s=30, max_retries=0)
     )
     for _ in range(5):
         sink.on_decision(_Session("s"), None, Decision(DecisionKind.DENY, "x"), None)

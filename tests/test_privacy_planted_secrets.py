@@ -283,11 +283,11 @@ def outputs(run: Run, mode: str | None, hook: Webhook) -> dict[str, str]:
                 "store": {"path": str(Path(tmp) / "sessions")},
                 "sessions": {"idle_timeout_s": None},
                 "policies": {
-                    "notify": {
-                        "url": hook.url,
-                        "events": ["finding", "decision:*", "session_start", "session_end"],
-                    },
                     "responses": {"findings": {"repeated_call": {"ladder": {"log": 1, "warn": 1}}}},
+                },
+                "webhook": {
+                    "url": hook.url,
+                    "events": ["finding", "decision:*", "session_start", "session_end"],
                 },
             }
         )

@@ -60,7 +60,7 @@ def test_replay_names_the_tools_to_map(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert err.count("cannot classify") == 1  # the file's warning, not the session log line too
     assert f"{run}: 3 of 4 tool calls use tools planguard cannot classify (frob, quux)" in err
-    assert "detectors.actions.rules" in err
+    assert "tools.rules" in err
     record = json.loads((tmp_path / "out.jsonl").read_text())
     assert record["n_steps"] == 4 and record["letters"] == "N"
 

@@ -2,10 +2,11 @@
 effect-label stage.
 
 ``default_detectors()`` is the full set with the paper's frozen thresholds; ``build_detectors(config)``
-returns the configured classifier and detectors for a ``Pipeline``::
+returns the configured detectors for a ``Pipeline`` (the canonical actions they read are the tool
+vocabulary's, ``tools:``)::
 
-    actions, detectors = build_detectors(config.detectors)
-    Pipeline(actions=actions, detectors=tuple(detectors), ...)
+    detectors = build_detectors(config.detectors, scaffold=config.tools.scaffold)
+    Pipeline(actions=build_classifier(config.tools), detectors=tuple(detectors), ...)
 
 ==========================  =================================================================  =========
 finding (detector name)     predicate (defaults)                                               when
@@ -26,8 +27,6 @@ finding (detector name)     predicate (defaults)                                
 
 from __future__ import annotations
 
-from ..actions.config import build_classifier
-from ..actions.vocabulary import ActionClassifier
 from ..plugins import load_plugin
 from ..stages import Detector
 from .config import DetectorsConfig
@@ -98,13 +97,13 @@ def default_detectors(
     """Every built-in detector the config enables (all, with the paper's thresholds, by default).
 
     The effect tracker comes first; with it, the end-of-run detectors read the run facts it keeps instead
-    of observing every step themselves. ``scaffold`` (else ``config.actions.scaffold``) fixes the tool
+    of observing every step themselves. ``scaffold`` (the config's ``tools.scaffold``) fixes the tool
     surface for the tool-gated detectors; without it they learn it from the run's tool names.
     """
     cfg = config or DetectorsConfig()
     if not cfg.enabled:
         return ()
-    sc = scaffold if scaffold is not None else cfg.actions.scaffold
+    sc = scaffold
     out: list[Detector] = []
     tracker = EffectTracker() if cfg.effects.enabled else None
     if tracker is not None:
@@ -132,12 +131,10 @@ def default_detectors(
     return tuple(out)
 
 
-def build_detectors(
-    config: DetectorsConfig | None = None,
-) -> tuple[ActionClassifier | None, list[Detector]]:
-    """The canonical-action classifier and the detectors a config asks for (``(None, [])`` when disabled):
-    the configured built-ins, then ``custom``."""
+def build_detectors(config: DetectorsConfig | None = None, *, scaffold: str | None = None) -> list[Detector]:
+    """The detectors a config asks for (none when disabled): the configured built-ins, then ``custom``.
+    ``scaffold``: see :func:`default_detectors`."""
     cfg = config or DetectorsConfig()
     if not cfg.enabled:
-        return None, []
-    return build_classifier(cfg.actions), [*default_detectors(cfg), *custom_detectors(cfg)]
+        return []
+    return [*default_detectors(cfg, scaffold=scaffold), *custom_detectors(cfg)]

@@ -6,7 +6,6 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..actions.config import ActionsConfig
 from ..plugins import PluginSpec
 
 __all__ = [
@@ -108,13 +107,12 @@ class TodoTrackerConfig(_Base):
 
 
 class DetectorsConfig(BaseModel):
-    """Canonical actions and the streaming process detectors (TraceProbe Table II plus repeated calls)."""
+    """The streaming process detectors (TraceProbe Table II plus repeated calls) and the effect tracker."""
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = Field(True, description="false: no canonical actions, effects or detectors at all.")
-    actions: ActionsConfig = Field(
-        default_factory=ActionsConfig, description="Canonical action classification."
+    enabled: bool = Field(
+        True, description="false: no effects or detectors at all (canonical actions stay: see tools)."
     )
     effects: EffectsConfig = Field(default_factory=EffectsConfig)
     search_loop: SearchLoopConfig = Field(default_factory=SearchLoopConfig)

@@ -154,13 +154,12 @@ def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
     from ..policies.config import build_policies
 
     plans = config.plans
-    classifier, detectors = build_detectors(config.detectors)
-    actions = RecordedActions(classifier) if classifier is not None else None
-    vocabulary = classifier if classifier is not None else build_classifier(config.detectors.actions)
+    classifier = build_classifier(config.tools)
+    detectors = build_detectors(config.detectors, scaffold=config.tools.scaffold)
     return Pipeline(
-        rules=cast(PhaseRules, RecordedRules(rules_for(plans[0], config.rules, vocabulary))),
+        rules=cast(PhaseRules, RecordedRules(rules_for(plans[0], config.rules, classifier))),
         plans=plans,
-        actions=actions,
+        actions=RecordedActions(classifier),
         detectors=tuple(detectors),
         policies=tuple(build_policies(config.policies, plans[0], fail_closed_gates=config.fail_closed_gates)),
         sinks=tuple(sinks),

@@ -6,7 +6,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..plan import Plan
 from ..plugins import PluginSpec, load_plugin
-from ..sinks.webhook import NotifyConfig
 from ..stages import Policy
 from .escalation import DetectorResponses, ResponsesConfig
 from .gates import Gate, GateConfig
@@ -35,19 +34,27 @@ class PoliciesConfig(BaseModel):
         description="The agent's own todo list: stale-list reminder and finish check (active once the agent "
         "writes a list with its todo tool).",
     )
-    notify: NotifyConfig = Field(default_factory=NotifyConfig, description="Webhook notifications.")
     custom: list[PluginSpec] = Field(
         default_factory=list,
         description="Your own Policy subclasses (import path or entry-point name), after the built-ins.",
     )
 
 
-def build_policies(config: PoliciesConfig, plan: Plan, *, fail_closed_gates: bool = False) -> list[Policy]:
+def build_policies(
+    config: PoliciesConfig,
+    plan: Plan,
+    *,
+    fail_closed_gates: bool = False,
+    experiment: Policy | None = None,
+) -> list[Policy]:
     """Policies in the order they are asked before a call: a stop first, then gates, then the rest.
 
     The first blocking decision wins, so a gate and the finish check never both answer one call.
+    ``experiment``: a running plan experiment's policy (:func:`planguard.experiment.build_experiment`). It
+    goes first, so it sees every attempted call, and it reminds each arm of the arm's own plan in place of
+    the periodic reminder.
     """
-    policies: list[Policy] = []
+    policies: list[Policy] = [experiment] if experiment is not None else []
     if config.responses.enabled:
         policies.append(DetectorResponses(config.responses))
     policies.extend(Gate(g, plan, fail_closed=fail_closed_gates) for g in config.gates)
@@ -55,7 +62,7 @@ def build_policies(config: PoliciesConfig, plan: Plan, *, fail_closed_gates: boo
         policies.append(PlanViolations(plan, config.violations))
     if config.todo.enabled:
         policies.append(TodoPolicy(config.todo))
-    if config.reminder.enabled and plan.phases:
+    if config.reminder.enabled and plan.phases and experiment is None:
         policies.append(PeriodicReminder(plan, config.reminder))
     for i, spec in enumerate(config.custom):
         policies.append(load_plugin("policies", spec, f"policies.custom.{i}"))

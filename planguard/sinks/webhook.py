@@ -10,7 +10,7 @@ the attempt's socket down at the deadline instead. ``shutdown`` cuts a request s
 deadline the same way, and counts it as dropped: when it returns, nothing is pending.
 
 Private by default (README, "Privacy and failure"): evidence, and messages answering findings, are sent as
-null unless ``notify.content`` or the capture variable opts in; all that is sent is redacted, on the worker.
+null unless ``webhook.content`` or the capture variable opts in; all that is sent is redacted, on the worker.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ..session import Session, SessionSummary
     from ..step import Step
 
-__all__ = ["NotifyConfig", "WebhookSink"]
+__all__ = ["WebhookConfig", "WebhookSink"]
 
 logger = logging.getLogger("planguard.sinks.webhook")
 
@@ -54,7 +54,7 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_CONTENT_CHARS = 2000
 
 
-class NotifyConfig(BaseModel):
+class WebhookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(True, description="Send webhooks when 'url' is set.")
@@ -131,9 +131,9 @@ class WebhookSink(Sink):
     ``shutdown(timeout)`` flushes, then stops the worker — both bounded.
     """
 
-    def __init__(self, config: NotifyConfig, *, transport: httpx.BaseTransport | None = None):
+    def __init__(self, config: WebhookConfig, *, transport: httpx.BaseTransport | None = None):
         if config.url is None:
-            raise ValueError("WebhookSink needs notify.url")
+            raise ValueError("WebhookSink needs webhook.url")
         self.config = config
         self.url = config.url
         self._transport = transport

@@ -178,16 +178,16 @@ def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]
             f"max denials {g.max_denials if g.max_denials is not None else 'unlimited'}; "
             f"{'fail-closed' if closed else 'fail-open'}"
         )
-    n = pol.notify
+    n = config.webhook
     if n.enabled and n.url:
         u = urlsplit(n.url)  # never print credentials, query strings or header values
         out.append(
-            f"notify: {u.scheme}://{u.hostname}{':' + str(u.port) if u.port else ''}{u.path} "
+            f"webhook: {u.scheme}://{u.hostname}{':' + str(u.port) if u.port else ''}{u.path} "
             f"on {', '.join(n.events)} (timeout {n.timeout_s}s, {n.max_retries} retries, "
             f"queue {n.queue_size})"
         )
     else:
-        out.append("notify: off")
+        out.append("webhook: off")
     out += [f"custom policy: {spec.class_}" for spec in pol.custom]
     out += [f"custom detector: {spec.class_}" for spec in config.detectors.custom]
     out += [f"custom sink: {spec.class_}" for spec in config.sinks.custom]
