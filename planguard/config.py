@@ -35,9 +35,11 @@ from pydantic import (
 )
 
 from .actions.config import ActionsConfig
+from .detectors import FINDING_KINDS, custom_detectors
 from .detectors.config import DetectorsConfig
 from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
 from .experiment.config import ExperimentConfig
+from .phases import PHASE_ROLES
 from .plan import PRESETS, Plan, phase_matches, resolve_plan
 from .plugins import PluginSpec
 from .policies.config import PoliciesConfig
@@ -423,9 +425,6 @@ def _cross_check(config: Config) -> list[tuple[tuple[str | int, ...], str]]:
     gate waiting for a phase the followed plan does not have (it would never open as the plan is followed).
     Only configs read through this module are checked; code that adds detectors to a pipeline itself builds
     its ``Config`` directly."""
-    from .detectors import FINDING_KINDS, custom_detectors
-    from .phases import PHASE_ROLES
-
     out: list[tuple[tuple[str | int, ...], str]] = []
     try:
         kinds = set(FINDING_KINDS) | {d.name for d in custom_detectors(config.detectors)}

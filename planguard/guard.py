@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from .actions.config import build_classifier
 from .config import Config, default_config, load_config
-from .decisions import ALLOW, Decision
+from .decisions import ALLOW, Decision, is_reserved_policy_name
 from .detectors import build_detectors
 from .errors import ErrorCounter
 from .events import ToolEvent
@@ -43,6 +43,7 @@ from .plugins import load_plugin
 from .policies.config import build_policies
 from .policies.gates import Gate
 from .session import Pipeline, Session, SessionSummary
+from .sinks.webhook import WebhookSink
 from .sinks.worker import restart_in_forked_child, set_sigterm_flush
 from .stages import Detector, Policy, Sink
 from .step import Step
@@ -166,14 +167,11 @@ class Guard:
                 self.errors.record("Guard.build_sinks", exc)
         webhook = cfg.webhook
         if webhook.enabled and webhook.url:
-            from .sinks.webhook import WebhookSink
-
             sinks.append(WebhookSink(webhook))
         sinks.extend(
             load_plugin("sinks", spec, f"sinks.custom.{i}") for i, spec in enumerate(cfg.sinks.custom)
         )
         sinks.extend(user_sinks)
-        from .decisions import is_reserved_policy_name
 
         for policy in (*policies[len(policies) - len(cfg.policies.custom) :], *user_policies):
             name = getattr(policy, "name", "")

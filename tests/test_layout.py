@@ -283,8 +283,8 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 #: Imports placed inside functions: of planguard's own modules (each a dependency the module's header does
 #: not show), and of others (an optional extra, a heavy library only one command needs). The budgets only
 #: go down; raising one wants a reason in review.
-FUNCTION_LOCAL_OWN_BUDGET = 89
-FUNCTION_LOCAL_OTHER_BUDGET = 33
+FUNCTION_LOCAL_OWN_BUDGET = 64
+FUNCTION_LOCAL_OTHER_BUDGET = 32
 
 
 def _function_local_imports() -> tuple[list[str], list[str]]:
@@ -421,7 +421,7 @@ def test_python_m_planguard_is_the_cli() -> None:
 
 def test_the_folders_are_the_pipeline() -> None:
     """A newcomer finds each stage from the folder listing: the live stages at the top, then the sinks,
-    the offline tools and the CLI each in one folder (scripts/relayout.md has the why)."""
+    the offline tools and the CLI each in one folder."""
     expected = [
         "guard.py",
         "session.py",
@@ -455,109 +455,4 @@ def test_the_folders_are_the_pipeline() -> None:
     assert not missing, f"not in the layout: {missing}"
     gone = ["telemetry", "store", "loaders", "report", "commands", "console.py", "notify.py", "replay.py"]
     left = [p for p in gone if (PACKAGE / p).exists()]
-    assert not left, f"left at their old place: {left} (run scripts/relayout.py)"
-
-
-# ------------------------------------------------------------------ the relayout script on code it never saw
-
-_OLD_TREE = {
-    "pyproject.toml": '[project.scripts]\nx = "planguard.cli:main"\n[tool.ruff]\nline-length = 110\n'
-    '[project.entry-points."planguard.sinks"]\nconsole = "planguard.console:ConsoleSink"\n',
-    "planguard/__init__.py": "from ._version import __version__\n",
-    "planguard/_version.py": '__version__ = "1"\n',
-    "planguard/stages.py": "class Sink:\n    pass\n",
-    "planguard/sinks.py": "from .stages import Sink\n",
-    "planguard/console.py": "from .sinks import Sink\n\n\nclass ConsoleSink(Sink):\n    pass\n",
-    "planguard/notify.py": 'import logging\n\nlog = logging.getLogger("planguard.notify")\n',
-    "planguard/replay.py": "from .telemetry.worker import BackgroundWorker\n\nx = BackgroundWorker\n",
-    "planguard/telemetry/__init__.py": "from .worker import BackgroundWorker\n\n"
-    '_LAZY = {"OTelSink": "otel"}\n',
-    "planguard/telemetry/worker.py": "class BackgroundWorker:\n    pass\n",
-    "planguard/telemetry/otel.py": "from .. import __version__\nfrom ..sinks import Sink\n"
-    "from . import worker\n"
-    'from .worker import BackgroundWorker\n\nMETRIC = "planguard.telemetry.dropped"\n\n\n'
-    "class OTelSink(Sink):\n    worker = (worker, BackgroundWorker, __version__)\n",
-    # As if another engineer added it after the script was written: it moves and is rewritten too.
-    "planguard/telemetry/brand_new.py": "from ..store.writer import Writer\nfrom . import otel\n\n"
-    "W = (Writer, otel)\n",
-    "planguard/store/__init__.py": "",
-    "planguard/store/writer.py": "class Writer:\n    pass\n",
-    "planguard/store/export.py": "from .writer import Writer\n\nE = Writer\n",
-    "planguard/cli.py": "from . import commands\nfrom ._version import __version__\n\n\ndef main() -> int:\n"
-    "    return 0\n",
-    "planguard/commands/__init__.py": "",
-    "planguard/commands/replay.py": "def run() -> int:\n    from ..replay import x\n"
-    "    from ..store import export\n\n"
-    "    return int(bool(x and export))\n",
-    "tests/test_x.py": "import planguard.notify\nfrom planguard.telemetry import otel, worker\n\n"
-    'PATCH = "planguard.telemetry.otel.OTelSink"\nFILE = "planguard/telemetry/otel.py"\n',
-    "docs/a.md": "See `planguard/store/writer.py`, `planguard/telemetry/`, :mod:`planguard.replay` and "
-    "`.planguard/sessions`.\n",
-    "data/run.jsonl": '{"command": "cat planguard/telemetry/otel.py"}\n',
-}
-
-
-def test_the_relayout_script_moves_and_rewrites_code_it_never_saw(tmp_path: Path) -> None:
-    for rel, text in _OLD_TREE.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text, "utf-8")
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    script = [sys.executable, str(ROOT / "scripts" / "relayout.py"), "--root", str(tmp_path)]
-    first = subprocess.run(script, capture_output=True, text=True, timeout=120)
-    assert first.returncode == 0, first.stderr
-    assert "data/run.jsonl: data file mentions a moved module; left as recorded" in first.stderr
-
-    def read(rel: str) -> str:
-        return (tmp_path / rel).read_text("utf-8")
-
-    for old in ("planguard/telemetry", "planguard/store", "planguard/commands", "planguard/cli.py"):
-        assert not (tmp_path / old).exists(), old
-    otel = read("planguard/sinks/telemetry/otel.py")
-    assert "from ..._version import __version__" in otel  # not from the package face
-    assert "from .. import Sink, worker" in otel  # two imports from one package, merged by ruff
-    assert "from ..worker import BackgroundWorker" in otel
-    assert '"planguard.telemetry.dropped"' in otel  # a metric name, not a module path
-    assert "from ..store.writer import Writer" in read("planguard/sinks/telemetry/brand_new.py")
-    assert "from ..sinks.worker import BackgroundWorker" in read("planguard/offline/replay.py")
-    assert "from ..sinks.store.writer import Writer" in read("planguard/offline/export.py")
-    replay_cmd = read("planguard/cli/commands/replay.py")
-    assert "from ...offline.replay import x" in replay_cmd and "from ...offline import export" in replay_cmd
-    assert '"planguard.sinks.webhook"' in read("planguard/sinks/webhook.py")
-    assert '_LAZY = {"OTelSink": "otel"}' in read("planguard/sinks/telemetry/__init__.py")
-    test = read("tests/test_x.py")
-    assert "import planguard.sinks.webhook" in test
-    assert (
-        "from planguard.sinks import worker" in test and "from planguard.sinks.telemetry import otel" in test
-    )
-    assert (
-        '"planguard.sinks.telemetry.otel.OTelSink"' in test and '"planguard/sinks/telemetry/otel.py"' in test
-    )
-    assert read("docs/a.md") == (
-        "See `planguard/sinks/store/writer.py`, `planguard/sinks/telemetry/`, "
-        ":mod:`planguard.offline.replay` and `.planguard/sessions`.\n"
-    )
-    assert 'console = "planguard.sinks.console:ConsoleSink"' in read("pyproject.toml")
-    assert read("data/run.jsonl") == _OLD_TREE["data/run.jsonl"]
-    assert (tmp_path / "planguard/offline/__init__.py").is_file()
-
-    imports = "; ".join(
-        f"import {m}"
-        for m in (
-            "planguard.sinks.telemetry.otel",
-            "planguard.sinks.telemetry.brand_new",
-            "planguard.offline.export",
-            "planguard.cli.commands.replay",
-            "planguard.sinks.console",
-        )
-    )
-    code = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {imports}; "
-    code += "import planguard.cli.commands.replay as r; assert r.run() == 1"
-    ran = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
-    )
-    assert ran.returncode == 0, ran.stderr
-
-    again = subprocess.run(script, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
-    assert "relayout: 0 files moved, 0 rewritten, 0 created" in again.stderr
+    assert not left, f"left at their old place: {left}"

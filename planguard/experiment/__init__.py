@@ -7,6 +7,9 @@ and :class:`ResultRecorder` (one JSONL record per session). Offline: :func:`read
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..errors import ErrorCounter
 from .config import ARM_KEY, ArmConfig, ExperimentConfig, TargetsConfig, WindowConfig, assign_arm
 from .endpoints import ENDPOINTS, ArgPredicate, Endpoint, ToolMatcher
 from .policy import RESULT_KEY, ExperimentPolicy
@@ -43,9 +46,6 @@ def build_experiment(
     spans: bool = False,
 ) -> tuple[ExperimentPolicy, ResultRecorder]:
     """The policy and the result sink of an experiment (the guard puts the policy first)."""
-    from pathlib import Path
-
-    from ..errors import ErrorCounter
 
     results = Path(config.results)
     if base_dir is not None and not results.is_absolute():

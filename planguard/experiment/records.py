@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..documents import loads_json
 from ..errors import ErrorCounter
 from ..sinks import Sink
+from ..sinks.drops import DropCounter
+from ..sinks.worker import BackgroundWorker
 from .config import CONDITIONS
 from .endpoints import Endpoint
 from .policy import RESULT_KEY
@@ -94,9 +96,6 @@ class ResultRecorder(Sink):
         tracer_provider: Any = None,
         spans: bool = False,
     ):
-        from ..sinks.drops import DropCounter
-        from ..sinks.worker import BackgroundWorker
-
         self._tracer: Any = None
         if spans:
             from opentelemetry import trace

@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..actions import classify_action
+from ..actions.config import build_classifier
 from ..actions.types import Action, ActionType, WriteKind
+from ..detectors import build_detectors, default_detectors
 from ..events import ToolEvent
 from ..phases import LETTER_OF, PhaseRules
 from ..phases.classifier import PhaseClassifier, letter_map, rules_for
 from ..phases.roles import GENERAL, Classification, Command
 from ..plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
+from ..policies.config import build_policies
 from ..session import RECORDED_POLICY, Pipeline, Session, SessionSummary
 from ..sinks import Sink
 from ..sinks.store.records import RECORDED_KEY
@@ -133,9 +137,6 @@ def replay_pipeline(
     """
     kwargs: dict[str, Any] = {}
     if diagnostics:
-        from ..actions import classify_action
-        from ..detectors import default_detectors
-
         kwargs = {"actions": RecordedActions(classify_action), "detectors": default_detectors()}
     # The first plan's declared phases, when it declares them, classify instead of the coding rules (both
     # over the built-in vocabulary). The pipeline asks its rules only for new_state() and classify(), and
@@ -149,10 +150,6 @@ def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
     actions vocabulary, detectors, policies), as a ``Guard`` builds it but without its sinks: a replay
     records nothing and exports nothing unless given ``sinks`` (``--export otlp``). As in
     :func:`replay_pipeline`, a step recorded without content is taken as recorded."""
-    from ..actions.config import build_classifier
-    from ..detectors import build_detectors
-    from ..policies.config import build_policies
-
     plans = config.plans
     classifier = build_classifier(config.tools)
     detectors = build_detectors(config.detectors, scaffold=config.tools.scaffold)

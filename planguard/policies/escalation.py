@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..decisions import Decision, DecisionKind
+from ..detectors.repeats import call_key
 from ..events import ToolEvent
 from ..findings import Finding
 from ..stages import Policy
@@ -261,8 +262,6 @@ _MAX_KINDS = 64
 
 
 def _call_key(event: ToolEvent) -> Any:
-    from ..detectors.repeats import call_key
-
     try:
         return call_key(event)
     except TypeError:  # unhashable argument values: fall back to the tool and the raw text

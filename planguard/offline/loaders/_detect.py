@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...documents import DocumentError, decode_utf8, loads_yaml
 from ._base import LoadError, type_name
 from ._json import loads
 from .generic import is_generic_record
@@ -277,8 +278,6 @@ def parse_document(path: Path) -> Any:
 
 
 def _parse_yaml(path: Path, data: bytes, json_error: BaseException) -> Any:
-    from ...documents import DocumentError, decode_utf8, loads_yaml
-
     try:
         return loads_yaml(decode_utf8(data))  # safe-loaded; aliases and deep nesting refused
     except DocumentError as exc:  # the input is untrusted

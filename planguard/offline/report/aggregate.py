@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...phases import LETTER_OF
+from ...plan import PRESETS, phase_matches
 from .records import GENERAL_CODE, RunRecord
 from .stats import Summary, UTest, mann_whitney_u, summarize
 
@@ -170,9 +172,6 @@ def _plan_phases(
     neither from ``plans`` nor from the presets (e.g. a replay jsonl scored against a plan file) puts every
     letter its runs carry in the plan: nothing says which ones are out of it.
     """
-    from ...phases import LETTER_OF
-    from ...plan import PRESETS, phase_matches
-
     name = plan_name or "plan"
     plan = next((p for p in plans if p.name == name), None) or PRESETS.get(name)
     if plan is None:

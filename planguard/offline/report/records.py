@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ...documents import loads_json
+from ...phases import DEFAULT_VERSION, LETTER_OF
+from ..loaders import LoadError, trajectory_files
+from ..replay import replay, replay_pipeline, resolve_plans
 
 __all__ = [
     "EFFECT_CODES",
@@ -118,8 +121,6 @@ def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _step_codes(step_roles: Iterable[Sequence[str]], letter_of: Mapping[str, str] | None = None) -> str:
-    from ...phases import LETTER_OF
-
     letters = LETTER_OF if letter_of is None else letter_of
     return "".join(letters.get(roles[0], "X") if roles else GENERAL_CODE for roles in step_roles)
 
@@ -252,8 +253,6 @@ def is_replay_jsonl(path: Path) -> bool:
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The inputs a replay reads: files named (missing ones too, to be reported), and under directories what
     :func:`planguard.offline.loaders.trajectory_files` walks to (trajectory files, OpenCode storage)."""
-    from ..loaders import trajectory_files
-
     return [
         found
         for given in paths
@@ -292,8 +291,6 @@ def _file_records(path: Path, plans: tuple[str, ...] | None, rules: str) -> list
                 except ValueError as exc:
                     out.append(str(exc) if str(exc).startswith(where) else f"{where}: {exc}")
         return out
-    from ..loaders import LoadError
-    from ..replay import replay, replay_pipeline, resolve_plans
 
     pipeline = replay_pipeline(resolve_plans(list(plans) if plans else None), rules)
     for item in replay([path], pipeline, keep_steps=True):
@@ -320,8 +317,6 @@ def collect(
     ``jobs > 1`` replays files in that many processes (a file is the unit of work: one big JSONL file
     is replayed by one process).
     """
-    from ...phases import DEFAULT_VERSION
-
     read = functools.partial(
         _file_records, plans=tuple(plans) if plans else None, rules=rules or DEFAULT_VERSION
     )

@@ -28,7 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...decisions import Decision, DecisionKind
 from ...events import ToolEvent
+from ...findings import Finding
 
 __all__ = [
     "HEADER_TYPE",
@@ -244,8 +246,6 @@ class FindingRecord:
     at_end: bool = False
 
     def to_finding(self) -> Any:
-        from ...findings import Finding
-
         return Finding(
             self.detector, self.first_step, self.last_step, self.evidence, dict(self.data), self.at_end
         )
@@ -286,8 +286,6 @@ class DecisionRecord:
     ephemeral: bool = True
 
     def to_decision(self) -> Any:
-        from ...decisions import Decision, DecisionKind
-
         return Decision(DecisionKind(self.kind), self.message, self.policy, None, self.ephemeral)
 
     def to_json(self) -> dict[str, Any]:

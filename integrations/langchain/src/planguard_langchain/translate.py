@@ -12,13 +12,13 @@ No classification, metric or policy logic lives here: every judgement is made by
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
-from planguard.decisions import Decision, DecisionKind
+from planguard.decisions import Decision
 from planguard.events import ToolEvent
 
 __all__ = [
@@ -155,10 +155,6 @@ def _message_id(kind: str) -> str:
 
 def is_planguard_message(message: BaseMessage) -> bool:
     return isinstance(message.id, str) and message.id.startswith(MESSAGE_ID_PREFIX)
-
-
-def stop_decision(decisions: Iterable[Decision]) -> Decision | None:
-    return next((d for d in decisions if d.kind is DecisionKind.STOP), None)
 
 
 def _tool_message_of(result: Any, call_id: str | None) -> ToolMessage | None:
