@@ -28,9 +28,9 @@ from ..actions.types import (
     Effect,
 )
 from ..findings import Finding
-from ..milestones import Milestone, MilestoneTracker
 from ..stages import Detector
 from ._common import action_of
+from .milestones import Milestone, MilestoneTracker
 
 if TYPE_CHECKING:
     from ..session import Session
