@@ -29,12 +29,6 @@ class DecisionKind(StrEnum):
     LOG = "log"  # recorded in telemetry only
 
 
-# CPython 3.11 resolves ``DecisionKind.DENY`` through the enum metaclass's ``__getattr__`` hook on every
-# access (about 0.4 µs); ``blocks`` runs on every tool call, so its members are looked up once, here.
-_BLOCKING = (DecisionKind.DENY, DecisionKind.STOP)
-_INJECTING = (DecisionKind.REMIND, DecisionKind.NUDGE)
-
-
 @dataclass(frozen=True, slots=True)
 class Decision:
     kind: DecisionKind
@@ -47,12 +41,12 @@ class Decision:
     @property
     def blocks(self) -> bool:
         """The tool call must not run."""
-        return self.kind in _BLOCKING
+        return self.kind is DecisionKind.DENY or self.kind is DecisionKind.STOP
 
     @property
     def injects(self) -> bool:
         """The decision carries text for the model's next request."""
-        return self.kind in _INJECTING
+        return self.kind is DecisionKind.REMIND or self.kind is DecisionKind.NUDGE
 
 
 ALLOW = Decision(DecisionKind.ALLOW)

@@ -18,7 +18,6 @@ from planguard.detectors import (
     ToolOscillation,
     default_detectors,
 )
-from planguard.detectors.structural import _bad
 from planguard.events import ToolEvent
 from planguard.findings import Finding
 from planguard.offline.diff import align, run_view
@@ -163,9 +162,9 @@ def test_tool_oscillation_reports_as_soon_as_its_predicate_holds(
     state = det.new_state()
     for step in _steps(events):
         det.observe(step, state)
-        for _, _, file_cycles, fired in state.files.values():
-            bad = [c for c in file_cycles if any(_bad(w) for w in c[2])]
-            assert fired or len(bad) < cycles
+        for file in state.files.values():
+            bad = [c for c in file.cycles if any(w.bad for w in c.writes)]
+            assert file.fired or len(bad) < cycles
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from planguard.actions import AnchorSet, Effect, classify_action, label_effects
+from planguard.detectors.milestones import MilestoneTracker, milestones
 from planguard.events import ToolEvent
-from planguard.milestones import MilestoneTracker, milestones
 from planguard.offline.loaders import iter_trajectories
 
 DIFF = (

@@ -16,21 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.anchors import AnchorSet
 from ..actions.effects import EffectLabeler
-from ..actions.types import (
-    COMMAND,
-    FILE_READ,
-    FILE_WRITE,
-    JUSTIFIED,
-    REASON,
-    WK_CREATE,
-    WK_INSERT,
-    Action,
-    Effect,
-)
+from ..actions.types import Action, ActionType, Effect, WriteKind
 from ..findings import Finding
-from ..milestones import Milestone, MilestoneTracker
 from ..stages import Detector
 from ._common import action_of
+from .milestones import Milestone, MilestoneTracker
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -80,18 +70,18 @@ class RunFacts:
     def is_submission_artifact(self, action: Action) -> bool:
         t = action.type
         target = action.target
-        if t is FILE_WRITE and target is not None:
+        if t is ActionType.FILE_WRITE and target is not None:
             # A git command's output sent to a file (``git diff > x``); ``git checkout -- f`` restores a
             # source file and is a source write like any other.
             redirected_git = action.shell == "git" and (
-                action.write is WK_CREATE or action.write is WK_INSERT
+                action.write is WriteKind.CREATE or action.write is WriteKind.INSERT
             )
             if redirected_git or _SUBMISSION_FILE.search(target) is not None:
                 if len(self._artifacts) < _MAX_ARTIFACTS:
                     self._artifacts.add(target)
                 return True
             return False
-        if t is FILE_READ:
+        if t is ActionType.FILE_READ:
             return target is not None and target in self._artifacts
         return action.is_completion
 
@@ -117,11 +107,11 @@ class RunFacts:
         self.recent_work.append(index)
         if action.is_source_write:
             self.last_source_write = index
-        elif t is COMMAND:
+        elif t is ActionType.COMMAND:
             if action.is_validation:
                 self.last_validation = index
                 return True
-        elif action.text is not None and (t is REASON or action.is_completion):
+        elif action.text is not None and (t is ActionType.REASON or action.is_completion):
             self.text = action.text
         return False
 
@@ -204,7 +194,7 @@ class EffectTracker(Detector):
         if len(recent) > state.RECENT:
             del recent[next(iter(recent))]
         # A validation command is labelled JUSTIFIED exactly when it did not fail.
-        if state.facts.note(index, action) and effect is JUSTIFIED:
+        if state.facts.note(index, action) and effect is Effect.JUSTIFIED:
             state.facts.last_ok_validation = index
         # Without anchors only M4 (a passing validation: a JUSTIFIED command) and M5 (a JUSTIFIED step)
         # exist, so only a JUSTIFIED step can reach one; once every milestone that can be reached has been
@@ -212,7 +202,7 @@ class EffectTracker(Detector):
         # tracker's step count is brought up to date when the milestones are read.
         milestones = state.milestones
         if milestones.anchors is None:
-            if effect is JUSTIFIED:
+            if effect is Effect.JUSTIFIED:
                 k = len(milestones.first)
                 if k != 2 and k != 5:
                     milestones.observe(index, action, effect)

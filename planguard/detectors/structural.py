@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..actions.effects import WriteLedger, outcome_failed
-from ..actions.types import COMMAND, FAILED, FILE_READ, FILE_WRITE, PLAN, REASON, SEARCH, ActionType
+from ..actions.types import ActionType, Effect
 from ..findings import Finding
 from ..stages import Detector
 from ._common import SurfaceTracker, action_of, clip
@@ -74,9 +74,11 @@ class SearchLoop(Detector):
         # Strict: every action but a reasoning-only step can end the streak. Loose: other actions neither
         # count nor break it.
         self.types = (
-            frozenset(ActionType) - {REASON}
+            frozenset(ActionType) - {ActionType.REASON}
             if strict
-            else frozenset({SEARCH, FILE_READ, FILE_WRITE, COMMAND})
+            else frozenset(
+                {ActionType.SEARCH, ActionType.FILE_READ, ActionType.FILE_WRITE, ActionType.COMMAND}
+            )
         )
 
     def new_state(self) -> _LoopState:
@@ -85,12 +87,12 @@ class SearchLoop(Detector):
     def observe(self, step: Step, state: _LoopState) -> Finding | None:
         a = action_of(step)
         t = a.type
-        if t is SEARCH or t is FILE_READ:
+        if t is ActionType.SEARCH or t is ActionType.FILE_READ:
             if state.count == 0:
                 state.start = step.index
                 state.searches = 0
             state.count += 1
-            if t is SEARCH:
+            if t is ActionType.SEARCH:
                 state.searches += 1
             if state.count >= self.threshold and not state.fired:
                 state.fired = True
@@ -105,7 +107,11 @@ class SearchLoop(Detector):
                     {"count": n, "searches": state.searches, "reads": n - state.searches},
                 )
             return None
-        if t is FILE_WRITE or (t is COMMAND and a.is_validation) or (self.strict and t is not REASON):
+        if (
+            t is ActionType.FILE_WRITE
+            or (t is ActionType.COMMAND and a.is_validation)
+            or (self.strict and t is not ActionType.REASON)
+        ):
             state.count = 0
             state.fired = False
         return None
@@ -184,7 +190,7 @@ class RereadChurn(Detector):
     below the threshold or the file is written."""
 
     name = "reread_churn"
-    types = frozenset({FILE_READ, FILE_WRITE})
+    types = frozenset({ActionType.FILE_READ, ActionType.FILE_WRITE})
 
     def __init__(self, reads: int = 3, window: int = 10) -> None:
         if reads < 2 or window < 1:
@@ -199,11 +205,11 @@ class RereadChurn(Detector):
         a = action_of(step)
         t = a.type
         target = a.target
-        if target is None or (t is not FILE_READ and t is not FILE_WRITE):
+        if target is None or (t is not ActionType.FILE_READ and t is not ActionType.FILE_WRITE):
             return None  # only reads and writes of a file decide anything
         index = step.index
         state.catch_up(index, self.reads)
-        if t is FILE_WRITE:
+        if t is ActionType.FILE_WRITE:
             for path in (target, *a.also_written):  # ``rm a b c`` writes each file
                 if path in state.counts or path in state.active:
                     state.invalidate(path)
@@ -227,7 +233,7 @@ class RedundantSearch(Detector):
     a ``window`` (10)-action window. Resets per query when it leaves the window."""
 
     name = "redundant_search"
-    types = frozenset({SEARCH})
+    types = frozenset({ActionType.SEARCH})
 
     def __init__(self, repeats: int = 2, window: int = 10) -> None:
         if repeats < 2 or window < 1:
@@ -240,7 +246,7 @@ class RedundantSearch(Detector):
 
     def observe(self, step: Step, state: _WindowCounts) -> Finding | None:
         a = action_of(step)
-        if a.type is not SEARCH or not a.target:
+        if a.type is not ActionType.SEARCH or not a.target:
             return None
         index = step.index
         state.catch_up(index, self.repeats)
@@ -315,7 +321,7 @@ class ToolOscillation(Detector):
     when the reverting write arrives, so the finding may come at that write. Once per file."""
 
     name = "tool_oscillation"
-    types = frozenset({FILE_READ, FILE_WRITE})
+    types = frozenset({ActionType.FILE_READ, ActionType.FILE_WRITE})
 
     def __init__(self, cycles: int = 2) -> None:
         if cycles < 1:
@@ -329,7 +335,7 @@ class ToolOscillation(Detector):
         a = action_of(step)
         t = a.type
         path = a.target
-        if path is None or (t is not FILE_READ and t is not FILE_WRITE):
+        if path is None or (t is not ActionType.FILE_READ and t is not ActionType.FILE_WRITE):
             return None
         files = state.files
         fc = files.get(path)
@@ -340,10 +346,10 @@ class ToolOscillation(Detector):
         # Which cycles are bad changes only when a read closes a cycle or a write reverts earlier ones:
         # the predicate is re-evaluated then (it cannot first hold at any other step).
         changed = False
-        if t is FILE_WRITE:
+        if t is ActionType.FILE_WRITE:
             # The effect tracker, when it ran first, has judged the outcome: FAILED is exactly that.
             effect = step.effect
-            failed = effect is FAILED if effect is not None else outcome_failed(a, step.event)
+            failed = effect is Effect.FAILED if effect is not None else outcome_failed(a, step.event)
             if not failed:
                 reverted = state.ledger.record(step.index, a)
                 if reverted:  # earlier writes to this file, reverted by this one
@@ -418,8 +424,8 @@ class PlanAbsence(Detector):
         if scaffold is not None and scaffold not in state.seen:
             state.learn(a)
         t = a.type
-        if t is not FILE_WRITE:
-            if t is PLAN:
+        if t is not ActionType.FILE_WRITE:
+            if t is ActionType.PLAN:
                 state.plan_seen = True
             return None
         if state.writes == 0:
@@ -476,7 +482,7 @@ class ShellOverTool(Detector):
             state.learn(a)
         word = a.shell
         if word is None:
-            if a.structured and (a.type is FILE_READ or a.type is SEARCH):
+            if a.structured and (a.type is ActionType.FILE_READ or a.type is ActionType.SEARCH):
                 state.active = False
             return None
         if state.active:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..actions.types import COMMAND, FILE_WRITE, PLAN
+from ..actions.types import ActionType
 from ..findings import Finding
 from ..stages import Detector
 from ..tools.todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, parse_todos
@@ -129,7 +129,7 @@ class TodoTracker(Detector):
     """Reads the agent's todo list from its plan-tool calls (see :mod:`planguard.tools.todo`)."""
 
     name = DONE_WITHOUT_WORK
-    types = frozenset({PLAN, FILE_WRITE, COMMAND})
+    types = frozenset({ActionType.PLAN, ActionType.FILE_WRITE, ActionType.COMMAND})
     provides = "todo"
 
     def new_state(self) -> TodoState:
@@ -139,13 +139,13 @@ class TodoTracker(Detector):
         action = step.action
         if action is None:  # a pipeline without canonical actions: nothing to go by
             return None
-        if action.type is not PLAN:
+        if action.type is not ActionType.PLAN:
             # Work: a file write, a test run, or a call of the agent's own tool that is not a shell (a
             # support agent's refund_order is a COMMAND: it may act, so it counts, as a read of it would).
             if (
-                action.type is FILE_WRITE
+                action.type is ActionType.FILE_WRITE
                 or action.is_validation
-                or (action.type is COMMAND and action.shell is None)
+                or (action.type is ActionType.COMMAND and action.shell is None)
             ):
                 state.last_work = step.index
             return None

@@ -1,8 +1,10 @@
-"""Webhook notifications: chosen events POSTed as JSON by a background worker.
+"""Webhook notifications: chosen events POSTed as JSON from a background worker
+(:class:`~planguard.sinks.worker.BackgroundWorker`).
 
-The agent's thread only filters the event and puts a small dict on a bounded queue (``put_nowait``); a
-single daemon thread does the HTTP, with bounded retries and exponential backoff. A webhook that is down or
-hangs costs the agent nothing but a counter (see :class:`WebhookSink`).
+The agent's thread only filters the event and submits a small dict to the worker's bounded queue; the
+worker thread does the HTTP, one event at a time, with bounded retries and exponential backoff. A webhook
+that is down or hangs costs the agent nothing but a counter (see :class:`WebhookSink`); like every
+worker's, what is queued is flushed at exit and on SIGTERM within the shared deadline.
 
 ``timeout_s`` is a deadline for a whole attempt, connect to the last byte of the answer. httpx's own
 timeouts are per operation, so an endpoint trickling a byte a second would never trip them; a timer shuts
@@ -19,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import queue
 import random
 import re
 import socket
@@ -34,7 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..decisions import DecisionKind
 from . import Sink
 from .capture import ContentPolicy
-from .worker import restart_in_forked_child
+from .drops import DropCounter
+from .worker import BackgroundWorker, restart_in_forked_child
 
 if TYPE_CHECKING:
     import httpx
@@ -125,10 +127,11 @@ def _redacted(url: str) -> str:
 class WebhookSink(Sink):
     """Sends chosen session events to a webhook without ever blocking the caller.
 
-    Counters (read any time): ``sent``, ``failed`` (gave up after retries), ``dropped`` (queue full or shut
-    down), ``retries``; ``pending`` events are queued or in flight. Every event accepted by a hook ends up in
-    exactly one of sent, failed or dropped. ``flush(timeout)`` waits for the queue to drain;
-    ``shutdown(timeout)`` flushes, then stops the worker — both bounded.
+    Counters (read any time): ``sent``, ``failed`` (gave up after retries), ``dropped`` (queue full, shut
+    down, or cut at shutdown; by reason in ``drops``), ``retries``; ``pending`` events are queued or in
+    flight. Every event accepted by a hook ends up in exactly one of sent, failed or dropped.
+    ``flush(timeout)`` waits for the queue to drain; ``shutdown(timeout)`` flushes, then stops the worker —
+    both bounded.
     """
 
     def __init__(self, config: WebhookConfig, *, transport: httpx.BaseTransport | None = None):
@@ -145,11 +148,19 @@ class WebhookSink(Sink):
         self._decision_kinds = frozenset(_DECISION_KINDS if "*" in dec else dec)
         self._session_start = "session_start" in ev
         self._session_end = "session_end" in ev
+        self.drops = DropCounter()
+        # One event at a time: an event the worker has taken is in flight, the rest wait in the queue.
+        self._worker: BackgroundWorker[dict[str, Any]] = BackgroundWorker(
+            "webhook", self._deliver_batch, drops=self.drops, drop_reason="webhook_queue_full",
+            max_queue=config.queue_size, max_batch=1,
+        )  # fmt: skip
         self._closed = False
+        self._abort = threading.Event()  # shutting down: no more attempts, backoff waits end
+        self._client: httpx.Client | None = None
         self._new_delivery_state()
         self.sent = 0
         self.failed = 0
-        self.dropped = 0
+        self.cut = 0  # in flight when shutdown gave up on it
         self.retries = 0
         self._warned = False
         restart_in_forked_child(self)
@@ -215,48 +226,24 @@ class WebhookSink(Sink):
             )
 
     def _put(self, payload: dict[str, Any]) -> None:
-        if self._closed:
-            with self._cond:
-                self.dropped += 1
-            return
         payload["time"] = time.time()
-        if self._thread is None:
-            self._start()
-        with self._cond:
-            self._pending += 1
-        try:
-            self._q.put_nowait(payload)
-        except queue.Full:
-            self._done(dropped=True)
+        self._worker.submit(payload)
 
     # ------------------------------------------------------------------ lifecycle
 
     def _new_delivery_state(self) -> None:
-        """The queue, the worker thread and what they share: made at start, and again in a forked child
-        (which has no worker thread, and whose copied locks another thread may have held)."""
-        self._q: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=self.config.queue_size)
-        self._cond = threading.Condition()
-        self._pending = 0  # queued or in flight
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
-        self._abort = threading.Event()
-        # The event the worker is delivering and how to cut its request short (both under _cond).
+        """What the worker thread and a shutdown share: made at start, and again in a forked child (whose
+        copied lock another thread may have held; the worker starts anew there by itself)."""
+        self._lock = threading.Lock()
+        # The event the worker is delivering and how to cut its request short (both under _lock).
         self._in_flight: dict[str, Any] | None = None
         self._cut_in_flight: Callable[[], None] | None = None
 
     after_fork_in_child = _new_delivery_state
 
-    def _start(self) -> None:
-        with self._start_lock:
-            if self._thread is None:
-                t = threading.Thread(target=self._run, name="planguard-webhook", daemon=True)
-                t.start()
-                self._thread = t
-
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued event is delivered or given up; False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+        return self._worker.flush(timeout)
 
     def shutdown(self, timeout: float = 2.0) -> None:
         """Deliver what is queued within ``timeout``, then stop; what is left is counted as dropped."""
@@ -264,30 +251,25 @@ class WebhookSink(Sink):
             return
         self._closed = True
         deadline = time.monotonic() + timeout
-        self.flush(timeout)
-        self._abort.set()  # stop backoff waits and further retries
-        if self._thread is not None:
-            while True:
-                try:
-                    self._q.put_nowait(None)
-                    break
-                except queue.Full:  # make room for the sentinel (the worker would drop them: abort is set)
-                    self._drop_queued()
-            self._thread.join(max(0.0, deadline - time.monotonic()))
-            if self._thread.is_alive():
-                # The worker is stuck in a request: cut it, and drop what it has not started, so the counters
-                # are final when shutdown returns; it still gets its sentinel.
-                with self._cond:
-                    cut, self._cut_in_flight = self._cut_in_flight, None
-                    if self._in_flight is not None:  # counted here; the worker will not count it again
-                        self._in_flight = None
-                        self._count(dropped=True)
-                if cut is not None:
-                    cut()
-                self._drop_queued()
-                # (if a producer raced in and the queue is full, the worker drops what it finds: abort is set)
-                with contextlib.suppress(queue.Full):
-                    self._q.put_nowait(None)
+        delivered = self.flush(timeout)
+        self._abort.set()  # stop backoff waits and further attempts: the worker drops what it takes now
+        if not delivered:
+            # The worker is stuck in a request: cut it and count it here, so the counters are final when
+            # shutdown returns (the worker will not count it again).
+            with self._lock:
+                cut, self._cut_in_flight = self._cut_in_flight, None
+                if self._in_flight is not None:
+                    self._in_flight = None
+                    self.cut += 1
+            if cut is not None:
+                cut()
+        # What the worker has not taken by the deadline is dropped and counted by the worker itself.
+        if self._worker.shutdown(max(0.0, deadline - time.monotonic())) and self._client is not None:
+            self._client.close()
+
+    @property
+    def dropped(self) -> int:
+        return self.drops.total + self.cut
 
     @property
     def stats(self) -> dict[str, int]:
@@ -296,20 +278,45 @@ class WebhookSink(Sink):
             "failed": self.failed,
             "dropped": self.dropped,
             "retries": self.retries,
-            "pending": self._pending,  # queued or in flight: not yet sent, failed or dropped
+            # queued or in flight: not yet sent, failed or dropped
+            "pending": self._worker.pending + (self._in_flight is not None),
         }
 
     # ------------------------------------------------------------------ worker thread
 
-    def _run(self) -> None:
-        client: httpx.Client | None = None
+    def _deliver_batch(self, batch: list[dict[str, Any]]) -> None:
+        for item in batch:
+            client = self._client if self._client is not None else self._new_client()
+            if client is None or self._abort.is_set():
+                self.drops.add("webhook_not_sent")
+                continue
+            with self._lock:
+                self._in_flight = item
+            try:
+                ok = self._deliver(client, item)
+            except Exception as exc:  # the worker must survive anything
+                self._warn_once(type(exc).__name__)
+                ok = False
+            with self._lock:
+                if self._in_flight is not item:  # shutdown gave up on it and counted it
+                    continue
+                self._in_flight = None
+                if ok:
+                    self.sent += 1
+                elif self._abort.is_set():
+                    self.drops.add("webhook_not_sent")
+                else:
+                    self.failed += 1
+
+    def _new_client(self) -> httpx.Client | None:
+        """The HTTP client, made on the worker thread on first use (None, warned once, when it cannot be)."""
         try:
             import httpx
 
             headers = {"content-type": "application/json", "user-agent": "planguard-webhook"}
             for k, v in self.config.headers.items():
                 headers[k] = _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
-            client = httpx.Client(
+            self._client = httpx.Client(
                 timeout=httpx.Timeout(self.config.timeout_s),
                 limits=httpx.Limits(max_keepalive_connections=0),  # each attempt connects: see _post
                 headers=headers,
@@ -318,30 +325,7 @@ class WebhookSink(Sink):
             )
         except Exception as exc:  # without a client every event is dropped, never raised
             self._warn_once(f"cannot start: {exc!r}")
-        try:
-            while True:
-                item = self._q.get()
-                if item is None:
-                    break
-                if client is None or self._abort.is_set():
-                    self._done(dropped=True)
-                    continue
-                with self._cond:
-                    self._in_flight = item
-                try:
-                    ok = self._deliver(client, item)
-                except Exception as exc:  # the worker must survive anything
-                    self._warn_once(type(exc).__name__)
-                    ok = False
-                with self._cond:
-                    if self._in_flight is not item:  # shutdown gave up on it and counted it
-                        continue
-                    self._in_flight = None
-                    self._count(ok=ok, dropped=self._abort.is_set() and not ok)
-            self._drop_queued()  # what is still queued after the sentinel (shutdown raced with producers)
-        finally:
-            if client is not None:
-                client.close()
+        return self._client
 
     def _deliver(self, client: httpx.Client, item: dict[str, Any]) -> bool:
         import httpx
@@ -398,7 +382,7 @@ class WebhookSink(Sink):
 
         timer = threading.Timer(self.config.timeout_s, cut)
         timer.daemon = True
-        with self._cond:
+        with self._lock:
             self._cut_in_flight = cut
         timer.start()
         try:
@@ -411,7 +395,7 @@ class WebhookSink(Sink):
             raise
         finally:
             timer.cancel()
-            with self._cond:
+            with self._lock:
                 self._cut_in_flight = None
         return response
 
@@ -430,31 +414,6 @@ class WebhookSink(Sink):
         if "metadata" in out:
             out["metadata"] = c.clean(out["metadata"])
         return out
-
-    def _drop_queued(self) -> None:
-        """Drop and count every event still queued (sentinels are not events)."""
-        while True:
-            try:
-                if self._q.get_nowait() is not None:
-                    self._done(dropped=True)
-            except queue.Empty:
-                return
-
-    def _done(self, *, ok: bool = False, dropped: bool = False) -> None:
-        with self._cond:
-            self._count(ok=ok, dropped=dropped)
-
-    def _count(self, *, ok: bool = False, dropped: bool = False) -> None:
-        """One event settled (call with ``_cond`` held)."""
-        if dropped:
-            self.dropped += 1
-        elif ok:
-            self.sent += 1
-        else:
-            self.failed += 1
-        self._pending -= 1
-        if self._pending == 0:
-            self._cond.notify_all()
 
     def _warn_once(self, what: str) -> None:
         if not self._warned:

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .actions.anchors import AnchorSet
-from .actions.effects import EffectLabeler, WriteLedger
-from .actions.types import Action, ActionType, Effect
-from .events import ToolEvent
+from ..actions.anchors import AnchorSet
+from ..actions.effects import EffectLabeler, WriteLedger
+from ..actions.types import Action, ActionType, Effect
+from ..events import ToolEvent
 
 __all__ = ["MILESTONES", "Milestone", "MilestoneTracker", "milestones"]
 
