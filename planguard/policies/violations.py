@@ -27,6 +27,8 @@ from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
 
 if TYPE_CHECKING:
+    from ..events import MessageEvent
+    from ..phases.roles import Classification
     from ..session import Session
     from ..step import Step
 
@@ -180,10 +182,17 @@ class PlanViolations(Policy):
         return d
 
     def after_tool(self, step: Step, session: Session, state: _State) -> Iterable[Decision]:
-        if not self._active:
-            return ()
-        roles = step.classification.roles
-        if not roles:
+        return self._observe(step.classification.roles, session, state)
+
+    def on_message(
+        self, message: MessageEvent, classification: Classification, session: Session, state: _State
+    ) -> Iterable[Decision]:
+        return self._observe(classification.roles, session, state)
+
+    def _observe(self, roles: tuple[str, ...], session: Session, state: _State) -> Iterable[Decision]:
+        """The plan phases a call or a conversation turn showed: reminders for phases skipped, out of order
+        or out of plan."""
+        if not self._active or not roles:
             return ()
         lines: list[str] | None = None
         cfg = self.config
