@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import json
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -736,6 +737,15 @@ def _str_arg(event: ToolEvent, keys: Sequence[str]) -> str | None:
     return str(v)
 
 
+def _unnamed_query(event: ToolEvent) -> str:
+    """What a search tool without a query argument looks for: its name and arguments (``find_user`` by an
+    e-mail and ``search_flights`` by route are different searches; the same call twice is the same)."""
+    args = event.arguments
+    if not isinstance(args, Mapping) or not args:
+        return event.tool or ""
+    return f"{event.tool} " + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def _raw_text(event: ToolEvent) -> str | None:
     """Arguments given as one raw string (unparseable JSON), or the scaffold's action text."""
     if isinstance(event.arguments, str) and event.arguments:
@@ -921,7 +931,7 @@ def _search_reader(intent: str) -> _Reader:
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
         query = _str_arg(event, rule.target or _QUERY_KEYS)
         if query is None:
-            query = _raw_text(event) or ""
+            query = _raw_text(event) or _unnamed_query(event)
         raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
         scope = c.norm(raw_scope) if raw_scope else None
         return _rule_action(rule, event, SEARCH, f"{collapse(query, 120)} @ {scope or '.'}", scope, intent)
