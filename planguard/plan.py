@@ -483,14 +483,19 @@ SUPPORT_VERBS: dict[str, tuple[str, ...]] = {
         "deactivate",
     ),
 }
-#: The user's yes (``support``'s confirm phase), and the assistant's request for it just before.
+#: The user's yes (``support``'s confirm phase).
 CONFIRM_REPLY = (
     r"^\W*(yes|yeah|yep|yup|sure|ok|okay|correct|confirm(ed)?|go ahead|please do|please proceed|proceed|"
     r"that'?s (right|correct|fine)|absolutely|of course|definitely|do it)\b"
 )
+#: The agent's message asking for it: its last two sentences name a consequential action and ask (a yes to
+#: "To proceed with the cancellation I need its id; shall I look it up?" confirms nothing).
 CONFIRM_REQUEST = (
-    r"\b(confirm|proceed|go ahead|shall i|should i|do you want me to|would you like me to)\b|"
-    r"\(yes\)|\byes\s*(/|or)\s*no\b"
+    r"(?:^|(?<=[.?!\n]))(?=[^.?!\n]*[.?!\n]*\s*(?:[^.?!\n]*[.?!\n]*\s*)?\Z)"
+    r"(?=[\s\S]*\b(cancel|refund|modify|change|update|book|exchange|return|upgrade|downgrade|suspend|"
+    r"resume|enable|disable|refuel|pay|send|apply|process|reschedule|activate|deactivate|remove|add)\w*)"
+    r"(?=[\s\S]*(\b(confirm|proceed|go ahead|shall i|should i|do you want me to|would you like me to)\b|"
+    r"\(yes\)|\byes\s*(/|or)\s*no\b))"
 )
 PRESETS["support"] = Plan(
     name="support",

@@ -22,6 +22,10 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
 * ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
 * ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``),
   or its database (``~/.local/share/opencode/opencode.db``, opencode 1.1x and later).
+* ``tau-bench`` - tau-bench results (``historical_trajectories/*.json``: a list of ``{task_id, reward,
+  info, traj, trial}``), one run per task and trial, the conversation's turns kept.
+* ``tau2-bench`` - tau2-bench simulation files (``{timestamp, info, tasks, simulations}``), one run per
+  simulation; the simulated user's own tool calls are not the agent's steps.
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.sinks.store.reader`).
 * ``generic`` - one JSON object per tool call (:mod:`planguard.offline.loaders.generic`; ``planguard
 export``).
@@ -54,6 +58,8 @@ from .opencode import (
 )
 from .openhands import load_event_document, load_output_record
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
+from .tau2_bench import load_tau2
+from .tau_bench import load_tau_bench
 
 __all__ = [
     "FORMATS",
@@ -85,6 +91,11 @@ _SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {
     "claude-code": load_claude_code,
     "codex": load_codex,
     "gemini-cli": load_gemini_cli,
+}
+#: Benchmark results files: one document holding many runs.
+_RESULTS_LOADERS: dict[str, Callable[[Any, str], Iterator[Trajectory | LoadError]]] = {
+    "tau-bench": load_tau_bench,
+    "tau2-bench": load_tau2,
 }
 _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-traj": load_traj_document,
@@ -253,6 +264,9 @@ def _load_file(
         elif fmt == "opencode":
             document = found.document if found.has_document else parse_document(path)
             yield from load_opencode_session_file(path, document if isinstance(document, dict) else {})
+        elif fmt in _RESULTS_LOADERS:  # one file, many runs
+            document = found.document if found.has_document else parse_document(path)
+            yield from _RESULTS_LOADERS[fmt](document, shown)
         else:
             document = found.document if found.has_document else parse_document(path)
             run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))

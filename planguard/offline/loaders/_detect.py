@@ -16,6 +16,8 @@ from typing import Any
 from ._base import LoadError, type_name
 from ._json import loads
 from .generic import is_generic_record
+from .tau2_bench import is_tau2_results
+from .tau_bench import is_tau_bench_results
 
 __all__ = [
     "FAMILY",
@@ -41,6 +43,8 @@ FORMATS: tuple[str, ...] = (
     "codex",
     "gemini-cli",
     "opencode",
+    "tau-bench",
+    "tau2-bench",
     "planguard-store",
     "generic",
 )
@@ -138,6 +142,8 @@ def classify_document(obj: Any) -> str | None:
             return record
         if isinstance(obj.get("trajectory"), list):
             return "swe-agent-traj"
+        if is_tau2_results(obj):
+            return "tau2-bench"
         if isinstance(obj.get("id"), str) and obj["id"].startswith("ses_") and "projectID" in obj:
             return "opencode"  # one session's info file in OpenCode's storage
         if isinstance(obj.get("messages"), list) and ("info" in obj or "trajectory_format" in obj):
@@ -150,6 +156,8 @@ def classify_document(obj: Any) -> str | None:
         sample = [item for item in obj[:16] if isinstance(item, dict)]
         if not sample:
             return None
+        if is_tau_bench_results(obj):
+            return "tau-bench"
         if all("role" in item for item in sample):
             return "mini-swe-agent"
         if any(
