@@ -20,6 +20,7 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
   streamed; V0 and V1 event histories).
 * ``codex`` - Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
 * ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
+* ``opencode-export`` - ``opencode export <sessionID>`` output (``{info, messages: [{info, parts}]}``).
 * ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``),
   or its database (``~/.local/share/opencode/opencode.db``, opencode 1.1x and later).
 * ``tau-bench`` - tau-bench results (``historical_trajectories/*.json``: a list of ``{task_id, reward,
@@ -53,6 +54,7 @@ from .opencode import (
     is_opencode_db,
     is_opencode_storage,
     load_opencode_db,
+    load_opencode_export,
     load_opencode_session_file,
     load_opencode_storage,
 )
@@ -96,6 +98,7 @@ _SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {
 _RESULTS_LOADERS: dict[str, Callable[[Any, str], Iterator[Trajectory | LoadError]]] = {
     "tau-bench": load_tau_bench,
     "tau2-bench": load_tau2,
+    "opencode-export": load_opencode_export,
 }
 _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-traj": load_traj_document,

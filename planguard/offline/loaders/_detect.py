@@ -16,6 +16,7 @@ from typing import Any
 from ._base import LoadError, type_name
 from ._json import loads
 from .generic import is_generic_record
+from .opencode import is_opencode_export
 from .tau2_bench import is_tau2_results
 from .tau_bench import is_tau_bench_results
 
@@ -43,6 +44,7 @@ FORMATS: tuple[str, ...] = (
     "codex",
     "gemini-cli",
     "opencode",
+    "opencode-export",
     "tau-bench",
     "tau2-bench",
     "planguard-store",
@@ -66,6 +68,7 @@ FAMILY: dict[str, str] = {
     "swe-agent-traj": "swe-agent",
     "swe-agent-demo": "swe-agent",
     "openhands-output": "openhands",
+    "opencode-export": "opencode",
 }
 
 _SNIFF_LINES = 20
@@ -146,6 +149,8 @@ def classify_document(obj: Any) -> str | None:
             return "tau2-bench"
         if isinstance(obj.get("id"), str) and obj["id"].startswith("ses_") and "projectID" in obj:
             return "opencode"  # one session's info file in OpenCode's storage
+        if is_opencode_export(obj):
+            return "opencode-export"
         if isinstance(obj.get("messages"), list) and ("info" in obj or "trajectory_format" in obj):
             return "mini-swe-agent"
         history = obj.get("history")
