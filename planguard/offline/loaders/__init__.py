@@ -27,6 +27,7 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
   info, traj, trial}``), one run per task and trial, the conversation's turns kept.
 * ``tau2-bench`` - tau2-bench simulation files (``{timestamp, info, tasks, simulations}``), one run per
   simulation; the simulated user's own tool calls are not the agent's steps.
+* ``agentdojo`` - AgentDojo run logs (``runs/<pipeline>/<suite>/<user_task>/<attack>/<injection>.json``).
 * ``planguard-store`` - planguard's own session store files (read by :mod:`planguard.sinks.store.reader`).
 * ``generic`` - one JSON object per tool call (:mod:`planguard.offline.loaders.generic`; ``planguard
 export``).
@@ -45,6 +46,7 @@ from typing import Any
 from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_run
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
 from ._json import loads
+from .agentdojo import load_agentdojo
 from .claude_code import load_claude_code
 from .codex import load_codex
 from .gemini_cli import load_gemini_cli
@@ -105,6 +107,7 @@ _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-demo": load_demo_document,
     "mini-swe-agent": load_mini_document,
     "openhands": load_event_document,
+    "agentdojo": load_agentdojo,
 }
 
 

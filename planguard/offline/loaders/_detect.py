@@ -15,6 +15,7 @@ from typing import Any
 
 from ._base import LoadError, type_name
 from ._json import loads
+from .agentdojo import is_agentdojo_run
 from .generic import is_generic_record
 from .opencode import is_opencode_export
 from .tau2_bench import is_tau2_results
@@ -47,6 +48,7 @@ FORMATS: tuple[str, ...] = (
     "opencode-export",
     "tau-bench",
     "tau2-bench",
+    "agentdojo",
     "planguard-store",
     "generic",
 )
@@ -147,6 +149,8 @@ def classify_document(obj: Any) -> str | None:
             return "swe-agent-traj"
         if is_tau2_results(obj):
             return "tau2-bench"
+        if is_agentdojo_run(obj):
+            return "agentdojo"
         if isinstance(obj.get("id"), str) and obj["id"].startswith("ses_") and "projectID" in obj:
             return "opencode"  # one session's info file in OpenCode's storage
         if is_opencode_export(obj):
