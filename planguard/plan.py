@@ -106,6 +106,12 @@ class MessageMatch(BaseModel):
         description="Regular expression the assistant's last message before this (user) turn must match, "
         "e.g. the agent listing the action: 'cancel.*(confirm|proceed)'.",
     )
+    after_assistant_sentences: int | None = Field(
+        None,
+        ge=1,
+        description="Search after_assistant only in the last this many sentences of the assistant's message "
+        "(where it asks); null: the whole message.",
+    )
     case_sensitive: bool = Field(False, description="Match text and after_assistant case-sensitively.")
 
     @field_validator("text", "after_assistant", mode="before")
@@ -488,14 +494,14 @@ CONFIRM_REPLY = (
     r"^\W*(yes|yeah|yep|yup|sure|ok|okay|correct|confirm(ed)?|go ahead|please do|please proceed|proceed|"
     r"that'?s (right|correct|fine)|absolutely|of course|definitely|do it)\b"
 )
-#: The agent's message asking for it: its last two sentences name a consequential action and ask (a yes to
-#: "To proceed with the cancellation I need its id; shall I look it up?" confirms nothing).
+#: The agent's message asking for it names a consequential action and asks, in its last three sentences
+#: (``after_assistant_sentences``): a yes to "To proceed with the cancellation I need its id. Can you find it?
+#: If not, shall I look it up?" confirms nothing.
 CONFIRM_REQUEST = (
-    r"(?:^|(?<=[.?!\n]))(?=[^.?!\n]*[.?!\n]*\s*(?:[^.?!\n]*[.?!\n]*\s*)?\Z)"
-    r"(?=[\s\S]*\b(cancel|refund|modify|change|update|book|exchange|return|upgrade|downgrade|suspend|"
+    r"^(?=[\s\S]*\b(cancel|refund|modify|change|update|book|exchange|return|upgrade|downgrade|suspend|"
     r"resume|enable|disable|refuel|pay|send|apply|process|reschedule|activate|deactivate|remove|add)\w*)"
-    r"(?=[\s\S]*(\b(confirm|proceed|go ahead|shall i|should i|do you want me to|would you like me to)\b|"
-    r"\(yes\)|\byes\s*(/|or)\s*no\b))"
+    r"(?=[\s\S]*(\b(confirm\w*|proceed|go ahead|shall i|should i|do you want me to|would you like me to)\b|"
+    r"\(yes\)|\"yes\"|\byes\s*(/|or)\s*no\b))"
 )
 PRESETS["support"] = Plan(
     name="support",
@@ -539,7 +545,14 @@ PRESETS["support"] = Plan(
             "Check the request against the policy, list the action and get the customer's explicit yes.",
             [
                 _m(tool="confirm* check_policy* get_policy* ask_user* ask_customer* request_confirm*"),
-                _m(message={"role": "user", "text": CONFIRM_REPLY, "after_assistant": CONFIRM_REQUEST}),
+                _m(
+                    message={
+                        "role": "user",
+                        "text": CONFIRM_REPLY,
+                        "after_assistant": CONFIRM_REQUEST,
+                        "after_assistant_sentences": 3,
+                    }
+                ),
             ],
         ),
         _phase(

@@ -129,6 +129,15 @@ def tool_verb(tool: str) -> str:
     return first.group(0).lower() if first is not None else ""
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+
+
+def last_sentences(text: str, n: int) -> str:
+    """The last ``n`` sentences of ``text`` (split after ``.``, ``?``, ``!`` and at line breaks)."""
+    parts = [p for p in _SENTENCE_END.split(text) if p.strip()]
+    return " ".join(parts[-n:])
+
+
 def _flags(case_sensitive: bool) -> int:
     return 0 if case_sensitive else re.IGNORECASE
 
@@ -137,11 +146,12 @@ class _MessageMatcher:
     """One compiled :class:`MessageMatch`; ``key`` numbers it among the plan's message matchers (what the
     state remembers the assistant's last message satisfied)."""
 
-    __slots__ = ("after_assistant", "key", "role", "text")
+    __slots__ = ("after_assistant", "key", "role", "tail", "text")
 
     def __init__(self, m: MessageMatch, key: int) -> None:
         flags = _flags(m.case_sensitive)
         self.key = key
+        self.tail = m.after_assistant_sentences
         self.role = m.role
         self.text = re.compile(m.text, flags) if m.text is not None else None
         self.after_assistant = re.compile(m.after_assistant, flags) if m.after_assistant is not None else None
@@ -236,7 +246,7 @@ class DeclarativeRules:
         )
         self._by_verb = any(p.verbs for p in plan.phases)
         self._after_assistant = tuple(
-            (m.key, m.after_assistant)
+            (m.key, m.after_assistant, m.tail)
             for ph in self._phases
             for m in ph.messages
             if m.after_assistant is not None
@@ -293,7 +303,9 @@ class DeclarativeRules:
                     break
             if role == ASSISTANT and self._after_assistant:
                 state.assistant_hits = frozenset(
-                    key for key, rx in self._after_assistant if rx.search(text) is not None
+                    key
+                    for key, rx, tail in self._after_assistant
+                    if rx.search(last_sentences(text, tail) if tail else text) is not None
                 )
             return found
         except Exception:  # an odd message: no phase (fail open)

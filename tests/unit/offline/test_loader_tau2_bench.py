@@ -18,6 +18,11 @@ from planguard.offline.loaders import detect_format, load_trajectories
 from planguard.offline.replay import replay, replay_pipeline, resolve_plans
 
 EXCERPT = Path(__file__).parent / "data" / "tau2_bench_telecom_grok-3_excerpt.json"
+#: The second simulation of data/simulations/2025-10-07T07:44:20.888691_airline_relaxed_llm_agent_
+#: grok-4-fast-reasoning_user_simulator_grok-4-fast-reasoning.json (one name) in the same fork at commit
+#: 75c6100, with its header and task: the agent summarises the booking and asks for a "yes", the user says
+#: yes, the agent books.
+AIRLINE = Path(__file__).parent / "data" / "tau2_bench_airline_grok-4-fast_excerpt.json"
 
 
 def test_a_simulation_is_a_run_of_the_agents_calls_only() -> None:
@@ -40,3 +45,11 @@ def test_support_places_the_telecom_agents_calls() -> None:
     s = result.summary  # type: ignore[union-attr]
     # get_customer_by_phone, get_details_by_id x4, refuel_data (the user chose it; no yes was asked for)
     assert s.letters == "ILLLLA" and s.n_steps == 6
+
+
+def test_support_scores_confirm_where_the_simulated_user_confirmed() -> None:
+    (result,) = list(replay([AIRLINE], replay_pipeline(resolve_plans("support"))))
+    s = result.summary  # type: ignore[union-attr]
+    # get_user_details, get_reservation_details x5, search_direct_flight; the user's yes (twice asked);
+    # book_reservation
+    assert s.letters == "ILLLLLLCCA" and s.n_steps == 8
