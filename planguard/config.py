@@ -37,7 +37,7 @@ from pydantic import (
 from .actions.config import ActionsConfig
 from .detectors import FINDING_KINDS, custom_detectors
 from .detectors.config import DetectorsConfig
-from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
+from .documents import DocumentError, check_depth, decode_utf8, did_you_mean, loads_json, loads_yaml
 from .experiment.config import ExperimentConfig
 from .phases import PHASE_ROLES
 from .plan import PRESETS, Plan, phase_matches, resolve_plan
@@ -303,7 +303,7 @@ def _parse(path: Path, text: str) -> Any:
             return check_depth(tomllib.loads(text))  # TOML has no aliases
         if suffix == ".json":
             return loads_json(text)
-        return loads_yaml(text)
+        return loads_yaml(text, yaml12_booleans=True)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), [(None, "", f"not valid TOML: {exc}")]) from None
     except RecursionError:
@@ -454,7 +454,8 @@ def _cross_check(config: Config) -> list[tuple[tuple[str | int, ...], str]]:
                 out.append(
                     (
                         ("policies", "gates", i, "until", *loc),
-                        f"{prefix!r} names no phase of {against} (its phases: {', '.join(ids)}); "
+                        f"{prefix!r} names no phase of {against}{did_you_mean(prefix, ids)} (its phases: "
+                        f"{', '.join(ids)}); "
                         "the gate would wait for a phase the agent is never asked to do",
                     )
                 )
@@ -552,6 +553,9 @@ def _message(e: Any, loc: tuple[str | int, ...]) -> str:
     if "input" in e and t not in ("value_error", "assertion_error"):
         shown = repr(e["input"])
         msg += f" (got {shown[:80] + '…' if len(shown) > 80 else shown})"
+    if t in ("literal_error", "enum"):  # a mistyped value: the closest allowed one
+        expected = str((e.get("ctx") or {}).get("expected", ""))
+        msg += did_you_mean(e.get("input"), re.findall(r"'([^']*)'", expected))
     return msg
 
 

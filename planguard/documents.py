@@ -18,7 +18,9 @@ was expected; ``line`` is set when it is known.
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
@@ -28,6 +30,7 @@ __all__ = [
     "DocumentError",
     "check_depth",
     "decode_utf8",
+    "did_you_mean",
     "loads_json",
     "loads_yaml",
     "too_deep",
@@ -40,6 +43,21 @@ MAX_DEPTH = 200
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # no object construction; C when built
 
 
+class _ConfigLoader(_YAML_LOADER):  # type: ignore[misc]
+    """YAML 1.2 booleans: only ``true``/``false`` are booleans; ``yes``, ``no``, ``on``, ``off`` stay the
+    text they are. A config's regex ``result: yes`` then means the word, and a boolean option given as
+    ``yes`` still reads as true (the config's boolean fields accept those words)."""
+
+
+def _yaml12_bool(loader: Any, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_scalar(node)
+    lowered = value.lower()
+    return lowered == "true" if lowered in ("true", "false") else value
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:bool", _yaml12_bool)
+
+
 class DocumentError(ValueError):
     """A document that cannot be read; ``str()`` is ``problem`` (without the file name)."""
 
@@ -47,6 +65,14 @@ class DocumentError(ValueError):
         super().__init__(problem)
         self.problem = problem
         self.line = line
+
+
+def did_you_mean(value: object, options: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the option closest to a mistyped ``value``, or ``""``."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close and close[0] != value else ""
 
 
 def decode_utf8(data: bytes) -> str:
@@ -80,9 +106,10 @@ def too_deep(max_depth: int = MAX_DEPTH) -> DocumentError:
     return DocumentError(_too_deep(max_depth))
 
 
-def loads_yaml(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """One YAML document, safe-loaded; aliases and nesting deeper than ``max_depth`` are refused."""
-    loader = _YAML_LOADER(text)
+def loads_yaml(text: str, *, max_depth: int = MAX_DEPTH, yaml12_booleans: bool = False) -> Any:
+    """One YAML document, safe-loaded; aliases and nesting deeper than ``max_depth`` are refused.
+    ``yaml12_booleans``: only ``true``/``false`` are booleans (configs: ``yes`` is a word)."""
+    loader = (_ConfigLoader if yaml12_booleans else _YAML_LOADER)(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -1,7 +1,11 @@
-"""The one event type every integration and loader produces: a tool call.
+"""The events integrations and loaders produce: a tool call, and a conversation turn.
 
 An integration fills what it knows before the call runs (``tool``, ``arguments``, ``call_id``) and the
 rest after it (``result``, ``is_error``, ``exit_code``, timing). Loaders fill everything at once.
+
+A :class:`MessageEvent` is what the assistant said to the user or what the user (or a simulated user)
+replied. It is not a step: it never changes tool-call metrics; a plan may match it (``match: {message:
+...}``) to observe a phase that happens in the conversation, such as a customer's confirmation.
 """
 
 from __future__ import annotations
@@ -10,12 +14,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ToolEvent", "THINK_TOOL", "SHELL_TOOL"]
+__all__ = ["ASSISTANT", "MESSAGE_ROLES", "SHELL_TOOL", "THINK_TOOL", "USER", "MessageEvent", "ToolEvent"]
 
 #: Tool name of a step that called no tool (a pure "think" step).
 THINK_TOOL = ""
 #: Tool name used for a raw shell line (SWE-agent string actions, mini-swe-agent bash blocks).
 SHELL_TOOL = "bash"
+#: A message's role: the user's (or a simulated user's) turn, or the assistant's text to the user.
+USER = "user"
+ASSISTANT = "assistant"
+#: Role spellings of the frameworks and formats planguard reads -> the message role.
+MESSAGE_ROLES: Mapping[str, str] = {
+    USER: USER,
+    "human": USER,
+    ASSISTANT: ASSISTANT,
+    "ai": ASSISTANT,
+    "agent": ASSISTANT,
+    "model": ASSISTANT,
+}
 
 
 @dataclass(slots=True)
@@ -65,3 +81,17 @@ class ToolEvent:
         if isinstance(self.arguments, Mapping):
             return self.arguments.get(key, default)
         return default
+
+
+@dataclass(slots=True)
+class MessageEvent:
+    """One conversation turn: ``role`` is :data:`USER` or :data:`ASSISTANT`, ``text`` what was said.
+
+    Message text is content: planguard matches it in memory and keeps only the match (the phase it
+    observed) unless content capture is on (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``)."""
+
+    role: str
+    text: str
+    time: float | None = None  # seconds since the epoch
+    # Free-form facts from the source (a loader's turn index, a recorded match).
+    metadata: Mapping[str, Any] = field(default_factory=dict)

@@ -35,9 +35,9 @@ from .config import Config, default_config, load_config
 from .decisions import ALLOW, Decision, is_reserved_policy_name
 from .detectors import build_detectors
 from .errors import ErrorCounter
-from .events import ToolEvent
+from .events import MessageEvent, ToolEvent
 from .experiment import build_experiment
-from .phases import get_rules
+from .phases import Classification, get_rules
 from .phases.registry import rules_for
 from .plugins import load_plugin
 from .policies.config import build_policies
@@ -351,6 +351,41 @@ class Guard:
             self.errors.record("Guard.before_model", exc)
             return []
 
+    def observe_message(
+        self, session_id: str, role: str, text: str, **metadata: Any
+    ) -> Classification | None:
+        """A conversation turn of the session: ``role`` ``user`` (the user's or a simulated user's reply) or
+        ``assistant`` (its text to the user). Not a step; when the plan matches it (``match: {message:
+        ...}``), the phase it shows is observed and returned. Integrations call it only when
+        :attr:`observes_messages`."""
+        if not self.enabled:
+            return None
+        try:
+            return self._call(session_id, _observe_message, MessageEvent(role, text, _now(), metadata))
+        except Exception as exc:
+            self.errors.record("Guard.observe_message", exc)
+            return None
+
+    async def aobserve_message(
+        self, session_id: str, role: str, text: str, **metadata: Any
+    ) -> Classification | None:
+        if not self.enabled:
+            return None
+        message = MessageEvent(role, text, _now(), metadata)
+        try:
+            out = self._call(session_id, _observe_message, message, blocking=False)
+        except Exception as exc:
+            self.errors.record("Guard.observe_message", exc)
+            return None
+        if out is _BUSY:
+            return await asyncio.to_thread(self.observe_message, session_id, role, text, **metadata)
+        return out
+
+    @property
+    def observes_messages(self) -> bool:
+        """Whether the plan matches conversation turns: integrations hand over the conversation only then."""
+        return self.enabled and bool(getattr(self.pipeline.rules, "matches_messages", False))
+
     def end(self, session_id: str) -> SessionSummary | None:
         """End the session: final findings and metrics. None if there is no such live session."""
         if not self.enabled:
@@ -497,3 +532,7 @@ class Guard:
 
 def _before_model(session: Session, _: Any) -> list[Decision]:
     return session.before_model()
+
+
+def _observe_message(session: Session, message: MessageEvent) -> Classification | None:
+    return session.observe_message(message)

@@ -20,15 +20,16 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .actions.types import ActionType
-from .documents import DocumentError, check_depth, decode_utf8, loads_json, loads_yaml
+from .documents import DocumentError, check_depth, decode_utf8, did_you_mean, loads_json, loads_yaml
 
 __all__ = [
     "ArgumentTest",
+    "MessageMatch",
     "PhaseMatch",
     "PlanPhase",
     "Plan",
@@ -53,6 +54,16 @@ def _regex(pattern: str) -> str:
     return pattern
 
 
+def _scalar_text(v: Any) -> Any:
+    """A regex given as a YAML/JSON scalar that is not a string (``result: true``, ``text: 42``) is the text
+    it was written as: a regex is always a string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return v
+
+
 def _as_list(v: str | list[str] | None) -> list[str]:
     return [] if v is None else [v] if isinstance(v, str) else list(v)
 
@@ -73,11 +84,60 @@ class ArgumentTest(BaseModel):
         return self
 
 
+class MessageMatch(BaseModel):
+    """A conversation turn that belongs to a phase: the assistant's text to the user, or the user's reply.
+    ``text`` and ``after_assistant`` are regular expressions, searched case-insensitively unless
+    ``case_sensitive``; a turn is not a tool call and counts as no step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"] | None = Field(
+        None,
+        description="Whose turn: user (the user's or a simulated user's reply) or assistant; null: either.",
+    )
+    text: str | None = Field(
+        None,
+        description="Regular expression searched in the turn's text, e.g. '^\\s*(yes|yeah|sure)\\b'. Quote "
+        "words YAML 1.1 reads as booleans elsewhere (yes, no, on, off); planguard's config reader keeps "
+        "them as text.",
+    )
+    after_assistant: str | None = Field(
+        None,
+        description="Regular expression the assistant's last message before this (user) turn must match, "
+        "e.g. the agent listing the action: 'cancel.*(confirm|proceed)'.",
+    )
+    after_assistant_sentences: int | None = Field(
+        None,
+        ge=1,
+        description="Search after_assistant only in the last this many sentences of the assistant's message "
+        "(where it asks); null: the whole message.",
+    )
+    case_sensitive: bool = Field(False, description="Match text and after_assistant case-sensitively.")
+
+    @field_validator("text", "after_assistant", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return _scalar_text(v)
+
+    @field_validator("text", "after_assistant")
+    @classmethod
+    def _valid_regex(cls, v: str | None) -> str | None:
+        return None if v is None else _regex(v)
+
+    @model_validator(mode="after")
+    def _user_after_assistant(self) -> MessageMatch:
+        if self.after_assistant is not None and self.role == "assistant":
+            raise ValueError("after_assistant: only a user turn follows the assistant's message (role: user)")
+        return self
+
+
 class PhaseMatch(BaseModel):
     """Which calls belong to a declared phase. Every condition given must hold (an empty match matches every
     call). Regular expressions are searched (``re.search``) except ``tool_regex``, which must match the whole
-    tool name, as in gate patterns. Result conditions (``failed``, ``exit_code``, ``result``) are checked once
-    the call has run: live, a phase that uses them is decided when the result arrives."""
+    tool name, as in gate patterns; ``result`` is case-insensitive unless ``case_sensitive``. Result
+    conditions (``failed``, ``exit_code``, ``result``) are checked once the call has run: live, a phase that
+    uses them is decided when the result arrives. A match with ``message`` matches conversation turns
+    instead of tool calls (and takes no tool condition)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -102,7 +162,32 @@ class PhaseMatch(BaseModel):
         None, description="true: the call errored or exited non-zero; false: it did not."
     )
     exit_code: int | list[int] | None = Field(None, description="The call's exit code is (one of) this.")
-    result: str | None = Field(None, description="Regular expression searched in the call's result text.")
+    result: str | None = Field(
+        None, description="Regular expression searched in the call's result text (case-insensitive)."
+    )
+    case_sensitive: bool = Field(False, description="Match 'result' case-sensitively.")
+    message: MessageMatch | None = Field(
+        None,
+        description="Matches a conversation turn instead of a tool call: {role: user|assistant, text: REGEX, "
+        "after_assistant: REGEX}. The phase is observed when the turn matches (e.g. the user's 'yes' after "
+        "the agent listed the action); a turn counts as no step.",
+    )
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _result_text(cls, v: Any) -> Any:
+        return _scalar_text(v)
+
+    @model_validator(mode="after")
+    def _message_alone(self) -> PhaseMatch:
+        if self.message is not None:
+            given = sorted(k for k in self.model_fields_set if k not in ("message", "case_sensitive"))
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: a 'message' match is about a conversation turn, not a tool call; "
+                    "put tool conditions in another match of the list"
+                )
+        return self
 
     @field_validator("action")
     @classmethod
@@ -110,13 +195,23 @@ class PhaseMatch(BaseModel):
         known = {t.value for t in ActionType}
         for name in _as_list(v):
             if name not in known:
-                raise ValueError(f"unknown action type {name!r}; expected one of: {', '.join(sorted(known))}")
+                raise ValueError(
+                    f"unknown action type {name!r}{did_you_mean(name, known)}; expected one of: "
+                    f"{', '.join(sorted(known))}"
+                )
         return v
 
     @field_validator("tool_regex", "result")
     @classmethod
     def _valid_regex(cls, v: str | None) -> str | None:
         return None if v is None else _regex(v)
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _argument_texts(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: _scalar_text(t) for k, t in v.items()}
+        return v
 
     @field_validator("arguments")
     @classmethod
@@ -135,6 +230,11 @@ class PhaseMatch(BaseModel):
     def uses_result(self) -> bool:
         """The match reads the call's result, known only after it ran."""
         return self.failed is not None or self.exit_code is not None or self.result is not None
+
+    @property
+    def uses_message(self) -> bool:
+        """The match is about conversation turns, not tool calls."""
+        return self.message is not None
 
 
 class PlanPhase(BaseModel):
@@ -164,6 +264,21 @@ class PlanPhase(BaseModel):
         description="The call belongs to this phase only while none of these has happened.",
     )
     first_only: bool = Field(False, description="Only the phase's first call belongs to it.")
+    verbs: list[str] = Field(
+        default_factory=list,
+        description="Places a tool no match of any phase places, by the verb its name begins with "
+        "(refuel_data: 'refuel'; getDataUsage: 'get'), e.g. [get, find, search]. Matches win over verbs.",
+    )
+
+    @field_validator("verbs", mode="before")
+    @classmethod
+    def _verb_list(cls, v: Any) -> Any:
+        return v.split() if isinstance(v, str) else v
+
+    @field_validator("verbs")
+    @classmethod
+    def _lower_verbs(cls, v: list[str]) -> list[str]:
+        return [w.lower() for w in v]
 
     @property
     def matches(self) -> tuple[PhaseMatch, ...]:
@@ -201,10 +316,11 @@ class Plan(BaseModel):
                 raise ValueError(f"phases.{i}.id: 'general' names the calls of no phase; choose another id")
         if not any(declared):
             for i, p in enumerate(phases):
-                for key in ("after", "before", "first_only"):
+                for key in ("after", "before", "first_only", "verbs"):
                     if getattr(p, key):
                         raise ValueError(
-                            f"phases.{i}.{key}: only a phase with a 'match' takes ordering conditions"
+                            f"phases.{i}.{key}: only a phase with a 'match' takes ordering conditions "
+                            "and verbs"
                         )
         ids = ", ".join(p.id for p in phases)
         for i, p in enumerate(phases):
@@ -212,8 +328,8 @@ class Plan(BaseModel):
                 for j, ref in enumerate(getattr(p, key)):
                     if ref not in seen:
                         raise ValueError(
-                            f"phases.{i}.{key}.{j}: unknown phase {ref!r}; expected a phase id of this plan "
-                            f"({ids})"
+                            f"phases.{i}.{key}.{j}: unknown phase {ref!r}{did_you_mean(ref, seen)}; expected "
+                            f"a phase id of this plan ({ids})"
                         )
         return phases
 
@@ -320,8 +436,73 @@ def _m(tool: str | None = None, **kw: Any) -> PhaseMatch:
 
 
 # Support agents (the tau-bench Retail and Airline worlds: find_user_id_by_email, get_order_details,
-# cancel_pending_order, …; and the usual find_customer / get_order / refund_order). The first phase whose
-# match holds wins, so the more specific globs come first.
+# cancel_pending_order, …; tau2-bench's telecom: get_customer_by_phone, refuel_data, …; and the usual
+# find_customer / get_order / refund_order). The first phase whose match holds wins, so the more specific
+# globs come first; a tool no glob places goes by the verb its name begins with (SUPPORT_VERBS). Confirmation
+# usually happens in chat: the agent lists the action and asks, the user says yes.
+#: ``support``'s placement of a tool its globs do not name, by the verb the name begins with (README table).
+SUPPORT_VERBS: dict[str, tuple[str, ...]] = {
+    "lookup": (
+        "get",
+        "find",
+        "search",
+        "list",
+        "lookup",
+        "check",
+        "track",
+        "show",
+        "describe",
+        "read",
+        "fetch",
+        "query",
+        "view",
+        "retrieve",
+    ),
+    "act": (
+        "cancel",
+        "modify",
+        "update",
+        "book",
+        "create",
+        "process",
+        "refund",
+        "refuel",
+        "exchange",
+        "return",
+        "send",
+        "apply",
+        "change",
+        "suspend",
+        "resume",
+        "enable",
+        "disable",
+        "add",
+        "remove",
+        "set",
+        "reset",
+        "issue",
+        "pay",
+        "upgrade",
+        "downgrade",
+        "reschedule",
+        "activate",
+        "deactivate",
+    ),
+}
+#: The user's yes (``support``'s confirm phase).
+CONFIRM_REPLY = (
+    r"^\W*(yes|yeah|yep|yup|sure|ok|okay|correct|confirm(ed)?|go ahead|please do|please proceed|proceed|"
+    r"that'?s (right|correct|fine)|absolutely|of course|definitely|do it)\b"
+)
+#: The agent's message asking for it names a consequential action and asks, in its last three sentences
+#: (``after_assistant_sentences``): a yes to "To proceed with the cancellation I need its id. Can you find it?
+#: If not, shall I look it up?" confirms nothing.
+CONFIRM_REQUEST = (
+    r"^(?=[\s\S]*\b(cancel|refund|modify|change|update|book|exchange|return|upgrade|downgrade|suspend|"
+    r"resume|enable|disable|refuel|pay|send|apply|process|reschedule|activate|deactivate|remove|add)\w*)"
+    r"(?=[\s\S]*(\b(confirm\w*|proceed|go ahead|shall i|should i|do you want me to|would you like me to)\b|"
+    r"\(yes\)|\"yes\"|\byes\s*(/|or)\s*no\b))"
+)
 PRESETS["support"] = Plan(
     name="support",
     description="Follow these steps in order:",
@@ -355,13 +536,24 @@ PRESETS["support"] = Plan(
                 ),
                 _m(action=["FILE_READ", "SEARCH", "FETCH"]),
             ],
+            verbs=list(SUPPORT_VERBS["lookup"]),
         ),
         _phase(
             "confirm",
             "C",
             "Check policy and confirm",
-            "Check the request against the policy and get the customer's explicit confirmation.",
-            [_m(tool="confirm* check_policy* get_policy* ask_user* ask_customer* request_confirm*")],
+            "Check the request against the policy, list the action and get the customer's explicit yes.",
+            [
+                _m(tool="confirm* check_policy* get_policy* ask_user* ask_customer* request_confirm*"),
+                _m(
+                    message={
+                        "role": "user",
+                        "text": CONFIRM_REPLY,
+                        "after_assistant": CONFIRM_REQUEST,
+                        "after_assistant_sentences": 3,
+                    }
+                ),
+            ],
         ),
         _phase(
             "act",
@@ -377,6 +569,7 @@ PRESETS["support"] = Plan(
                 ),
                 _m(action="FILE_WRITE"),
             ],
+            verbs=list(SUPPORT_VERBS["act"]),
         ),
         _phase(
             "wrap_up",
@@ -387,7 +580,7 @@ PRESETS["support"] = Plan(
                 _m(
                     tool=(
                         "send_message* reply* respond* notify* close_ticket* end_conversation* "
-                        "transfer_to_human* final_answer finish"
+                        "transfer_to_human* escalate* final_answer finish"
                     )
                 )
             ],
@@ -525,7 +718,7 @@ def load_plan(path: str | Path) -> Plan:
         elif p.suffix == ".json":
             data = loads_json(text)
         else:
-            data = loads_yaml(text)  # aliases and deep nesting refused
+            data = loads_yaml(text, yaml12_booleans=True)  # aliases and deep nesting refused
     except DocumentError as exc:
         where = f"{p}:{exc.line}" if exc.line else str(p)
         raise ValueError(f"{where}: {exc.problem}") from None
@@ -549,7 +742,8 @@ def resolve_plan(spec: str) -> Plan:
     if Path(spec).is_file():
         return load_plan(spec)
     raise ValueError(
-        f"unknown plan {spec!r}: expected a preset ({', '.join(sorted(PRESETS))}) or a plan file"
+        f"unknown plan {spec!r}{did_you_mean(spec, PRESETS)}: expected a preset "
+        f"({', '.join(sorted(PRESETS))}) or a plan file"
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from .actions.types import Action
 from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
 from .errors import ErrorCounter
-from .events import ToolEvent
+from .events import MessageEvent, ToolEvent
 from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
 from .phases import GENERAL, Classification, Command, get_rules
@@ -260,6 +260,33 @@ class Session:
         self._finish(step)
         return step
 
+    def observe_message(self, message: MessageEvent) -> Classification | None:
+        """A conversation turn (the assistant's text to the user, the user's reply). Not a step: it counts
+        no tool call and no model call. When the plan matches it (``match: {message: ...}``) its phase is
+        observed — in the Langutory, compliance, the ordering conditions and the policies (a gate waiting on
+        ``phases_seen: [confirm]``) — and the sinks hear it; the phase's classification is returned."""
+        self.last_activity = time.time()
+        pipeline = self.pipeline
+        observe = getattr(pipeline.rules, "observe_message", None)
+        if observe is None:
+            return None
+        try:
+            classification: Classification | None = observe(message, self.phase_state)
+        except Exception as exc:  # a custom rule set failed: the turn shows no phase
+            pipeline.errors.record(_where(observe), exc)
+            return None
+        if classification is None or not classification.roles:
+            return None
+        self._score(classification)
+        for policy, state in zip(pipeline.policies, self.policy_states, strict=True):
+            for d in self._guarded(policy.on_message, message, classification, self, state) or ():
+                self._record_decision(None, d)
+                if d.injects or d.kind is DecisionKind.STOP:
+                    self.queue(d)
+        for sink, sstate in self.sink_states:
+            self._guarded(sink.on_message, self, message, classification, sstate)
+        return classification
+
     def before_model(self) -> list[Decision]:
         """What the model request about to be sent needs (counts the model call): reminders and nudges to
         add, and a STOP when a policy has ended the run (the integration then ends it instead of calling the
@@ -281,7 +308,7 @@ class Session:
             self.ended = True
             for step in list(self._pending.values()):
                 if self.pipeline.defers_phases:  # no result came: its phase is what the call showed
-                    self._score(step)
+                    self._score(step.classification)
                 self._finish(step)
             self._pending.clear()
             for det, state in zip(self.pipeline.detectors, self.detector_states, strict=True):
@@ -407,22 +434,22 @@ class Session:
             step.classification = self.pipeline.rules.classify(step.event, self.phase_state)
         except Exception as exc:  # keep the classification made before the call ran
             self.pipeline.errors.record(_where(self.pipeline.rules.classify), exc)
-        self._score(step)
+        self._score(step.classification)
 
     def _commit(self, step: Step, *, phases: bool = True) -> None:
         """Count the call as a step; with ``phases``, also commit its phase (else :meth:`_reclassify` does,
         once the result is known)."""
         if phases:
-            self._score(step)
+            self._score(step.classification)
         self.n_steps += 1
         if step.classification.unknown:
             self.unclassified.add(step.event.tool)
         if self.unclassified.calls:
             self.unclassified.notice(self.id, self.n_steps)
 
-    def _score(self, step: Step) -> None:
-        self.phase_state.apply(step.classification)
-        roles = step.classification.roles
+    def _score(self, classification: Classification) -> None:
+        self.phase_state.apply(classification)
+        roles = classification.roles
         if roles:
             lang = self.langutory
             at = lang.length

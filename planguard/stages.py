@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .actions.types import ActionType
     from .decisions import Decision
+    from .events import MessageEvent
     from .findings import Finding
+    from .phases.base import Classification
     from .session import Session, SessionSummary
     from .step import Step
 
@@ -76,6 +78,13 @@ class Policy:
     def before_model(self, session: Session, state: Any) -> Iterable[Decision]:
         return ()
 
+    def on_message(
+        self, message: MessageEvent, classification: Classification, session: Session, state: Any
+    ) -> Iterable[Decision]:
+        """A conversation turn the plan matched (``classification`` holds its phase): a phase seen outside
+        any tool call, such as the user's confirmation. Decisions are delivered as ``after_tool``'s are."""
+        return ()
+
     def on_end(self, session: Session, state: Any) -> Iterable[Decision]:
         return ()
 
@@ -107,6 +116,11 @@ class Sink:
     def on_finding(self, session: Session, step: Step | None, finding: Finding, state: Any) -> None: ...
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision, state: Any) -> None: ...
+
+    def on_message(
+        self, session: Session, message: MessageEvent, classification: Classification, state: Any
+    ) -> None:
+        """A conversation turn the plan matched. Its text is content: keep it only where content may go."""
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: Any) -> None: ...
 

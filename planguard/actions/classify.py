@@ -10,6 +10,7 @@ call's arguments into an action; a shell line goes through the shell classifier
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 from collections.abc import Callable, Mapping
 
@@ -439,13 +440,22 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
     return _tool_write(rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None)
 
 
+def _unnamed_query(event: ToolEvent) -> str:
+    """What a search tool without a query argument looks for: its name and arguments (``find_user`` by an
+    e-mail and ``search_flights`` by route are different searches; the same call twice is the same)."""
+    args = event.arguments
+    if not isinstance(args, Mapping) or not args:
+        return event.tool or ""
+    return f"{event.tool} " + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def _search_reader(intent: str) -> _Reader:
     """The reader of a structured search tool (``grep``-like content search or ``find``-like name search)."""
 
     def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
         query = _str_arg(event, rule.target or _QUERY_KEYS)
         if query is None:
-            query = _raw_text(event) or ""
+            query = _raw_text(event) or _unnamed_query(event)
         raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
         scope = c.norm(raw_scope) if raw_scope else None
         return _rule_action(rule, event, SEARCH, f"{collapse(query, 120)} @ {scope or '.'}", scope, intent)

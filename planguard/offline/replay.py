@@ -19,7 +19,7 @@ from ..actions import classify_action
 from ..actions.config import build_classifier
 from ..actions.types import Action, ActionType, WriteKind
 from ..detectors import build_detectors, default_detectors
-from ..events import ToolEvent
+from ..events import MessageEvent, ToolEvent
 from ..phases import LETTER_OF, PhaseRules
 from ..phases.base import GENERAL, Classification, Command, PhaseClassifier, letter_map
 from ..phases.registry import rules_for
@@ -185,8 +185,27 @@ class RecordedRules:
         recorded = _recorded(event)
         if recorded is None:
             return self.rules.classify(event, state)
-        commands = tuple(Command(str(label), str(role)) for label, role in recorded.get("commands") or ())
+        commands = _commands(recorded)
         return Classification(commands or (Command(event.tool or "unknown", GENERAL),))
+
+    @property
+    def matches_messages(self) -> bool:
+        return bool(getattr(self.rules, "matches_messages", False))
+
+    def observe_message(self, message: MessageEvent, state: Any) -> Classification | None:
+        """The turn's recorded phase when it has one (a store keeps the match, not the text), else the
+        rules' reading of its text."""
+        meta = message.metadata
+        recorded = meta.get(RECORDED_KEY) if meta else None
+        if isinstance(recorded, dict):
+            commands = _commands(recorded)
+            return Classification(commands) if commands else None
+        observe = getattr(self.rules, "observe_message", None)
+        return None if observe is None else cast("Classification | None", observe(message, state))
+
+
+def _commands(recorded: Mapping[str, Any]) -> tuple[Command, ...]:
+    return tuple(Command(str(label), str(role)) for label, role in recorded.get("commands") or ())
 
 
 class RecordedActions:
@@ -248,13 +267,26 @@ def replay(
         session = Session(item.id, pipeline, metadata=item.meta, started_at=first)
         steps: list[Step] = []
         observe = session.observe
-        for event in item.events:
+        # (the conversation's turns go to the session only when its plan matches turns)
+        turns = item.messages if getattr(pipeline.rules, "matches_messages", False) else []
+        told = 0
+        for i, event in enumerate(item.events):
+            told = _turns_until(session, turns, told, i)
             _model_calls_until(session, event.metadata.get("n_model_calls"))
             step = observe(event)
             if keep_steps:
                 steps.append(step)
+        _turns_until(session, turns, told, len(item.events))
         _model_calls_until(session, item.meta.get("n_model_calls"))
         yield ReplayResult(item, session.end(), steps, log.take(session.id), pipeline.letter_of)
+
+
+def _turns_until(session: Session, turns: Sequence[tuple[int, MessageEvent]], told: int, upto: int) -> int:
+    """Observe the turns from ``told`` on that came before event ``upto``; returns how many are told."""
+    while told < len(turns) and turns[told][0] <= upto:
+        session.observe_message(turns[told][1])
+        told += 1
+    return told
 
 
 def _model_calls_until(session: Session, n_model_calls: Any) -> None:

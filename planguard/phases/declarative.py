@@ -17,6 +17,11 @@ letter of a role is the phase's ``symbol``.
 
 Conditions on the canonical action (``action``, ``target``) read the one tool vocabulary
 (:mod:`planguard.actions`, with the user's ``actions.rules``); there is no tool table here.
+
+A match with ``message`` is about conversation turns (:class:`~planguard.events.MessageEvent`), which the
+session hands to :meth:`DeclarativeRules.observe_message`: a turn that matches gives its phase, with the
+same ordering conditions, but is no step. ``after_assistant`` reads the assistant's last message before the
+turn; what the state keeps of it is which matchers it satisfied, never its text.
 """
 
 from __future__ import annotations
@@ -30,11 +35,11 @@ from typing import Any
 
 from planguard.actions.types import Action
 from planguard.documents import loads_json
-from planguard.events import ToolEvent
+from planguard.events import ASSISTANT, MESSAGE_ROLES, MessageEvent, ToolEvent
 from planguard.phases.base import GENERAL, Classification, Command
-from planguard.plan import ArgumentTest, PhaseMatch, Plan
+from planguard.plan import ArgumentTest, MessageMatch, PhaseMatch, Plan
 
-__all__ = ["DeclarativeRules", "DeclarativeState"]
+__all__ = ["MESSAGE_LABEL", "DeclarativeRules", "DeclarativeState", "tool_verb"]
 
 #: Longest result or argument text a regex is searched in (a tool may take or return megabytes).
 MAX_RESULT_TEXT = 65_536
@@ -70,7 +75,7 @@ class _Matcher:
             if m.exit_code is None
             else frozenset([m.exit_code] if isinstance(m.exit_code, int) else m.exit_code)
         )
-        self.result = re.compile(m.result) if m.result is not None else None
+        self.result = re.compile(m.result, _flags(m.case_sensitive)) if m.result is not None else None
 
     def matches(self, event: ToolEvent, action: Callable[[], Action | None]) -> bool:
         tool = event.tool or ""
@@ -113,6 +118,52 @@ class _Matcher:
         return True
 
 
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]+(?![a-z])|[A-Za-z][a-z]*")
+
+
+def tool_verb(tool: str) -> str:
+    """The verb a tool's name begins with, lower-cased: ``refuel_data`` -> ``refuel``, ``getDataUsage`` ->
+    ``get``; a namespace (``mcp__shop__get_order``, ``shop.get_order``) is skipped."""
+    name = re.split(r"__|\.|/", tool)[-1] if tool else ""
+    first = _WORDS.search(name)
+    return first.group(0).lower() if first is not None else ""
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+
+
+def last_sentences(text: str, n: int) -> str:
+    """The last ``n`` sentences of ``text`` (split after ``.``, ``?``, ``!`` and at line breaks)."""
+    parts = [p for p in _SENTENCE_END.split(text) if p.strip()]
+    return " ".join(parts[-n:])
+
+
+def _flags(case_sensitive: bool) -> int:
+    return 0 if case_sensitive else re.IGNORECASE
+
+
+class _MessageMatcher:
+    """One compiled :class:`MessageMatch`; ``key`` numbers it among the plan's message matchers (what the
+    state remembers the assistant's last message satisfied)."""
+
+    __slots__ = ("after_assistant", "key", "role", "tail", "text")
+
+    def __init__(self, m: MessageMatch, key: int) -> None:
+        flags = _flags(m.case_sensitive)
+        self.key = key
+        self.tail = m.after_assistant_sentences
+        self.role = m.role
+        self.text = re.compile(m.text, flags) if m.text is not None else None
+        self.after_assistant = re.compile(m.after_assistant, flags) if m.after_assistant is not None else None
+
+    def matches(self, role: str, text: str, assistant_hits: frozenset[int]) -> bool:
+        if self.after_assistant is not None and (role == ASSISTANT or self.key not in assistant_hits):
+            return False
+        if self.role is not None and role != self.role:
+            return False
+        return self.text is None or self.text.search(text) is not None
+
+
 def _parsed(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
     """The argument object; a raw argument string is read as JSON when it is a JSON object."""
     if not isinstance(arguments, str):
@@ -129,6 +180,9 @@ class DeclarativeState:
     """The phases a session has seen (at most the plan's phases): what ordering conditions read."""
 
     seen: set[str] = field(default_factory=set)
+    #: The message matchers whose ``after_assistant`` the assistant's last message satisfied (their keys):
+    #: the match, not the text.
+    assistant_hits: frozenset[int] = frozenset()
     #: The run's working directory, which the session sets on every phase state (declared matchers
     #: compare tool names and arguments as given, so they do not read it).
     root: str | None = None
@@ -139,13 +193,22 @@ class DeclarativeState:
 
 
 class _Phase:
-    __slots__ = ("after", "before", "first_only", "id", "matchers")
+    __slots__ = ("after", "before", "first_only", "id", "matchers", "messages", "verbs")
 
     def __init__(
-        self, id: str, matchers: tuple[_Matcher, ...], after: list[str], before: list[str], first: bool
+        self,
+        id: str,
+        matchers: tuple[_Matcher, ...],
+        messages: tuple[_MessageMatcher, ...],
+        after: list[str],
+        before: list[str],
+        first: bool,
+        verbs: list[str],
     ):
         self.id = id
+        self.verbs = frozenset(verbs)
         self.matchers = matchers
+        self.messages = messages
         self.after = tuple(after)
         self.before = tuple(before)
         self.first_only = first
@@ -168,10 +231,28 @@ class DeclarativeRules:
         if not plan.declarative:
             raise ValueError(f"plan {plan.name!r} declares no phase matches")
         self.plan = plan
+        keys = iter(range(1 << 30))
         self._phases = tuple(
-            _Phase(p.id, tuple(_Matcher(m) for m in p.matches), p.after, p.before, p.first_only)
+            _Phase(
+                p.id,
+                tuple(_Matcher(m) for m in p.matches if m.message is None),
+                tuple(_MessageMatcher(m.message, next(keys)) for m in p.matches if m.message is not None),
+                p.after,
+                p.before,
+                p.first_only,
+                p.verbs,
+            )
             for p in plan.phases
         )
+        self._by_verb = any(p.verbs for p in plan.phases)
+        self._after_assistant = tuple(
+            (m.key, m.after_assistant, m.tail)
+            for ph in self._phases
+            for m in ph.messages
+            if m.after_assistant is not None
+        )
+        #: Some phase matches conversation turns: integrations hand the session the conversation.
+        self.matches_messages = any(ph.messages for ph in self._phases)
         uses_action = any(m.uses_action for p in plan.phases for m in p.matches)
         if uses_action and actions is None:
             from planguard.actions import classify_action
@@ -194,9 +275,45 @@ class DeclarativeRules:
             for phase in self._phases:
                 if phase.admits(state.seen) and any(m.matches(event, action) for m in phase.matchers):
                     return Classification(commands=(Command(label, phase.id),))
+            if self._by_verb:  # no match placed the call: the verb its tool's name begins with may
+                verb = tool_verb(label)
+                for phase in self._phases:
+                    if verb in phase.verbs and phase.admits(state.seen):
+                        return Classification(commands=(Command(label, phase.id),))
         except Exception:  # a bad argument shape or a failing vocabulary: the call is general (fail open)
             pass
         return Classification(commands=(Command(label, GENERAL),))
+
+    def observe_message(self, message: MessageEvent, state: DeclarativeState) -> Classification | None:
+        """The phase a conversation turn shows (None: none). Remembers in ``state`` which ``after_assistant``
+        conditions an assistant message satisfied (for the user's reply); the phase itself is committed by
+        the session, as a call's is. Never raises."""
+        try:
+            role = MESSAGE_ROLES.get(message.role.lower(), message.role)
+            text = message.text[:MAX_RESULT_TEXT] if isinstance(message.text, str) else ""
+            hits = state.assistant_hits
+            found = None
+            for phase in self._phases:
+                if (
+                    phase.messages
+                    and phase.admits(state.seen)
+                    and any(m.matches(role, text, hits) for m in phase.messages)
+                ):
+                    found = Classification(commands=(Command(MESSAGE_LABEL, phase.id),))
+                    break
+            if role == ASSISTANT and self._after_assistant:
+                state.assistant_hits = frozenset(
+                    key
+                    for key, rx, tail in self._after_assistant
+                    if rx.search(last_sentences(text, tail) if tail else text) is not None
+                )
+            return found
+        except Exception:  # an odd message: no phase (fail open)
+            return None
+
+
+#: The label of a conversation turn's command in a classification (a turn is no tool call).
+MESSAGE_LABEL = "message"
 
 
 class _Lazy:

@@ -26,6 +26,8 @@ from .reminder import check_template
 
 if TYPE_CHECKING:
     from ..errors import ErrorCounter
+    from ..events import MessageEvent
+    from ..phases.base import Classification
     from ..session import Session
     from ..step import Step
 
@@ -185,12 +187,19 @@ class Gate(Policy):
         )
 
     def after_tool(self, step: Step, session: Session, state: _State) -> Iterable[Decision]:
-        if not self._tracks:
-            return ()
-        roles = step.classification.roles
-        if not roles:
-            return ()
-        counts = not self._need_success or not step.event.failed  # a phase role here counts as done
+        if self._tracks:
+            # a phase role here counts as done unless the gate wants success and the call failed
+            self._track(step.classification.roles, not self._need_success or not step.event.failed, state)
+        return ()
+
+    def on_message(
+        self, message: MessageEvent, classification: Classification, session: Session, state: _State
+    ) -> Iterable[Decision]:
+        if self._tracks:  # a phase a conversation turn showed (the user's confirmation) has happened
+            self._track(classification.roles, True, state)
+        return ()
+
+    def _track(self, roles: tuple[str, ...], counts: bool, state: _State) -> None:
         for r in roles:
             state.pos += 1
             info = self._roles.get(r)
@@ -202,7 +211,6 @@ class Gate(Policy):
             if is_after:
                 state.last_after = state.pos
             state.seen |= seen_bits
-        return ()
 
     def _role_info(self, role: str) -> tuple[bool, bool, int]:
         pa = self._pa

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,6 +27,8 @@ from .match import ToolMatcher, ToolPattern
 from .reminder import check_template
 
 if TYPE_CHECKING:
+    from ..events import MessageEvent
+    from ..phases.base import Classification
     from ..session import Session
     from ..step import Step
 
@@ -98,9 +100,22 @@ class ViolationsConfig(BaseModel):
     )
     finish_tools: list[ToolPattern] | None = Field(
         None,
-        description="Tool calls that mean 'I am done'. null: built-in patterns for submit/finish tools, a "
-        "shell 'submit' and mini-swe-agent's final echo, plus the canonical action's completion flag.",
+        description="Tool calls that mean 'I am done': patterns ({tool, arguments}) or bare tool names "
+        "(finish_tools: submit, or [submit, final_answer]). null: built-in patterns for submit/finish "
+        "tools, a shell 'submit' and mini-swe-agent's final echo, plus the canonical action's completion "
+        "flag.",
     )
+
+    @field_validator("finish_tools", mode="before")
+    @classmethod
+    def _bare_names(cls, v: Any) -> Any:
+        """A tool name (or a list mixing names and patterns) stands for ``{tool: name}``."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            return [{"tool": item} if isinstance(item, str) else item for item in v]
+        return v
+
     on_finish: Literal["deny", "remind"] = Field(
         "deny",
         description="deny: the finish call fails with the reminder as its error (the model sees it at once); "
@@ -180,10 +195,17 @@ class PlanViolations(Policy):
         return d
 
     def after_tool(self, step: Step, session: Session, state: _State) -> Iterable[Decision]:
-        if not self._active:
-            return ()
-        roles = step.classification.roles
-        if not roles:
+        return self._observe(step.classification.roles, session, state)
+
+    def on_message(
+        self, message: MessageEvent, classification: Classification, session: Session, state: _State
+    ) -> Iterable[Decision]:
+        return self._observe(classification.roles, session, state)
+
+    def _observe(self, roles: tuple[str, ...], session: Session, state: _State) -> Iterable[Decision]:
+        """The plan phases a call or a conversation turn showed: reminders for phases skipped, out of order
+        or out of plan."""
+        if not self._active or not roles:
             return ()
         lines: list[str] | None = None
         cfg = self.config

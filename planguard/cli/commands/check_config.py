@@ -12,12 +12,12 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...config import Config
 
-__all__ = ["integration_sections", "register", "run", "summarize"]
+__all__ = ["gate_warnings", "integration_sections", "register", "run", "summarize"]
 
 #: Config sections of integrations, and the extra that installs each: what a file may hold when the
 #: integration is not installed here (reported as not checked rather than refused).
@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     for line in section_lines:
         print(line)
+    for line in gate_warnings(config):
+        print(f"warning: {args.file}: {line}", file=sys.stderr)
     return 0
 
 
@@ -89,6 +91,45 @@ def integration_sections() -> dict[str, Callable[[str], str | None]]:
         if isinstance(section, str) and callable(check):
             out[section] = check
     return out
+
+
+def gate_warnings(config: Config) -> list[str]:
+    """Gates waiting on a declared phase that nothing but the gated call itself can show: no other tool, no
+    verb, no message rule matches it, so the gate would hold until its max_denials (e.g. a confirm phase
+    matched only by the tool it guards, while the agent confirms in chat)."""
+    from ...events import ToolEvent
+    from ...plan import phase_matches
+
+    plan = config.followed_plan
+    if not plan.declarative:
+        return []
+    out = []
+    for i, gate in enumerate(config.policies.gates):
+        until = gate.until
+        waited = [*until.phases_seen, *([until.phase_after.phase] if until.phase_after else [])]
+        gated = gate.compile()
+        for prefix in waited:
+            for phase in plan.phases:
+                if not phase_matches(phase.id, prefix) or phase.verbs:
+                    continue
+                if any(_shows_other_calls(m, gated, ToolEvent) for m in phase.matches):
+                    continue
+                out.append(
+                    f"policies.gates.{i}.until: gate {gate.name!r} waits on phase {phase.id!r}, which no "
+                    f"tool other than the one it gates, no verb and no message rule can match: it would "
+                    "hold until max_denials (if the agent does this in chat, add a match: {message: ...})"
+                )
+    return out
+
+
+def _shows_other_calls(match: Any, gated: Any, event: Any) -> bool:
+    """A phase match that some call other than the gated tool's (or a conversation turn) can satisfy."""
+    if match.message is not None or match.tool_regex is not None:
+        return True
+    if match.tool is None:
+        return True  # matched by action, target, arguments or outcome: any tool may
+    globs = [match.tool] if isinstance(match.tool, str) else match.tool
+    return any(any(c in g for c in "*?[") or not gated.matches(event(tool=g)) for g in globs)
 
 
 def _unresolved_plugins(config: Config) -> list[str]:

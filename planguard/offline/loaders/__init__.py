@@ -20,8 +20,14 @@ Formats (see :data:`FORMATS`; each is detected from the file's content, not its 
   streamed; V0 and V1 event histories).
 * ``codex`` - Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
 * ``gemini-cli`` - Gemini CLI chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json[l]``).
+* ``opencode-export`` - ``opencode export <sessionID>`` output (``{info, messages: [{info, parts}]}``).
 * ``opencode`` - OpenCode's session storage, given as a directory (``~/.local/share/opencode/storage``),
   or its database (``~/.local/share/opencode/opencode.db``, opencode 1.1x and later).
+* ``tau-bench`` - tau-bench results (``historical_trajectories/*.json``: a list of ``{task_id, reward,
+  info, traj, trial}``), one run per task and trial, the conversation's turns kept.
+* ``tau2-bench`` - tau2-bench simulation files (``{timestamp, info, tasks, simulations}``), one run per
+  simulation; the simulated user's own tool calls are not the agent's steps.
+* ``agentdojo`` - AgentDojo run logs (``runs/<pipeline>/<suite>/<user_task>/<attack>/<injection>.json``).
 * ``planguard-store`` - planguard's own session store files (read by
   :mod:`planguard.offline.loaders.planguard_store`).
 * ``generic`` - one JSON object per tool call (:mod:`planguard.offline.loaders.generic`; ``planguard
@@ -41,6 +47,7 @@ from typing import Any
 from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory, checked_run
 from ._detect import FAMILY, FORMATS, LINE_FORMATS, Sniff, json_problem, parse_document, sniff
 from ._json import loads
+from .agentdojo import load_agentdojo
 from .claude_code import load_claude_code
 from .codex import load_codex
 from .gemini_cli import load_gemini_cli
@@ -50,12 +57,15 @@ from .opencode import (
     is_opencode_db,
     is_opencode_storage,
     load_opencode_db,
+    load_opencode_export,
     load_opencode_session_file,
     load_opencode_storage,
 )
 from .openhands import load_event_document, load_output_record
 from .planguard_store import trajectories_from_records
 from .swe_agent import load_demo_document, load_jsonl_record, load_traj_document
+from .tau2_bench import load_tau2
+from .tau_bench import load_tau_bench
 
 __all__ = [
     "FORMATS",
@@ -88,11 +98,18 @@ _SESSION_LINE_LOADERS: dict[str, _SessionLineLoader] = {
     "codex": load_codex,
     "gemini-cli": load_gemini_cli,
 }
+#: Benchmark results files: one document holding many runs.
+_RESULTS_LOADERS: dict[str, Callable[[Any, str], Iterator[Trajectory | LoadError]]] = {
+    "tau-bench": load_tau_bench,
+    "tau2-bench": load_tau2,
+    "opencode-export": load_opencode_export,
+}
 _DOCUMENT_LOADERS: dict[str, _DocumentLoader] = {
     "swe-agent-traj": load_traj_document,
     "swe-agent-demo": load_demo_document,
     "mini-swe-agent": load_mini_document,
     "openhands": load_event_document,
+    "agentdojo": load_agentdojo,
 }
 
 
@@ -255,6 +272,9 @@ def _load_file(
         elif fmt == "opencode":
             document = found.document if found.has_document else parse_document(path)
             yield from load_opencode_session_file(path, document if isinstance(document, dict) else {})
+        elif fmt in _RESULTS_LOADERS:  # one file, many runs
+            document = found.document if found.has_document else parse_document(path)
+            yield from _RESULTS_LOADERS[fmt](document, shown)
         else:
             document = found.document if found.has_document else parse_document(path)
             run = _DOCUMENT_LOADERS[fmt](document, shown, run_id_from_name(path.name))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from planguard.events import ToolEvent
+from planguard.events import MessageEvent, ToolEvent
 
 from ._json import loads
 
@@ -32,7 +32,7 @@ STANDARD_META_KEYS: tuple[str, ...] = (
 
 @dataclass(slots=True)
 class Trajectory:
-    """One recorded agent run, reduced to its tool calls.
+    """One recorded agent run, reduced to its tool calls and conversation turns.
 
     ``id`` is the JSONL record's id (or instance id) for line-oriented corpora and the file stem for
     single-run files; sub-agent transcripts of Claude Code get ``"<session>/<agentId>"``. ``source`` is
@@ -44,6 +44,14 @@ class Trajectory:
     format: str
     events: list[ToolEvent] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: The conversation turns (the assistant's text to the user, the user's replies), each with the number
+    #: of ``events`` that came before it: not steps, but a plan may match them (``match: {message: ...}``).
+    messages: list[tuple[int, MessageEvent]] = field(default_factory=list)
+
+    def add_message(self, role: str, text: Any, time: float | None = None) -> None:
+        """A turn after the events loaded so far (empty or non-text turns are left out)."""
+        if isinstance(text, str) and text.strip():
+            self.messages.append((len(self.events), MessageEvent(role, text, time)))
 
 
 class LoadError(Exception):

@@ -16,7 +16,11 @@ from typing import Any
 from ...documents import DocumentError, decode_utf8, loads_yaml
 from ._base import LoadError, type_name
 from ._json import loads
+from .agentdojo import is_agentdojo_run
 from .generic import is_generic_record
+from .opencode import is_opencode_export
+from .tau2_bench import is_tau2_results
+from .tau_bench import is_tau_bench_results
 
 __all__ = [
     "FAMILY",
@@ -42,6 +46,10 @@ FORMATS: tuple[str, ...] = (
     "codex",
     "gemini-cli",
     "opencode",
+    "opencode-export",
+    "tau-bench",
+    "tau2-bench",
+    "agentdojo",
     "planguard-store",
     "generic",
 )
@@ -63,6 +71,7 @@ FAMILY: dict[str, str] = {
     "swe-agent-traj": "swe-agent",
     "swe-agent-demo": "swe-agent",
     "openhands-output": "openhands",
+    "opencode-export": "opencode",
 }
 
 _SNIFF_LINES = 20
@@ -139,8 +148,14 @@ def classify_document(obj: Any) -> str | None:
             return record
         if isinstance(obj.get("trajectory"), list):
             return "swe-agent-traj"
+        if is_tau2_results(obj):
+            return "tau2-bench"
+        if is_agentdojo_run(obj):
+            return "agentdojo"
         if isinstance(obj.get("id"), str) and obj["id"].startswith("ses_") and "projectID" in obj:
             return "opencode"  # one session's info file in OpenCode's storage
+        if is_opencode_export(obj):
+            return "opencode-export"
         if isinstance(obj.get("messages"), list) and ("info" in obj or "trajectory_format" in obj):
             return "mini-swe-agent"
         history = obj.get("history")
@@ -151,6 +166,8 @@ def classify_document(obj: Any) -> str | None:
         sample = [item for item in obj[:16] if isinstance(item, dict)]
         if not sample:
             return None
+        if is_tau_bench_results(obj):
+            return "tau-bench"
         if all("role" in item for item in sample):
             return "mini-swe-agent"
         if any(

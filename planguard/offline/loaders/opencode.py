@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from planguard.events import ToolEvent
+from planguard.events import ASSISTANT, USER, ToolEvent
 
 from ._base import LoadError, Trajectory, as_dict, as_str, checked_run, new_meta, parse_time, type_name
 from ._json import loads
@@ -36,6 +36,8 @@ from .claude_code import PLANGUARD_REASON_PREFIXES
 
 __all__ = [
     "is_opencode_db",
+    "is_opencode_export",
+    "load_opencode_export",
     "is_opencode_storage",
     "load_opencode_db",
     "load_opencode_session_file",
@@ -99,6 +101,32 @@ def load_opencode_session_file(path: Path, info: dict[str, Any]) -> Iterator[Tra
         yield exc
 
 
+def is_opencode_export(document: Any) -> bool:
+    """``opencode export <sessionID>``'s output: ``{info: <session>, messages: [{info, parts}]}``."""
+    if not isinstance(document, dict):
+        return False
+    info, messages = document.get("info"), document.get("messages")
+    return (
+        isinstance(info, dict)
+        and str(info.get("id", "")).startswith("ses_")
+        and isinstance(messages, list)
+        and all(isinstance(m, dict) and "info" in m and "parts" in m for m in messages[:8])
+    )
+
+
+def load_opencode_export(document: Any, path: str) -> Iterator[Trajectory | LoadError]:
+    """One session as ``opencode export`` writes it (packages/opencode/src/cli/cmd/export.ts: the session's
+    info and each message's info with its parts, the shapes of the JSON storage)."""
+    info = as_dict(as_dict(document).get("info"))
+    session_id = as_str(info.get("id")) or "opencode-export"
+    messages = [
+        (as_dict(m.get("info")), [p for p in m.get("parts") or () if isinstance(p, dict)])
+        for m in as_dict(document).get("messages") or ()
+        if isinstance(m, dict)
+    ]
+    yield from _run(session_id, info, path, messages)
+
+
 def _stored_messages(
     root: Path, session_id: str
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]] | LoadError]:
@@ -126,7 +154,8 @@ def _run(
     source: str,
     messages: Iterable[tuple[dict[str, Any], list[dict[str, Any]]] | LoadError],
 ) -> Iterator[Trajectory | LoadError]:
-    events: list[ToolEvent] = []
+    run = Trajectory(id=session_id, source=source, format="opencode")
+    events = run.events
     task: str | None = None
     final_text: str | None = None
     model: str | None = None
@@ -144,6 +173,8 @@ def _run(
         for part in parts:
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("text"), str) and not part.get("synthetic"):
+                if role in (USER, ASSISTANT):
+                    run.add_message(role, part["text"], parse_time(as_dict(part.get("time")).get("start")))
                 if role == "user" and task is None and part["text"].strip():
                     task = part["text"]
                 elif role == "assistant" and part["text"].strip():
@@ -165,7 +196,7 @@ def _run(
         parent_session_id=as_str(info.get("parentID")),
         unanswered_tool_calls=sum(1 for e in events if e.result is None and e.blocked is None),
     )
-    run = Trajectory(id=session_id, source=source, format="opencode", events=events, meta=meta)
+    run.meta = meta
     yield from checked_run(run, raw_parts, source, None)
 
 

@@ -201,7 +201,7 @@ class _Builder:
 
     def _action(self, item: dict[str, Any], label: str) -> ToolEvent | None:
         kind = item.get("action")
-        args = as_dict(item.get("args"))
+        args = _fields(item, "args")
         source = item.get("source")
         metadata_block = item.get("tool_call_metadata")
         tool_meta = metadata_block if isinstance(metadata_block, dict) else None
@@ -247,7 +247,7 @@ class _Builder:
 
     def _observation(self, item: dict[str, Any], fallback: ToolEvent | None) -> None:
         kind = item.get("observation")
-        extras = as_dict(item.get("extras"))
+        extras = _fields(item, "extras")
         if kind == "agent_state_changed":
             self._agent_state = as_str(extras.get("agent_state")) or self._agent_state
             return
@@ -257,6 +257,9 @@ class _Builder:
             call_id = dig(item, "tool_call_metadata", "tool_call_id")
             if isinstance(call_id, str):
                 event = self._by_call_id.get(call_id)
+        if event is None and fallback is None and "cause" not in item and self.events:
+            # The resolver's flattened history has no ids: an observation answers the action before it.
+            event = self.events[-1]
         event = event or fallback
         if event is None or event.result is not None:
             if kind not in (None, "null", "recall"):
@@ -421,6 +424,36 @@ def _find_call(tool_meta: dict[str, Any]) -> dict[str, Any] | None:
                 if isinstance(call, dict) and call.get("id") == wanted:
                     return call
     return None
+
+
+#: An event's own keys, around its ``args`` (an action) or ``extras`` (an observation).
+_ENVELOPE = frozenset(
+    {
+        "id",
+        "source",
+        "timestamp",
+        "message",
+        "action",
+        "observation",
+        "cause",
+        "content",
+        "tool_call_metadata",
+        "llm_metrics",
+        "timeout",
+        "hidden",
+    }
+)
+
+
+def _fields(item: dict[str, Any], key: str) -> dict[str, Any]:
+    """An event's ``args`` or ``extras``. The resolver's ``output.jsonl`` (openhands/resolver, e.g.
+    tests/unit/resolver/mock_output/output.jsonl in All-Hands-AI/OpenHands) stores its history flattened:
+    ``{"action": "run", "command": ..., "thought": ...}`` and ``{"observation": "run", "content": ...,
+    "exit_code": 0}``, the fields beside the envelope instead of under ``args``/``extras``."""
+    nested = item.get(key)
+    if isinstance(nested, dict):
+        return nested
+    return {k: v for k, v in item.items() if k not in _ENVELOPE}
 
 
 def _arguments_from_args(kind: str, args: dict[str, Any], item: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...documents import loads_json
-from ...events import ToolEvent
+from ...events import MessageEvent, ToolEvent
 from ...sinks.store.config import DEFAULT_STORE_PATH
 from ...sinks.store.records import (
     HEADER_TYPE,
@@ -23,6 +23,7 @@ from ...sinks.store.records import (
     BlockedRecord,
     DecisionRecord,
     FindingRecord,
+    MessageRecord,
     RecordError,
     SessionEnd,
     SessionHeader,
@@ -69,6 +70,8 @@ class StoredSession:
     blocked: list[BlockedRecord] = field(default_factory=list)
     findings: list[FindingRecord] = field(default_factory=list)  # session-level (no step)
     decisions: list[DecisionRecord] = field(default_factory=list)  # session-level (no step)
+    #: The conversation turns the plan matched, each with the calls (steps and blocked) recorded before it.
+    messages: list[tuple[int, MessageRecord]] = field(default_factory=list)
     end: SessionEnd | None = None
     errors: list[StoreReadError] = field(default_factory=list)
 
@@ -264,6 +267,9 @@ def _add(session: StoredSession, obj: Any) -> None:
         session.steps.append(StepRecord.from_json(obj))
     elif kind == "blocked":
         session.blocked.append(BlockedRecord.from_json(obj))
+    elif kind == "message":
+        at = len(session.steps) + len(session.blocked)
+        session.messages.append((at, MessageRecord.from_json(obj)))
     elif kind == "finding":
         session.findings.append(FindingRecord.from_json(obj))
     elif kind == "decision":
@@ -273,7 +279,7 @@ def _add(session: StoredSession, obj: Any) -> None:
     elif kind == HEADER_TYPE:
         raise RecordError("a second session header; expected one header per file")
     else:
-        raise RecordError(f"'type' is {kind!r}; expected step, blocked, finding, decision or end")
+        raise RecordError(f"'type' is {kind!r}; expected step, blocked, message, finding, decision or end")
 
 
 def _trajectory(session: StoredSession, source: str) -> Trajectory:
@@ -295,4 +301,17 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         stored_letters=session.end.letters if session.end else None,
     )
     events = session.replay_events()
-    return Trajectory(id=h.session_id, source=source, format=FORMAT, events=events, meta=meta)
+    # A turn carries the phase it showed (RECORDED_KEY), which replay takes: the assistant message an
+    # after_assistant condition read was not recorded.
+    messages = [
+        (
+            at,
+            MessageEvent(
+                m.role, m.text or "", m.time, {RECORDED_KEY: {"commands": [list(c) for c in m.commands]}}
+            ),
+        )
+        for at, m in session.messages
+    ]
+    return Trajectory(
+        id=h.session_id, source=source, format=FORMAT, events=events, meta=meta, messages=messages
+    )

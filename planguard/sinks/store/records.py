@@ -5,6 +5,7 @@ A session file is::
     {"type": "planguard.session", "v": 2, "session_id": ..., "plan": ..., "content": false, ...}
     {"type": "step", "index": 0, "event": {...}, "roles": [...], "decisions": [...], "scores": {...}, ...}
     {"type": "blocked", "event": {...}, "decisions": [...]}        # a call a policy refused to run
+    {"type": "message", "role": "user", "roles": ["confirm"], ...}  # a conversation turn the plan matched
     {"type": "finding", ...}  /  {"type": "decision", ...}          # session-level (no step)
     {"type": "end", "summary": {...}}
 
@@ -35,6 +36,7 @@ from ...findings import Finding
 __all__ = [
     "HEADER_TYPE",
     "RECORDED_KEY",
+    "MessageRecord",
     "SCHEMA_VERSION",
     "BlockedRecord",
     "DecisionRecord",
@@ -341,12 +343,7 @@ class StepRecord:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> StepRecord:
         roles = _opt(d, "roles", list, "a list of role names", [])
-        commands = _opt(d, "commands", list, "a list of [label, role] pairs", [])
-        pairs: list[tuple[str, str]] = []
-        for c in commands:
-            if not (isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)):
-                raise RecordError(f"'commands' holds {c!r}; expected [label, role] string pairs")
-            pairs.append((c[0], c[1]))
+        pairs = _pairs(_opt(d, "commands", list, "a list of [label, role] pairs", []))
         scores = _opt(d, "scores", Mapping, "an object of PPC/POC/PPF/PC")
         return cls(
             index=_req(d, "index", int, "the step index (integer)"),
@@ -390,6 +387,54 @@ class BlockedRecord:
             at_step=_opt(d, "at_step", int, "an integer", 0),
             n_model_calls=_opt(d, "n_model_calls", int, "an integer", None),
         )
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """A conversation turn the plan matched: the phase it showed (always kept; the match is no content) and
+    its text only when the store keeps content. Not a step; replay observes it where it was recorded."""
+
+    role: str
+    commands: list[tuple[str, str]] = field(default_factory=list)  # (label, role): the phase it showed
+    at_step: int = 0  # the steps run before it
+    n_model_calls: int = 0
+    text: str | None = None  # None: not recorded (a store without content)
+    time: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "type": "message",
+            "role": self.role,
+            "commands": [list(c) for c in self.commands],
+            "at_step": self.at_step,
+            "n_model_calls": self.n_model_calls,
+        }
+        if self.text is not None:
+            d["text"] = self.text
+        if self.time is not None:
+            d["time"] = self.time
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MessageRecord:
+        pairs = _pairs(_opt(d, "commands", list, "a list of [label, role] pairs", []))
+        return cls(
+            role=_req(d, "role", str, "the turn's role (user or assistant)"),
+            commands=pairs,
+            at_step=_opt(d, "at_step", int, "an integer", 0),
+            n_model_calls=_opt(d, "n_model_calls", int, "an integer", 0),
+            text=_opt(d, "text", str, "a string"),
+            time=_num(d.get("time")),
+        )
+
+
+def _pairs(commands: list[Any]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for c in commands:
+        if not (isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)):
+            raise RecordError(f"'commands' holds {c!r}; expected [label, role] string pairs")
+        pairs.append((c[0], c[1]))
+    return pairs
 
 
 @dataclass(slots=True)

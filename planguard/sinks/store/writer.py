@@ -46,9 +46,10 @@ from .records import DecisionRecord, FindingRecord, SessionEnd, SessionHeader
 
 if TYPE_CHECKING:
     from ...decisions import Decision
-    from ...events import ToolEvent
+    from ...events import MessageEvent, ToolEvent
     from ...findings import Finding
     from ...metrics import Compliance, Scores
+    from ...phases.base import Classification
     from ...session import Session, SessionSummary
     from ...step import Step
 
@@ -310,6 +311,21 @@ class StoreSink(Sink):
             st.pre = ()
         st.pre_step = None
 
+    def on_message(
+        self, session: Session, message: MessageEvent, classification: Classification, state: _State
+    ) -> None:
+        self._worker.submit(
+            (
+                "message",
+                state.key,
+                session.id,
+                message,
+                tuple(classification.commands),
+                session.n_steps,
+                session.n_model_calls,
+            )
+        )
+
     def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
         self._worker.submit(("end", state.key, session.id, summary))
 
@@ -483,6 +499,16 @@ class StoreSink(Sink):
                 "decisions": [_decision(d, c).to_json() for d in decisions],
                 "n_model_calls": n_model_calls,
             }
+        if kind == "message":
+            _, _, _, message, commands, at_step, n_model_calls = item
+            return records.MessageRecord(
+                role=message.role,
+                commands=[(str(x.label), str(x.role)) for x in commands],  # (the label is "message")
+                at_step=at_step,
+                n_model_calls=n_model_calls,
+                text=c.text(message.text),  # content: None without it, else redacted and cut
+                time=message.time,
+            ).to_json()
         if kind == "finding":
             return {"type": "finding", **_finding(item[3], c).to_json()}
         if kind == "decision":

@@ -16,12 +16,13 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from planguard.decisions import ALLOW, Decision, DecisionKind
 from planguard.errors import ErrorCounter
+from planguard.events import ASSISTANT, USER
 
 from .tool_spans import handing_over_tool_spans
 from .translate import (
@@ -339,6 +340,38 @@ class GuardHooks:
         with self._lock:
             return self._suspended.pop((sid, event.call_id), 0) is None
 
+    # ------------------------------------------------------------------ conversation
+
+    @property
+    def observes_messages(self) -> bool:
+        """The guard's plan matches conversation turns (``match: {message: ...}``): hand them over."""
+        return bool(getattr(self.guard, "observes_messages", False))
+
+    def observe_turns(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
+        """The user's turns since the assistant's last message (at a model call: the reply the model is about
+        to read), handed to the guard. The assistant's own messages are handed over as they are answered."""
+        for text in _user_turns(messages):
+            self._guarded("observe_message", self._observe, session_id, USER, text)
+
+    async def aobserve_turns(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
+        for text in _user_turns(messages):
+            await self._aguarded("observe_message", self._aobserve, session_id, USER, text)
+
+    def observe_answer(self, session_id: str, answer: Sequence[BaseMessage]) -> None:
+        """The model's answer: its text to the user (tool calls are hooked where they run)."""
+        for text in _assistant_texts(answer):
+            self._guarded("observe_message", self._observe, session_id, ASSISTANT, text)
+
+    async def aobserve_answer(self, session_id: str, answer: Sequence[BaseMessage]) -> None:
+        for text in _assistant_texts(answer):
+            await self._aguarded("observe_message", self._aobserve, session_id, ASSISTANT, text)
+
+    def _observe(self, session_id: str, role: str, text: str) -> Any:
+        return self.guard.observe_message(session_id, role, text)  # type: ignore[attr-defined]
+
+    async def _aobserve(self, session_id: str, role: str, text: str) -> Any:
+        return await self.guard.aobserve_message(session_id, role, text)  # type: ignore[attr-defined]
+
     # ------------------------------------------------------------------ model
 
     def before_model(self, session_id: str, messages: Sequence[BaseMessage]) -> ModelCall:
@@ -414,6 +447,24 @@ class GuardHooks:
             if self._suspended:
                 for key in [k for k in self._suspended if k[0] == session_id]:
                     del self._suspended[key]
+
+
+def _user_turns(messages: Sequence[BaseMessage]) -> list[str]:
+    """The texts of the human messages after the last AI message, in order."""
+    turns: list[str] = []
+    for m in reversed(messages):
+        if isinstance(m, AIMessage):
+            break
+        if isinstance(m, HumanMessage):
+            text = m.text
+            if text.strip():
+                turns.append(text)
+    turns.reverse()
+    return turns
+
+
+def _assistant_texts(answer: Sequence[BaseMessage]) -> list[str]:
+    return [m.text for m in answer if isinstance(m, AIMessage) and m.text.strip()]
 
 
 def _as_list(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

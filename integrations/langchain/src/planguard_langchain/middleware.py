@@ -140,6 +140,9 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         sid, generated = self.hooks.open_session(_current_config(), request.state, request.model, **_METADATA)
+        if self.hooks.observes_messages:  # the plan matches conversation turns: hand them over
+            self.hooks.observe_turns(sid, request.messages)
+            handler = functools.partial(_observing, self.hooks, sid, handler)
         call = self.hooks.model_call(sid, request.messages)
         if call is None and not generated:  # nothing to add (most calls)
             return handler(request)
@@ -158,6 +161,9 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         sid, generated = self.hooks.open_session(_current_config(), request.state, request.model, **_METADATA)
+        if self.hooks.observes_messages:
+            await self.hooks.aobserve_turns(sid, request.messages)
+            handler = functools.partial(_aobserving, self.hooks, sid, handler)
         call = await self.hooks.amodel_call(sid, request.messages)
         if call is None and not generated:
             return await handler(request)
@@ -226,6 +232,28 @@ def _current_config() -> Any:
     # What ``langgraph.config.get_config()`` returns, without its exception when called outside a graph run
     # (a unit test driving a hook directly): None then.
     return var_child_runnable_config.get()
+
+
+def _observing(
+    hooks: GuardHooks,
+    sid: str,
+    handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    request: ModelRequest[Any],
+) -> ModelResponse[Any]:
+    response = handler(request)
+    hooks.observe_answer(sid, response.result)
+    return response
+
+
+async def _aobserving(
+    hooks: GuardHooks,
+    sid: str,
+    handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    request: ModelRequest[Any],
+) -> ModelResponse[Any]:
+    response = await handler(request)
+    await hooks.aobserve_answer(sid, response.result)
+    return response
 
 
 def _keep_session_id(request: ModelRequest[Any], sid: str) -> dict[str, Any]:

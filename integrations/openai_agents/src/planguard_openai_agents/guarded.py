@@ -24,7 +24,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from planguard.decisions import Decision, DecisionKind
 from planguard.documents import loads_json
-from planguard.events import ToolEvent
+from planguard.events import ASSISTANT, USER, ToolEvent
 
 if TYPE_CHECKING:
     from agents.result import RunResult
@@ -89,6 +89,23 @@ class PlanguardRunHooks(RunHooks[Any]):
     def __init__(self, owner: Planguard, session_id: str) -> None:
         self.owner = owner
         self.session_id = session_id
+
+    async def on_llm_start(
+        self, context: Any, agent: Any, system_prompt: str | None, input_items: list[Any]
+    ) -> None:
+        """The user's turns since the assistant's last message, when the plan matches turns."""
+        if self.owner.guard.observes_messages:
+            for text in _user_turns(input_items):
+                await self.owner.guard.aobserve_message(self.session_id, USER, text)
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        """The model's text to the user (its tool calls are hooked where they run)."""
+        if self.owner.guard.observes_messages:
+            for item in getattr(response, "output", None) or ():
+                if _field(item, "type") == "message" and _field(item, "role") == ASSISTANT:
+                    text = _content_text(_field(item, "content"))
+                    if text.strip():
+                        await self.owner.guard.aobserve_message(self.session_id, ASSISTANT, text)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         call_id = getattr(context, "tool_call_id", None)
@@ -205,6 +222,36 @@ class Planguard:
         if decision.kind is DecisionKind.STOP:
             return ToolGuardrailFunctionOutput.raise_exception(output_info=info)
         return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=info)
+
+
+def _field(item: Any, key: str) -> Any:
+    """A Responses item's field, whether the item is a dict (input) or a model object (output)."""
+    return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: a string, or its text parts (``input_text``/``output_text``) joined."""
+    if isinstance(content, str):
+        return content
+    parts = [_field(part, "text") for part in content or ()]
+    return "\n".join(p for p in parts if isinstance(p, str))
+
+
+def _user_turns(items: list[Any]) -> list[str]:
+    """The user messages after the model's last output item (its message, tool call or reasoning); tool
+    outputs (``*_output`` items) between them are skipped."""
+    turns: list[str] = []
+    for item in reversed(items):
+        role = _field(item, "role")
+        kind = _field(item, "type")
+        if role != USER and not (isinstance(kind, str) and kind.endswith("_output")):
+            break  # the model's own output: what came before it was read at an earlier call
+        if role == USER:
+            text = _content_text(_field(item, "content"))
+            if text.strip():
+                turns.append(text)
+    turns.reverse()
+    return turns
 
 
 def _session_of(ctx: Any) -> str | None:
