@@ -17,9 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from planguard.events import ToolEvent
 from planguard.session import Pipeline
 from planguard.sinks.drops import DropCounter
+from planguard.sinks.otel import build_sinks
 from planguard.sinks.otel.config import TelemetryConfig
 from planguard.sinks.otel.env import configure_otlp, export_settings, start_prometheus_exporter
 from planguard.sinks.otel.otel import OTelSink
+from planguard.sinks.store.config import StoreConfig
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -235,6 +237,52 @@ def test_prometheus_endpoint_serves_planguard_counters() -> None:
         prom.shutdown()
     with pytest.raises(httpx.TransportError):
         httpx.get(prom.url, timeout=1)
+
+
+def test_prometheus_endpoint_is_bounded_in_threads() -> None:
+    """300 clients that send half a request hold at most ``max_threads`` threads of the agent's process
+    (connections that find them busy are closed at once and counted), and scrapes are served again once the
+    slow clients' time is up."""
+    drops = DropCounter()
+    prom = start_prometheus_exporter(port=0, max_threads=4, request_timeout_s=1.0, drops=drops)
+    clients: list[socket.socket] = []
+    try:
+        threads_before = threading.active_count()
+        for _ in range(300):
+            c = socket.create_connection((prom.host, prom.port), timeout=5)
+            c.sendall(b"GET /metrics HTTP/1.1\r\nHost: planguard\r\n")  # no blank line: half a request
+            clients.append(c)
+        for _ in range(40):  # two seconds: never more than four threads serve them
+            assert threading.active_count() - threads_before <= 4
+            time.sleep(0.05)
+        assert drops.counts["prometheus_connection_refused"] > 0
+        for c in clients:
+            c.close()
+        time.sleep(1.2)  # the held connections time out
+        assert httpx.get(prom.url, timeout=5).status_code == 200
+        assert threading.active_count() - threads_before <= 4
+    finally:
+        for c in clients:
+            c.close()
+        prom.shutdown()
+
+
+def test_prometheus_host_and_port_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.2")
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_PORT", "0")
+    settings = export_settings(TelemetryConfig())
+    assert (settings.prometheus_host, settings.prometheus_port) == ("127.0.0.2", 0)
+    # the config's keys, when set, win
+    settings = export_settings(TelemetryConfig(prometheus_host="127.0.0.3", prometheus_port=9999))
+    assert (settings.prometheus_host, settings.prometheus_port) == ("127.0.0.3", 9999)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "prometheus")
+    (otel,) = build_sinks(TelemetryConfig(), StoreConfig(enabled=False))
+    try:
+        (prom,) = otel._owned
+        assert prom.host == "127.0.0.2" and prom.port > 0
+        assert httpx.get(prom.url, timeout=5).status_code == 200
+    finally:
+        otel.shutdown()
 
 
 def test_metrics_name_the_drop_reason() -> None:

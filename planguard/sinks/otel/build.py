@@ -111,9 +111,11 @@ def build_sinks(
         if mp is None and wants_prometheus and not settings.sdk_disabled:
             from .env import start_prometheus_exporter
 
-            port = telemetry.prometheus_port if telemetry.prometheus_port is not None else 9464
             prom = start_prometheus_exporter(
-                port, telemetry.prometheus_host, service_name=telemetry.service_name
+                settings.prometheus_port,
+                settings.prometheus_host,
+                service_name=telemetry.service_name,
+                drops=drops,
             )
             _log.info("planguard metrics for Prometheus at %s", prom.url)
             mp = prom.meter_provider

@@ -77,9 +77,17 @@ class TelemetryConfig(BaseModel):
         ),
     )
     prometheus_port: int | None = Field(
-        None, ge=0, le=65535, description="Serve metrics for Prometheus on this port (0: any free port)."
+        None,
+        ge=0,
+        le=65535,
+        description="Serve metrics for Prometheus on this port (0: any free port; default "
+        "OTEL_EXPORTER_PROMETHEUS_PORT, else 9464, when OTEL_METRICS_EXPORTER=prometheus).",
     )
-    prometheus_host: str = Field("127.0.0.1", description="Address the Prometheus endpoint binds.")
+    prometheus_host: str = Field(
+        "127.0.0.1",
+        description="Address the Prometheus endpoint binds (when not set here: "
+        "OTEL_EXPORTER_PROMETHEUS_HOST, else 127.0.0.1).",
+    )
 
     @field_validator("capture_content", mode="before")
     @classmethod

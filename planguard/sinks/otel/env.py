@@ -87,6 +87,10 @@ ENV_VARIABLES: Final[dict[str, str]] = {
     "OTEL_BSP_EXPORT_TIMEOUT": "Milliseconds one span export may take (default 30000).",
     "OTEL_SERVICE_NAME": "service.name of planguard's providers (default `telemetry.service_name`).",
     "OTEL_RESOURCE_ATTRIBUTES": "`key=value,...` resource attributes of planguard's providers.",
+    "OTEL_EXPORTER_PROMETHEUS_HOST": "Address the Prometheus endpoint binds (`telemetry.prometheus_host` "
+    "wins when set; default 127.0.0.1).",
+    "OTEL_EXPORTER_PROMETHEUS_PORT": "Port of the Prometheus endpoint (`telemetry.prometheus_port` wins when "
+    "set; default 9464).",
 }
 
 
@@ -117,6 +121,9 @@ class ExportSettings:
     #: (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s), capped by ``OTEL_BSP_EXPORT_TIMEOUT`` when that is set;
     #: ``None``: the exporter's own.
     span_export_timeout_s: float | None
+    #: Where the Prometheus endpoint listens: the config's keys when set, else ``OTEL_EXPORTER_PROMETHEUS_*``.
+    prometheus_host: str = "127.0.0.1"
+    prometheus_port: int = 9464
 
 
 def _text(env: Mapping[str, str], key: str) -> str:
@@ -199,7 +206,16 @@ def export_settings(
     if _text(env, "OTEL_BSP_EXPORT_TIMEOUT"):
         own_s = span_timeout_s or _number(env, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000) / 1000
         span_timeout_s = min(own_s, _number(env, "OTEL_BSP_EXPORT_TIMEOUT", 30_000, 1) / 1000)
+    prom_host = _text(env, "OTEL_EXPORTER_PROMETHEUS_HOST") or "127.0.0.1"
+    prom_port = int(_number(env, "OTEL_EXPORTER_PROMETHEUS_PORT", 9464))
+    if config is not None:
+        if "prometheus_host" in config.model_fields_set or not _text(env, "OTEL_EXPORTER_PROMETHEUS_HOST"):
+            prom_host = config.prometheus_host
+        if config.prometheus_port is not None:
+            prom_port = config.prometheus_port
     return ExportSettings(
+        prometheus_host=prom_host,
+        prometheus_port=min(prom_port, 65535),
         sdk_disabled=_text(env, "OTEL_SDK_DISABLED").lower() == "true",
         traces=traces,
         metrics=metrics,
@@ -459,25 +475,41 @@ def start_prometheus_exporter(
     *,
     service_name: str = "planguard",
     views: Sequence[Any] = (),
+    max_threads: int = 4,
+    request_timeout_s: float = 10.0,
+    drops: DropCounter | None = None,
 ) -> PrometheusEndpoint:
     """A ``MeterProvider`` whose metrics Prometheus can scrape at ``http://host:port/metrics``.
 
     Uses ``opentelemetry-exporter-prometheus`` with a private registry (nothing global is touched) and
-    ``prometheus_client``'s HTTP server on a daemon thread, bound to ``host`` (loopback by default).
-    Pass ``port=0`` for any free port; the chosen one is in ``.port``. OTel metric names map to
-    Prometheus names with dots as underscores and ``_total`` on counters
+    ``prometheus_client``'s WSGI app, served on a daemon thread bound to ``host`` (loopback by default).
+    Bounded in threads, as it lives in the agent's process: at most ``max_threads`` connections are
+    served at once, each with ``request_timeout_s`` to send its request; a connection that finds every
+    thread busy is closed at once and counted (``prometheus_connection_refused`` in ``drops``), so
+    half-sent requests cannot pile up threads. Pass ``port=0`` for any free port; the chosen one is in
+    ``.port``. OTel metric names map to Prometheus names with dots as underscores and ``_total`` on counters
     (``planguard.tool.calls`` → ``planguard_tool_calls_total``).
     """
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry
+        from prometheus_client.exposition import make_wsgi_app
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError(
             "Prometheus export needs opentelemetry-exporter-prometheus: "
             "pip install 'planguard-agents[prometheus]'"
         ) from exc
+    from .scrape import BoundedWSGIServer
+
     registry = CollectorRegistry(auto_describe=True)
     reader = PrometheusMetricReader(registry=registry)
-    server, _thread = start_http_server(port, addr=host, registry=registry)
+    server = BoundedWSGIServer(
+        (host, port),
+        make_wsgi_app(registry),
+        max_threads=max_threads,
+        request_timeout_s=request_timeout_s,
+        drops=drops if drops is not None else DropCounter(),
+    )
+    threading.Thread(target=server.serve_forever, name="planguard-prometheus", daemon=True).start()
     mp = MeterProvider(metric_readers=[reader], resource=_resource(service_name), views=list(views))
     return PrometheusEndpoint(mp, host, int(server.server_address[1]), server)
