@@ -20,6 +20,17 @@ the machine lands on both. Reported per mode:
 ``--http-client both`` runs two proxies side by side in one run, one on the proxy's own connection pool
 (``builtin``) and one on httpx's transport, and alternates between them round by round (modes
 ``plain/builtin``, ``plain/httpx``, ...), so both meet the same load.
+
+``--memory``: a long-running proxy's memory after conversations end — does it return to its baseline
+(±10 %)? Agent-like conversations (each turn a bash tool call, its result of ``--result-kb`` KB sent back in
+the next request) run in batches; the proxy ends a conversation after ``--idle-s`` seconds without a request
+(``sessions.idle_timeout_s``). The proxy's resident set (VmRSS from /proc) is read at baseline (after a
+warm-up batch has run and ended), at the peak (right after the measured batches) and once every
+conversation has ended. Prints one JSON object; ``after_vs_baseline`` is (after - baseline) / baseline, the
+target |x| <= 0.10 (exit status 1 past it).
+
+    python benchmarks/bench_proxy.py --memory [--conversations 200] [--turns 10] [--result-kb 60]
+                                              [--batches 3] [--idle-s 2]
 """
 
 from __future__ import annotations
@@ -187,6 +198,111 @@ def conversation(
         ]
 
 
+def start_proxy(cfg: Path, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``planguard proxy --config cfg`` listening on ``port`` (``BENCH_PROXY_PYTHON_ARGS``: interpreter
+    options, e.g. ``-X importtime``)."""
+    python = [sys.executable, *os.environ.get("BENCH_PROXY_PYTHON_ARGS", "").split()]
+    command = [*python, "-m", "planguard", "proxy", "--config", str(cfg), "--listen", f"127.0.0.1:{port}"]
+    return subprocess.Popen(command, env=env)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def memory_conversation(client: httpx.Client, proxy: str, c: int, turns: int, result: str) -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": f"Fix issue #{c} in the repository."},
+    ]
+    for _ in range(turns):
+        r = client.post(proxy + "/v1/chat/completions", json={"model": "fake", "messages": messages})
+        r.raise_for_status()
+        tc = r.json()["choices"][0]["message"]["tool_calls"][0]
+        messages += [
+            {"role": "assistant", "content": "Looking.", "tool_calls": [tc]},
+            {"role": "tool", "tool_call_id": tc["id"], "content": result},
+        ]
+
+
+def health(client: httpx.Client, proxy: str) -> dict[str, Any]:
+    out: dict[str, Any] = client.get(proxy + "/_planguard/health").json()
+    return out
+
+
+def wait_ended(client: httpx.Client, proxy: str, n: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        h = health(client, proxy)
+        if h["ended"] >= n and h["conversations"] == 0:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"conversations did not end: {health(client, proxy)}")
+
+
+def memory(args: argparse.Namespace) -> int:
+    """``--memory``: a long-running proxy's memory after conversations end (see the module docstring)."""
+    fake_port, proxy_port = free_port(), free_port()
+    direct, proxy = f"http://127.0.0.1:{fake_port}", f"http://127.0.0.1:{proxy_port}"
+    result = ("src/module.py:12: def f(x): return x  # " + "y" * 40 + "\n") * (args.result_kb * 1024 // 90)
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "planguard.yaml"
+        cfg.write_text(
+            "telemetry: {enabled: false}\nstore: {enabled: false}\n"
+            f"sessions: {{idle_timeout_s: {args.idle_s}}}\n"
+            f"proxy:\n  upstream: {direct}\n"
+        )
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
+        fake = subprocess.Popen(
+            [sys.executable, "-c", FAKE.format(tests=str(ROOT / "tests"), port=fake_port)]
+        )
+        px = start_proxy(cfg, proxy_port, env)
+        try:
+            wait_up(direct + "/v1/models", fake)
+            wait_up(proxy + "/_planguard/health", px)
+            with httpx.Client(timeout=60) as client:
+                started = 0
+                for c in range(args.conversations):  # warm-up batch
+                    memory_conversation(client, proxy, c, args.turns, result)
+                started += args.conversations
+                wait_ended(client, proxy, started, 120)
+                time.sleep(args.idle_s)
+                baseline = rss_mb(px.pid)
+                peaks = []
+                afters = []
+                for b in range(args.batches):
+                    for c in range(args.conversations):
+                        memory_conversation(client, proxy, started + c, args.turns, result)
+                    started += args.conversations
+                    peaks.append(rss_mb(px.pid))
+                    wait_ended(client, proxy, started, 120)
+                    time.sleep(args.idle_s)
+                    afters.append(rss_mb(px.pid))
+                    print(
+                        f"batch {b + 1}: peak {peaks[-1]:.1f} MB, after {afters[-1]:.1f} MB", file=sys.stderr
+                    )
+                counters = health(client, proxy)
+        finally:
+            for p in (px, fake):
+                p.terminate()
+                p.wait(10)
+    out = {
+        "conversations": started,
+        "turns": args.turns,
+        "result_kb": args.result_kb,
+        "baseline_mb": round(baseline, 1),
+        "peak_mb": [round(x, 1) for x in peaks],
+        "after_mb": [round(x, 1) for x in afters],
+        "after_vs_baseline": round((afters[-1] - baseline) / baseline, 3),
+        "ended": counters["ended"],
+    }
+    print(json.dumps(out))
+    return 0 if abs(out["after_vs_baseline"]) <= 0.10 else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--conversations", type=int, default=200, help="per mode (default 200)")
@@ -210,7 +326,13 @@ def main() -> int:
         default="builtin",
         help="proxy.http_client (both: one proxy of each, side by side)",
     )
+    ap.add_argument("--memory", action="store_true", help="the proxy's memory after conversations end")
+    ap.add_argument("--result-kb", type=int, default=60, help="--memory: tool result per turn (default 60)")
+    ap.add_argument("--batches", type=int, default=3, help="--memory: measured batches (default 3)")
+    ap.add_argument("--idle-s", type=float, default=2.0, help="--memory: sessions.idle_timeout_s (default 2)")
     args = ap.parse_args()
+    if args.memory:
+        return memory(args)
     clients = ["builtin", "httpx"] if args.http_client == "both" else [args.http_client]
     fake_port = free_port()
     direct = f"http://127.0.0.1:{fake_port}"
@@ -245,20 +367,7 @@ def main() -> int:
             port = free_port()
             procs[name] = (
                 f"http://127.0.0.1:{port}",
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        *os.environ.get("BENCH_PROXY_PYTHON_ARGS", "").split(),
-                        "-m",
-                        "planguard",
-                        "proxy",
-                        "--config",
-                        str(cfg),
-                        "--listen",
-                        f"127.0.0.1:{port}",
-                    ],
-                    env=env,
-                ),
+                start_proxy(cfg, port, env),
             )
         # mode -> (streaming, http client of the proxy it goes through)
         modes = {

@@ -3,6 +3,7 @@ the live objects each session holds.
 
     python benchmarks/bench_sessions.py [--sessions 1000] [--pace-ms 0] [--otel-sdk] [--skip-objects]
                                         [--no-freeze-row]
+    python benchmarks/bench_sessions.py --tight-loop [--calls 100000] [--otel-sdk]
 
 1. **Latency.** ``--sessions`` asyncio tasks, one session each, start together on one ``Guard`` with the
    default config (telemetry on the process's providers — no-ops unless ``--otel-sdk`` installs an SDK
@@ -28,6 +29,13 @@ the live objects each session holds.
    a full collection (``gc.collect()``, best of 5) before and with them; the store is flushed
    first, so queued records are not counted. The biggest types are listed, and the process's own tracked
    objects by the package of their type.
+
+3. **One session in a tight loop** (``--tight-loop``): the default ``Guard()`` (telemetry off unless
+   ``--otel-sdk``; the store on) fed the corpus' calls back to back in one session with no sleep — the worst
+   case for the store's background writer, which must win the GIL from the agent's thread. Prints the
+   records dropped because the writer's queue was full (``store_queue_full``), the records written, and the
+   agent's time per call over each tenth of the run (flat: a call's cost does not grow with the run).
+   Under ``valgrind --tool=none -q`` (one thread at a time, as under callgrind) it shows with fewer calls.
 
 Apart from the labelled ``gc.freeze()`` row, the application's GC settings are left as CPython sets
 them. Prints; asserts nothing. Targets (issue
@@ -318,6 +326,46 @@ def sync_drive(guard: Guard, sid: str, events: list[ToolEvent]) -> None:
             guard.after_tool(sid, ev)
 
 
+def tight_loop(args: argparse.Namespace, runs: list[list[ToolEvent]]) -> None:
+    """``--tight-loop``: does the store's writer keep up with one session fed back to back? (issue #17)"""
+    from planguard.sinks.store.writer import StoreSink
+
+    stream = [ev for run in runs for ev in run]
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg: dict[str, object] = {"store": {"path": tmp}, "sessions": {"idle_timeout_s": None}}
+        if not args.otel_sdk:
+            cfg["telemetry"] = {"enabled": False}
+        guard = Guard(Config.model_validate(cfg))
+        (store,) = [s for s in guard.pipeline.sinks if isinstance(s, StoreSink)]
+        tenth = max(1, args.calls // 10)
+        times: list[float] = []
+        longest = 0  # the writer's queue at its longest
+        t0 = time.perf_counter()
+        for k in range(args.calls):
+            src = stream[k % len(stream)]
+            ev = ToolEvent(tool=src.tool, arguments=src.arguments, call_id=f"c{k}", action=src.action)
+            if not guard.before_tool("long", ev).blocks:
+                finish(ev, src)
+                guard.after_tool("long", ev)
+            longest = max(longest, store._worker.pending)
+            if (k + 1) % tenth == 0:
+                now = time.perf_counter()
+                times.append((now - t0) / tenth)
+                t0 = now
+        guard.end("long")
+        store.flush(600)
+        guard.shutdown()
+        lines = sum(1 for p in Path(tmp).glob("*.jsonl") for _ in p.open("rb"))
+    drops = dict(store.drops.counts)
+    telemetry = "on" if args.otel_sdk else "off"
+    print(f"{args.calls:,} calls, one session, default Guard() (telemetry {telemetry})")
+    print(f"  store records dropped (store_queue_full): {drops.get('store_queue_full', 0):,}")
+    print(f"  longest writer queue: {longest:,} records (max_queue {store.config.max_queue:,})")
+    print(f"  other drops: {({k: v for k, v in drops.items() if k != 'store_queue_full'}) or 'none'}")
+    print(f"  lines written: {lines:,} (header + a step per call + the end)")
+    print("  µs per call, each tenth of the run: " + " ".join(f"{t * 1e6:.0f}" for t in times))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=1000, help="concurrent sessions (default 1000)")
@@ -330,8 +378,17 @@ def main() -> None:
     ap.add_argument(
         "--no-freeze-row", action="store_true", help="skip the second latency run after gc.freeze()"
     )
+    ap.add_argument(
+        "--tight-loop",
+        action="store_true",
+        help="one session fed the calls back to back: the store's drops and the cost per call over the run",
+    )
+    ap.add_argument("--calls", type=int, default=100_000, help="--tight-loop: calls (default 100000)")
     args = ap.parse_args()
     runs = load_runs()
+    if args.tight_loop:
+        tight_loop(args, runs)
+        return
     print(
         f"Python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()}, load {os.getloadavg()[0]:.1f}"
     )

@@ -1,5 +1,5 @@
 """Reduced simulation check: the report recovers known D/R/G, and its intervals cover them at about the
-nominal rate (the full study is benchmarks/bench_experiment.py --coverage)."""
+nominal rate (the full study is benchmarks/bench_replay.py --experiment --coverage)."""
 
 from __future__ import annotations
 

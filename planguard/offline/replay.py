@@ -43,6 +43,7 @@ __all__ = [
     "RecordedActions",
     "RecordedRules",
     "replay",
+    "replay_items",
     "replay_pipeline",
     "resolve_plans",
 ]
@@ -256,9 +257,18 @@ def replay(
     keep_steps: bool = False,
 ) -> Iterator[ReplayResult | LoadError]:
     """Replay every trajectory under ``paths`` in input order; load errors are yielded, not raised."""
+    yield from replay_items(
+        iter_trajectories(paths, source_format=source_format), pipeline, keep_steps=keep_steps
+    )
+
+
+def replay_items(
+    items: Iterable[Trajectory | LoadError], pipeline: Pipeline, *, keep_steps: bool = False
+) -> Iterator[ReplayResult | LoadError]:
+    """:func:`replay` of loaded items (a part of a corpus, see :mod:`planguard.offline.parallel`)."""
     log = DecisionLog()
     pipeline = dataclasses.replace(pipeline, sinks=(*pipeline.sinks, log))
-    for item in iter_trajectories(paths, source_format=source_format):
+    for item in items:
         if isinstance(item, LoadError):
             yield item
             continue

@@ -1,11 +1,15 @@
 """``planguard replay PATH... [--config FILE | --plan PRESET|FILE --rules VERSION] [--format F] [-o OUT]
-[--export otlp [--otlp-endpoint URL]]``
+[-j N] [--export otlp [--otlp-endpoint URL]]``
 
 The output contract (``--format jsonl``: one object per trajectory, input order) is what acceptance is
 measured through; keep its keys stable. ``n_steps``, ``step_roles`` and ``actions`` count the calls that ran;
 calls the recording shows were denied are ``n_denied``/``denials``. With ``--config`` the config's whole
 pipeline runs (plan, rules or declared phases, actions vocabulary, detectors, policies) and ``decisions``
 lists what its policies decided, or would have decided, at each step.
+
+``-j N`` replays on N cores (default: all): the corpus is cut into parts (files, and line ranges of large
+JSON Lines files of one run per line), each replayed in a worker process with its own pipeline; records
+come out in input order either way (see :mod:`planguard.offline.parallel`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ import json
 import logging
 import sys
 from collections import Counter
-from typing import IO, Any
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...offline.parallel import Part
+    from ...session import Pipeline
 
 __all__ = ["register", "run", "result_record"]
 
@@ -52,6 +63,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--no-diagnostics", action="store_true", help="phases and metrics only (no actions/detectors)"
     )
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes (default: one per core; 1: this process only); output stays in input order",
+    )
     p.add_argument(
         "--export",
         choices=("otlp",),
@@ -100,28 +119,95 @@ def result_record(result: Any) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
-    from ...config import ConfigError, load_config
-    from ...offline.loaders import LoadError
-    from ...offline.replay import config_pipeline, replay, replay_pipeline, resolve_plans
+@dataclass(frozen=True)
+class _Recipe:
+    """What a worker needs to build the pipeline and read its part (pickled to it)."""
+
+    config: str | None
+    plans: tuple[str, ...] | None
+    rules: str | None
+    diagnostics: bool
+    source: str | None
+
+
+def _pipeline(recipe: _Recipe) -> Pipeline:
+    """The recipe's pipeline. Raises ValueError or ConfigError."""
+    from ...config import load_config
+    from ...offline.replay import config_pipeline, replay_pipeline, resolve_plans
     from ...phases import DEFAULT_VERSION
-    from ...unclassified import logger as unclassified_logger
+
+    if recipe.config is not None:
+        if recipe.plans or recipe.rules:
+            raise ValueError("--config describes the plan and rules; leave out --plan and --rules")
+        return config_pipeline(load_config(recipe.config))
+    return replay_pipeline(
+        resolve_plans(list(recipe.plans) if recipe.plans else None),
+        recipe.rules or DEFAULT_VERSION,
+        diagnostics=recipe.diagnostics,
+    )
+
+
+#: A worker's pipeline: built for its first part, reused for the next.
+_worker_pipeline = lru_cache(maxsize=1)(_pipeline)
+
+#: One input's outcome, as the output loop reads it: ("error", message, fatal) for a load error or note,
+#: ("run", record, source, unobserved warning or None) for a replayed run.
+_Outcome = tuple[Any, ...]
+
+
+def _outcomes(items: Iterable[Any]) -> Iterator[_Outcome]:
+    from ...offline.loaders import LoadError
     from ...unclassified import unobserved_reason
+
+    for item in items:
+        if isinstance(item, LoadError):
+            yield ("error", str(item), item.fatal)
+            continue
+        s = item.summary
+        unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
+        yield ("run", result_record(item), item.trajectory.source, unobserved)
+
+
+def _replay_part(recipe: _Recipe, part: Part) -> list[_Outcome]:
+    """A worker's job: one part of the corpus replayed, every outcome in input order."""
+    from ...offline.parallel import iter_part
+    from ...offline.replay import replay_items
+
+    items = iter_part(part, source_format=recipe.source)
+    return list(_outcomes(replay_items(items, _worker_pipeline(recipe), keep_steps=True)))
+
+
+def _replayed(args: argparse.Namespace, recipe: _Recipe, pipeline: Pipeline) -> Iterator[_Outcome]:
+    """Every input's outcome in input order: on ``--jobs`` workers when the corpus has several parts and
+    nothing is exported (an exporter's spans and drops belong to this process), else here."""
+    from ...offline.parallel import corpus_parts, default_jobs, map_parts
+    from ...offline.replay import replay
+
+    jobs = args.jobs if args.jobs > 0 else default_jobs()
+    if jobs > 1 and pipeline.sinks == ():
+        parts = corpus_parts(args.paths, source_format=args.source)
+        for outcomes in map_parts(partial(_replay_part, recipe), parts, jobs):
+            yield from outcomes
+        return
+    yield from _outcomes(replay(args.paths, pipeline, source_format=args.source, keep_steps=True))
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from ...config import ConfigError
+    from ...unclassified import logger as unclassified_logger
     from ..output import open_output
 
+    recipe = _Recipe(
+        args.config, tuple(args.plan) if args.plan else None, args.rules, not args.no_diagnostics, args.source
+    )
     try:
         exporter, endpoint = _exporter(args)
-        sinks = [] if exporter is None else [exporter]
-        if args.config is not None:
-            if args.plan or args.rules:
-                raise ValueError("--config describes the plan and rules; leave out --plan and --rules")
-            pipeline = config_pipeline(load_config(args.config), sinks=sinks)
-            plans = pipeline.plans
-        else:
-            plans = resolve_plans(args.plan)
-            pipeline = replay_pipeline(
-                plans, args.rules or DEFAULT_VERSION, diagnostics=not args.no_diagnostics, sinks=sinks
-            )
+        pipeline = _pipeline(recipe)
+        if exporter is not None:
+            pipeline = dataclasses.replace(pipeline, sinks=(exporter,))
+        plans = pipeline.plans
     except (ValueError, ConfigError) as exc:
         print(f"planguard replay: {exc}", file=sys.stderr)
         return 2
@@ -135,21 +221,20 @@ def run(args: argparse.Namespace) -> int:
         level = unclassified_logger.level
         unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
         try:
-            for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
-                if isinstance(item, LoadError):
-                    if item.fatal:
+            for outcome in _replayed(args, recipe, pipeline):
+                if outcome[0] == "error":
+                    _, message, fatal = outcome
+                    if fatal:
                         failed += 1
                     else:  # a LoadNote (a skipped compaction transcript, ...) only informs
                         noted += 1
-                    progress.print_error(str(item))
+                    progress.print_error(message)
                     continue
-                record = result_record(item)
+                _, record, source, unobserved = outcome
                 replayed += 1
-                progress.advance(record["id"], item.trajectory.source)
-                s = item.summary
-                unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
+                progress.advance(record["id"], source)
                 if unobserved is not None:  # a warning, not a failure: the run replayed
-                    progress.print_warning(f"{item.trajectory.source or record['id']}: {unobserved}")
+                    progress.print_warning(f"{source or record['id']}: {unobserved}")
                 if fmt == "jsonl":
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 else:

@@ -62,12 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--jobs",
         type=int,
         default=0,
-        help="replay input files in N processes (default 0: one per CPU; a file is the unit of work)",
+        help="replay the input in N processes (default 0: one per core), cut by file and by line range",
     )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ...offline.parallel import default_jobs
     from ...offline.replay import resolve_plans
     from ...offline.report import build_report, collect, read_experiments, render_html, render_terminal
     from ...offline.report.records import RunRecord, expand_paths
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             files,
             plans=args.plan,
             rules=args.rules or DEFAULT_VERSION,
-            jobs=args.jobs if args.jobs > 0 else (os.cpu_count() or 1),
+            jobs=args.jobs if args.jobs > 0 else default_jobs(),
         ):
             if isinstance(item, str):
                 errors.append(item)

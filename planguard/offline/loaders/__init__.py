@@ -75,7 +75,10 @@ __all__ = [
     "LoadNote",
     "Trajectory",
     "detect_format",
+    "iter_line_range",
     "iter_trajectories",
+    "iter_walked",
+    "line_ranges",
     "load_trajectories",
     "trajectory_files",
 ]
@@ -150,6 +153,89 @@ def iter_trajectories(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     return _iterate(paths, source_format, on_skip)
+
+
+#: Line formats whose every line is a run of its own: a file of them can be read in line ranges, apart.
+RUN_PER_LINE_FORMATS = frozenset({"swe-agent-jsonl", "openhands-output"})
+
+
+def line_ranges(
+    path: str | os.PathLike[str], part_bytes: int, *, source_format: str | None = None
+) -> list[tuple[int, int, int]] | None:
+    """Where a JSON Lines file of one run per line can be cut into parts of about ``part_bytes``: each
+    part's (start byte, end byte, first line number), cut at line ends; ``None`` when the file is not one
+    (other formats are read whole) or is no larger than a part. Reads the file once, a block at a time."""
+    target = Path(path)
+    try:
+        if (
+            target.stat().st_size <= part_bytes
+            or _format_of(target, source_format) not in RUN_PER_LINE_FORMATS
+        ):
+            return None
+        ranges: list[tuple[int, int, int]] = []
+        start = at = 0  # the current part's first byte; the block's first byte
+        line = first = 1  # the line at ``done`` in the block; the current part's first line
+        with target.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                done = 0
+                # Cut at the first line end past ``part_bytes`` into the part (if this block has one).
+                while (end := block.find(b"\n", max(start + part_bytes - at, done))) >= 0:
+                    cut = end + 1
+                    line += block.count(b"\n", done, cut)
+                    ranges.append((start, at + cut, first))
+                    start, first, done = at + cut, line, cut
+                line += block.count(b"\n", done)
+                at += len(block)
+        if start < at:
+            ranges.append((start, at, first))
+        return ranges
+    except (OSError, LoadError):
+        return None  # read whole: the error is reported (once) by the whole file's read
+
+
+def iter_line_range(
+    path: str | os.PathLike[str], start: int, end: int, first_line: int, *, source_format: str | None = None
+) -> Iterator[Trajectory | LoadError]:
+    """The runs on the lines from byte ``start`` (line ``first_line``) to byte ``end`` of a file
+    :func:`line_ranges` cut: what :func:`iter_trajectories` yields for those lines, line numbers included."""
+    target = Path(path)
+    try:
+        found = sniff(target)
+        fmt = _forced(found.format, source_format)
+        if fmt not in RUN_PER_LINE_FORMATS:
+            raise LoadError(str(target), f"not a file of one run per line ({fmt}); read it whole")
+        yield from _load_lines(target, fmt, found, _JsonLines(target, start, end, first_line))
+    except LoadError as exc:
+        yield exc
+    except OSError as exc:
+        yield LoadError(
+            str(target), f"cannot read file ({exc.strerror or exc}); expected a readable trajectory"
+        )
+
+
+def iter_walked(
+    path: str | os.PathLike[str], *, source_format: str | None = None
+) -> Iterator[Trajectory | LoadError]:
+    """The runs of one input :func:`trajectory_files` found walking a directory, read as the walk reads it
+    (a well-formed file that is not a trajectory is skipped, not an error)."""
+    target = Path(path)
+    storage = is_opencode_storage(target) if target.is_dir() else None
+    if storage is not None:
+        yield from load_opencode_storage(storage)
+    else:
+        yield from _load_file(target, source_format, None, explicit=False)
+
+
+def _format_of(path: Path, source_format: str | None) -> str | None:
+    return _forced(sniff(path).format, source_format)
+
+
+def _forced(fmt: str | None, source_format: str | None) -> str | None:
+    """The format a file is read as: ``source_format`` when the content does not say, or says another
+    producer's."""
+    if source_format is not None and (fmt is None or FAMILY[fmt] != FAMILY[source_format]):
+        return source_format
+    return fmt
 
 
 def load_trajectories(
@@ -254,9 +340,7 @@ def _load_file(
         yield LoadError(shown, f"cannot sniff format ({type(exc).__name__}: {exc})")
         return
 
-    fmt = found.format
-    if source_format is not None and (fmt is None or FAMILY[fmt] != FAMILY[source_format]):
-        fmt = source_format
+    fmt = _forced(found.format, source_format)
     if fmt is None:
         if explicit:
             yield LoadError(
@@ -290,11 +374,13 @@ def _load_file(
         yield LoadError(shown, f"cannot load as {fmt} ({type(exc).__name__}: {exc})")
 
 
-def _load_lines(path: Path, fmt: str, found: Sniff) -> Iterator[Trajectory | LoadError]:
+def _load_lines(
+    path: Path, fmt: str, found: Sniff, lines: _JsonLines | None = None
+) -> Iterator[Trajectory | LoadError]:
     shown = str(path)
     # A pretty-printed single record (e.g. one output.jsonl instance saved as .json) was already parsed.
     records: Iterable[tuple[int, Any] | LoadError]
-    lines = _JsonLines(path)
+    lines = lines if lines is not None else _JsonLines(path)
     records = [(1, found.document)] if found.has_document else lines
     if fmt in _SESSION_LINE_LOADERS:
         # One session per file: a file whose last line is cut short (still being written, or a copy that
@@ -328,14 +414,22 @@ class _JsonLines:
     """The ``(line, record)`` items of a JSON Lines file (a LoadError for a line that is not JSON), read
     as they are iterated; ``last_line_failed`` tells afterwards whether the file's last line was cut."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, start: int = 0, end: int | None = None, first_line: int = 1) -> None:
         self.path = path
         self.last_line_failed = False
+        self.range = start, end, first_line  # (the whole file by default)
 
     def __iter__(self) -> Iterator[tuple[int, Any] | LoadError]:
         shown = str(self.path)
+        start, end, first_line = self.range
         with self.path.open("rb") as handle:
-            for line, raw in enumerate(handle, 1):
+            handle.seek(start)
+            at = start
+            for line, raw in enumerate(handle, first_line):
+                if end is not None:
+                    if at >= end:
+                        break
+                    at += len(raw)
                 if raw.isspace():
                     continue
                 try:

@@ -34,7 +34,8 @@ from typing import Any
 from ...documents import loads_json
 from ...phases import DEFAULT_VERSION, LETTER_OF
 from ..loaders import LoadError, trajectory_files
-from ..replay import replay, replay_pipeline, resolve_plans
+from ..parallel import Part, Piece, corpus_parts, iter_part, map_parts
+from ..replay import replay_items, replay_pipeline, resolve_plans
 
 __all__ = [
     "EFFECT_CODES",
@@ -274,10 +275,18 @@ def _store_decisions(source: str) -> list[tuple[int, str, str, str]]:
     return sorted(out, key=lambda d: d[0])
 
 
-def _file_records(path: Path, plans: tuple[str, ...] | None, rules: str) -> list[RunRecord | str]:
-    """Every record (or error message) one input file yields."""
+def _part_records(part: Part, plans: tuple[str, ...] | None, rules: str) -> list[RunRecord | str]:
+    """Every record (or error message) one part of the input yields."""
     out: list[RunRecord | str] = []
-    if path.is_file() and is_replay_jsonl(path):
+    for piece in part:
+        out += _piece_records(piece, plans, rules)
+    return out
+
+
+def _piece_records(piece: Piece, plans: tuple[str, ...] | None, rules: str) -> list[RunRecord | str]:
+    out: list[RunRecord | str] = []
+    path = Path(piece.path)
+    if piece.end is None and path.is_file() and is_replay_jsonl(path):
         with path.open("rb") as handle:
             for line, raw in enumerate(handle, 1):
                 if not raw.strip():
@@ -293,7 +302,7 @@ def _file_records(path: Path, plans: tuple[str, ...] | None, rules: str) -> list
         return out
 
     pipeline = replay_pipeline(resolve_plans(list(plans) if plans else None), rules)
-    for item in replay([path], pipeline, keep_steps=True):
+    for item in replay_items(iter_part((piece,)), pipeline, keep_steps=True):
         if isinstance(item, LoadError):
             out.append(str(item))
             continue
@@ -314,28 +323,15 @@ def collect(
     """Records of every run under ``paths``, in input order; unreadable input yields an error string.
     Trajectories are replayed with ``rules`` (default: the live rules, as ``planguard replay``).
 
-    ``jobs > 1`` replays files in that many processes (a file is the unit of work: one big JSONL file
-    is replayed by one process).
+    ``jobs > 1`` replays the input in that many processes, cut into parts by file and, for large JSON
+    Lines files of one run per line, by line range (:mod:`planguard.offline.parallel`).
     """
     read = functools.partial(
-        _file_records, plans=tuple(plans) if plans else None, rules=rules or DEFAULT_VERSION
+        _part_records, plans=tuple(plans) if plans else None, rules=rules or DEFAULT_VERSION
     )
     files = expand_paths(paths)
     missing = [f for f in files if not f.exists()]
     for f in missing:
         yield f"{f}: no such file or directory; expected a trajectory, replay jsonl or store file"
-    files = [f for f in files if f.exists()]
-    if jobs > 1 and len(files) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # Spawned, not forked: a fork copies the caller's threads' locks and its signal handlers, and a
-        # worker that inherited a SIGTERM handler which returns (as a server's does) outlived the pool's
-        # terminate, so the report hung. The executor also ends its workers by message, not by signal.
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(jobs, len(files)), mp_context=spawn) as pool:
-            for chunk in pool.map(read, files):
-                yield from chunk
-        return
-    for f in files:
-        yield from read(f)
+    for records in map_parts(read, corpus_parts(f for f in files if f.exists()), jobs):
+        yield from records

@@ -7,7 +7,7 @@ Hooks, named for when they run (sync and async twins):
 
 * ``after_agent`` — close the run's session (the ``thread_id``'s), which its first model call opened. There
   is no ``before_agent``: a node hook is a graph node, and LangGraph pays for each node at every step of a
-  run, not only when it runs (~0.7 % of a bare step, see benchmarks/bench_langchain.py).
+  run, not only when it runs (~0.7 % of a bare step, see benchmarks/bench_guard.py --langchain).
 * ``wrap_tool_call`` — classify the call, let gates deny it (the model gets ``ToolMessage(status="error")``
   and the tool does not run), record its result.
 * ``wrap_model_call`` — open the session at the run's first model call, count the model call and add due
@@ -184,9 +184,9 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
 # create_agent wraps every wrap_* hook in LangSmith's ``traceable``, whose sync wrapper calls
 # ``inspect.signature(hook)`` at *every call*, tracing on or off. For a bound method that means deriving the
 # signature from the function's annotations and rebuilding it without ``self`` — about 3 % of a bare agent
-# step for the two hooks (measured with callgrind, see benchmarks/bench_langchain.py). So the sync hooks are
-# looked up through a descriptor that hands out the function bound with ``functools.partial`` (which adds
-# no Python frame per call, unlike a closure) carrying a precomputed ``__signature__``, which
+# step for the two hooks (measured with callgrind, see benchmarks/bench_guard.py --langchain). So the sync
+# hooks are looked up through a descriptor that hands out the function bound with ``functools.partial`` (which
+# adds no Python frame per call, unlike a closure) carrying a precomputed ``__signature__``, which
 # ``inspect.signature`` returns as is. Class-level access still gives the function itself (LangChain tells
 # overridden hooks from the base class's by comparing those). The async wrapper computes what it needs
 # once, so the async hooks stay ordinary methods.
