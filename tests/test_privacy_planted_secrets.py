@@ -114,6 +114,39 @@ def _shape(name: str, core: str) -> Planted:
         return Planted(name, f"GH={token}", token[4:])
     if name == "openai":
         return Planted(name, f"key sk-proj-{core}", core)
+    # The twelve shapes of issue #32.
+    long = (core * 6)[:48]
+    if name == "slack-webhook":
+        secret = f"{a}/{b}"
+        return Planted(name, f"curl -X POST https://hooks.slack.com/services/T0{a}/B0{secret}", secret)
+    if name == "discord-webhook":
+        return Planted(name, f"POST https://discord.com/api/webhooks/123456789/{core}", core)
+    if name == "stripe":
+        return Planted(name, f"STRIPE=sk_live_{core}", core)
+    if name == "stripe-webhook":
+        return Planted(name, f"signing with whsec_{core}", core)
+    if name == "npm":
+        token = (core * 4)[:36]
+        return Planted(name, f"//registry.npmjs.org/:_authToken=npm_{token}", token)
+    if name == "sendgrid":
+        return Planted(name, f"SENDGRID=SG.{core}.{long}", long)
+    if name == "pypi":
+        return Planted(name, f"twine upload -p pypi-{long}{core}", long)
+    if name == "azure-key":
+        return Planted(
+            name,
+            f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={long}==;EndpointSuffix=x",
+            long,
+        )
+    if name == "azure-sas":
+        return Planted(name, f"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig={core}%3D", core)
+    if name == "redis-cli":
+        return Planted(name, f"redis-cli -h cache -a {core} ping", core)
+    if name == "dbpass":
+        return Planted(name, f"DBPASS={core} ./migrate", core)
+    if name == "quoted-password":
+        secret = f"{a} {b}"
+        return Planted(name, f'login(password="{secret}")', secret)
     raise AssertionError(name)
 
 
@@ -133,6 +166,18 @@ SHAPES = (
     "bearer",
     "github",
     "openai",
+    "slack-webhook",
+    "discord-webhook",
+    "stripe",
+    "stripe-webhook",
+    "npm",
+    "sendgrid",
+    "pypi",
+    "azure-key",
+    "azure-sas",
+    "redis-cli",
+    "dbpass",
+    "quoted-password",
 )
 planted = st.builds(_shape, st.sampled_from(SHAPES), cores)
 #: Ids and names holding a secret (call ids are the model's text, session ids and tool names come from the
