@@ -60,19 +60,23 @@ __all__ = ["StoreSink", "session_file_name"]
 MAX_OPEN_FILES = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 #: A canonical action's fields as a step line keeps them, and how: "label", a value of planguard's own
-#: vocabulary (the type, the write kind, the scaffold), as it is; "text", text taken from the call (a tool or
-#: program name), redacted; "content", argument text (a path, a query, a URL), redacted with content, else
-#: its digest in its place (``<field>_id``).
+#: vocabulary (the type, the write kind, the scaffold), as it is; "text", text taken from the call (a tool
+#: name), redacted; "word", a program name (+ subcommand), as "text" when it is bare words (``pytest``,
+#: ``git commit``), else — a script's path or name, ``/srv/acme/run_payroll.sh`` — as "content";
+#: "content", argument text (a path, a query, a URL), redacted with content, else its digest in its place
+#: (``<field>_id``).
 _ACTION_FIELDS = (
     ("type", "label"),
     ("target", "content"),
     ("tool", "text"),
     ("path", "content"),
-    ("intent", "text"),
+    ("intent", "word"),
     ("write", "label"),
-    ("shell", "text"),
+    ("shell", "word"),
     ("scaffold", "label"),
 )
+#: A program (+ subcommand, flags) named by bare words: no path, no file name.
+_BARE_WORDS = re.compile(r"[A-Za-z0-9_+-]{1,64}(?: [A-Za-z0-9_+-]{1,64}){0,3}")
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
 #: Modes of what the store creates: only the user may read the sessions (tool calls, perhaps secrets).
 DIR_MODE = 0o700
@@ -661,7 +665,8 @@ def _open_private(path: Path) -> IO[bytes]:
 def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
     """The canonical action's fields (``Action``'s, or any action-like object's); ``target`` and ``path``
     (argument text) only with content, and redacted (a URL's credentials), else their digests
-    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted."""
+    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted, unless they name
+    a script (a path, a file name): then as ``target``."""
     if action is None:
         return None
     out: dict[str, Any] = {}
@@ -675,7 +680,7 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
             out[name] = label_of(value)
             continue
         text = str(value)
-        if how == "text" or c.include:
+        if how == "text" or c.include or (how == "word" and _BARE_WORDS.fullmatch(text)):
             out[name] = c.clean_text(text)
         else:
             if digested is None or digested[0] != text:
