@@ -145,6 +145,7 @@ def record_spans(runs: list[list[ToolEvent]]) -> list[list[Recorded]]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     from opentelemetry.sdk.metrics import MeterProvider
+
     from planguard.sinks.otel.otel import OTelSink
 
     sink = OTelSink(tracer_provider=provider, meter_provider=MeterProvider())

@@ -17,6 +17,9 @@ RECORDED_POLICY = "recorded"
 #: call (sinks without content drop it). A custom policy may not take one of these names.
 OWN_POLICIES = frozenset({"reminder", "responses", "violations", "todo", "experiment"})
 GATE_PREFIX = "gate:"
+#: Own policies whose messages quote what the agent wrote (the todo policy names its todo items: a card
+#: number, an e-mail): content, which sinks without content drop.
+_QUOTES_CONTENT = frozenset({"todo"})
 
 
 class DecisionKind(StrEnum):
@@ -59,6 +62,8 @@ def is_own_text(decision: Decision) -> bool:
     if decision.finding is not None:
         return False
     policy = decision.policy
+    if policy in _QUOTES_CONTENT:
+        return False
     return policy in OWN_POLICIES or policy.startswith(GATE_PREFIX)
 
 

@@ -43,6 +43,7 @@ from .plugins import load_plugin
 from .policies.config import build_policies
 from .policies.gates import Gate
 from .session import Pipeline, Session, SessionSummary
+from .sinks.drops import DropCounter
 from .sinks.webhook import WebhookSink
 from .sinks.worker import restart_in_forked_child, set_sigterm_flush
 from .stages import Detector, Policy, Sink
@@ -517,12 +518,23 @@ class Guard:
         self.shutdown()
 
     def stats(self) -> dict[str, Any]:
-        """Live sessions, sessions evicted, internal errors, and each sink's counters when it has them."""
+        """Live sessions, sessions evicted, internal errors, what the sinks dropped (by reason: a full store
+        queue, a failed write, an export that failed), and each sink's counters when it has them."""
         out: dict[str, Any] = {
             "sessions": len(self._sessions),
             "evicted": self.evicted,
             "errors": self.errors.total,
         }
+        dropped: dict[str, int] = {}
+        counters = {
+            id(d): d
+            for sink in self.pipeline.sinks
+            if isinstance(d := getattr(sink, "drops", None), DropCounter)
+        }
+        for counter in counters.values():
+            for reason, n in counter.counts.items():
+                dropped[reason] = dropped.get(reason, 0) + n
+        out["dropped"] = dropped
         for sink in self.pipeline.sinks:
             s = getattr(sink, "stats", None)
             if isinstance(s, dict):

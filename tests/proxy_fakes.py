@@ -54,6 +54,8 @@ class Reply:
     chunk_delay_s: float = 0.0  # between stream writes
     malformed: bytes | None = None  # stream these raw bytes instead of a well-formed stream
     die_after_events: int | None = None  # close the stream abruptly after this many events
+    # Rewrites the answer's bytes (a whole body, or each stream event): crafted traffic, e.g. a NaN token.
+    craft: Callable[[bytes], bytes] | None = None
 
 
 @dataclass
@@ -180,7 +182,7 @@ class FakeUpstream:
                 media_type="text/event-stream",
                 headers=reply.headers,
             )
-        return JSONResponse(_openai_message(reply, model), headers=reply.headers)
+        return _answer(reply, _openai_message(reply, model))
 
     async def _anthropic(self, request: Request) -> Response:
         body, ok = await self._record(request)
@@ -201,7 +203,7 @@ class FakeUpstream:
                 media_type="text/event-stream",
                 headers=reply.headers,
             )
-        return JSONResponse(_anthropic_message(reply, model), headers=reply.headers)
+        return _answer(reply, _anthropic_message(reply, model))
 
     async def _responses(self, request: Request) -> Response:
         body, ok = await self._record(request)
@@ -229,7 +231,7 @@ class FakeUpstream:
                 media_type="text/event-stream",
                 headers=reply.headers,
             )
-        return JSONResponse(resp, headers=reply.headers)
+        return _answer(reply, resp)
 
     async def _delay(self, request: Request, seconds: float) -> bool:
         """Wait before answering; False (and ``disconnect_seen``) if the caller hung up meanwhile."""
@@ -251,6 +253,8 @@ class FakeUpstream:
                 return
             if reply.die_after_events is not None:
                 events = events[: reply.die_after_events]
+            if reply.craft is not None:
+                events = [reply.craft(e) for e in events]
             for chunk in _rechunk(events):
                 if reply.chunk_delay_s:
                     await asyncio.sleep(reply.chunk_delay_s)
@@ -267,6 +271,13 @@ class FakeUpstream:
 
 
 # ---------------------------------------------------------------------- wire formats
+
+
+def _answer(reply: Reply, obj: dict[str, Any]) -> Response:
+    if reply.craft is None:
+        return JSONResponse(obj, headers=reply.headers)
+    body = reply.craft(json.dumps(obj).encode())
+    return Response(body, media_type="application/json", headers=reply.headers)
 
 
 def _fragments(s: str, n: int = 7) -> list[str]:
@@ -664,6 +675,27 @@ class RecordingSink:
 
     def of(self, kind: str) -> list[Any]:
         return [v for k, v in self.calls if k == kind]
+
+
+def submit_gate(*, fail_closed: bool = False) -> dict[str, Any]:
+    """Config sections of a gate that never opens on a bash ``submit`` (it matches the call's arguments):
+    what reaches the agent shows whether the proxy read the answer."""
+    return {
+        "fail_closed_gates": fail_closed,
+        "policies": {
+            "violations": {"enabled": False},
+            "gates": [
+                {
+                    "name": "no-early-submit",
+                    "tool": "bash",
+                    "arguments": {"command": "^submit"},
+                    "until": {"min_steps": 1000},
+                    "max_denials": None,
+                    "message": "GATE: run the tests before submitting",
+                }
+            ],
+        },
+    }
 
 
 def quiet_config(**overrides: Any) -> Any:

@@ -165,3 +165,28 @@ def test_tool_event_keeps_unparseable_arguments_raw() -> None:
     assert tool_event("bash", "not json", "c1").arguments == "not json"
     assert tool_event("bash", "[1, 2]", None).arguments == "[1, 2]"
     assert tool_event("bash", None, None).arguments == {}
+
+
+def test_run_sync_and_run_streamed_end_their_session(tmp_path: Path) -> None:
+    """As ``run`` does: the session's end is recorded once the sync or streamed run is over."""
+    (tmp_path / "calc.py").write_text(CALC)
+    guard = Guard(_config())
+    pg = Planguard(guard)
+
+    def agent() -> Agent[Any]:
+        return Agent(name="coder", model=ScriptedModel(_script()), tools=_tools(tmp_path, []))
+
+    result = pg.run_sync(agent(), "Fix add() in calc.py", session_id="oa-sync")
+    assert result.final_output == "Done."
+    assert "oa-sync" not in guard  # ended
+
+    async def streamed() -> None:
+        run = pg.run_streamed(agent(), "Fix add() in calc.py", session_id="oa-stream")
+        assert "oa-stream" in guard or not run.is_complete
+        async for _event in run.stream_events():
+            pass
+        await asyncio.sleep(0)  # the run's task finished: its done callback runs next
+
+    asyncio.run(streamed())
+    assert "oa-stream" not in guard
+    guard.shutdown()

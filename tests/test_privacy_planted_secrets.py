@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from unittest import mock
 
 import pytest
@@ -114,6 +114,39 @@ def _shape(name: str, core: str) -> Planted:
         return Planted(name, f"GH={token}", token[4:])
     if name == "openai":
         return Planted(name, f"key sk-proj-{core}", core)
+    # The twelve shapes of issue #32.
+    long = (core * 6)[:48]
+    if name == "slack-webhook":
+        secret = f"{a}/{b}"
+        return Planted(name, f"curl -X POST https://hooks.slack.com/services/T0{a}/B0{secret}", secret)
+    if name == "discord-webhook":
+        return Planted(name, f"POST https://discord.com/api/webhooks/123456789/{core}", core)
+    if name == "stripe":
+        return Planted(name, f"STRIPE=sk_live_{core}", core)
+    if name == "stripe-webhook":
+        return Planted(name, f"signing with whsec_{core}", core)
+    if name == "npm":
+        token = (core * 4)[:36]
+        return Planted(name, f"//registry.npmjs.org/:_authToken=npm_{token}", token)
+    if name == "sendgrid":
+        return Planted(name, f"SENDGRID=SG.{core}.{long}", long)
+    if name == "pypi":
+        return Planted(name, f"twine upload -p pypi-{long}{core}", long)
+    if name == "azure-key":
+        return Planted(
+            name,
+            f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={long}==;EndpointSuffix=x",
+            long,
+        )
+    if name == "azure-sas":
+        return Planted(name, f"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig={core}%3D", core)
+    if name == "redis-cli":
+        return Planted(name, f"redis-cli -h cache -a {core} ping", core)
+    if name == "dbpass":
+        return Planted(name, f"DBPASS={core} ./migrate", core)
+    if name == "quoted-password":
+        secret = f"{a} {b}"
+        return Planted(name, f'login(password="{secret}")', secret)
     raise AssertionError(name)
 
 
@@ -133,6 +166,18 @@ SHAPES = (
     "bearer",
     "github",
     "openai",
+    "slack-webhook",
+    "discord-webhook",
+    "stripe",
+    "stripe-webhook",
+    "npm",
+    "sendgrid",
+    "pypi",
+    "azure-key",
+    "azure-sas",
+    "redis-cli",
+    "dbpass",
+    "quoted-password",
 )
 planted = st.builds(_shape, st.sampled_from(SHAPES), cores)
 #: Ids and names holding a secret (call ids are the model's text, session ids and tool names come from the
@@ -177,7 +222,12 @@ runs = st.builds(
 
 def events(run: Run) -> list[ToolEvent]:
     command = f"echo {run.arg_marker} && {run.command.text}"
-    out = [
+    # The agent's todo list names the task's content (a card number, a secret): the todo policy's
+    # reminders quote its items.
+    items = [f"charge card 4111 {run.arg_marker}", f"run {run.command.text}"]
+    todos = [{"content": t, "status": "pending", "activeForm": t} for t in items]
+    out = [ToolEvent("TodoWrite", {"todos": todos}, call_id=f"{run.call_id.text}-todo", result="ok")]
+    out += [
         ToolEvent(
             "bash",
             {"command": command},
@@ -284,6 +334,7 @@ def outputs(run: Run, mode: str | None, hook: Webhook) -> dict[str, str]:
                 "sessions": {"idle_timeout_s": None},
                 "policies": {
                     "responses": {"findings": {"repeated_call": {"ladder": {"log": 1, "warn": 1}}}},
+                    "todo": {"stale_after_calls": 1, "quiet_after_update": 0},
                 },
                 "webhook": {
                     "url": hook.url,
@@ -373,6 +424,7 @@ def test_capture_on_content_arrives_but_no_secret(webhook: Webhook, mode: str, r
         assert run.arg_marker in out[where] and run.result_marker in out[where], where
     assert run.arg_marker in out["webhook"]  # (the console shows a step's findings by detector only)
     assert "PLAN REMINDER" in out["console"]  # decision messages, which it shows with content
+    assert "your todo list" in out["console"]  # (the todo reminders, quoting the items, fired)
 
 
 # --------------------------------------------------------------------------- through the proxy
@@ -383,9 +435,24 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, mode: str | None
 ) -> None:
     """A real OpenAI-SDK agent loop through the proxy, its commands and outputs full of secrets: the proxy's
-    logs (every planguard/uvicorn/httpx logger at DEBUG), its guard's store and spans carry none."""
+    logs (every planguard/uvicorn/httpx logger at DEBUG), its guard's store and spans, and its replica log
+    (what a shared store such as Redis is sent) carry none; with capture off the replica log keeps no
+    result."""
     pytest.importorskip("planguard_proxy")
+    from planguard_proxy import MemoryStore
+    from planguard_proxy._json import dumps
     from proxy_fakes import bash_agent_script, proxy_stack, quiet_config
+
+    class SharedLog(MemoryStore):
+        """The entries as a store shared by replicas (Redis) is sent them."""
+
+        remote = True
+        sent: ClassVar[list[str]] = []
+
+        async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+            self.sent.append(dumps(entries).decode("utf-8", "replace"))
+            return await super().append(key, entries)
+
     from test_proxy_e2e import run_openai_agent, workdir
 
     from planguard.sinks.capture import capture_mode_from_env
@@ -403,7 +470,8 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
     work = tmp_path / "work"
     work.mkdir()
     cwd = workdir(work)
-    with proxy_stack(bash_agent_script(commands), config=config, sinks=(cap.sink,)) as stack:
+    log = SharedLog()
+    with proxy_stack(bash_agent_script(commands), config=config, sinks=(cap.sink,), store=log) as stack:
         run_openai_agent(stack.url, cwd, stream=False)
         assert stack.guard.errors.total == 0
     stack.guard.shutdown()
@@ -417,11 +485,15 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
     spans = "\n".join(json.dumps(dict(s.attributes or {}), default=str) for s in cap.spans())
     assert store and spans and logs  # (uvicorn and httpx log every request at DEBUG/INFO)
     secrets = [piece for p in shapes for piece in p.pieces]
-    out = {"logs": logs, "store": store, "spans": spans}
+    replica_log = "\n".join(log.sent)
+    assert "mkproxyarg" in replica_log  # (the calls are there: replicas classify them)
+    out = {"logs": logs, "store": store, "spans": spans, "replica log": replica_log}
     assert not _leaks(out, secrets)
     if mode is None:
-        assert not _leaks(out, ["mkproxyarg"])
+        assert not _leaks({k: v for k, v in out.items() if k != "replica log"}, ["mkproxyarg"])
+        assert "<returncode>" not in replica_log  # (in every tool result: no result is kept)
     else:
+        assert "<returncode>" in replica_log
         assert "mkproxyarg" in store
 
 

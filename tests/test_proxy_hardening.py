@@ -18,7 +18,7 @@ import pytest
 from planguard_proxy import ProxyConfig, create_app
 from planguard_proxy.server import header_timeout_protocol
 from planguard_proxy.store import RedisStore
-from proxy_fakes import FakeUpstream, Reply, ServerThread, proxy_stack, quiet_config
+from proxy_fakes import FakeUpstream, Reply, ServerThread, proxy_stack, quiet_config, submit_gate
 
 
 def _raw(port: int, data: bytes, wait_s: float = 5.0) -> bytes:
@@ -136,21 +136,7 @@ def own_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     proc.wait(10)
 
 
-SUBMIT_GATE = {
-    "fail_closed_gates": True,
-    "policies": {
-        "gates": [
-            {
-                "name": "no-early-submit",
-                "tool": "bash",
-                "arguments": {"command": "^submit"},
-                "until": {"min_steps": 1000},
-                "max_denials": None,
-                "message": "GATE: run the tests before submitting",
-            }
-        ]
-    },
-}
+SUBMIT_GATE = submit_gate(fail_closed=True)
 BASH = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
 
 

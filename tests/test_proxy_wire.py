@@ -247,7 +247,8 @@ def test_malformed_data_stops_observing_and_passes_everything_through(wire: str)
     stream = b"".join(events[:4]) + b"data: {not json\n\n" + b"".join(events[4:])
     out, tr = _run(wire, stream, [37, 200], lambda c: "deny everything")
     assert out == stream
-    assert tr.error is None  # malformed upstream data is the upstream's, not an internal failure
+    # Unread data is reported (the proxy counts it, and withholds the rest under a fail-closed gate).
+    assert isinstance(tr.error, ValueError)
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

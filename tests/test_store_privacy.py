@@ -225,3 +225,36 @@ def test_a_queued_record_holds_what_its_line_needs_not_the_step(tmp_path: Path, 
     assert [(c.label, c.role) for c in taken.commands] == [("cat", "L_navigate")]
     line = sink._line(items[-1]).decode()
     assert (ARG_TEXT in line) is content and (RESULT_TEXT in line) is content
+
+
+def test_script_paths_stay_out_of_a_metadata_only_store_and_its_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script's path or name is content (a client's name, a project): without capture, the store's
+    ``intent``/``shell`` keep it only as a digest, and so does ``planguard export``; a program named by bare
+    words (``pytest``, ``git``) stays."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv(ENV_CAPTURE, raising=False)
+    guard = guard_with_store(tmp_path / "s")
+    for i, command in enumerate(
+        [
+            "/home/alice/acmecorp-secret/run_payroll.sh --now",
+            "python /srv/acmecorp/migrate_db.py",
+            "pytest -q",
+        ]
+    ):
+        guard.after_tool("scripts", ToolEvent("bash", {"command": command}, call_id=f"c{i}", exit_code=0))
+    guard.end("scripts")
+    guard.shutdown()
+    store = "".join(f.read_text() for f in (tmp_path / "s").glob("*.jsonl"))
+    exported = subprocess.run(
+        [sys.executable, "-m", "planguard", "export", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for text in (store, exported):
+        assert "acmecorp" not in text and "run_payroll" not in text and "migrate_db" not in text
+        assert '"intent":"pytest"' in text.replace(" ", "")

@@ -211,7 +211,8 @@ def _commands(recorded: Mapping[str, Any]) -> tuple[Command, ...]:
 
 class RecordedActions:
     """An action classifier that rebuilds a step's recorded action (its type, tool, intent, write kind
-    and flags; for target and path, their digests: the texts were content) when it has one."""
+    and flags; for target and path, and a script's intent and shell, their digests: the texts were
+    content) when it has one."""
 
     def __init__(self, classify: Callable[[ToolEvent], Any]) -> None:
         self.classify = classify
@@ -229,12 +230,12 @@ class RecordedActions:
             target=fields.get("target") or _digest(fields.get("target_id")),
             tool=str(fields.get("tool") or event.tool),
             path=fields.get("path") or _digest(fields.get("path_id")),
-            intent=fields.get("intent"),
+            intent=fields.get("intent") or _digest(fields.get("intent_id")),
             is_validation=bool(fields.get("is_validation")),
             is_source_write=bool(fields.get("is_source_write")),
             is_completion=bool(fields.get("is_completion")),
             write=WriteKind(write) if write in _WRITE_KINDS else None,
-            shell=fields.get("shell"),
+            shell=fields.get("shell") or _digest(fields.get("shell_id")),
             structured=bool(fields.get("structured")),
             scaffold=fields.get("scaffold"),
         )

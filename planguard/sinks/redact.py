@@ -80,6 +80,28 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),  # Google API key
     (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), REDACTED),  # Hugging Face
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),  # JWT
+    # Webhook URLs whose path is the credential: Slack, Discord.
+    (
+        re.compile(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,256}"),
+        REDACTED,
+    ),
+    (
+        re.compile(
+            r"\bhttps://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,32}/[A-Za-z0-9_-]{16,128}"
+        ),
+        REDACTED,
+    ),
+    (re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),  # Stripe secret / restricted key
+    (re.compile(r"\bwhsec_[A-Za-z0-9+/=]{16,}"), REDACTED),  # Stripe webhook signing secret
+    (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), REDACTED),  # npm access token
+    (re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"), REDACTED),  # SendGrid
+    (re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}"), REDACTED),  # PyPI upload token
+    # Azure: a storage / Service Bus connection string's key, and a SAS token's signature.
+    (
+        re.compile(r"(?i)\b((?:Account|SharedAccess)Key\s{0,16}+=\s{0,16}+)[A-Za-z0-9+/]{16,}+={0,2}"),
+        r"\1" + REDACTED,
+    ),
+    (re.compile(r"(?i)([?&]sig=)[A-Za-z0-9%+/=]{16,}"), r"\1" + REDACTED),
     # Passwords on command lines: ``mysql -pPW`` (``-P`` is the port), ``sshpass -p PW``,
     # ``curl -u user:PW`` / ``--user user:PW``.
     (
@@ -93,11 +115,36 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1" + REDACTED,
     ),
     (
+        re.compile(r"((?i:\bredis-cli\b)[^\n;&|]{0,128}?\s-a\s{0,16}+)(?!\[REDACTED\])" + _VALUE),
+        r"\1" + REDACTED,
+    ),
+    # Environment-style names ending in PASS / PWD (``DBPASS=``, ``export PGPWD="two words"``), which the
+    # secret words take only as a whole name part.
+    (
+        re.compile(
+            r"\b([A-Z][A-Z0-9_]{0,64}(?:PASS|PASSWD|PWD)\s{0,16}+=\s{0,16}+)(?!\[REDACTED\])"
+            r"(\"[^\"\n]{0,512}+\"|'[^'\n]{0,512}+'|" + _VALUE + ")"
+        ),
+        r"\1" + REDACTED,
+    ),
+    (
         re.compile(
             r"((?<!\S)(?:-u|-U|--user|--proxy-user)(?:\s{0,16}|=)[\"']?[^\s:\"']{1,256}:)(?!\[REDACTED\])"
             + _VALUE
         ),
         r"\1" + REDACTED,
+    ),
+    # A quoted value of a secret-named key, whole (``password="correct horse battery"``): the generic
+    # pattern below stops at the first space.
+    (
+        re.compile(
+            r"(?i)("
+            + _SECRET_WORD
+            + r"[A-Za-z0-9_.-]{0,64}+"
+            + _QUOTE
+            + r"\s{0,16}+[=:]\s{0,16}+)(\\{0,8}[\"'])(?!\[REDACTED\])[^\"'\n\\]{1,512}+(?=\2)"
+        ),
+        r"\1\2" + REDACTED,
     ),
     # key=value / key: value / "key": "value" / \"key\": \"value\" where the key names a secret.
     (
@@ -145,15 +192,27 @@ _NEEDLES_OF: tuple[tuple[str, ...], ...] = (
     ("aiza",),
     ("hf_",),
     ("eyj",),
+    ("hooks.slack.com",),
+    ("/api/webhooks/",),
+    ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+    ("whsec_",),
+    ("npm_",),
+    ("sg.",),
+    ("pypi-",),
+    ("accountkey", "sharedaccesskey"),
+    ("sig=",),
     ("mysql", "mariadb"),
     ("sshpass",),
+    ("redis-cli",),
+    ("pass", "pwd"),  # DBPASS=
     ("-u",),  # curl -u / --user / --proxy-user (-U folds to -u)
+    _KEY_NEEDLES,  # quoted value: also gated by _KEY_ASSIGN
     _KEY_NEEDLES,  # key=value: also gated by _KEY_ASSIGN
     _KEY_NEEDLES,  # CLI flags
 )
 _NEEDLES = tuple(dict.fromkeys(n for needles in _NEEDLES_OF for n in needles))
 _SHORTEST_NEEDLE = min(map(len, _NEEDLES))
-_KEY_VALUE = len(_NEEDLES_OF) - 2  # index of the key=value pattern
+_KEY_VALUE = (len(_NEEDLES_OF) - 3, len(_NEEDLES_OF) - 2)  # the quoted and the key=value patterns
 # The key=value pattern is the costly one and its key names are common words in code ("key", "token",
 # "session"). It matches only where such a name is followed by ``=`` or ``:``; this search for that, over
 # the folded text, is case-sensitive (so the regex engine can skip to the names' first letters) and much
@@ -241,7 +300,7 @@ class Redactor:
             for i, (pattern, repl) in enumerate(_PATTERNS):
                 for needle in _NEEDLES_OF[i]:
                     if needle in folded:
-                        if i != _KEY_VALUE or _KEY_ASSIGN.search(folded) is not None:
+                        if i not in _KEY_VALUE or _KEY_ASSIGN.search(folded) is not None:
                             text = pattern.sub(repl, text)
                         break
         for pattern, repl in self._extra:

@@ -1,8 +1,11 @@
 """A bounded queue drained by one background thread: how sinks keep I/O and slow work off the agent's path.
 
 ``submit`` is a length check and a deque append (plus, at most once per drain, waking the thread); when
-the queue is full the item is dropped and counted, never waited for. Items are handed to ``handle`` in
-batches on the worker thread; an exception there is counted and logged once, and the worker goes on.
+the queue is full the item is dropped and counted, never waited for — unless the worker was made with
+``block=True`` (the store's ``durability: block``): the producer then waits for the worker to make room
+(back-pressure), and drops only when the worker is closed or its thread is gone. Items are handed to
+``handle`` in batches on the worker thread; an exception there is counted and logged once, and the
+worker goes on.
 
 Waking a sleeping thread is the expensive part of a submit (a futex wake, on a VM an inter-processor
 interrupt, then a GIL hand-over to the worker and back): ``wake_at=N`` lets N items pile up before the
@@ -23,7 +26,9 @@ A forked child (a pre-fork server, ``multiprocessing`` with fork) has none of th
 worker, and every sink registered with :func:`restart_in_forked_child`, forgets what the parent had queued
 (the parent writes that; the child would write it twice) and starts a thread of its own on its next item.
 Without this, everything a forked child recorded stayed queued until it was dropped, and no file was
-written.
+written. A ``multiprocessing`` child ends through ``os._exit`` (no ``atexit``): its workers are flushed by a
+``multiprocessing`` finalizer instead, registered in the child. SIGHUP, whose default action also ends the
+process without ``atexit``, is handled as SIGTERM is.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -73,6 +79,24 @@ def _after_fork_in_child() -> None:
     _live_workers.clear()  # each worker registers again when it starts its thread
     for owner in list(_fork_aware):
         owner.after_fork_in_child()
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        # A multiprocessing child: its bootstrap clears the finalizers the parent had, then runs the
+        # after-fork callbacks; this one registers the flush among the finalizers its exit runs.
+        mp_util.register_after_fork(_flush_at_exit_ref, _finalize_in_child)
+
+
+class _FlushAtExit:
+    """A live object for ``multiprocessing.util.register_after_fork`` (which keeps a weak reference)."""
+
+
+_flush_at_exit_ref = _FlushAtExit()
+
+
+def _finalize_in_child(_owner: object) -> None:
+    import multiprocessing.util as mp_util
+
+    mp_util.Finalize(None, flush_at_exit, exitpriority=0)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows
@@ -101,6 +125,7 @@ class BackgroundWorker(Generic[T]):
         interval_s: float = 0.1,
         errors: ErrorCounter | None = None,
         wake_at: int = 1,
+        block: bool = False,
     ) -> None:
         if max_queue < 1 or max_batch < 1 or wake_at < 1:
             raise ValueError("max_queue, max_batch and wake_at must be at least 1")
@@ -114,6 +139,7 @@ class BackgroundWorker(Generic[T]):
         # Never wait for more than a quarter of the queue: the timer alone must not let a burst overflow it.
         self._wake_at = min(wake_at, max(1, max_queue // 4))
         self._errors = errors if errors is not None else ErrorCounter()
+        self._block = block
         self._closed = False
         self._new_thread_state()
         _install_sigterm_flush()
@@ -124,6 +150,7 @@ class BackgroundWorker(Generic[T]):
         no worker thread; what the parent queued is the parent's to write)."""
         self._queue: deque[T | _Marker] = deque()
         self._wake = threading.Event()
+        self._room = threading.Event()  # set by the worker after each batch (``block``: producers wait on it)
         self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -137,7 +164,7 @@ class BackgroundWorker(Generic[T]):
         if self._closed:
             self._drops.add(f"{self.name}_after_shutdown")
             return False
-        if len(self._queue) >= self._max_queue:
+        if len(self._queue) >= self._max_queue and not (self._block and self._wait_for_room()):
             self._drops.add(self._drop_reason)
             return False
         queue = self._queue
@@ -146,6 +173,22 @@ class BackgroundWorker(Generic[T]):
             self._start()
         if len(queue) >= self._wake_at and not self._wake.is_set():
             self._wake.set()
+        return True
+
+    def _wait_for_room(self) -> bool:
+        """``block``: wait until the queue has room; False when it never will (closed, or no thread to
+        drain it: called from the worker's own thread, or the thread died)."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return False
+        while len(self._queue) >= self._max_queue:
+            if self._closed or not thread.is_alive():
+                return False
+            self._room.clear()
+            self._wake.set()
+            if len(self._queue) < self._max_queue:
+                break
+            self._room.wait(0.05)
         return True
 
     @property
@@ -238,6 +281,8 @@ class BackgroundWorker(Generic[T]):
             self._handle(batch)
         except Exception as exc:
             self._errors.record(f"worker:{self.name}", exc)
+        if self._block:
+            self._room.set()
 
 
 def flush_at_exit(timeout_s: float = EXIT_FLUSH_TIMEOUT_S, *, ending: bool = True) -> int:
@@ -256,13 +301,15 @@ atexit.register(flush_at_exit)
 _sigterm_lock = threading.Lock()
 _sigterm_installed = False
 _sigterm_wanted = True
-_previous_sigterm: Any = None
+#: The signals whose default action ends the process without ``atexit``; their handlers before ours.
+_FLUSHED_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+_previous: dict[int, Any] = {}
 
 
 def set_sigterm_flush(enabled: bool) -> None:
-    """Whether planguard may install its SIGTERM handler in this process. Off is for good: no handler is
-    installed from then on, and one already installed is replaced by the handler it replaced (when it is
-    still the current one and this is the main thread; else it stays and chains as before)."""
+    """Whether planguard may install its SIGTERM (and SIGHUP) handler in this process. Off is for good: no
+    handler is installed from then on, and one already installed is replaced by the handler it replaced
+    (when it is still the current one and this is the main thread; else it stays and chains as before)."""
     global _sigterm_wanted, _sigterm_installed
     if enabled:
         return
@@ -270,34 +317,37 @@ def set_sigterm_flush(enabled: bool) -> None:
         _sigterm_wanted = False
         if not _sigterm_installed or threading.current_thread() is not threading.main_thread():
             return
-        try:
-            if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-                signal.signal(signal.SIGTERM, _previous_sigterm)
-                _sigterm_installed = False
-        except (ValueError, OSError, TypeError):  # a handler set outside Python cannot be put back
-            pass
+        for signum, previous in list(_previous.items()):
+            try:
+                if signal.getsignal(signum) is _on_sigterm:
+                    signal.signal(signum, previous)
+                    del _previous[signum]
+            except (ValueError, OSError, TypeError):  # a handler set outside Python cannot be put back
+                pass
+        _sigterm_installed = bool(_previous)
 
 
 def _install_sigterm_flush() -> None:
-    """Install :func:`_on_sigterm` once, from the main thread (only it may set signal handlers), unless
-    turned off or SIGTERM is ignored."""
-    global _sigterm_installed, _previous_sigterm
+    """Install :func:`_on_sigterm` for SIGTERM and SIGHUP once, from the main thread (only it may set signal
+    handlers), unless turned off or the signal is ignored."""
+    global _sigterm_installed
     if _sigterm_installed or not _sigterm_wanted or threading.current_thread() is not threading.main_thread():
         return
     with _sigterm_lock:
         if _sigterm_installed or not _sigterm_wanted:
             return
-        try:
-            if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
-                return  # ignored on purpose (nohup, a supervisor): replacing it would change that
-            _previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
-        except (ValueError, OSError):  # not the main interpreter, or no SIGTERM on this platform
-            return
+        for signum in _FLUSHED_SIGNALS:
+            try:
+                if signal.getsignal(signum) == signal.SIG_IGN:
+                    continue  # ignored on purpose (nohup, a supervisor): replacing it would change that
+                _previous[signum] = signal.signal(signum, _on_sigterm)
+            except (ValueError, OSError):  # not the main interpreter, or no such signal on this platform
+                return
         _sigterm_installed = True
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    previous = _previous_sigterm
+    previous = _previous.get(signum, signal.SIG_DFL)
     dies = not callable(previous) and previous != signal.SIG_IGN
     flush_at_exit(ending=dies)  # an application handler may go on running: then nothing is dropped
     if callable(previous):

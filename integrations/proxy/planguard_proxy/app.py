@@ -32,7 +32,7 @@ from planguard.policies.gates import Gate
 
 from . import _json
 from .config import ProxyConfig
-from .monitor import Monitor, RequestPlan, session_key
+from .monitor import Monitor, Refusal, RequestPlan, session_key
 from .sse import SSEDecoder, SSEFramingError
 from .store import ConversationStore, open_store
 from .transport import UpstreamBody
@@ -204,6 +204,10 @@ class ProxyApp:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with _json.policy(self.monitor.json):
+            await self._handle(scope, receive, send)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         method: str = scope["method"]
         if path.startswith(ADMIN_PREFIX):
@@ -248,7 +252,12 @@ class ProxyApp:
         plan: RequestPlan | None = None
         out = body
         if wire is not None:
-            plan, out = await self._on_request(wire, headers, body)
+            try:
+                plan, out = await self._on_request(wire, headers, body)
+            except _json.NonStandardJSON:
+                msg = "request body is non-standard JSON (NaN, infinity or a lone surrogate), refused"
+                await _send_json(send, 400, w.error_body(msg, "invalid_request_error"))
+                return
         fwd = upstream_headers(headers, observed=wire is not None, drop=self._session_header)
         fwd.append((b"host", url.netloc))
         sized = bool(out) or method in _BODY_METHODS or any(k == b"content-length" for k, _v in headers)
@@ -315,6 +324,7 @@ class ProxyApp:
         (gate ``rewrite``), the proxy answers those calls itself, the denial as each one's result, and asks
         the model again, up to ``gate_retries`` times: the agent gets the model's next answer and goes on."""
         rounds = 0
+        refused: dict[str, str] = {}  # this client request's denials, by call (see Monitor.decide)
         while True:
             try:
                 resp = await self.upstream.send(request_for(content))
@@ -337,17 +347,24 @@ class ProxyApp:
             )
             ctype, encoded = _content_info(raw_headers)
             if _EVENT_STREAM in ctype:
-                denied = await self._stream(send, wire, plan, resp, raw_headers, encoded, buffer=retry)
+                denied = await self._stream(
+                    send, wire, plan, resp, raw_headers, encoded, buffer=retry, refused=refused
+                )
             else:
-                denied = await self._whole(send, wire, w, plan, resp, raw_headers, encoded, retry=retry)
+                denied = await self._whole(
+                    send, wire, w, plan, resp, raw_headers, encoded, retry=retry, refused=refused
+                )
             if denied is None:
                 return
             assert plan.body is not None
             text, calls, results = denied
+            refusal = Refusal(plan.n_messages, text, calls, results)
             wire.answer_calls(plan.body, text, calls, results)
-            content = _json.dumps(plan.body)
+            content = _json.dumps(plan.body, standard=plan.standard)
             rounds += 1
-            await self.monitor.on_model_again(plan.conversation)
+            # Unless the upstream keeps the history (``previous_response_id``), later turns show it again.
+            kept = None if plan.body.get("previous_response_id") else refusal
+            await self.monitor.on_model_again(plan.conversation, kept)
 
     async def _whole(
         self,
@@ -360,6 +377,7 @@ class ProxyApp:
         encoded: bool,
         *,
         retry: bool,
+        refused: dict[str, str],
     ) -> _Denied | None:
         """A whole (not streamed) answer; with ``retry``, the calls to answer when all were denied (and
         nothing is sent)."""
@@ -377,7 +395,7 @@ class ProxyApp:
         pending: list[dict[str, Any]] = []
         try:
             try:
-                content, denied = self._on_response_body(wire, plan, content, pending, retry)
+                content, denied = await self._on_response_body(wire, plan, content, pending, retry, refused)
             except _Withheld as withheld:
                 await _send_json(send, 502, w.error_body(_withheld_text(withheld.decision), "api_error"))
                 return None
@@ -402,7 +420,9 @@ class ProxyApp:
         self, wire: Wire, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> tuple[RequestPlan | None, bytes]:
         try:
-            obj = _json.loads(body)
+            obj, standard = _json.read(body)
+        except _json.NonStandardJSON:
+            raise
         except ValueError:
             return None, body  # not JSON: the upstream answers with its own error
         if not isinstance(obj, dict):
@@ -411,13 +431,14 @@ class ProxyApp:
             prev = obj.get("previous_response_id")
             sid = (
                 _get(headers, self._session_header)
-                or (self.monitor.conversation_of_response(prev) if isinstance(prev, str) else None)
+                or (await self.monitor.conversation_of_response(prev) if isinstance(prev, str) else None)
                 or session_key(wire, obj)
             )
             if not sid:
                 return None, body
             plan = await self.monitor.on_request(wire, obj, sid)
-            return plan, (_json.dumps(obj) if plan.body_changed else body)
+            plan.standard = standard
+            return plan, (_json.dumps(obj, standard=standard) if plan.body_changed else body)
         except Exception as exc:
             self.monitor._failed("proxy.request", exc)
             if self.guard.fails_closed:
@@ -425,26 +446,35 @@ class ProxyApp:
                 return self.monitor.failed_plan(wire, obj), body
             return None, body
 
-    def _on_response_body(
-        self, wire: Wire, plan: RequestPlan, content: bytes, pending: list[dict[str, Any]], retry: bool
+    async def _on_response_body(
+        self,
+        wire: Wire,
+        plan: RequestPlan,
+        content: bytes,
+        pending: list[dict[str, Any]],
+        retry: bool,
+        refused: dict[str, str],
     ) -> tuple[bytes, _Denied | None]:
         """The answer for the client, or (with ``retry``) the calls to answer when all were denied."""
         conv = plan.conversation
         try:
-            obj = _json.loads(content)
-        except ValueError:
-            return content, None  # not JSON: the upstream's own answer, unchanged
-        if not isinstance(obj, dict):
+            obj, standard = _json.read(content)
+        except ValueError as exc:  # not JSON, or non-standard JSON refused: unread
+            self._unobserved(exc)
             return content, None
+        if not isinstance(obj, dict):
+            self._unobserved(ValueError("answer is not a JSON object"))
+            return content, None
+        rid = obj.get("id")
+        if isinstance(rid, str) and wire.chains:
+            # Before the client has the answer: its follow-up may go to another replica at once.
+            await self.monitor.remember_response(rid, conv.id)
         seen: list[ToolCall] | None = None  # the answer's calls, once they are known
         try:
-            rid = obj.get("id")
-            if isinstance(rid, str) and wire.chains:
-                self.monitor.remember_response(rid, conv.id)
             calls = seen = wire.response_calls(obj)
             denied: dict[str, str] = {}
             for call in calls:
-                msg = self.monitor.decide(conv, call, pending)
+                msg = self.monitor.decide(conv, call, pending, refused=refused)
                 if msg is not None:
                     denied[call.id] = msg
             if retry and calls and len(denied) == len(calls):
@@ -458,16 +488,27 @@ class ProxyApp:
                 text_calls = self.monitor.text_calls(wire.response_text(obj), plan.n_messages)
                 seen = [call for _block, call in text_calls]
                 for block, call in text_calls:
-                    msg = self.monitor.decide(conv, call, pending, text_index=plan.n_messages)
+                    msg = self.monitor.decide(
+                        conv, call, pending, text_index=plan.n_messages, refused=refused
+                    )
                     if msg is not None:
                         changed = wire.replace_text(obj, block, msg) or changed
-            return (_json.dumps(obj) if changed else content), None
+            return (_json.dumps(obj, standard=standard) if changed else content), None
         except Exception as exc:
             self.monitor._failed("proxy.response", exc)
             closed = self.monitor.failure_decision(seen)
             if closed is not None:
                 raise _Withheld(closed) from None
             return content, None
+
+    def _unobserved(self, exc: Exception) -> None:
+        """An answer planguard could not read: counted, and withheld (``_Withheld``) when a fail-closed gate
+        is on — its calls, whatever they are, were not checked. Else it goes to the client unchanged."""
+        self.monitor.counters["unobserved_answers"] += 1
+        self.monitor._failed("proxy.response.unread", exc)
+        closed = self.monitor.failure_decision(None)
+        if closed is not None:
+            raise _Withheld(closed)
 
     async def _stream(
         self,
@@ -479,6 +520,7 @@ class ProxyApp:
         encoded: bool,
         *,
         buffer: bool = False,
+        refused: dict[str, str] | None = None,
     ) -> _Denied | None:
         """Forward an SSE response as it arrives, observing it on the side. Each upstream read leaves in
         one write; the last one carries the end of the response with it.
@@ -489,7 +531,9 @@ class ProxyApp:
         pending: list[dict[str, Any]] = []
         monitor = self.monitor
         translator = wire.stream(
-            lambda call: monitor.decide(conv, call, pending), self._hold, monitor.text is not None
+            lambda call: monitor.decide(conv, call, pending, refused=refused),
+            self._hold,
+            monitor.text is not None,
         )
         decoder = SSEDecoder()
         observing = True
@@ -517,6 +561,7 @@ class ProxyApp:
             """The translator gave up (``translator.error``): counted; when a fail-closed gate covers the
             calls it may have held back, the error event that ends the stream instead of them and the rest
             (else None: the rest passes through raw, fail-open)."""
+            monitor.counters["unobserved_answers"] += 1
             monitor._failed("proxy.stream", translator.error or RuntimeError("stream translator"))
             closed = monitor.failure_decision(None)
             return None if closed is None else wire.stream_error(_withheld_text(closed), "api_error")
@@ -535,8 +580,13 @@ class ProxyApp:
                             events = decoder.feed(chunk)
                         except SSEFramingError as exc:
                             observing = False
-                            monitor._failed("proxy.sse", exc)
-                            out = b"".join([*translator.abandon(), decoder.take_rest()])
+                            translator.error = exc
+                            held = translator.abandon()
+                            end = given_up()
+                            if end is not None:
+                                await finish(end)
+                                return None
+                            out = b"".join([*held, decoder.take_rest()])
                         else:
                             parts = [b for ev in events for b in translator.feed(ev)]
                             if translator.error is not None:
@@ -568,7 +618,7 @@ class ProxyApp:
             if observing:
                 tail.append(decoder.take_rest())
                 if translator.response_id is not None:
-                    monitor.remember_response(translator.response_id, conv.id)
+                    await monitor.remember_response(translator.response_id, conv.id)
                 calls = translator.calls
                 if buffer and calls and len(translator.denied) == len(calls) and translator.error is None:
                     return translator.text, calls, dict(translator.denied)

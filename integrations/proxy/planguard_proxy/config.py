@@ -124,6 +124,14 @@ class ProxyConfig(BaseModel):
         "(the denial as each call's result) and asks the model again, at most this many times per request; "
         "past that (or with 0) the denied calls become assistant text as before.",
     )
+    nonstandard_json: Literal["observe", "refuse"] = Field(
+        "observe",
+        description="JSON that only Python's json module reads (NaN, Infinity, lone surrogate escapes; in "
+        "tool arguments also integers past 64 bits), in requests, answers or tool arguments. observe: "
+        "read with the standard library and observed as usual; refuse: a request gets a 400, an answer "
+        "is unread (withheld when a fail-closed gate is on, else forwarded unchanged). Counted either way "
+        "(/_planguard/health: json_observed, json_refused, unobserved_answers).",
+    )
     text_actions: TextActionsSettings = Field(default_factory=TextActionsSettings)
     shell_tools: list[str] = Field(
         default_factory=lambda: [

@@ -37,8 +37,11 @@ from planguard.decisions import Decision
 from planguard.events import ToolEvent
 from planguard.journal import event_from
 from planguard.sinks import Sink
+from planguard.sinks.capture import ContentPolicy
+from planguard.sinks.redact import redact_text, redact_value
 
 from . import _json
+from ._json import JSONPolicy
 from .config import ProxyConfig
 from .store import SKIP_OP, ConversationStore
 from .text_actions import TextActions
@@ -63,6 +66,9 @@ MAX_LOGGED_RESULT = 64 * 1024
 MAX_CONVERSATIONS = 100_000
 
 T = TypeVar("T")
+
+#: Denied exchanges the proxy answered itself that a conversation shows the model again, at most.
+MAX_REFUSALS = 16
 
 #: Seconds the store is left alone after a failed call.
 STORE_RETRY_S = 5.0
@@ -148,6 +154,18 @@ class OpenCall:
 
 
 @dataclass(slots=True)
+class Refusal:
+    """Calls the proxy answered itself with their denials before asking the model again: the exchange the
+    model saw, shown again (before the agent's history message ``at``) on every later turn, since the agent's
+    own history never had it."""
+
+    at: int
+    text: str
+    calls: list[ToolCall]
+    results: dict[str, str]
+
+
+@dataclass(slots=True)
 class Conversation:
     id: str
     session: Session | None = None
@@ -156,6 +174,7 @@ class Conversation:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_seen: float = field(default_factory=time.monotonic)
     writing: asyncio.Task[None] | None = None  # the request's log write, overlapping the upstream call
+    refusals: list[Refusal] = field(default_factory=list)
     # A stand-in for a conversation whose request planguard failed to observe: the answer's calls get the
     # guard's failure decision (a fail-closed gate denies its tool) and nothing is logged or recorded.
     failed: bool = False
@@ -170,6 +189,7 @@ class RequestPlan:
     injected: list[str]
     n_messages: int
     body: dict[str, Any] | None = None  # the request as sent upstream (parsed), to ask the model again
+    standard: bool = True  # the request was standard JSON (else it is written back as the stdlib reads it)
 
 
 class Monitor:
@@ -194,11 +214,15 @@ class Monitor:
         self._rc = TextActions(returncode_regex=config.text_actions.returncode_regex)
         self._shell = frozenset(config.shell_tools)
         self._remote_store = bool(getattr(store, "remote", True))
+        # What the log in a shared store (Redis: it leaves the process) keeps of a call: its arguments and
+        # command redacted (replicas classify the call from them), its result only with content capture on.
+        self._log_content = ContentPolicy.resolve(None, max_chars=MAX_LOGGED_RESULT)
         self._store_timeout = config.store.timeout_s
         self._store_down_until = 0.0
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         # Responses API: response id → conversation, so a request chained by ``previous_response_id`` (its
-        # history left upstream) joins the conversation of the response it continues. Bounded (LRU).
+        # history left upstream) joins the conversation of the response it continues. Kept in the store (where
+        # the conversation is: any replica, and after a restart, finds it); this is a bounded (LRU) cache.
         self._responses: OrderedDict[str, str] = OrderedDict()
         self._max_conversations = min(MAX_CONVERSATIONS, guard.config.sessions.max_sessions)
         self.counters: dict[str, int] = {
@@ -212,7 +236,11 @@ class Monitor:
             "store_races": 0,
             "ended": 0,
             "asked_again": 0,
+            "unobserved_answers": 0,
+            "denied_again": 0,
         }
+        # Non-standard JSON met in this replica's traffic (the policy every body, event and argument follows).
+        self.json = JSONPolicy(config.nonstandard_json)
         # Sinks record only what this replica sees live; replays run muted.
         pipeline = guard.pipeline
         if not all(isinstance(s, MutableSink) for s in pipeline.sinks):
@@ -249,7 +277,7 @@ class Monitor:
                 await self._append(conv, entries, conv.applied)
             finally:
                 conv.lock.release()
-        changed = False
+        changed = self._show_refusals(conv, wire, body, n_messages)
         if notes and self.config.gate != "observe":
             # annotate mode, or a denied call rewrite could not reach (a streamed text action).
             changed = self._annotate(wire, body, notes)
@@ -259,6 +287,21 @@ class Monitor:
             self.counters["injected"] += len(texts)
             changed = True
         return RequestPlan(conv, changed, texts, n_messages, body)
+
+    @staticmethod
+    def _show_refusals(conv: Conversation, wire: Wire, body: dict[str, Any], n_messages: int) -> bool:
+        """Put the conversation's earlier refusals back where the model saw them (the history reaches past
+        them: the agent kept the answer that followed)."""
+        if not conv.refusals or body.get("previous_response_id"):
+            return False
+        shift = 0
+        for r in conv.refusals:
+            if r.at >= n_messages:
+                break
+            before = len(wire.messages(body))
+            wire.answer_calls(body, r.text, r.calls, r.results, at=r.at + shift)
+            shift += len(wire.messages(body)) - before
+        return shift > 0
 
     def failed_plan(self, wire: Wire, body: Mapping[str, Any]) -> RequestPlan:
         """The plan of a request whose observation failed, when gates fail closed: its answer is still
@@ -286,16 +329,29 @@ class Monitor:
                 return decision
         return None
 
-    def remember_response(self, response_id: str, session_id: str) -> None:
+    async def remember_response(self, response_id: str, session_id: str) -> None:
+        """Record the response's conversation, in the store (before the client has the response: its
+        follow-up may go to another replica at once)."""
         if not session_id:  # a failed request's stand-in conversation
             return
         self._responses[response_id] = session_id
         self._responses.move_to_end(response_id)
         while len(self._responses) > self._max_conversations:
             self._responses.popitem(last=False)
+        try:
+            await self._store(self.store.remember_response(response_id, session_id))
+        except Exception as exc:
+            self._failed("proxy.store.response", exc)
 
-    def conversation_of_response(self, response_id: str) -> str | None:
-        return self._responses.get(response_id)
+    async def conversation_of_response(self, response_id: str) -> str | None:
+        sid = self._responses.get(response_id)
+        if sid is not None:
+            return sid
+        try:
+            return await self._store(self.store.conversation_of_response(response_id))
+        except Exception as exc:
+            self._failed("proxy.store.response", exc)
+            return None
 
     def _conversation(self, session_id: str) -> Conversation:
         conv = self.conversations.get(session_id)
@@ -428,12 +484,21 @@ class Monitor:
         *,
         text_index: int | None = None,
         can_rewrite: bool = True,
+        refused: dict[str, str] | None = None,
     ) -> str | None:
         """A tool call of the response: gate it, log it. Returns the denial text if it is to be rewritten.
+
+        ``refused`` (the client request's denials so far, by call): a call the model repeats after the proxy
+        asked it again gets its earlier denial — a re-ask never spends more than one of a gate's denials per
+        client request, and is no new step.
 
         When planguard fails here (or failed on the request, ``conv.failed``), the call gets the guard's
         failure decision: a fail-closed gate covering it denies it, anything else goes through."""
         rewrite = can_rewrite and self.config.gate == "rewrite"
+        key = f"{call.name}\0{call.raw_arguments if call.raw_arguments is not None else call.arguments!r}"
+        if refused is not None and key in refused:
+            self.counters["denied_again"] += 1
+            return refused[key] if rewrite else None
         ev: dict[str, Any] | None = None
         try:
             ev = self._event_fields(call)
@@ -449,8 +514,11 @@ class Monitor:
             decision = self._failure_decision(ev)
         if decision is not None and decision.blocks:
             self.counters["denied"] += 1
+            text = f"{DENIAL_PREFIX} {decision.message}" if decision.message else DENIAL_PREFIX
+            if refused is not None:
+                refused[key] = text
             if rewrite:
-                return f"{DENIAL_PREFIX} {decision.message}" if decision.message else DENIAL_PREFIX
+                return text
         return None
 
     def _failure_decision(self, ev: Mapping[str, Any] | None) -> Decision:
@@ -477,13 +545,26 @@ class Monitor:
             await asyncio.wait([writing])  # not ``await writing``: a cancelled caller must not cancel it
         await self._append(conv, pending, conv.applied)
 
-    async def on_model_again(self, conv: Conversation) -> None:
-        """The proxy asks the model again itself (the calls it answered were denied): one more model call."""
+    async def on_model_again(self, conv: Conversation, refusal: Refusal | None = None) -> None:
+        """The proxy asks the model again itself (the calls it answered were denied): one more model call.
+        ``refusal``: the exchange it answered, logged so that every replica shows it on later turns."""
         try:
             async with conv.lock:
-                entry: dict[str, Any] = {"op": "model"}
-                self._apply(conv, entry, live=True)
-                await self._append(conv, [entry], conv.applied)
+                entries: list[dict[str, Any]] = []
+                if refusal is not None:
+                    entries.append(
+                        {
+                            "op": "refused",
+                            "at": refusal.at,
+                            "text": refusal.text,
+                            "calls": [[c.id, c.name, c.arguments, c.raw_arguments] for c in refusal.calls],
+                            "results": refusal.results,
+                        }
+                    )
+                entries.append({"op": "model"})
+                for entry in entries:
+                    self._apply(conv, entry, live=True)
+                await self._append(conv, entries, conv.applied)
             self.counters["asked_again"] += 1
         except Exception as exc:
             self._failed("proxy.model_again", exc)
@@ -523,6 +604,11 @@ class Monitor:
             ev = entry["ev"]
             conv.open.pop(ev.get("call_id"), None)
             return self.guard.after_tool(sid, _event(ev))
+        if op == "refused":
+            calls = [ToolCall(*c) for c in entry["calls"]]
+            conv.refusals.append(Refusal(entry["at"], entry["text"], calls, dict(entry["results"])))
+            del conv.refusals[:-MAX_REFUSALS]
+            return None
         if op == SKIP_OP:  # entries the store no longer keeps: the session is rebuilt from after them
             conv.applied += int(entry["n"]) - 1
             if conv.session is not None:
@@ -533,6 +619,8 @@ class Monitor:
         """Log entries already applied locally; ``end`` is the log position after them as applied here."""
         if not entries:
             return
+        if self._remote_store:
+            entries = [self._loggable(e) for e in entries]
         try:
             length = await self._store(self.store.append(conv.id, entries))
         except Exception as exc:
@@ -544,6 +632,23 @@ class Monitor:
             # applied here since are counted on top).
             self.counters["store_races"] += 1
             conv.applied += length - end
+
+    def _loggable(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A log entry as it may leave the process (see ``_log_content``): the one redaction pass."""
+        if entry.get("op") == "refused":
+            calls = [[i, name, redact_value(args), None] for i, name, args, _raw in entry["calls"]]
+            return {**entry, "calls": calls}
+        ev = entry.get("ev")
+        if not isinstance(ev, dict):
+            return entry
+        out = dict(ev)
+        args = ev.get("arguments")
+        out["arguments"] = redact_text(args) if isinstance(args, str) else redact_value(args)
+        if isinstance(ev.get("action"), str):
+            out["action"] = redact_text(ev["action"])
+        if ev.get("result") is not None:
+            out["result"] = self._log_content.text(str(ev["result"]))
+        return {**entry, "ev": out}
 
     def _event_fields(self, call: ToolCall) -> dict[str, Any]:
         args = call.arguments
@@ -622,7 +727,13 @@ class Monitor:
         self.guard.errors.record(where, exc)
 
     def stats(self) -> dict[str, Any]:
-        return {"conversations": len(self.conversations), **self.counters, "guard": self.guard.stats()}
+        return {
+            "conversations": len(self.conversations),
+            **self.counters,
+            "json_observed": self.json.counts["observed"],
+            "json_refused": self.json.counts["refused"],
+            "guard": self.guard.stats(),
+        }
 
 
 def _event(ev: Mapping[str, Any]) -> ToolEvent:

@@ -42,6 +42,15 @@ class ConversationStore(ABC):
     async def claim_end(self, key: str, length: int) -> bool:
         """True for exactly one caller per (conversation, log length): that one records the session's end."""
 
+    @abstractmethod
+    async def remember_response(self, response_id: str, key: str) -> None:
+        """Responses API: the response ``response_id`` belongs to conversation ``key`` (a later request that
+        only names it, ``previous_response_id``, joins that conversation on any replica)."""
+
+    @abstractmethod
+    async def conversation_of_response(self, response_id: str) -> str | None:
+        """The conversation of a response :meth:`remember_response` recorded, if the store still has it."""
+
     async def forget(self, key: str) -> None:  # noqa: B027 - optional: shared stores expire logs by TTL
         """The conversation ended and its end is recorded: its log may go (a store in this process's
         memory drops it now; a shared one leaves it to its time to live, for replicas that are behind)."""
@@ -60,6 +69,7 @@ class MemoryStore(ConversationStore):
         # key -> (the log's kept entries, last write, position of the first kept entry)
         self._logs: OrderedDict[str, tuple[list[dict[str, Any]], float, int]] = OrderedDict()
         self._ended: set[tuple[str, int]] = set()
+        self._responses: OrderedDict[str, str] = OrderedDict()  # response id -> conversation (LRU)
         self._max = max_conversations
         self._ttl = ttl_s
 
@@ -90,6 +100,15 @@ class MemoryStore(ConversationStore):
 
     async def forget(self, key: str) -> None:
         self._logs.pop(key, None)
+
+    async def remember_response(self, response_id: str, key: str) -> None:
+        self._responses[response_id] = key
+        self._responses.move_to_end(response_id)
+        while len(self._responses) > self._max:
+            self._responses.popitem(last=False)
+
+    async def conversation_of_response(self, response_id: str) -> str | None:
+        return self._responses.get(response_id)
 
     async def claim_end(self, key: str, length: int) -> bool:
         if (key, length) in self._ended:
@@ -132,6 +151,13 @@ class RedisStore(ConversationStore):
     async def claim_end(self, key: str, length: int) -> bool:
         ok = await self._redis.set(f"{self._prefix}end:{key}:{length}", b"1", nx=True, ex=self._ttl)
         return bool(ok)
+
+    async def remember_response(self, response_id: str, key: str) -> None:
+        await self._redis.set(self._prefix + "response:" + response_id, key.encode("utf-8"), ex=self._ttl)
+
+    async def conversation_of_response(self, response_id: str) -> str | None:
+        raw = await self._redis.get(self._prefix + "response:" + response_id)
+        return raw.decode("utf-8") if isinstance(raw, bytes) else raw
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -198,10 +198,9 @@ def sniff(path: Path) -> Sniff:
         head = handle.read(_HEAD_BYTES)
         if not head.strip():
             raise LoadError(shown, "empty file; expected a trajectory (JSON, JSON Lines or YAML)")
-        if b"\x00" in head or _undecodable(head):
-            raise LoadError(
-                shown, "binary (non-UTF-8) content; expected a trajectory as JSON, JSON Lines or YAML"
-            )
+        # JSON Lines first, whatever the head holds: one bad byte or a NUL-filled tail (a write cut short)
+        # costs only its own lines, which the format's loader reports by file and line.
+        binary = b"\x00" in head or _undecodable(head)
         handle.seek(0)
         first: Any = _MISSING
         first_keys: list[str] = []
@@ -222,6 +221,10 @@ def sniff(path: Path) -> Sniff:
             found = classify_record(obj)
             if found is not None:
                 return Sniff(found, _MISSING)
+    if binary:
+        raise LoadError(
+            shown, "binary (non-UTF-8) content; expected a trajectory as JSON, JSON Lines or YAML"
+        )
 
     if first is not _MISSING and n_lines == 1:
         return Sniff(classify_document(first), first, _not_trajectory(first))
@@ -242,7 +245,28 @@ def sniff(path: Path) -> Sniff:
             exc.line,
         )
         return Sniff(classify_document(salvaged), salvaged, _not_trajectory(salvaged), truncated)
-    return Sniff(classify_document(document), document, _not_trajectory(document))
+    read = Sniff(classify_document(document), document, _not_trajectory(document))
+    if _yaml_cut_mid_line(path):
+        # YAML has no closing bracket to miss: a file cut short still parses, one step short or more. Every
+        # YAML writer ends its document with a newline; a file that ends mid-line was cut.
+        read.truncated = LoadError(
+            shown,
+            "the file ends mid-line (a YAML document cut short): its events are kept and the run is "
+            "marked partial",
+        )
+    return read
+
+
+def _yaml_cut_mid_line(path: Path) -> bool:
+    """Whether ``path`` is a YAML (not JSON) document whose last line has no newline."""
+    with path.open("rb") as handle:
+        if handle.read(1024).lstrip()[:1] in (b"{", b"["):
+            return False
+        handle.seek(0, 2)
+        if handle.tell() == 0:
+            return False
+        handle.seek(-1, 2)
+        return handle.read(1) not in (b"\n", b"\r")
 
 
 def _salvage_array(path: Path) -> list[Any] | None:

@@ -83,6 +83,23 @@ class StoredSession:
     def complete(self) -> bool:
         return self.end is not None
 
+    @property
+    def missing_steps(self) -> int:
+        """Steps the end record counts that the file does not hold (the writer dropped them: a full queue,
+        a failed write); 0 for a session without its end record, whose count is unknown."""
+        return max(0, self.end.n_steps - len(self.steps)) if self.end is not None else 0
+
+    def incompleteness(self) -> StoreReadError | None:
+        """The error that says the session is partial, or None when every step is there."""
+        missing = self.missing_steps
+        if not missing:
+            return None
+        return StoreReadError(
+            str(self.path),
+            f"session {self.id!r} is partial: {missing} of its {self.end.n_steps if self.end else 0} steps "
+            "are missing (dropped while recording; see the store's drop counters); replayed from the rest",
+        )
+
     def events(self) -> list[ToolEvent]:
         """The accepted tool calls in order, ready to replay (blocked calls never ran and are left out).
 
@@ -181,6 +198,9 @@ def iter_trajectories(path: str | os.PathLike[str] = DEFAULT_STORE_PATH) -> Iter
             yield LoadError(item.path, item.message, item.line)
             continue
         yield from (LoadError(e.path, e.message, e.line) for e in item.errors)
+        partial = item.incompleteness()
+        if partial is not None:
+            yield LoadError(partial.path, partial.message)
         yield _trajectory(item, str(item.path))
 
 
@@ -210,6 +230,9 @@ def trajectories_from_records(
     yield from (LoadError(e.path, e.message, e.line) for e in session.errors)
     if not session.header.session_id:
         session.header.session_id = default_id
+    partial = session.incompleteness()
+    if partial is not None:
+        yield LoadError(source, partial.message)
     yield _trajectory(session, source)
 
 
@@ -297,6 +320,8 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         rules=h.rules,
         started_at=h.started_at,
         complete=session.complete,
+        partial=True if session.missing_steps or session.header.partial else None,
+        missing_steps=session.missing_steps or None,
         blocked=len(session.blocked),
         stored_letters=session.end.letters if session.end else None,
     )

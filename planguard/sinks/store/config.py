@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["DEFAULT_STORE_PATH", "StoreConfig"]
@@ -22,7 +24,13 @@ class StoreConfig(BaseModel):
         False, description="Accepted for older configs: the store now records whenever it is enabled."
     )
     max_queue: int = Field(
-        10_000, ge=1, description="Records waiting for the writer at most; more are dropped."
+        10_000, ge=1, description="Records waiting for the writer at most; more are dropped (or waited for)."
+    )
+    durability: Literal["drop", "block"] = Field(
+        "drop",
+        description="A full queue: drop (the record is dropped and counted, the agent never waits; replay "
+        "marks the session partial) or block (back-pressure: the agent's thread waits for the writer, "
+        "and no record is lost).",
     )
     max_result_chars: int = Field(
         4096, ge=0, description="Tool results are cut to this many characters (0: keep whole)."

@@ -3,7 +3,9 @@
 The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`, not
 the step); building records, redacting, digesting, serialising and writing all happen on the worker
 thread. When the queue is full a record is dropped and counted (``store_queue_full``) — the agent never
-waits for the disk.
+waits for the disk — unless ``store.durability`` is ``block``: the agent's thread then waits for the writer.
+Each session's lines of a batch are written whole or not at all: a failed write (a full disk) is cut back
+to where it began, so a file never holds a partial line, and a session file that got nothing is removed.
 
 Private by default: what a record may carry of tool-call content is the sink's :class:`ContentPolicy`
 (metadata only unless ``store.content`` or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` opts in;
@@ -59,19 +61,23 @@ __all__ = ["StoreSink", "session_file_name"]
 MAX_OPEN_FILES = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 #: A canonical action's fields as a step line keeps them, and how: "label", a value of planguard's own
-#: vocabulary (the type, the write kind, the scaffold), as it is; "text", text taken from the call (a tool or
-#: program name), redacted; "content", argument text (a path, a query, a URL), redacted with content, else
-#: its digest in its place (``<field>_id``).
+#: vocabulary (the type, the write kind, the scaffold), as it is; "text", text taken from the call (a tool
+#: name), redacted; "word", a program name (+ subcommand), as "text" when it is bare words (``pytest``,
+#: ``git commit``), else — a script's path or name, ``/srv/acme/run_payroll.sh`` — as "content";
+#: "content", argument text (a path, a query, a URL), redacted with content, else its digest in its place
+#: (``<field>_id``).
 _ACTION_FIELDS = (
     ("type", "label"),
     ("target", "content"),
     ("tool", "text"),
     ("path", "content"),
-    ("intent", "text"),
+    ("intent", "word"),
     ("write", "label"),
-    ("shell", "text"),
+    ("shell", "word"),
     ("scaffold", "label"),
 )
+#: A program (+ subcommand, flags) named by bare words: no path, no file name.
+_BARE_WORDS = re.compile(r"[A-Za-z0-9_+-]{1,64}(?: [A-Za-z0-9_+-]{1,64}){0,3}")
 _ACTION_FLAGS = ("is_validation", "is_source_write", "is_completion", "structured")
 #: Modes of what the store creates: only the user may read the sessions (tool calls, perhaps secrets).
 DIR_MODE = 0o700
@@ -214,6 +220,7 @@ class StoreSink(Sink):
             # than being woken per record, which would cost the agent a thread wake-up and a GIL hand-over
             # per tool call. flush()/shutdown() still write everything at once.
             wake_at=256,
+            block=self.config.durability == "block",
         )
         # Sessions to be recorded on in a file another sink began (see resume_in), by session id.
         self._resume: dict[str, Path] = {}
@@ -410,9 +417,8 @@ class StoreSink(Sink):
         for key, session_lines in lines.items():
             session_id, header = first[key]
             try:
-                handle = self._handle(key, session_id, header)
-                handle.write(b"".join(session_lines))
-                handle.flush()
+                handle, made_up = self._handle(key, session_id, header)
+                self._append(key, handle, made_up + b"".join(session_lines))
             except OSError as exc:
                 self.drops.add("store_write_failed", len(session_lines))
                 self.errors.record("StoreSink.write", exc)
@@ -422,34 +428,60 @@ class StoreSink(Sink):
                     self._files.pop(key).close()
             self._names.pop(key, None)
 
-    def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> IO[bytes]:
-        """The session's file, open."""
+    def _append(self, key: int, handle: IO[bytes], data: bytes) -> None:
+        """Append ``data`` to the session's file, all of it or none: a write that fails part-way (a full
+        disk, a file size limit) is cut back to where it began, and a file left empty is removed (the
+        session's next batch begins a new one, its header made up)."""
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            if size == 0:
+                self._files.pop(key, None)
+                with contextlib.suppress(OSError):
+                    handle.close()
+                name = self._names.pop(key, None)
+                if name is not None:
+                    with contextlib.suppress(OSError):
+                        (self.path / name).unlink()
+            raise
+
+    def _handle(self, key: int, session_id: str, header: SessionHeader | None) -> tuple[IO[bytes], bytes]:
+        """The session's file, open, and the header line it still needs (made up when the session's start
+        record was dropped), if any."""
         handle = self._files.get(key)
         if handle is not None:
             self._files.move_to_end(key)
-            return handle
+            return handle, b""
+        made_up = b""
         name = self._names.get(key)
         if name is None:  # a new session (or its start record was dropped: make the header up)
             started = header.started_at if header is not None else time.time()
             name = self._names[key] = session_file_name(session_id, started)
             handle = self._open_new(self.path / name)
             if header is None:
-                made_up = SessionHeader(
-                    session_id=self.content.clean(session_id),
-                    started_at=started,
-                    plan="",
-                    partial=True,
-                    planguard_version=__version__,
-                    content=self.content.include,
+                made_up = _encode(
+                    SessionHeader(
+                        session_id=self.content.clean(session_id),
+                        started_at=started,
+                        plan="",
+                        partial=True,
+                        planguard_version=__version__,
+                        content=self.content.include,
+                    ).to_json()
                 )
-                handle.write(_encode(made_up.to_json()))
         else:
             handle = _open_private(self.path / name)
         self._files[key] = handle
         while len(self._files) > MAX_OPEN_FILES:
             _, old = self._files.popitem(last=False)
             old.close()
-        return handle
+        return handle, made_up
 
     def _open_new(self, path: Path) -> IO[bytes]:
         """A new session file. The folder is made when the sink first writes, and again when it has been
@@ -646,15 +678,17 @@ def _decision(d: Decision, c: ContentPolicy) -> DecisionRecord:
 
 
 def _open_private(path: Path) -> IO[bytes]:
-    """``path`` opened for appending, created 0600 when new."""
+    """``path`` opened for appending (unbuffered: the writer makes one write per session and batch), created
+    0600 when new."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    return os.fdopen(fd, "ab")
+    return os.fdopen(fd, "ab", buffering=0)
 
 
 def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict[str, Any] | None:
     """The canonical action's fields (``Action``'s, or any action-like object's); ``target`` and ``path``
     (argument text) only with content, and redacted (a URL's credentials), else their digests
-    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted."""
+    (``target_id``, ``path_id``); ``intent`` and ``shell`` (a program name) always, redacted, unless they name
+    a script (a path, a file name): then as ``target``."""
     if action is None:
         return None
     out: dict[str, Any] = {}
@@ -668,7 +702,7 @@ def _action(action: Any, c: ContentPolicy, digest: Callable[[Any], str]) -> dict
             out[name] = label_of(value)
             continue
         text = str(value)
-        if how == "text" or c.include:
+        if how == "text" or c.include or (how == "word" and _BARE_WORDS.fullmatch(text)):
             out[name] = c.clean_text(text)
         else:
             if digested is None or digested[0] != text:

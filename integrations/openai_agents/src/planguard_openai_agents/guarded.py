@@ -27,7 +27,7 @@ from planguard.documents import loads_json
 from planguard.events import ASSISTANT, USER, ToolEvent
 
 if TYPE_CHECKING:
-    from agents.result import RunResult
+    from agents.result import RunResult, RunResultStreaming
 
     from planguard.guard import Guard
     from planguard.session import SessionSummary
@@ -188,6 +188,55 @@ class Planguard:
         finally:
             if end:
                 await self.guard.aend(session_id)
+
+    def run_sync(
+        self,
+        agent: Agent[Any],
+        input: Any,
+        *,
+        session_id: str,
+        run_config: RunConfig | None = None,
+        end: bool = True,
+        **kwargs: Any,
+    ) -> RunResult:
+        """``Runner.run_sync`` with the guardrail, hooks and filter in place; the session ends with it."""
+        self.guard_tools(agent)
+        try:
+            return Runner.run_sync(
+                agent,
+                input,
+                hooks=self.hooks(session_id),
+                run_config=self.run_config(session_id, run_config),
+                **kwargs,
+            )
+        finally:
+            if end:
+                self.guard.end(session_id)
+
+    def run_streamed(
+        self,
+        agent: Agent[Any],
+        input: Any,
+        *,
+        session_id: str,
+        run_config: RunConfig | None = None,
+        end: bool = True,
+        **kwargs: Any,
+    ) -> RunResultStreaming:
+        """``Runner.run_streamed`` with the guardrail, hooks and filter in place; the session ends when the
+        run does (its streamed events consumed, an error, or cancelled)."""
+        self.guard_tools(agent)
+        result = Runner.run_streamed(
+            agent,
+            input,
+            hooks=self.hooks(session_id),
+            run_config=self.run_config(session_id, run_config),
+            **kwargs,
+        )
+        task = getattr(result, "run_loop_task", None)
+        if end and task is not None:
+            task.add_done_callback(lambda _task: self.guard.end(session_id))
+        return result
 
     async def end(self, session_id: str) -> SessionSummary | None:
         return await self.guard.aend(session_id)

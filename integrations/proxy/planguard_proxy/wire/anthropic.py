@@ -99,7 +99,12 @@ class AnthropicWire(Wire):
         return changed
 
     def answer_calls(
-        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+        self,
+        body: dict[str, Any],
+        text: str,
+        calls: list[ToolCall],
+        results: Mapping[str, str],
+        at: int | None = None,
     ) -> None:
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         blocks.extend(
@@ -112,16 +117,18 @@ class AnthropicWire(Wire):
             for c in calls
         )
         messages = body.setdefault("messages", [])
-        messages.append({"role": "assistant", "content": blocks})
-        messages.append(
+        added = [
+            {"role": "assistant", "content": blocks},
             {
                 "role": "user",
                 "content": [
                     {"type": "tool_result", "tool_use_id": c.id, "content": results[c.id], "is_error": True}
                     for c in calls
                 ],
-            }
-        )
+            },
+        ]
+        pos = len(messages) if at is None else at
+        messages[pos:pos] = added
 
     # ---------------------------------------------------------------- responses
 
@@ -228,7 +235,8 @@ class _AnthropicStream(StreamTranslator):
         elif ev.data:
             try:
                 obj = _json.loads(ev.data)
-            except ValueError:
+            except ValueError as exc:
+                self.error = exc  # unread: counted, and withheld under a fail-closed gate
                 return self.abandon(ev)
             if isinstance(obj, (dict, Mapping)):
                 etype = str(obj.get("type") or etype)

@@ -172,10 +172,16 @@ class Wire(ABC):
 
     @abstractmethod
     def answer_calls(
-        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+        self,
+        body: dict[str, Any],
+        text: str,
+        calls: list[ToolCall],
+        results: Mapping[str, str],
+        at: int | None = None,
     ) -> None:
-        """Append the model's turn (``text`` and ``calls``) and each call's result (call id → text) to the
-        request, as the agent would have: the request asks the model again after those calls."""
+        """Add the model's turn (``text`` and ``calls``) and each call's result (call id → text) to the
+        request, as the agent would have: the request asks the model again after those calls. At the end of
+        the history, or before its message ``at`` (the same exchange shown again on a later turn)."""
 
     # ---------------------------------------------------------------- responses
 

@@ -25,7 +25,9 @@ def parse_arguments(raw: str) -> Any:
     if not raw:
         return {}
     try:
-        return _json.loads(raw)
+        return _json.loads(raw, exact_integers=True)
+    except _json.NonStandardJSON:
+        raise  # refused: the answer is unread (the caller withholds it under a fail-closed gate)
     except ValueError:
         return raw
 
@@ -87,10 +89,15 @@ class OpenAIWire(Wire):
         return changed
 
     def answer_calls(
-        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+        self,
+        body: dict[str, Any],
+        text: str,
+        calls: list[ToolCall],
+        results: Mapping[str, str],
+        at: int | None = None,
     ) -> None:
         messages = body.setdefault("messages", [])
-        messages.append(
+        added: list[Any] = [
             {
                 "role": "assistant",
                 "content": text or None,
@@ -105,9 +112,11 @@ class OpenAIWire(Wire):
                     }
                     for c in calls
                 ],
-            }
-        )
-        messages.extend({"role": "tool", "tool_call_id": c.id, "content": results[c.id]} for c in calls)
+            },
+            *({"role": "tool", "tool_call_id": c.id, "content": results[c.id]} for c in calls),
+        ]
+        pos = len(messages) if at is None else at
+        messages[pos:pos] = added
 
     # ---------------------------------------------------------------- responses
 
@@ -221,8 +230,10 @@ class _OpenAIStream(StreamTranslator):
         else:
             try:
                 obj = _json.loads(data)
-            except ValueError:
-                # Not a chunk we understand: stop observing this stream and pass the rest through untouched.
+            except ValueError as exc:
+                # Not a chunk we understand: stop observing; the caller counts it, and withholds the rest
+                # when a fail-closed gate is on (else it passes through untouched).
+                self.error = exc
                 return self.abandon(ev)
             refs = self._observe(obj)
         if not self.hold:

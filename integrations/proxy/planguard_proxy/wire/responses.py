@@ -105,7 +105,12 @@ class ResponsesWire(Wire):
         return changed
 
     def answer_calls(
-        self, body: dict[str, Any], text: str, calls: list[ToolCall], results: Mapping[str, str]
+        self,
+        body: dict[str, Any],
+        text: str,
+        calls: list[ToolCall],
+        results: Mapping[str, str],
+        at: int | None = None,
     ) -> None:
         added: list[Any] = []
         if text:
@@ -114,7 +119,8 @@ class ResponsesWire(Wire):
             args = c.raw_arguments or _json.dumps(c.arguments).decode("utf-8")
             added.append({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": args})
             added.append({"type": "function_call_output", "call_id": c.id, "output": results[c.id]})
-        body["input"] = [*_items(body), *added]
+        items = _items(body)
+        body["input"] = items[:at] + added + items[at:] if at is not None else [*items, *added]
 
     # ---------------------------------------------------------------- responses
 
@@ -201,7 +207,8 @@ class _ResponsesStream(StreamTranslator):
             return [ev.raw] if not self._held or not self.hold else self._hold(ev, None, None, kind)
         try:
             obj = _json.loads(ev.data) if ev.data else None
-        except ValueError:
+        except ValueError as exc:
+            self.error = exc  # unread: counted, and withheld under a fail-closed gate
             return self.abandon(ev)
         if not isinstance(obj, dict):
             return [ev.raw] if not self.hold else self._hold(ev, obj, None, kind)
