@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .actions.classify import ActionClassifier
 from .actions.types import Action
 from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
 from .errors import ErrorCounter
@@ -26,6 +27,7 @@ from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
 from .phases import GENERAL, Classification, Command, get_rules
 from .phases.base import PhaseClassifier, letter_map
+from .phases.live import LiveRules
 from .plan import PRESETS, Plan
 from .stages import Detector, Policy, Sink
 from .step import Step
@@ -91,6 +93,19 @@ class Pipeline:
             if det.provides is not None:
                 out.setdefault(det.provides, i)
         return out
+
+    def one_reading(self) -> tuple[ActionClassifier, LiveRules] | None:
+        """The action classifier and the live rules that read calls through it, when the pipeline has both:
+        a session then reads each call once (:meth:`ActionClassifier.read`) and hands the one
+        :class:`~planguard.tools.vocabulary.ToolCall` to the rules."""
+        actions, rules = self.actions, self.rules
+        if (
+            isinstance(actions, ActionClassifier)
+            and isinstance(rules, LiveRules)
+            and rules.actions is actions
+        ):
+            return actions, rules
+        return None
 
     @cached_property
     def defers_phases(self) -> bool:
@@ -410,16 +425,22 @@ class Session:
 
     def _classify(self, event: ToolEvent) -> Step:
         pipeline = self.pipeline
-        action = None
+        action = call = None
         degraded = False
-        if pipeline.actions is not None:
+        one = pipeline.one_reading
+        if one is not None:  # one reading of the call, for the action and the live phases
+            action, call = one[0].read(event)
+        elif pipeline.actions is not None:
             try:
                 action = pipeline.actions(event)
             except Exception as exc:  # fail-open
                 pipeline.errors.record(_where(pipeline.actions), exc)
                 degraded = True
         try:
-            classification = pipeline.rules.classify(event, self.phase_state)
+            if one is not None:
+                classification = one[1].classify(event, self.phase_state, call)
+            else:
+                classification = pipeline.rules.classify(event, self.phase_state)
         except Exception as exc:  # a custom rule set failed: the call counts as general
             pipeline.errors.record(_where(pipeline.rules.classify), exc)
             classification = Classification((Command(event.tool or "unknown", GENERAL),))

@@ -94,12 +94,30 @@ class ActionClassifier:
 
     def __call__(self, event: ToolEvent) -> Action:
         try:
-            return self._classify(_parsed_arguments(event))
+            parsed = _parsed_arguments(event)
+            return self._classify(parsed, self.rule_for(parsed.tool))
         except Exception:
-            return Action(COMMAND, collapse(str(event.tool) or "?"), str(event.tool))
+            return _unread(event)
 
-    def _classify(self, event: ToolEvent) -> Action:
-        rule = self.rule_for(event.tool)
+    def read(self, event: ToolEvent) -> tuple[Action, ToolCall]:
+        """The call read once, for the pipeline: its action and its canonical form (what the phase rules
+        read), from one parse of its arguments and one rule. Never raises."""
+        try:
+            parsed = _parsed_arguments(event)
+            rule = self.rule_for(parsed.tool)
+        except Exception:
+            return _unread(event), _UNMAPPED_CALL
+        try:
+            action = self._classify(parsed, rule)
+        except Exception:
+            action = _unread(event)
+        try:
+            call = self._tool_call(parsed, rule)
+        except Exception:
+            call = _UNMAPPED_CALL
+        return action, call
+
+    def _classify(self, event: ToolEvent, rule: MappingRule) -> Action:
         action = _READERS[rule.kind or "command"](self, rule, event)
         scaffold = self.vocabulary.scaffold
         if scaffold is not None and action.scaffold != scaffold:
@@ -119,13 +137,12 @@ class ActionClassifier:
         """The call as the phase rules read it (see :class:`ToolCall`), by this vocabulary's rules. Never
         raises."""
         try:
-            return self._tool_call(_parsed_arguments(event))
+            parsed = _parsed_arguments(event)
+            return self._tool_call(parsed, self.rule_for(parsed.tool))
         except Exception:
             return _UNMAPPED_CALL
 
-    def _tool_call(self, event: ToolEvent) -> ToolCall:
-        tool = event.tool
-        rule = self.rule_for(tool)
+    def _tool_call(self, event: ToolEvent, rule: MappingRule) -> ToolCall:
         if rule is _NO_RULE:
             return _UNMAPPED_CALL
         kind = rule.kind or "command"
@@ -266,6 +283,11 @@ class ActionClassifier:
 
 def _is_source(target: str | None) -> bool:
     return bool(target) and not is_test_path(target or "") and not is_scratch_path(target or "")
+
+
+def _unread(event: ToolEvent) -> Action:
+    """The action of a call no reader could read (fail-open)."""
+    return Action(COMMAND, collapse(str(event.tool) or "?"), str(event.tool))
 
 
 # ---------------------------------------------------------------------------------------- readers

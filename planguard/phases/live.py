@@ -133,10 +133,13 @@ class LiveRules:
     def new_state(self) -> PhaseState:
         return PhaseState()
 
-    def classify(self, event: ToolEvent, state: PhaseState) -> Classification:
-        """Classify one tool call. Never mutates ``state`` and never raises."""
+    def classify(self, event: ToolEvent, state: PhaseState, call: ToolCall | None = None) -> Classification:
+        """Classify one tool call. Never mutates ``state`` and never raises. ``call`` is the call as
+        :attr:`actions` read it (:meth:`ActionClassifier.read`, the session hands it over), else read
+        here."""
         try:
-            call = self.actions.tool_call(event)
+            if call is None:
+                call = self.actions.tool_call(event)
             if call.kind == "write" and not call.paths and state.open_file is not None:
                 # SWE-agent 0.x ``edit``/``insert`` change the open file; a recording may not name it.
                 call = ToolCall("write", paths=(state.open_file,))
