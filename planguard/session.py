@@ -94,6 +94,7 @@ class Pipeline:
                 out.setdefault(det.provides, i)
         return out
 
+    @cached_property
     def one_reading(self) -> tuple[ActionClassifier, LiveRules] | None:
         """The action classifier and the live rules that read calls through it, when the pipeline has both:
         a session then reads each call once (:meth:`ActionClassifier.read`) and hands the one
