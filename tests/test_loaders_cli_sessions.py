@@ -191,6 +191,9 @@ def test_codex_rollout_loads_calls_results_and_denials(tmp_path: Path) -> None:
         "Tests still fail.",
     )
     assert meta["codex_cli_version"] == "0.65.0" and meta["cwd"] == "/private/tmp/proj"
+    # The conversation's turns, where they came among the calls (issue 30): the task first, the answer last.
+    turns = [(at, m.role, m.text) for at, m in run.messages]
+    assert turns[0][:2] == (0, "user") and turns[-1] == (4, "assistant", "Tests still fail.")
     # The one tool vocabulary classifies them: a search, a patch attempt, a test run.
     assert classify_action(shell).type is ActionType.SEARCH
     assert classify_action(patch).is_source_write
@@ -321,6 +324,7 @@ def test_gemini_cli_json_recording(tmp_path: Path) -> None:
         "fix divide in calc.py",
         2,
     )
+    assert run.messages[0][0] == 0 and run.messages[0][1].text == "fix divide in calc.py"
     assert n_steps(run) == 3
 
 

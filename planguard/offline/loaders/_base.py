@@ -13,7 +13,7 @@ from planguard.events import MessageEvent, ToolEvent
 
 from ._json import loads
 
-__all__ = ["STANDARD_META_KEYS", "LoadError", "LoadNote", "Trajectory", "new_meta"]
+__all__ = ["STANDARD_META_KEYS", "LoadError", "LoadNote", "Trajectory", "add_turn", "new_meta"]
 
 #: Keys every ``Trajectory.meta`` carries (``None`` when the source does not record them), so consumers
 #: can index them without ``.get`` and without knowing the format.
@@ -50,8 +50,16 @@ class Trajectory:
 
     def add_message(self, role: str, text: Any, time: float | None = None) -> None:
         """A turn after the events loaded so far (empty or non-text turns are left out)."""
-        if isinstance(text, str) and text.strip():
-            self.messages.append((len(self.events), MessageEvent(role, text, time)))
+        add_turn(self.messages, len(self.events), role, text, time)
+
+
+def add_turn(
+    turns: list[tuple[int, MessageEvent]], at: int, role: str, text: Any, time: float | None = None
+) -> None:
+    """A conversation turn after ``at`` events (for loaders that build the run's lists before the run);
+    empty or non-text turns are left out."""
+    if isinstance(text, str) and text.strip():
+        turns.append((at, MessageEvent(role, text, time)))
 
 
 class LoadError(Exception):

@@ -43,10 +43,20 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from planguard.events import ToolEvent
+from planguard.events import ASSISTANT, USER, MessageEvent, ToolEvent
 from planguard.tools.paths import is_scratch_path
 
-from ._base import LoadError, LoadNote, Trajectory, as_str, new_meta, parse_time, text_of, type_name
+from ._base import (
+    LoadError,
+    LoadNote,
+    Trajectory,
+    add_turn,
+    as_str,
+    new_meta,
+    parse_time,
+    text_of,
+    type_name,
+)
 
 __all__ = ["load_claude_code"]
 
@@ -93,6 +103,7 @@ class _Chain:
         self.model: str | None = None
         self.final_text: str | None = None
         self.prompts: list[str] = []
+        self.turns: list[tuple[int, MessageEvent]] = []
         self.interruptions = 0
         self.orphan_results = 0
         self.malformed_blocks = 0
@@ -156,6 +167,7 @@ class _Chain:
                 self.seen_blocks.add(key)
                 if text.strip():
                     self.final_text = text
+                    add_turn(self.turns, len(self.events), ASSISTANT, text, timestamp)
 
     def user(self, entry: dict[str, Any], message: dict[str, Any]) -> None:
         content = message.get("content")
@@ -188,6 +200,7 @@ class _Chain:
         if text.lstrip().startswith(_NOT_A_PROMPT):
             return
         self.prompts.append(text)
+        add_turn(self.turns, len(self.events), USER, text, parse_time(entry.get("timestamp")))
 
     @staticmethod
     def _result(event: ToolEvent, block: dict[str, Any], timestamp: float | None, extra: Any) -> None:
@@ -254,7 +267,9 @@ class _Chain:
             **self.facts,
         )
         meta.update(extra_meta)
-        return Trajectory(id=run_id, source=source, format="claude-code", events=self.events, meta=meta)
+        return Trajectory(
+            id=run_id, source=source, format="claude-code", events=self.events, meta=meta, messages=self.turns
+        )
 
 
 def load_claude_code(

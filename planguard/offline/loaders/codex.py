@@ -32,11 +32,12 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from planguard.events import ToolEvent
+from planguard.events import ASSISTANT, USER, MessageEvent, ToolEvent
 
 from ._base import (
     LoadError,
     Trajectory,
+    add_turn,
     as_dict,
     as_str,
     checked_run,
@@ -67,6 +68,7 @@ def load_codex(
 ) -> Iterator[Trajectory | LoadError]:
     """One rollout file's ``(line, record)`` stream -> its session run."""
     events: list[ToolEvent] = []
+    turns: list[tuple[int, MessageEvent]] = []
     pending: dict[str, ToolEvent] = {}
     meta_facts: dict[str, Any] = {}
     model: str | None = None
@@ -126,10 +128,12 @@ def load_codex(
         elif item_type == "message":
             text = text_of(payload.get("content"))
             if payload.get("role") == "user":
-                if task is None and text.strip() and not text.lstrip().startswith(_INJECTED):
-                    task = text
+                if text.strip() and not text.lstrip().startswith(_INJECTED):
+                    task = text if task is None else task
+                    add_turn(turns, len(events), USER, text, timestamp)
             elif payload.get("role") == "assistant" and text.strip():
                 final_text = text
+                add_turn(turns, len(events), ASSISTANT, text, timestamp)
     meta = new_meta(
         model=model,
         task=task,
@@ -139,7 +143,12 @@ def load_codex(
         **meta_facts,
     )
     run = Trajectory(
-        id=meta_facts.get("session_id") or stem, source=path, format="codex", events=events, meta=meta
+        id=meta_facts.get("session_id") or stem,
+        source=path,
+        format="codex",
+        events=events,
+        meta=meta,
+        messages=turns,
     )
     yield from checked_run(run, raw_calls, path, None)
 

@@ -33,11 +33,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from planguard.events import ToolEvent
+from planguard.events import ASSISTANT, USER, MessageEvent, ToolEvent
 
 from ._base import (
     LoadError,
     Trajectory,
+    add_turn,
     as_dict,
     as_str,
     checked_run,
@@ -83,6 +84,7 @@ def load_gemini_cli(
                     messages[message["id"]] = message
 
     events: list[ToolEvent] = []
+    turns: list[tuple[int, MessageEvent]] = []
     task: str | None = None
     final_text: str | None = None
     model: str | None = None
@@ -90,9 +92,11 @@ def load_gemini_cli(
     for message in messages.values():
         kind = message.get("type")
         text = text_of(message.get("content"))
+        at = parse_time(message.get("timestamp"))
         if kind == "user":
-            if task is None and text.strip() and not text.lstrip().startswith("/"):
-                task = text
+            if text.strip() and not text.lstrip().startswith("/"):
+                task = text if task is None else task
+                add_turn(turns, len(events), USER, text, at)
             continue
         if kind != "gemini":
             continue
@@ -100,6 +104,7 @@ def load_gemini_cli(
         model = as_str(message.get("model")) or model
         if text.strip():
             final_text = text
+            add_turn(turns, len(events), ASSISTANT, text, at)
         for call in message.get("toolCalls") or ():
             event = _tool_event(call)
             if event is not None:
@@ -123,7 +128,7 @@ def load_gemini_cli(
         unanswered_tool_calls=sum(1 for e in events if e.result is None and e.blocked is None),
     )
     run_id = as_str(metadata.get("sessionId")) or stem
-    run = Trajectory(id=run_id, source=path, format="gemini-cli", events=events, meta=meta)
+    run = Trajectory(id=run_id, source=path, format="gemini-cli", events=events, meta=meta, messages=turns)
     yield from checked_run(run, list(messages.values()), path, None)
 
 

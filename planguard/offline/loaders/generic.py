@@ -22,7 +22,10 @@ key            type                      meaning
                                          instead of classifying the call again
 =============  ========================  =====================================================================
 
-Other keys are ignored, so producers may add their own. A line that is not such an object becomes a
+A line with ``role`` (``user`` or ``assistant``) and ``text`` instead of ``tool`` is a conversation turn of
+the session, where it came among the calls (a plan's ``match: {message: ...}`` reads it; ``planguard export``
+writes the turns the plan matched, with their ``recorded`` phase). Other keys are ignored, so producers may
+add their own. A line that is not such an object becomes a
 :class:`LoadError` naming the file, the line and the key; the other lines still load. Sessions are yielded
 in the order they first appear.
 """
@@ -32,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from planguard.events import ToolEvent
+from planguard.events import MessageEvent, ToolEvent
 
 from ...sinks.store.records import RECORDED_KEY
 from ._base import LoadError, Trajectory, new_meta, type_name
@@ -65,15 +68,42 @@ def load_generic(
             continue
         line, record = item
         try:
-            session, event = _event(record, path, line)
+            if _is_turn(record):
+                session, turn = _turn(record, path, line)
+            else:
+                session, event = _event(record, path, line)
+                turn = None
         except LoadError as exc:
             yield exc
             continue
         run = runs.get(session)
         if run is None:
             run = runs[session] = Trajectory(id=session, source=path, format=FORMAT, meta=new_meta())
-        run.events.append(event)
+        if turn is not None:
+            run.messages.append((len(run.events), turn))
+        else:
+            run.events.append(event)
     yield from runs.values()
+
+
+def _is_turn(record: Any) -> bool:
+    return isinstance(record, dict) and "tool" not in record and isinstance(record.get("role"), str)
+
+
+def _turn(record: dict[str, Any], path: str, line: int) -> tuple[str, MessageEvent]:
+    """A conversation turn line: ``{"session", "role": "user"|"assistant", "text", "time"?, "recorded"?}``."""
+    session = record.get("session")
+    if not isinstance(session, str) or not session:
+        raise LoadError(path, f"'session' is {_got(record, 'session')}; expected a non-empty string", line)
+    text = _optional(record, "text", str, "the turn's text as a string", path, line) or ""
+    time = record.get("time")
+    recorded = _optional(record, "recorded", dict, "planguard's recorded classification object", path, line)
+    return session, MessageEvent(
+        str(record["role"]),
+        text,
+        float(time) if isinstance(time, (int, float)) and not isinstance(time, bool) else None,
+        {RECORDED_KEY: recorded} if recorded is not None else {},
+    )
 
 
 def _event(record: Any, path: str, line: int) -> tuple[str, ToolEvent]:

@@ -206,6 +206,23 @@ def test_the_users_yes_confirms_and_the_gate_lets_the_cancellation_through(tmp_p
     assert [(f["detector"], f["first_step"], f["last_step"]) for f in replayed["findings"]] == _findings(s)
     assert replayed["decisions"] == run["decisions"]
 
+    # planguard export writes the matched turn too (its phase, no text: the store kept none)
+    exported = run["store"].parent / "export.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "planguard", "export", str(run["store"]), "-o", str(exported)], check=True
+    )
+    turns = [r for r in map(json.loads, exported.read_text().splitlines()) if "role" in r]
+    assert turns == [
+        {
+            "session": "airline-1",
+            "role": "user",
+            "text": "",
+            "time": turns[0]["time"],
+            "recorded": {"commands": [["message", "confirm"]]},
+        }
+    ]
+    assert _replayed(run["config"], exported)["letters"] == s.letters
+
 
 def test_without_the_users_yes_the_gate_denies_naming_the_missing_confirmation(tmp_path: Path) -> None:
     run = _run(tmp_path, "Hmm, how much of a refund would I get back?")

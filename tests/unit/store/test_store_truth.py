@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from planguard.sinks.store.reader import iter_sessions
+from planguard.offline.loaders.planguard_store import iter_sessions
 
 from planguard.config import Config
 from planguard.events import ToolEvent
