@@ -79,10 +79,18 @@ def test_plain_timeline(
     assert lines[2] == f"  dev-1       ↳ {remind}"
     step1 = lines[3]
     assert "#1" in step1 and "✗ failed" in step1 and "⚑ slow_start" in step1 and "→ nudge" in step1
-    assert lines[4] == f"  dev-1 #2   bash                ✗ blocked  → {deny}"
+    assert lines[4] == f"  dev-1 -    bash                ✗ blocked  → {deny}"  # a refused call is no step
     assert lines[5].startswith("  dev-1 #2   bash                N")
+    numbers = re.findall(r" #(\d+) ", out)
+    assert numbers == sorted(set(numbers)), numbers  # one number per step, in order
     assert lines[6].startswith("■ dev-1  3 steps  N")
     assert "findings: slow_start" in lines[6]
+
+
+def test_a_reminder_is_shown_whole_other_messages_cut() -> None:
+    out = run(ConsoleSink(io.StringIO(), color=False, content=True, max_message_chars=12))
+    assert "↳ remind: PLAN REMINDER: navigate first" in out  # what the agent was told, in full
+    assert "deny: destructive…" in out  # (12 characters at most)
 
 
 def test_colour_uses_ansi_codes() -> None:

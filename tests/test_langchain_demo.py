@@ -83,8 +83,10 @@ def test_demo_prints_a_readable_timeline_and_records_the_session(demo_run: tuple
     lines = text.splitlines()
     assert lines[0].startswith("planguard demo")
     step_lines = [ln for ln in lines if f"{result.session_id} #" in ln]
-    assert len(step_lines) == 17 + 2  # 17 tool calls + 2 blocked submits
-    assert sum("✗ blocked" in ln for ln in step_lines) == 2
+    assert len(step_lines) == 17  # 17 tool calls, one number each, in order
+    numbers = [int(ln.split(" #")[1].split()[0]) for ln in step_lines]
+    assert numbers == list(range(17)), numbers
+    assert sum("✗ blocked" in ln for ln in lines) == 2  # 2 refused submits, numbered by no step
     assert any("search_loop" in ln and "nudge" in ln for ln in step_lines)
     assert sum("↳ remind: PLAN REMINDER" in ln for ln in lines) == 3
     assert any(ln.startswith("  agent ▸ ") for ln in lines)

@@ -1,5 +1,5 @@
 """``planguard replay``'s progress line (on standard error whenever it is a terminal, whatever the output
-format, with the number of input files as its total) and its answer to an input with no trajectories."""
+format: runs replayed and the input's bytes) and its answer to an input with no trajectories."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import pty
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "examples" / "trajectories" / "example_runs.jsonl"
@@ -48,7 +50,27 @@ def test_progress_with_a_total_on_a_terminal_even_for_jsonl_output(tmp_path: Pat
     code, out, err = _replay_with_a_terminal_on_stderr(str(tmp_path), "--format", "jsonl")
     assert code == 0, err
     assert out.count("\n") == 2 * RUNS.read_text().count("\n")  # every run of both files, as JSON Lines
-    assert "replayed" in err and "/2" in err and "files" in err  # the total is the number of input files
+    total_kb = 2 * RUNS.stat().st_size / 1000
+    assert "replayed" in err and " runs" in err and f"/{total_kb:.1f} kB" in err  # the input's bytes
+
+
+def test_one_large_file_advances_with_the_line_its_runs_reached(tmp_path: Path) -> None:
+    """Runs named by their line of one JSON Lines file (SWE-agent, OpenHands) move the bar through that
+    file's bytes, instead of a full bar from its first run."""
+    from planguard.cli.commands.replay import _Progress
+
+    big = tmp_path / "runs.jsonl"
+    big.write_text("".join(f'{{"run": {i}, "pad": "{"x" * 90}"}}\n' for i in range(100)))
+    progress = _Progress([str(big)])
+    seen = []
+    for line in (1, 10, 50, 99, 100):
+        progress.advance(f"run-{line}", f"{big}:{line}")
+        seen.append(progress._progress.tasks[0].completed)
+    total = progress._progress.tasks[0].total
+    progress.close()
+    assert total == big.stat().st_size
+    assert seen == sorted(seen) and seen[0] < total / 50 and seen[2] == pytest.approx(total / 2, rel=0.02)
+    assert seen[-1] == total
 
 
 def test_no_progress_when_standard_error_is_not_a_terminal(tmp_path: Path) -> None:

@@ -110,6 +110,24 @@ def test_pip_install_langchain_extra_then_planguard_demo(
     assert str(REPO) not in where.stdout and "site-packages" in where.stdout
 
 
+def test_the_documented_install_lines_leave_a_consistent_environment(
+    wheels: Path, fresh_venv: Path, tmp_path: Path
+) -> None:
+    """The docs' install lines (the quick start's ``planguard-agents[langchain]``, the Phoenix quick start's
+    ``[langchain,otlp]``, the gRPC line's ``[otlp-grpc]``) from the built wheels: ``pip check`` clean and the
+    face importable. (The unrelated PyPI project ``planguard`` is never what they name.)"""
+    for spec in (
+        "planguard-agents[langchain]",
+        "planguard-agents[langchain,otlp]",
+        "planguard-agents[otlp-grpc]",
+    ):
+        _run([str(fresh_venv / "python"), "-m", "pip", "install", "-q", "--find-links", str(wheels), spec])
+    _run([str(fresh_venv / "python"), "-m", "pip", "check"])
+    _run([str(fresh_venv / "python"), "-c", "from planguard import Guard; Guard()"], cwd=tmp_path)
+    docs = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+    assert "pip install 'planguard[" not in docs and 'pip install "planguard[' not in docs
+
+
 def test_all_wheels_install_together_from_one_directory(
     wheels: Path, fresh_venv: Path, tmp_path: Path
 ) -> None:

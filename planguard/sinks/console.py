@@ -46,10 +46,12 @@ def _pc(scores: Scores | None) -> str:
     return "PC  -- " if scores is None else f"PC {scores.PC:4.2f}"
 
 
-def _call_head(session_id: str, index: int, tool: str) -> list[tuple[str, str]]:
+def _call_head(session_id: str, index: int | None, tool: str) -> list[tuple[str, str]]:
+    """``index``: the step's number; ``None`` for a refused call, which is no step (the next call that runs
+    gets the number, so each number stands for one step)."""
     return [
         (f"  {session_id} ", "dim"),
-        (f"#{index:<4}", "bold"),
+        (f"#{index:<4}" if index is not None else f"{'-':<5}", "bold"),
         (f"{tool[:19]:<20}", ""),  # a space before the letters even after a long tool name
     ]
 
@@ -224,8 +226,9 @@ class ConsoleSink(Sink):
         """A decision as its line shows it: ``kind: message`` with content, else ``kind (policy)``."""
         kind = decision.kind.value
         message = self.content.message(decision)
-        if message:
-            return f"{kind}: {self._short(message)}"
+        if message:  # a reminder is shown whole: its text is what the agent was told
+            shown = " ".join(message.split()) if decision.kind.value == "remind" else self._short(message)
+            return f"{kind}: {shown}"
         return f"{kind} ({decision.policy})" if decision.policy else kind
 
     def _line(self, item: tuple[Any, ...]) -> list[tuple[str, str]]:
@@ -253,7 +256,7 @@ class ConsoleSink(Sink):
             _, _, index, tool, decisions = item
             tool = clean(tool)
             why = "; ".join(self._why(d) for d in decisions)
-            return [*_call_head(sid, index, tool), ("✗ blocked", "bold red"), (f"  → {why}", "red")]
+            return [*_call_head(sid, None, tool), ("✗ blocked", "bold red"), (f"  → {why}", "red")]
         if kind == "decision":
             _, _, decision = item
             kind = decision.kind.value

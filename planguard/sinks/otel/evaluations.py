@@ -67,26 +67,41 @@ class EvaluationEvents:
     """Emits ``gen_ai.evaluation.result`` log records parented to the span they evaluate."""
 
     def __init__(self, provider: LoggerProvider) -> None:
+        self._provider = provider
         self._logger = provider.get_logger(A.TRACER_NAME, __version__)
+        self._event_logger: Any = None
 
     def emit(self, span: Span, attributes: dict[str, Any], timestamp_ns: int | None) -> None:
         from opentelemetry._logs import LogRecord
 
-        context = trace.set_span_in_context(span)
         try:
             record = LogRecord(
                 timestamp=timestamp_ns,
-                context=context,
+                context=trace.set_span_in_context(span),
                 attributes=attributes,
                 event_name=A.EVENT_EVALUATION_RESULT,
             )
-        except TypeError:  # an API before 1.35: no event_name (nor context) on a log record yet
-            ctx = span.get_span_context()
-            record = LogRecord(
+        except TypeError:  # an API before 1.35: no event name on a log record yet, events have their API
+            self._emit_event(span, attributes, timestamp_ns)
+            return
+        self._logger.emit(record)
+
+    def _emit_event(self, span: Span, attributes: dict[str, Any], timestamp_ns: int | None) -> None:
+        # (the Events API of those versions; gone from later ones, hence not imported by name)
+        from importlib import import_module
+
+        if self._event_logger is None:
+            sdk_events = import_module("opentelemetry.sdk._events")
+            provider = sdk_events.EventLoggerProvider(logger_provider=self._provider)
+            self._event_logger = provider.get_event_logger(A.TRACER_NAME, __version__)
+        ctx = span.get_span_context()
+        self._event_logger.emit(
+            import_module("opentelemetry._events").Event(
+                A.EVENT_EVALUATION_RESULT,
                 timestamp=timestamp_ns,
                 trace_id=ctx.trace_id,
                 span_id=ctx.span_id,
                 trace_flags=ctx.trace_flags,
-                attributes={"event.name": A.EVENT_EVALUATION_RESULT, **attributes},
+                attributes=attributes,
             )
-        self._logger.emit(record)
+        )

@@ -35,6 +35,10 @@ except ImportError:  # pragma: no cover - older SDKs
 __all__ = ["TelemetryCapture"]
 
 
+def _attr(record: Any, key: str) -> Any:
+    return (record.attributes or {}).get(key)
+
+
 class TelemetryCapture:
     """An :class:`OTelSink` wired to in-memory span, metric and log readers."""
 
@@ -65,8 +69,9 @@ class TelemetryCapture:
 
     def events(self, name: str) -> list[Any]:
         """Log-based events named ``name`` (``gen_ai.evaluation.result``), as the SDK's readable records."""
-        records = self.log_exporter.get_finished_logs()
-        return [r.log_record for r in records if r.log_record.event_name == name]
+        records = [r.log_record for r in self.log_exporter.get_finished_logs()]
+        # (before 1.35 the SDK had no event name on a record: the Events API put it in ``event.name``)
+        return [r for r in records if (getattr(r, "event_name", None) or _attr(r, "event.name")) == name]
 
     def children(self, parent: ReadableSpan) -> list[ReadableSpan]:
         pid = parent.context.span_id if parent.context is not None else None
