@@ -135,7 +135,16 @@ def run(args: argparse.Namespace) -> int:
         level = unclassified_logger.level
         unclassified_logger.setLevel(logging.ERROR)  # each file's warning below says it, naming the file
         try:
-            for item in replay(args.paths, pipeline, source_format=args.source, keep_steps=True):
+            # Without --config/--plan/--rules, a store session replays under the plan and rules it recorded.
+            recorded = args.config is None and not args.plan and not args.rules
+            for item in replay(
+                args.paths,
+                pipeline,
+                source_format=args.source,
+                keep_steps=True,
+                recorded_plans=recorded,
+                diagnostics=not args.no_diagnostics,
+            ):
                 if isinstance(item, LoadError):
                     if item.fatal:
                         failed += 1

@@ -317,6 +317,7 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         if session.end
         else (session.steps[-1].n_model_calls if session.steps else None),
         plan=h.plan,
+        plan_spec=h.plan_spec,
         plans=h.plans,
         rules=h.rules,
         started_at=h.started_at,

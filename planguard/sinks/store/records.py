@@ -405,6 +405,8 @@ class SessionHeader:
     planguard_version: str = ""
     partial: bool = False  # the real header was dropped; this one was made up from a later record
     content: bool = True  # tool-call content was kept (version 1 files always kept it)
+    # The primary plan's definition when it is not a preset (declared phases from a config): replay uses it.
+    plan_spec: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -421,6 +423,8 @@ class SessionHeader:
         }
         if self.partial:
             d["partial"] = True
+        if self.plan_spec is not None:
+            d["plan_spec"] = self.plan_spec
         return d
 
     @classmethod
@@ -438,6 +442,7 @@ class SessionHeader:
             planguard_version=_opt(d, "planguard_version", str, "a string", ""),
             partial=bool(_opt(d, "partial", bool, "true/false", False)),
             content=bool(_opt(d, "content", bool, "true/false", True)),
+            plan_spec=_opt(d, "plan_spec", Mapping, "a plan definition (object)"),
         )
 
 

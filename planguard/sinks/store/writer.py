@@ -37,6 +37,7 @@ from ...actions.types import label_of
 from ...detectors.repeats import call_key
 from ...errors import ErrorCounter
 from ...phases import LETTER_OF
+from ...plan import PRESETS
 from .. import Sink, forget_oldest_call
 from ..capture import ContentPolicy
 from ..drops import DropCounter
@@ -259,7 +260,7 @@ class StoreSink(Sink):
             planguard_version=__version__,
             content=self.content.include,
         )
-        self._worker.submit(("start", st.key, session.id, header))
+        self._worker.submit(("start", st.key, session.id, header, session.pipeline.plan))
         return st
 
     def on_tool_end(self, session: Session, step: Step, state: _State) -> None:
@@ -508,6 +509,9 @@ class StoreSink(Sink):
             header: SessionHeader = item[3]
             header.session_id = self.content.clean(header.session_id)
             header.metadata = self.content.clean(header.metadata)
+            plan = item[4]
+            if PRESETS.get(plan.name) != plan:  # a plan of the config's own: replay needs its definition
+                header.plan_spec = plan.model_dump(mode="json")
             return header.to_json()
         c = self.content
         if kind == "blocked":

@@ -254,3 +254,36 @@ def test_a_yaml_trajectory_cut_short_is_reported(tmp_path: Path, shared: Path) -
     assert code != 0
     assert "cut short" in err
     assert records and records[0]["meta"].get("partial") is True
+
+
+# --------------------------------------------------------------------------- replay under the recorded plan
+
+DECLARED = {
+    "name": "refund-flow",
+    "phases": [
+        {"id": "identify", "symbol": "I", "name": "Identify", "match": {"tool": "find_customer*"}},
+        {"id": "lookup", "symbol": "L", "name": "Look up", "match": {"tool": "get_order"}},
+        {"id": "act", "symbol": "A", "name": "Act", "match": {"tool": "refund_order"}},
+    ],
+}
+
+
+def test_a_stored_session_replays_under_the_plan_it_recorded(tmp_path: Path) -> None:
+    """``planguard replay .planguard/sessions`` without --config: a declared plan's session gets its own
+    letters and scores, not XXX against the coding plan."""
+    guard = Guard(
+        Config.model_validate(
+            {"telemetry": {"enabled": False}, "plan": DECLARED, "store": {"path": str(tmp_path / "s")}}
+        )
+    )
+    for i, tool in enumerate(["find_customer_by_email", "get_order", "refund_order"]):
+        guard.after_tool("support", ToolEvent(tool, {"q": "x"}, call_id=f"c{i}"))
+    live = guard.end("support")
+    guard.shutdown()
+    assert live is not None and live.letters == "ILA"
+    code, records, err = replay(tmp_path / "s")
+    assert code == 0, err
+    (r,) = records
+    assert r["letters"] == "ILA"
+    assert list(r["metrics"]) == ["refund-flow"]
+    assert r["metrics"]["refund-flow"] == live.scores["refund-flow"].as_dict()
