@@ -458,9 +458,10 @@ class SessionEnd:
     finding_counts: dict[str, int]
     decision_counts: dict[str, int]
     duration: float
+    dropped: int = 0  # the session's records the writer's full queue dropped (the end record never is)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "type": "end",
             "n_steps": self.n_steps,
             "n_model_calls": self.n_model_calls,
@@ -471,6 +472,9 @@ class SessionEnd:
             "decision_counts": self.decision_counts,
             "duration": self.duration,
         }
+        if self.dropped:
+            d["dropped"] = self.dropped
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SessionEnd:
@@ -492,4 +496,5 @@ class SessionEnd:
                 str(k): int(v) for k, v in _opt(d, "decision_counts", Mapping, "an object", {}).items()
             },
             duration=_num(d.get("duration")) or 0.0,
+            dropped=_opt(d, "dropped", int, "an integer", 0),
         )

@@ -180,6 +180,7 @@ class _State:
     pre_step: Step | None = None
     pre: tuple[Decision, ...] = ()
     decisions: dict[int, list[Decision]] = field(default_factory=dict)
+    lost: int = 0  # records of this session the full queue dropped (its end record says how many)
 
 
 class StoreSink(Sink):
@@ -260,7 +261,8 @@ class StoreSink(Sink):
             planguard_version=__version__,
             content=self.content.include,
         )
-        self._worker.submit(("start", st.key, session.id, header, session.pipeline.plan))
+        if not self._worker.submit(("start", st.key, session.id, header, session.pipeline.plan)):
+            st.lost += 1
         return st
 
     def on_tool_end(self, session: Session, step: Step, state: _State) -> None:
@@ -269,7 +271,7 @@ class StoreSink(Sink):
             self._settle(st)
         decisions = st.decisions.pop(step.index, None)
         comp = st.compliance
-        self._worker.submit(
+        submitted = self._worker.submit(
             (
                 "step",
                 st.key,
@@ -281,24 +283,35 @@ class StoreSink(Sink):
                 session.pipeline.letter_of,
             )
         )
+        if not submitted:
+            st.lost += 1
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _State) -> None:
-        if step is None:  # step findings travel with their step record
-            self._worker.submit(("finding", state.key, session.id, finding))
+        if step is None and not self._worker.submit(("finding", state.key, session.id, finding)):
+            state.lost += 1  # (step findings travel with their step record)
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision, state: _State) -> None:
         st = state
         if step is None:
-            self._worker.submit(("decision", st.key, session.id, decision))
+            if not self._worker.submit(("decision", st.key, session.id, decision)):
+                st.lost += 1
         elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
             if st.pre_step is not step:
                 self._settle(st)
                 st.pre_step = step
             st.pre = (*st.pre, decision)
             if decision.blocks:
-                self._worker.submit(
-                    ("blocked", st.key, session.id, step.event, st.pre, step.index, session.n_model_calls)
+                blocked = (
+                    "blocked",
+                    st.key,
+                    session.id,
+                    step.event,
+                    st.pre,
+                    step.index,
+                    session.n_model_calls,
                 )
+                if not self._worker.submit(blocked):
+                    st.lost += 1
                 st.pre_step, st.pre = None, ()
         else:
             if st.pre_step is step:
@@ -323,7 +336,8 @@ class StoreSink(Sink):
         st.pre_step = None
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
-        self._worker.submit(("end", state.key, session.id, summary))
+        # Never dropped (one record past the bound per ending session): it says what the session lost.
+        self._worker.submit(("end", state.key, session.id, summary, state.lost), force=True)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until everything recorded so far is on disk (tests, reports)."""
@@ -538,6 +552,7 @@ class StoreSink(Sink):
                 finding_counts=dict(s.finding_counts),
                 decision_counts=dict(s.decision_counts),
                 duration=s.duration,
+                dropped=item[4],
             ).to_json()
         raise ValueError(f"unknown store item {kind!r}")
 
