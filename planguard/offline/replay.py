@@ -256,23 +256,40 @@ def replay(
     *,
     source_format: str | None = None,
     keep_steps: bool = False,
+    recorded_plans: bool = False,
+    diagnostics: bool = True,
 ) -> Iterator[ReplayResult | LoadError]:
-    """Replay every trajectory under ``paths`` in input order; load errors are yielded, not raised."""
+    """Replay every trajectory under ``paths`` in input order; load errors are yielded, not raised.
+
+    ``recorded_plans``: a trajectory that names the plan and rules it was recorded under (a store session)
+    replays under them (``diagnostics`` as in :func:`replay_pipeline`); others under ``pipeline``."""
     yield from replay_items(
-        iter_trajectories(paths, source_format=source_format), pipeline, keep_steps=keep_steps
+        iter_trajectories(paths, source_format=source_format),
+        pipeline,
+        keep_steps=keep_steps,
+        recorded_plans=recorded_plans,
+        diagnostics=diagnostics,
     )
 
 
 def replay_items(
-    items: Iterable[Trajectory | LoadError], pipeline: Pipeline, *, keep_steps: bool = False
+    items: Iterable[Trajectory | LoadError],
+    pipeline: Pipeline,
+    *,
+    keep_steps: bool = False,
+    recorded_plans: bool = False,
+    diagnostics: bool = True,
 ) -> Iterator[ReplayResult | LoadError]:
     """:func:`replay` of loaded items (a part of a corpus, see :mod:`planguard.offline.parallel`)."""
     log = DecisionLog()
-    pipeline = dataclasses.replace(pipeline, sinks=(*pipeline.sinks, log))
+    base = pipeline = dataclasses.replace(pipeline, sinks=(*pipeline.sinks, log))
+    recorded: dict[tuple[str, str | None], Pipeline] = {}
     for item in items:
         if isinstance(item, LoadError):
             yield item
             continue
+        if recorded_plans:
+            pipeline = _recorded_pipeline(item.meta, base, recorded, diagnostics)
         # A recorded run keeps its own clock: its session starts when its first call did (when recorded).
         first = next((e.start_time for e in item.events if e.start_time is not None), None)
         session = Session(item.id, pipeline, metadata=item.meta, started_at=first)
@@ -298,6 +315,32 @@ def _turns_until(session: Session, turns: Sequence[tuple[int, MessageEvent]], to
         session.observe_message(turns[told][1])
         told += 1
     return told
+
+
+def _recorded_pipeline(
+    meta: Mapping[str, Any],
+    base: Pipeline,
+    cache: dict[tuple[str, str | None], Pipeline],
+    diagnostics: bool,
+) -> Pipeline:
+    """The pipeline of the plan and rules a trajectory was recorded under (``base`` when it names none)."""
+    spec, name, rules = meta.get("plan_spec"), meta.get("plan"), meta.get("rules")
+    rules = rules if isinstance(rules, str) else None
+    if isinstance(spec, Mapping):
+        key = (repr(sorted(spec.items())), rules)
+    elif isinstance(name, str) and name in PRESETS:
+        key = (name, rules)
+    else:
+        return base
+    pipeline = cache.get(key)
+    if pipeline is None:
+        plan = Plan.model_validate(spec) if isinstance(spec, Mapping) else PRESETS[str(name)]
+        try:
+            pipeline = replay_pipeline((plan,), rules, diagnostics=diagnostics, sinks=base.sinks)
+        except ValueError:  # rules this version does not know: the plan's own, or the default
+            pipeline = replay_pipeline((plan,), None, diagnostics=diagnostics, sinks=base.sinks)
+        cache[key] = pipeline
+    return pipeline
 
 
 def _model_calls_until(session: Session, n_model_calls: Any) -> None:

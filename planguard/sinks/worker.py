@@ -159,12 +159,13 @@ class BackgroundWorker(Generic[T]):
 
     # ------------------------------------------------------------------ producer side (agent's thread)
 
-    def submit(self, item: T) -> bool:
-        """Queue ``item``; ``False`` (and a counted drop) when the queue is full or the worker is closed."""
+    def submit(self, item: T, *, force: bool = False) -> bool:
+        """Queue ``item``; ``False`` (and a counted drop) when the queue is full or the worker is closed.
+        ``force``: queued past the bound (a session's end record, which says what its session lost)."""
         if self._closed:
             self._drops.add(f"{self.name}_after_shutdown")
             return False
-        if len(self._queue) >= self._max_queue and not (self._block and self._wait_for_room()):
+        if len(self._queue) >= self._max_queue and not force and not (self._block and self._wait_for_room()):
             self._drops.add(self._drop_reason)
             return False
         queue = self._queue

@@ -129,6 +129,11 @@ class _Recipe:
     diagnostics: bool
     source: str | None
 
+    @property
+    def recorded_plans(self) -> bool:
+        """Without --config/--plan/--rules, a store session replays under the plan and rules it recorded."""
+        return self.config is None and not self.plans and not self.rules
+
 
 def _pipeline(recipe: _Recipe) -> Pipeline:
     """The recipe's pipeline. Raises ValueError or ConfigError."""
@@ -174,7 +179,14 @@ def _replay_part(recipe: _Recipe, part: Part) -> list[_Outcome]:
     from ...offline.replay import replay_items
 
     items = iter_part(part, source_format=recipe.source)
-    return list(_outcomes(replay_items(items, _worker_pipeline(recipe), keep_steps=True)))
+    replayed = replay_items(
+        items,
+        _worker_pipeline(recipe),
+        keep_steps=True,
+        recorded_plans=recipe.recorded_plans,
+        diagnostics=recipe.diagnostics,
+    )
+    return list(_outcomes(replayed))
 
 
 def _replayed(args: argparse.Namespace, recipe: _Recipe, pipeline: Pipeline) -> Iterator[_Outcome]:
@@ -189,7 +201,16 @@ def _replayed(args: argparse.Namespace, recipe: _Recipe, pipeline: Pipeline) -> 
         for outcomes in map_parts(partial(_replay_part, recipe), parts, jobs):
             yield from outcomes
         return
-    yield from _outcomes(replay(args.paths, pipeline, source_format=args.source, keep_steps=True))
+    yield from _outcomes(
+        replay(
+            args.paths,
+            pipeline,
+            source_format=args.source,
+            keep_steps=True,
+            recorded_plans=recipe.recorded_plans,
+            diagnostics=recipe.diagnostics,
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:

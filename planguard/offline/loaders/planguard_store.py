@@ -89,15 +89,20 @@ class StoredSession:
         a failed write); 0 for a session without its end record, whose count is unknown."""
         return max(0, self.end.n_steps - len(self.steps)) if self.end is not None else 0
 
+    @property
+    def dropped(self) -> int:
+        """Records of the session the writer dropped (a full queue), as its end record counts them."""
+        return self.end.dropped if self.end is not None else 0
+
     def incompleteness(self) -> StoreReadError | None:
-        """The error that says the session is partial, or None when every step is there."""
-        missing = self.missing_steps
-        if not missing:
+        """The error that says the session is partial, or None when nothing of it was lost."""
+        missing, dropped = self.missing_steps, self.dropped
+        if not missing and not dropped:
             return None
         return StoreReadError(
             str(self.path),
             f"session {self.id!r} is partial: {missing} of its {self.end.n_steps if self.end else 0} steps "
-            "are missing (dropped while recording; see the store's drop counters); replayed from the rest",
+            f"are missing, {dropped} records were dropped while recording; replayed from the rest",
         )
 
     def events(self) -> list[ToolEvent]:
@@ -316,12 +321,14 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         if session.end
         else (session.steps[-1].n_model_calls if session.steps else None),
         plan=h.plan,
+        plan_spec=h.plan_spec,
         plans=h.plans,
         rules=h.rules,
         started_at=h.started_at,
         complete=session.complete,
-        partial=True if session.missing_steps or session.header.partial else None,
+        partial=True if session.missing_steps or session.dropped or session.header.partial else None,
         missing_steps=session.missing_steps or None,
+        dropped_records=session.dropped or None,
         blocked=len(session.blocked),
         stored_letters=session.end.letters if session.end else None,
     )

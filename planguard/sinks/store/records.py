@@ -448,6 +448,8 @@ class SessionHeader:
     planguard_version: str = ""
     partial: bool = False  # the real header was dropped; this one was made up from a later record
     content: bool = True  # tool-call content was kept (version 1 files always kept it)
+    # The primary plan's definition when it is not a preset (declared phases from a config): replay uses it.
+    plan_spec: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -464,6 +466,8 @@ class SessionHeader:
         }
         if self.partial:
             d["partial"] = True
+        if self.plan_spec is not None:
+            d["plan_spec"] = self.plan_spec
         return d
 
     @classmethod
@@ -481,6 +485,7 @@ class SessionHeader:
             planguard_version=_opt(d, "planguard_version", str, "a string", ""),
             partial=bool(_opt(d, "partial", bool, "true/false", False)),
             content=bool(_opt(d, "content", bool, "true/false", True)),
+            plan_spec=_opt(d, "plan_spec", Mapping, "a plan definition (object)"),
         )
 
 
@@ -496,9 +501,10 @@ class SessionEnd:
     finding_counts: dict[str, int]
     decision_counts: dict[str, int]
     duration: float
+    dropped: int = 0  # the session's records the writer's full queue dropped (the end record never is)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "type": "end",
             "n_steps": self.n_steps,
             "n_model_calls": self.n_model_calls,
@@ -509,6 +515,9 @@ class SessionEnd:
             "decision_counts": self.decision_counts,
             "duration": self.duration,
         }
+        if self.dropped:
+            d["dropped"] = self.dropped
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SessionEnd:
@@ -530,4 +539,5 @@ class SessionEnd:
                 str(k): int(v) for k, v in _opt(d, "decision_counts", Mapping, "an object", {}).items()
             },
             duration=_num(d.get("duration")) or 0.0,
+            dropped=_opt(d, "dropped", int, "an integer", 0),
         )

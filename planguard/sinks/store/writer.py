@@ -37,6 +37,7 @@ from ...actions.types import label_of
 from ...detectors.repeats import call_key
 from ...errors import ErrorCounter
 from ...phases import LETTER_OF
+from ...plan import PRESETS
 from .. import Sink, forget_oldest_call
 from ..capture import ContentPolicy
 from ..drops import DropCounter
@@ -176,6 +177,7 @@ class _State:
     pre_step: Step | None = None
     pre: tuple[Decision, ...] = ()
     decisions: dict[int, list[Decision]] = field(default_factory=dict)
+    lost: int = 0  # records of this session the full queue dropped (its end record says how many)
 
 
 class StoreSink(Sink):
@@ -256,7 +258,8 @@ class StoreSink(Sink):
             planguard_version=__version__,
             content=self.content.include,
         )
-        self._worker.submit(("start", st.key, session.id, header))
+        if not self._worker.submit(("start", st.key, session.id, header, session.pipeline.plan)):
+            st.lost += 1
         return st
 
     def on_tool_end(self, session: Session, step: Step, state: _State) -> None:
@@ -265,7 +268,7 @@ class StoreSink(Sink):
             self._settle(st)
         decisions = st.decisions.pop(step.index, None)
         comp = st.compliance
-        self._worker.submit(
+        submitted = self._worker.submit(
             (
                 "step",
                 st.key,
@@ -277,24 +280,35 @@ class StoreSink(Sink):
                 session.pipeline.letter_of,
             )
         )
+        if not submitted:
+            st.lost += 1
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _State) -> None:
-        if step is None:  # step findings travel with their step record
-            self._worker.submit(("finding", state.key, session.id, finding))
+        if step is None and not self._worker.submit(("finding", state.key, session.id, finding)):
+            state.lost += 1  # (step findings travel with their step record)
 
     def on_decision(self, session: Session, step: Step | None, decision: Decision, state: _State) -> None:
         st = state
         if step is None:
-            self._worker.submit(("decision", st.key, session.id, decision))
+            if not self._worker.submit(("decision", st.key, session.id, decision)):
+                st.lost += 1
         elif step.index >= session.n_steps:  # gating: the call is not accepted (yet)
             if st.pre_step is not step:
                 self._settle(st)
                 st.pre_step = step
             st.pre = (*st.pre, decision)
             if decision.blocks:
-                self._worker.submit(
-                    ("blocked", st.key, session.id, step.event, st.pre, step.index, session.n_model_calls)
+                blocked = (
+                    "blocked",
+                    st.key,
+                    session.id,
+                    step.event,
+                    st.pre,
+                    step.index,
+                    session.n_model_calls,
                 )
+                if not self._worker.submit(blocked):
+                    st.lost += 1
                 st.pre_step, st.pre = None, ()
         else:
             if st.pre_step is step:
@@ -334,7 +348,8 @@ class StoreSink(Sink):
         )
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _State) -> None:
-        self._worker.submit(("end", state.key, session.id, summary))
+        # Never dropped (one record past the bound per ending session): it says what the session lost.
+        self._worker.submit(("end", state.key, session.id, summary, state.lost), force=True)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until everything recorded so far is on disk (tests, reports)."""
@@ -520,6 +535,9 @@ class StoreSink(Sink):
             header: SessionHeader = item[3]
             header.session_id = self.content.clean(header.session_id)
             header.metadata = self.content.clean(header.metadata)
+            plan = item[4]
+            if PRESETS.get(plan.name) != plan:  # a plan of the config's own: replay needs its definition
+                header.plan_spec = plan.model_dump(mode="json")
             return header.to_json()
         c = self.content
         if kind == "blocked":
@@ -556,6 +574,7 @@ class StoreSink(Sink):
                 finding_counts=dict(s.finding_counts),
                 decision_counts=dict(s.decision_counts),
                 duration=s.duration,
+                dropped=item[4],
             ).to_json()
         raise ValueError(f"unknown store item {kind!r}")
 

@@ -233,7 +233,8 @@ class Planguard:
             run_config=self.run_config(session_id, run_config),
             **kwargs,
         )
-        task = getattr(result, "run_loop_task", None)
+        # The task running the agent loop (``_run_impl_task`` before openai-agents 0.25).
+        task = getattr(result, "run_loop_task", None) or getattr(result, "_run_impl_task", None)
         if end and task is not None:
             task.add_done_callback(lambda _task: self.guard.end(session_id))
         return result
