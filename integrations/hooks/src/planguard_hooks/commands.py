@@ -154,6 +154,21 @@ def _add_install_options(cc: argparse.ArgumentParser) -> None:
 def run_install(args: argparse.Namespace) -> int:
     from . import install, opencode
 
+    if args.config is not None and not args.uninstall:
+        # A hook whose config does not load fails open on every call: refuse it now, as check-config would.
+        import os
+
+        from planguard.cli.commands.check_config import validate
+
+        config, problems, _ = validate(args.config, os.environ)
+        if problems or config is None:
+            print(
+                f"planguard install {args.agent}: the config is not usable; nothing was written",
+                file=sys.stderr,
+            )
+            for line in problems:
+                print(f"error: {line}", file=sys.stderr)
+            return 2
     try:
         if args.agent == "opencode":
             message = _install_opencode(args, opencode, install)
