@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.types import COMMAND, FILE_WRITE, PLAN
 from ..findings import Finding
-from ..todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, parse_todos
+from ..todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, apply_task_call, parse_todos
 from .base import Detector
 
 if TYPE_CHECKING:
@@ -152,6 +152,8 @@ class TodoTracker(Detector):
         if step.event.failed:  # the tool refused the list: it is not the agent's list
             return None
         items = parse_todos(step.event)
+        if items is None:
+            items = apply_task_call(step.event, state.items)
         if items is None:
             return None
         unearned = state.update(step.index, items)
