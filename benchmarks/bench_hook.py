@@ -142,6 +142,34 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
+def instructions(cmd: list[str], stdin: bytes, env: dict[str, str]) -> int:
+    """Instructions one process executes from start to exit, counted by callgrind (children not traced:
+    the daemon a hook call talks to is another process)."""
+    with tempfile.TemporaryDirectory(prefix="pg-bench-cg-") as tmp:
+        out = Path(tmp) / "cg.out"
+        vg = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-line=no"]
+        subprocess.run([*vg, *cmd], input=stdin, env=env, capture_output=True, check=True)
+        for line in out.read_text(errors="replace").splitlines():
+            if line.startswith(("summary: ", "totals: ")):
+                return int(line.split()[1])
+    raise RuntimeError(f"no callgrind totals for {cmd}")
+
+
+def instructions_beside_bare(cmd: list[str], env: dict[str, str], runs: int) -> None:
+    """The hook client's instructions per call through the warm daemon, each run beside a bare
+    ``python -S -c pass`` counted right after it (the acceptance figure of issue 31: at most 2.5x)."""
+    pre = json.dumps(payloads(2)[0]).encode()
+    time_command(cmd, payloads(2), env)  # the daemon is up (and warm) before counting
+    ratios = []
+    for _ in range(runs):
+        hook = instructions(cmd, pre, env)
+        bare = instructions([sys.executable, "-S", "-c", "pass"], b"", env)
+        ratios.append(hook / bare)
+        counts = f"hook call {hook / 1e6:7.2f}M, bare python -S {bare / 1e6:6.2f}M instructions"
+        print(f"  {counts}: {ratios[-1]:.2f}x")
+    print(f"  median ratio {statistics.median(ratios):.2f}x (goal: at most 2.5x)")
+
+
 def main() -> None:
     from planguard_hooks import client, install
 
@@ -159,6 +187,13 @@ def main() -> None:
         action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE as it is (by default the runs get a private bytecode cache, as "
         "an installed package has: without one every module is compiled again in every process)",
+    )
+    ap.add_argument(
+        "--instructions",
+        type=int,
+        metavar="RUNS",
+        help="only count the installed command's instructions per call (callgrind, through the warm "
+        "daemon) beside a bare python -S start, RUNS times",
     )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pg-bench-"))
@@ -206,6 +241,11 @@ def main() -> None:
                 check=True,
             )
 
+        if args.instructions:
+            print("instructions of one hook call through the warm daemon (callgrind):")
+            cmd = [*installed.split(), "--config", str(config), "--state-dir", str(state("warm"))]
+            instructions_beside_bare(cmd, env, args.instructions)
+            return
         print("through the warm daemon (started before timing):")
         variants = [(name, cmd, config) for name, cmd in launchers.items()]
         variants.append(("installed command, store on", installed.split(), with_store))

@@ -171,16 +171,17 @@ def _check_run(fake: FakeModelServer, workspace: dict[str, Path], tool_result: C
     assert reminded and reminded[0] >= 2, reminded
 
 
-def _check_live(session_id: str, workspace: dict[str, Path]) -> dict[str, Any]:
+def _check_live(session_id: str, workspace: dict[str, Path], *, failed_first: bool = False) -> dict[str, Any]:
     """What planguard recorded live: every hook call through one daemon, none failed; the phases, steps
-    (the denied call is not one), the denial and the plan's compliance."""
+    (the denied call is not one; ``failed_first``: a failed read before the task is one more), the denial
+    and the plan's compliance."""
     state = workspace["state"]
     daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
     assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
     summary = read_summary(session_id, str(workspace["config"]), str(state))
     assert summary is not None
-    assert summary["letters"] == "NRRPV"
-    assert summary["n_steps"] == 6
+    assert summary["letters"] == "N" * failed_first + "NRRPV"
+    assert summary["n_steps"] == 6 + failed_first
     assert summary["decision_counts"].get("deny") == 1
     assert summary["metrics"]["plan"]["PC"] == pytest.approx(1.0)
     return summary
@@ -433,12 +434,21 @@ def _tool_message(request: dict[str, Any], call_id: str) -> str:
     raise AssertionError(f"no tool message for {call_id}")
 
 
-def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
+def _opencode_failing_turns(work: Path) -> list[list[dict[str, Any]]]:
+    """The task after a call of OpenCode's read tool that fails inside the tool (a missing file): OpenCode
+    fires no ``tool.execute.after`` for it, the plugin closes it from the part's error state."""
+    missing = [{"name": "read", "args": {"filePath": str(work / "missing.py")}, "id": "call_00"}]
+    return [missing, *_opencode_turns(work)]
+
+
+@pytest.mark.parametrize("failing", [False, True], ids=["task", "failing-read-first"])
+def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path], failing: bool) -> None:
     opencode = _skip_unless("opencode")
     work, home = workspace["work"], workspace["home"]
     _install("opencode", workspace, "bash")
     assert (work / ".opencode" / "plugin" / "planguard.js").is_file()
-    with FakeChatCompletions(_opencode_turns(work)) as fake:
+    turns = _opencode_failing_turns(work) if failing else _opencode_turns(work)
+    with FakeChatCompletions(turns) as fake:
         provider = {
             "npm": "@ai-sdk/openai-compatible",
             "name": "Fake",
@@ -469,11 +479,17 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
             }
         )
         proc = _run([str(opencode), "run", "--format", "json", PROMPT], work, env)
+        if failing:  # every model request counted: the failed call held none back
+            assert "missing.py" in _tool_message(fake.requests[1], "call_00")
+            fake.requests.pop(0)
         _check_run(fake, workspace, lambda i: _tool_message(fake.requests[i], f"call_{i:02d}"))
 
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     (session_id,) = {e["sessionID"] for e in events if e.get("sessionID")}
-    live = _check_live(session_id, workspace)
+    live = _check_live(session_id, workspace, failed_first=failing)
+    # Every request after a tool result, the failed one's too (none before the first: the plugin has no
+    # prompt event).
+    assert live["n_model_calls"] == len(fake.requests) + failing - 1
     database = home / ".local" / "share" / "opencode" / "opencode.db"  # where opencode 1.18 keeps sessions
     _check_replay(database, "planguard.offline.loaders.opencode", workspace, live, session_id)
 

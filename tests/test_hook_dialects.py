@@ -173,12 +173,15 @@ def test_install_writes_each_clis_own_settings(tmp_path: Path) -> None:
     gemini = json.loads((tmp_path / ".gemini" / "settings.json").read_text())["hooks"]
     assert set(gemini) == {"BeforeTool", "AfterTool", "BeforeAgent", "SessionEnd"}
     assert gemini["BeforeTool"][0]["matcher"] == ".*"  # a regular expression in Gemini CLI
-    assert gemini["BeforeTool"][0]["hooks"][0]["timeout"] == 30_000  # milliseconds
+    # The hook's own bound (daemon answer 10 s + session lock 20 s + building planguard 10 s), in ms.
+    assert gemini["BeforeTool"][0]["hooks"][0]["timeout"] == 40_000
     assert "--dialect gemini" in gemini["AfterTool"][0]["hooks"][0]["command"]
     assert install("codex").returncode == 0
     codex = json.loads((tmp_path / ".codex" / "hooks.json").read_text())["hooks"]
     assert set(codex) == {"PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionEnd"}
-    assert codex["PreToolUse"][0]["hooks"][0]["timeout"] == 30
+    assert codex["PreToolUse"][0]["hooks"][0]["timeout"] == 40
+    short = install("codex", "--timeout", "30")
+    assert short.returncode == 2 and "shorter than the hook's own bound (40 s)" in short.stderr
     assert install("codex").returncode == 0  # again: refreshed, not doubled
     assert len(json.loads((tmp_path / ".codex" / "hooks.json").read_text())["hooks"]["PreToolUse"]) == 1
     bad = install("gemini", "--scope", "local")

@@ -522,3 +522,41 @@ def test_stages_read_the_todo_list_by_name_not_by_the_class_that_keeps_it() -> N
     assert denial.kind is DecisionKind.DENY and "write the fix" in denial.message
     summary = session.end()
     assert summary.todo is not None and summary.todo["open"] == ["write the fix"]
+
+
+def test_claude_code_task_tools_keep_the_list_one_task_per_call() -> None:
+    # Today's Claude Code in interactive mode has TaskCreate/TaskUpdate/TaskList instead of TodoWrite: one
+    # task per call. Its PreToolUse/PostToolUse payloads, through the hooks adapter.
+    pytest.importorskip("planguard_hooks")
+    from planguard_hooks.adapter import ClaudeCodeAdapter
+
+    guard, _ = _guard()
+    adapter = ClaudeCodeAdapter(guard)
+    base = {"session_id": "cc-tasks", "cwd": "/repo", "permission_mode": "default"}
+    created = ["Find the failing test", "Fix the parser", "Run the suite"]
+    calls: list[tuple[str, dict[str, Any], Any]] = [
+        *(
+            (
+                "TaskCreate",
+                {"subject": s, "description": s, "activeForm": s},
+                f"Task #{n} created successfully: {s}",
+            )
+            for n, s in enumerate(created, 1)
+        ),
+        ("TaskUpdate", {"taskId": "1", "status": "completed"}, "Updated task #1 status"),
+        ("TaskUpdate", {"taskId": "2", "status": "in_progress"}, "Updated task #2 status"),
+        ("TaskList", {}, "#1 [completed] Find the failing test\n#2 [in_progress] Fix the parser"),
+        ("TaskUpdate", {"taskId": "3", "status": "deleted"}, "Updated task #3 deleted"),
+    ]
+    adapter.handle({**base, "hook_event_name": "UserPromptSubmit", "prompt": "fix the parser"})
+    for n, (tool, tool_input, response) in enumerate(calls):
+        common = {**base, "tool_name": tool, "tool_input": tool_input, "tool_use_id": f"toolu_{n:02d}"}
+        assert adapter.handle({**common, "hook_event_name": "PreToolUse"}) == {}
+        adapter.handle({**common, "hook_event_name": "PostToolUse", "tool_response": response})
+    state = guard.session("cc-tasks").facts("todo")
+    assert state is not None and state.updates == 6  # TaskList reads the list: no update
+    assert [(i.key, i.text, i.status) for i in state.items] == [
+        ("1", "Find the failing test", "completed"),
+        ("2", "Fix the parser", "in_progress"),
+    ]
+    assert state.current is not None and state.current.text == "Fix the parser"

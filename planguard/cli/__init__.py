@@ -93,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except ImportError as exc:  # a part of the integration (or its dependency) is gone since it registered
+        if command in _EXTRA_OF and (exc.name or "").split(".")[0] != "planguard":
+            return missing_integration(command, str(exc))
+        raise
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

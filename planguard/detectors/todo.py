@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..actions.types import ActionType
 from ..findings import Finding
 from ..stages import Detector
-from ..tools.todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, parse_todos
+from ..tools.todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, apply_task_call, parse_todos
 
 if TYPE_CHECKING:
     from ..step import Step
@@ -152,6 +152,8 @@ class TodoTracker(Detector):
         if step.event.failed:  # the tool refused the list: it is not the agent's list
             return None
         items = parse_todos(step.event)
+        if items is None:
+            items = apply_task_call(step.event, state.items)
         if items is None:
             return None
         unearned = state.update(step.index, items)

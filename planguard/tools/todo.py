@@ -14,6 +14,10 @@ Every supported tool replaces the whole list on each call; the payload shapes ar
   ``packages/opencode/src/tool/todo.ts``: ``TodoInfo``; later versions add status ``cancelled``);
 * Gemini CLI ``write_todos``: ``{"todos": [{"description", "status"}]}``, status also ``cancelled``
   (google-gemini/gemini-cli ``docs/tools/todos.md``);
+* Claude Code ``TaskCreate`` / ``TaskUpdate`` (``TaskList`` reads): one task per call, not the whole list —
+  ``{"subject", "description", "activeForm"?}`` creates task ``#N`` (its result says which), ``{"taskId",
+  "status"?, "subject"?}`` changes one (status ``deleted`` removes it); :func:`apply_task_call` applies
+  them to the list as it stood;
 * any other tool whose arguments hold a list of items with a text (``content``, ``title``, ``step``,
   ``description``, ``task``, ``text``) and a ``status``, under ``todos``, ``plan``, ``tasks``, ``items``,
   ``steps`` or ``todo_list``.
@@ -25,6 +29,7 @@ Statuses are normalised to :data:`PENDING`, :data:`IN_PROGRESS`, :data:`COMPLETE
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +45,7 @@ __all__ = [
     "MAX_TEXT",
     "PENDING",
     "TodoItem",
+    "apply_task_call",
     "parse_todos",
 ]
 
@@ -55,6 +61,8 @@ MAX_TEXT = 200
 #: Raw (unparsed) argument text that is parsed at most; longer text is not a todo payload worth reading.
 _MAX_RAW = 1 << 16
 
+#: The task a TaskCreate result names ("Task #3 created successfully: ...").
+_TASK_ID = re.compile(r"#(\d+)")
 _LIST_KEYS = ("todos", "plan", "tasks", "items", "steps", "todo_list")
 _TEXT_KEYS = ("content", "title", "step", "description", "task", "text")
 _STATUS: dict[str, str] = {
@@ -121,3 +129,38 @@ def _items(raw: Sequence[Any]) -> list[TodoItem] | None:
         word = "_".join(status.lower().replace("-", " ").split())  # "In Progress", "in-progress"
         out.append(TodoItem(key, text, _STATUS.get(word, PENDING)))
     return out
+
+
+def apply_task_call(event: ToolEvent, items: Sequence[TodoItem]) -> list[TodoItem] | None:
+    """The list after one call of a one-task-per-call tool (Claude Code ``TaskCreate``/``TaskUpdate``) on
+    ``items``, the list as it stood; None when the arguments are neither a task created (a ``subject``) nor
+    one changed (a ``taskId``). Read from the arguments' shape, as :func:`parse_todos` reads a list."""
+    args = event.arguments
+    if not isinstance(args, Mapping):
+        return None
+    ident = args.get("taskId")
+    subject = args.get("subject")
+    status = args.get("status")
+    status = _STATUS.get("_".join(status.lower().split()), PENDING) if isinstance(status, str) else None
+    out = list(items)
+    if isinstance(ident, (str, int)) and not isinstance(ident, bool):
+        key = str(ident)[:MAX_TEXT]
+        at = next((i for i, item in enumerate(out) if item.key == key), None)
+        if args.get("status") == "deleted":
+            return [item for item in out if item.key != key]
+        old = out[at] if at is not None else TodoItem(key, f"task {key}", PENDING)
+        text = " ".join(subject.split())[:MAX_TEXT] if isinstance(subject, str) else old.text
+        new = TodoItem(key, text, status or old.status)
+        if at is None:
+            out.append(new)
+        else:
+            out[at] = new
+        return out[:MAX_ITEMS]
+    if isinstance(subject, str):
+        named = _TASK_ID.search(event.result or "")
+        numbers = [int(item.key) for item in out if item.key.isdigit()]
+        key = named.group(1) if named else str(max(numbers, default=0) + 1)
+        out = [item for item in out if item.key != key]
+        out.append(TodoItem(key, " ".join(subject.split())[:MAX_TEXT], status or PENDING))
+        return out[:MAX_ITEMS]
+    return None

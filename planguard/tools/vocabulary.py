@@ -233,6 +233,10 @@ BUILTIN_RULES: tuple[MappingRule, ...] = (
     _r("Agent", "spawn", _CC, target=("subagent_type", "description")),
     _r("TodoWrite", "plan", _CC),
     _r("TodoRead", "plan", _CC),
+    # Claude Code's task list (interactive mode; -p has TodoWrite): one task per call (planguard.tools.todo).
+    _r("TaskCreate", "plan", _CC),
+    _r("TaskUpdate", "plan", _CC),
+    _r("TaskList", "plan", _CC),
     _r("ExitPlanMode", "plan", _CC, text=("plan",)),
     _r("EnterPlanMode", "plan", _CC),
     _r("WebFetch", "fetch", _CC, target=("url",)),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ...config import Config
 
-__all__ = ["gate_warnings", "integration_sections", "register", "run", "summarize"]
+__all__ = ["gate_warnings", "integration_sections", "register", "run", "summarize", "validate"]
 
 #: Config sections of integrations, and the extra that installs each: what a file may hold when the
 #: integration is not installed here (reported as not checked rather than refused).
@@ -36,30 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...config import ConfigError, load_config
-
     env: Mapping[str, str] = {} if args.no_env else os.environ
-    sections = integration_sections()
-    problems: list[str] = []
-    config = None
-    try:
-        config = load_config(args.file, env=env, other_sections=tuple(sections) + tuple(_SECTION_EXTRAS))
-    except ConfigError as exc:
-        problems += str(exc).splitlines()
-    section_lines: list[str] = []
-    try:
-        section_lines = _integration_section_lines(args.file, sections)
-    except ConfigError as exc:
-        problems += str(exc).splitlines()
+    config, problems, section_lines = validate(args.file, env)
     if problems or config is None:
-        # An integration's section is read from the same file: a problem of the file itself shows up twice.
-        for line in dict.fromkeys(problems):
-            print(f"error: {line}", file=sys.stderr)
-        return 1
-    problems = _unresolved_plugins(config)
-    if problems:
         for line in problems:
-            print(f"error: {args.file}: {line}", file=sys.stderr)
+            print(f"error: {line}", file=sys.stderr)
         return 1
     print(f"{args.file}: valid")
     for line in summarize(config, env):
@@ -69,6 +50,30 @@ def run(args: argparse.Namespace) -> int:
     for line in gate_warnings(config):
         print(f"warning: {args.file}: {line}", file=sys.stderr)
     return 0
+
+
+def validate(path: str, env: Mapping[str, str]) -> tuple[Config | None, list[str], list[str]]:
+    """The file's config (None when it is not usable), its problems (one ``FILE:LINE: key: problem`` line
+    each; none when it is valid) and the summary lines of the integrations' sections it has. What
+    ``check-config`` reports, and what ``planguard install`` refuses a config for."""
+    from ...config import ConfigError, load_config
+
+    sections = integration_sections()
+    problems: list[str] = []
+    config = None
+    try:
+        config = load_config(path, env=env, other_sections=tuple(sections) + tuple(_SECTION_EXTRAS))
+    except ConfigError as exc:
+        problems += str(exc).splitlines()
+    section_lines: list[str] = []
+    try:
+        section_lines = _integration_section_lines(path, sections)
+    except ConfigError as exc:
+        problems += str(exc).splitlines()
+    if config is not None and not problems:
+        problems = [f"{path}: {line}" for line in _unresolved_plugins(config)]
+    # An integration's section is read from the same file: a problem of the file itself shows up twice.
+    return config, list(dict.fromkeys(problems)), section_lines
 
 
 def integration_sections() -> dict[str, Callable[[str], str | None]]:

@@ -131,3 +131,31 @@ def test_a_missing_integration_names_its_distribution(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "planguard-agents-hooks" in proc.stderr and 'pip install "planguard-agents[hooks]"' in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "opencode"])
+def test_install_refuses_a_config_that_does_not_load(
+    agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.yaml"
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("polices: {}\n")
+    for config, problem in ((missing, "cannot read the file"), (typo, "unknown key 'polices'")):
+        argv = ["install", agent, "--project-dir", str(tmp_path), "--config", str(config)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "nothing was written" in err and f"error: {config}" in err and problem in err
+    assert not [p for p in tmp_path.rglob("*") if p.name not in ("typo.yaml",)]
+    # The same file once fixed is installed.
+    typo.write_text("policies: {}\n")
+    assert main(["install", agent, "--project-dir", str(tmp_path), "--config", str(typo)]) == 0
+
+
+def test_a_socket_path_too_long_moves_to_a_short_private_directory(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 6)
+    env = {"XDG_RUNTIME_DIR": str(deep / "runtime"), "PATH": os.environ.get("PATH", "")}
+    address = client.locate(str(deep / "state"), env)
+    assert address is not None, "no daemon: every hook call would build planguard itself"
+    assert address.directory == f"/tmp/planguard-{os.getuid()}"
+    assert len(os.fsencode(address.sock)) <= client.MAX_SOCKET_PATH
+    assert os.stat(address.directory).st_mode & 0o077 == 0

@@ -4,7 +4,7 @@ Claude Code starts a new process for every hook call, and building planguard (py
 phase rules, detectors, policies) costs about half a second. So the hook process only reads its payload,
 sends it to a daemon that keeps the :class:`~planguard.guard.Guard` built (``planguard_hooks.daemon``)
 and prints the daemon's answer. This module imports nothing but the standard library's cheapest parts
-(``socket``, ``zlib``, ``os``, ``sys``, ``time``); ``planguard install claude-code`` runs it (through the
+(``_socket``, ``zlib``, ``os``, ``sys``, ``time``); ``planguard install claude-code`` runs it (through the
 few lines of ``launch.py``) with ``python -S`` so that even the ``site`` start-up (``.pth`` files) is
 skipped.
 
@@ -28,8 +28,10 @@ a hook waits for a daemon to listen, and then for its answer, before it answers 
 
 from __future__ import annotations
 
+# The C module the public ``socket`` wraps: importing ``socket`` (its enums, selectors, io) costs a
+# hook call about as many instructions as the rest of the client (bench_hook.py --instructions).
+import _socket
 import os
-import socket
 import sys
 import time
 
@@ -179,12 +181,16 @@ class DaemonAddress:
 
 
 def run_dirs(state_dir: str, environ: Any = None) -> list[str]:
+    """Where a daemon's socket may go, in order: ``$XDG_RUNTIME_DIR/planguard``, ``<state dir>/run``, and
+    ``/tmp/planguard-<uid>`` for when both make a socket path longer than the kernel takes (a deep state
+    directory): the first private directory whose socket path fits is used."""
     env = os.environ if environ is None else environ
     out = []
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
         out.append(os.path.join(runtime, "planguard"))
     out.append(os.path.join(state_dir, "run"))
+    out.append(f"/tmp/planguard-{os.getuid()}")
     return out
 
 
@@ -218,7 +224,7 @@ class _Unanswered(Exception):
 
 
 def _connect(path: str, timeout: float) -> Any:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(path)
@@ -251,7 +257,7 @@ def _exchange(s: Any, request: bytes, payload: bytes, timeout: float) -> bytes |
         s.sendall(request)
         if payload:
             s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
+        s.shutdown(_socket.SHUT_WR)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -143,7 +143,11 @@ def _add_install_options(cc: argparse.ArgumentParser) -> None:
         "(slower start-up per call)",
     )
     cc.add_argument(
-        "--timeout", type=int, default=30, metavar="S", help="seconds the CLI waits per hook call"
+        "--timeout",
+        type=int,
+        metavar="S",
+        help="seconds the CLI waits per hook call (default: the hook's own bound, the daemon's answer "
+        "timeout + the session lock's + building planguard; less is refused)",
     )
     cc.add_argument("--uninstall", action="store_true", help="remove planguard's hooks instead")
     cc.add_argument(
@@ -154,6 +158,31 @@ def _add_install_options(cc: argparse.ArgumentParser) -> None:
 def run_install(args: argparse.Namespace) -> int:
     from . import install, opencode
 
+    bound = install.hook_bound_s()
+    if args.timeout is None:
+        args.timeout = bound
+    elif args.timeout < bound and not args.uninstall:
+        print(
+            f"planguard install {args.agent}: --timeout {args.timeout} is shorter than the hook's own bound "
+            f"({bound} s): the CLI would give up on a slow call and let it through; nothing was written",
+            file=sys.stderr,
+        )
+        return 2
+    if args.config is not None and not args.uninstall:
+        # A hook whose config does not load fails open on every call: refuse it now, as check-config would.
+        import os
+
+        from planguard.cli.commands.check_config import validate
+
+        config, problems, _ = validate(args.config, os.environ)
+        if problems or config is None:
+            print(
+                f"planguard install {args.agent}: the config is not usable; nothing was written",
+                file=sys.stderr,
+            )
+            for line in problems:
+                print(f"error: {line}", file=sys.stderr)
+            return 2
     try:
         if args.agent == "opencode":
             message = _install_opencode(args, opencode, install)

@@ -59,8 +59,24 @@ _MARKS = (
     "planguard_claude_code/launch.py",
     "planguard_claude_code/client.py",
 )
-#: Seconds Claude Code waits for one hook call before going on without it.
-DEFAULT_TIMEOUT_S = 30
+#: Seconds a hook call answered in-process may spend building planguard (a loaded machine included).
+BUILD_S = 10
+
+
+def hook_bound_s(environ: Any = None) -> int:
+    """The longest one hook call takes to answer, in whole seconds: the daemon's answer timeout
+    (``PLANGUARD_HOOK_DAEMON_TIMEOUT_S``), then, answered in-process, the session lock's timeout and
+    building planguard. A CLI that waited less would give up on the hook first (and Claude Code, Codex and
+    Gemini CLI then let the call through: a fail-closed gate would not be asked), so this is the timeout
+    ``install`` writes unless told otherwise."""
+    from . import client
+    from .state import LOCK_TIMEOUT_S
+
+    return int(client.timeout_s(environ) + LOCK_TIMEOUT_S + BUILD_S + 0.999)
+
+
+#: Seconds the CLI waits for one hook call before going on without it (the hook's bound, as set up here).
+DEFAULT_TIMEOUT_S = hook_bound_s({})
 
 
 @dataclass(frozen=True, slots=True)

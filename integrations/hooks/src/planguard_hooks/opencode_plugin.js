@@ -44,6 +44,12 @@ function context(answer) {
   return specific && typeof specific.additionalContext === "string" ? specific.additionalContext : "";
 }
 
+// Calls planguard let run whose result has not come (by call id). OpenCode fires no tool.execute.after
+// for a tool that fails inside itself (sst/opencode#27900): its part turns to state "error" instead
+// (message.part.updated; packages/opencode/src/session/message-v2.ts ToolPart), and that is sent as the
+// call's failure, so the call is closed before the model is asked again.
+const running = new Map();
+
 export const PlanGuard = async ({ directory }) => ({
   "tool.execute.before": async (input, output) => {
     const answer = await ask({
@@ -58,8 +64,10 @@ export const PlanGuard = async ({ directory }) => ({
     if (specific.permissionDecision === "deny") {
       throw new Error(specific.permissionDecisionReason || "blocked by planguard");
     }
+    running.set(input.callID, input.sessionID);
   },
   "tool.execute.after": async (input, output) => {
+    running.delete(input.callID);
     const answer = await ask({
       hook_event_name: "PostToolUse",
       session_id: input.sessionID,
@@ -73,6 +81,20 @@ export const PlanGuard = async ({ directory }) => ({
     if (extra) output.output = `${output.output ?? ""}\n\n${extra}`;
   },
   event: async ({ event }) => {
+    const part = event && event.type === "message.part.updated" && event.properties && event.properties.part;
+    if (part && part.type === "tool" && part.state && part.state.status === "error" && running.has(part.callID)) {
+      running.delete(part.callID);
+      await ask({
+        hook_event_name: "PostToolUseFailure",
+        session_id: part.sessionID,
+        cwd: directory,
+        tool_name: part.tool,
+        tool_input: part.state.input ?? {},
+        tool_use_id: part.callID,
+        error: typeof part.state.error === "string" ? part.state.error : "the tool failed",
+      });
+      return;
+    }
     if (event && event.type === "session.idle" && event.properties && event.properties.sessionID) {
       await ask({ hook_event_name: "SessionEnd", session_id: event.properties.sessionID, cwd: directory });
     }

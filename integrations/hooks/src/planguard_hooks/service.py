@@ -105,9 +105,7 @@ def answer_text(
         raw = loads_json(text or "null")
     except ValueError as exc:
         problem = f"standard input is not JSON planguard can read ({exc}); expected one hook payload object"
-        mark = dialect.gate_mark()
-        seen = mark.encode() in text if isinstance(text, bytes) else mark in text
-        if not seen:  # nothing a gate could cover
+        if _names_another_event(text, dialect):  # cut, but not a tool call about to run
             _report_error(store, problem)
             return {}
         pre = {"hook_event_name": json.loads(dialect.gate_mark())}
@@ -116,6 +114,17 @@ def answer_text(
     if common is None or common.get("hook_event_name") not in HOOK_EVENTS:
         return {}
     return dialect.answer(_answer_common(common, store, runner, rid, dialect.name), raw)
+
+
+def _names_another_event(text: str | bytes, dialect: Dialect) -> bool:
+    """Whether a payload that cannot be read names one of the dialect's events other than its tool-start
+    event, and not that one: then no gate covers it. A payload cut before its event name may be a tool
+    call about to run, so a fail-closed gate must treat it as one."""
+    raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    pre = json.loads(dialect.gate_mark())
+    if json.dumps(pre) in raw:
+        return False
+    return any(json.dumps(event) in raw for event in dialect.events if event != pre)
 
 
 def _answer_common(

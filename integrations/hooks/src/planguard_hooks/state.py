@@ -64,6 +64,8 @@ __all__ = [
 #: Bumped when the snapshot layout changes; older snapshots are then rebuilt from their journal.
 FORMAT = 2
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,120}$")
+#: Longest a hook call waits for its session's lock (another process answering a call of the session).
+LOCK_TIMEOUT_S = 20.0
 #: Strings longer than this in stored tool arguments are cut (file bodies of Write/Edit calls).
 MAX_ARGUMENT_CHARS = 4096
 
@@ -275,7 +277,7 @@ class SessionStore:
         max_sessions: int = 2000,
         ttl_s: float = 14 * 86400.0,
         max_log_bytes: int = 16 * 1024 * 1024,
-        lock_timeout_s: float = 20.0,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
     ) -> None:
         self.directory = Path(directory) if directory is not None else default_state_dir()
         self.max_sessions = max_sessions
