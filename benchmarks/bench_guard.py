@@ -529,31 +529,38 @@ def langchain(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------------------ main
 
 
-def measure(args: argparse.Namespace) -> None:
-    jobs = [(v, s) for v in args.variants for s in args.streams if not (v == "flat" and s != "shared")]
-    extra = ["--long", str(args.long), "--window", str(args.window)]
+def per_call(
+    variants: Sequence[str], streams: Sequence[str], procs: int = 2, long: int = 100_000, window: int = 200
+) -> dict[str, dict[str, float]]:
+    """Instructions per call, by stream and label (a variant's name; ``at<N>`` for the flat windows), each
+    (variant, stream) counted in a process of its own under callgrind, ``procs`` at once."""
+    jobs = [(v, s) for v in variants for s in streams if not (v == "flat" and s != "shared")]
+    extra = ["--long", str(long), "--window", str(window)]
 
     def one(job: tuple[str, str]) -> dict[str, list[int]]:
         counts = _callgrind.run(__file__, ["--inner-variant", job[0], "--inner-stream", job[1], *extra])
         print(f"{job[0]} {job[1]}: {counts}", file=sys.stderr, flush=True)  # (what a later failure keeps)
         return counts
 
-    with ThreadPoolExecutor(args.procs) as pool:
+    with ThreadPoolExecutor(procs) as pool:
         results = dict(zip(jobs, pool.map(one, jobs), strict=True))
+    out: dict[str, dict[str, float]] = {s: {} for s in streams}
+    for (_variant, stream), counts in results.items():
+        for key, values in counts.items():
+            label, n = key.rsplit(" ", 1)
+            out[stream][label] = values[0] / int(n)
+    return out
+
+
+def measure(args: argparse.Namespace) -> None:
+    figures = per_call(args.variants, args.streams, args.procs, args.long, args.window)
     print(
         f"instructions per tool call (callgrind, first-seen calls, a process per figure, "
         f"Python {sys.version.split()[0]})"
     )
-    for stream in args.streams:
-        per_call = {}
-        for (_variant, s), counts in results.items():
-            if s == stream:
-                for key, values in counts.items():
-                    label, n = key.rsplit(" ", 1)
-                    per_call[label] = values[0] / int(n)
-        bare = per_call.get("bare")
-        n_calls = sum(len(r) for r in load_runs(stream))
-        print(f" {stream} stream ({n_calls} calls):")
+    for stream, by_label in figures.items():
+        bare = by_label.get("bare")
+        print(f" {stream} stream ({sum(len(r) for r in load_runs(stream))} calls):")
 
         def row(name: str, value: float, bare: float | None = bare) -> None:
             spans = f"   {value / bare:.2f} spans" if bare else ""
@@ -562,13 +569,13 @@ def measure(args: argparse.Namespace) -> None:
         if bare:
             row("bare OpenTelemetry span", bare)
         for variant, name in VARIANTS.items():
-            if variant in per_call:
-                row(name, per_call[variant])
-        if f"at{POSITIONS[0]}" in per_call:
-            first = per_call[f"at{POSITIONS[0]}"]
+            if variant in by_label:
+                row(name, by_label[variant])
+        if f"at{POSITIONS[0]}" in by_label:
+            first = by_label[f"at{POSITIONS[0]}"]
             print("  one long session, Guard() under the exporting SDK:")
             for at in (*POSITIONS, args.long):
-                v = per_call[f"at{at}"]
+                v = by_label[f"at{at}"]
                 change = f"({v / first - 1:+.1%} vs call {POSITIONS[0]})"
                 row(f"  calls {at:,}..{at + args.window - 1:,} {change}", v)
 
