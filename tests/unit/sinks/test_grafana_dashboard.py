@@ -17,7 +17,7 @@ from planguard import Config, Guard
 from planguard.events import ToolEvent
 from planguard.sinks.otel.env import start_prometheus_exporter
 
-DASHBOARD = Path(__file__).resolve().parents[1] / "examples/grafana/planguard-dashboard.json"
+DASHBOARD = Path(__file__).resolve().parents[3] / "examples/grafana/planguard-dashboard.json"
 #: Labels Prometheus itself adds (the scrape target's) or that histograms carry.
 SCRAPE_LABELS = {"job", "instance", "le"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 RUNS = REPO / "examples" / "trajectories" / "example_runs.jsonl"
 
 
