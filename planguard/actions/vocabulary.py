@@ -429,8 +429,9 @@ class ToolCall(NamedTuple):
     ``command`` is the shell line of a call through a shell tool (a Codex argv array joined; also set when
     that line is a SWE-agent tool command read as ``read``/``write``), or the code of a ``code`` call;
     ``paths`` the files a ``read``/``write`` call addresses (normalised like action targets), ``created``
-    those of them the call creates as new files. ``operands`` are the call's target arguments as given
-    (not normalised): a read's or write's path, a search's scope, pattern and glob. ``reader`` is the
+    those of them the call creates as new files, ``content`` the text it creates them with. ``operands``
+    are the call's target arguments as given (not normalised): a read's or write's path, a search's
+    scope, pattern and glob. ``reader`` is the
     mapping rule's kind (``shell``, ``editor``, ``navigate``, ``find``, …, see ``KINDS``); ``thought``
     marks a reasoning step that calls nothing (``think``, the empty tool). ``mapped`` is False when no
     rule knows the tool (the name heuristics count as knowing it).
@@ -444,6 +445,9 @@ class ToolCall(NamedTuple):
     operands: tuple[str, ...] = ()
     reader: str = ""
     thought: bool = False
+    #: The whole text a ``write`` call puts in the file it creates (``Write`` content, an editor's
+    #: ``create`` text), when the call carries it: what the run model judges a created file by.
+    content: str | None = None
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
@@ -481,6 +485,8 @@ def _search_operands(rule: MappingRule, event: ToolEvent) -> tuple[str, ...]:
 
 
 _SCOPE_KEYS = ("path", "directory", "dir", "root", "cwd")
+#: Where a whole-file write tool carries the file's text.
+_WRITE_TEXT_KEYS = ("content", "file_text", "text", "new_source", "data")
 
 
 def patch_files(text: str) -> tuple[list[str], list[str]]:
@@ -574,7 +580,9 @@ class ActionClassifier:
             if _is_map(args):
                 sub, raw = args.get("command"), args.get("path")
                 if isinstance(sub, str) and isinstance(raw, str):
-                    return self._editor_call(sub, raw)._replace(reader=kind)
+                    text = args.get("file_text") if sub == "create" else None
+                    content = text if isinstance(text, str) else None
+                    return self._editor_call(sub, raw)._replace(reader=kind, content=content)
             text = _raw_text(event)  # the SWE-agent action string
             call = self._swe_line_call(text, event) if text else None
             if call is None:
@@ -610,12 +618,17 @@ class ActionClassifier:
             creates = kind == "write" or (
                 kind == "edit" and rule.tool == "Edit" and not _arg(event, ("old_string",))
             )
+            content = None
+            if creates:
+                keys = _WRITE_TEXT_KEYS if kind == "write" else ("new_string",)
+                content = _str_arg(event, rule.text or keys)
             return ToolCall(
                 call_kind,
                 paths=paths,
                 created=paths if creates else (),
                 operands=(raw,) if raw else (),
                 reader=kind,
+                content=content,
             )
         if call_kind == "search":
             return ToolCall("search", operands=_search_operands(rule, event), reader=kind)
@@ -628,7 +641,10 @@ class ActionClassifier:
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
             if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
                 return None
-            return self._editor_call(parts[1], unquote(parts[2]))
+            call = self._editor_call(parts[1], unquote(parts[2]))
+            if parts[1] == "create" and len(parts) > 3:
+                call = call._replace(content=swe_flag_text(line.split(None, 3)[3], "--file_text"))
+            return call
         verdict = self.shell.swe_command(line)
         return self._verdict_call(verdict, event) if verdict is not None else None
 
@@ -884,7 +900,7 @@ def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
-    text = _str_arg(event, rule.text or ("content", "file_text", "text", "new_source", "data"))
+    text = _str_arg(event, rule.text or _WRITE_TEXT_KEYS)
     return _tool_write(rule, event, target, "write", WK_CREATE, None, text)
 
 

@@ -20,7 +20,7 @@ which of the files that decide a role the run created.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -41,6 +41,7 @@ from planguard.phases.roles import (
     Command,
 )
 from planguard.phases.state import PhaseState, basename
+from planguard.run import OUTSIDE, SCRIPT_PLACE, SOURCE_PLACE, RunChanges, RunModel, place, script_content
 
 __all__ = ["LiveRules", "is_test_target"]
 
@@ -66,6 +67,7 @@ class _Sub(NamedTuple):
     does: str
     paths: tuple[str, ...] = ()
     created: tuple[str, ...] = ()
+    content: str | None = None  # the text a write puts in the files it creates (heredoc body, tool content)
 
 
 _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
@@ -73,9 +75,6 @@ _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
 # --------------------------------------------------------------------------- paths (§3, §4)
 
 _TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
-#: A script the run wrote to check behaviour (§4): running one is a new test even when its creation is
-#: not in the recording.
-_CHECK_SCRIPT_PREFIXES = ("reproduce", "repro", "verify", "check_", "debug_")
 _TEST_NAME = re.compile(r"^(?:test_.*|.*_test\..*|.*_spec\..*|.*\.test\..*|.*\.spec\..*|conftest\.py)$")
 _SCRATCH_DIRS = ("/tmp/", "/var/tmp/")
 _CODE_EXTENSIONS = frozenset(
@@ -88,6 +87,12 @@ _CODE_EXTENSIONS = frozenset(
 _OUTPUT_EXTENSIONS = frozenset({"txt", "log", "out", "output", "err"})
 _ARTIFACT_NAMES = frozenset({"patch.txt", "diff.txt", "model.patch", "fix.patch", "changes.diff"})
 _NOTES_NAMES = frozenset({"plan.md", "notes.md", "todo.md", "progress.md", "scratchpad.md", "memory.md"})
+#: Files of a project that run code when executed but belong to it (manifests, entry points): writing one
+#: is a change to the repository, whatever its content.
+_PROJECT_FILES = frozenset(
+    {"setup.py", "manage.py", "noxfile.py", "fabfile.py", "tasks.py", "__init__.py", "__main__.py", "wsgi.py",
+     "asgi.py", "dodo.py", "gulpfile.js", "gruntfile.js", "rakefile", "gemfile", "makefile"}
+)  # fmt: skip
 _OUTSIDE_PREFIXES = ("~", "/root/.", "/etc/", "/usr/", "/opt/", "/proc/", "/sys/")
 
 
@@ -96,23 +101,14 @@ def _extension(name: str) -> str:
 
 
 def is_test_target(path: str) -> bool:
-    """A test target (PHASES_LIVE.md §4), by path and name alone: a file under a ``test``/``tests``/
-    ``spec``/``__tests__`` directory, named like a test (``test_*``, ``*_test.*``, ``*_spec.*``,
-    ``*.test.*``, ``*.spec.*``, ``conftest.py``), a check script (``reproduce*``, ``repro*``, ``verify*``,
-    ``check_*``, ``debug_*``) or a file under ``/tmp``."""
-    p = path.lower()
-    if p.startswith(_SCRATCH_DIRS):
-        return True
-    parts = p.split("/")
-    name = parts[-1]
+    """A test file (PHASES_LIVE.md §4), by path and name alone: a file under a ``test``/``tests``/``spec``/
+    ``__tests__`` directory, or named like a test (``test_*``, ``*_test.*``, ``*_spec.*``, ``*.test.*``,
+    ``*.spec.*``, ``conftest.py``). A script the run created is a test target too, by provenance: the run
+    model knows those (:class:`planguard.run.RunModel`), whatever they are called."""
+    parts = path.lower().split("/")
     if any(d in _TEST_DIRS for d in parts[:-1]):
         return True
-    return name.startswith(_CHECK_SCRIPT_PREFIXES) or _TEST_NAME.match(name) is not None
-
-
-def _is_check_script(path: str) -> bool:
-    p = path.lower()
-    return p.startswith(_SCRATCH_DIRS) or basename(p).startswith(_CHECK_SCRIPT_PREFIXES)
+    return _TEST_NAME.match(parts[-1]) is not None
 
 
 def _is_harness_output(path: str) -> bool:
@@ -134,7 +130,8 @@ def _is_artifact(path: str) -> bool:
 _W_NONE, _W_GENERAL, _W_TEST, _W_SOURCE = 0, 1, 2, 3
 
 
-def _write_kind(path: str, redirected: bool = False) -> int:
+def _write_kind(path: str, redirected: bool = False, root: str | None = None) -> int:
+    """``path`` is relative to ``root`` when it lies under it (:func:`_in_repo`)."""
     p = path.lower()
     if not p or p.startswith("/dev/"):
         return _W_NONE
@@ -146,11 +143,12 @@ def _write_kind(path: str, redirected: bool = False) -> int:
         return _W_GENERAL  # a backup copy
     if name in _NOTES_NAMES or "/.claude/" in p:
         return _W_GENERAL  # the agent's own plan or notes
-    if p.startswith(_SCRATCH_DIRS):
-        # Under /tmp: a script is a test target (§4); anything else is scratch output or a backup.
-        return _W_TEST if ext in _CODE_EXTENSIONS else _W_GENERAL
     if p.startswith(_OUTSIDE_PREFIXES) or (p.startswith("/home/") and "/." in p):
         return _W_GENERAL
+    if place(p, root) == OUTSIDE:
+        # Outside the repository (§4: scratch): a script is the run's own (R/V); anything else is scratch
+        # output, a backup or an installed copy (§5).
+        return _W_TEST if ext in _CODE_EXTENSIONS else _W_GENERAL
     if is_test_target(p):
         return _W_TEST
     if redirected and ext in _OUTPUT_EXTENSIONS:
@@ -521,7 +519,7 @@ def _program(prog: str, args: list[str], body: str | None) -> _Sub:
     if name in ("touch", "tee"):
         ops = _operands(args)
         files = tuple(a for a in ops if _pathish(a)) if name == "touch" else tuple(ops)
-        return _Sub(label, _WRITE, files, files)
+        return _Sub(label, _WRITE, files, files, body if name == "tee" else None)
     if name in ("cp", "mv"):
         return _copy(label, args)
     if name in ("rm", "unlink", "rmdir"):
@@ -607,7 +605,7 @@ def _stage_plans(words: list[str], outputs: list[str], body: str | None, depth: 
     if outputs and sub.does in (_NAV, _GENERAL):
         # What a reader or printer sends to a file is what it writes (``cat > f << EOF``, ``echo x > f``,
         # ``git diff > patch.txt``). A program's or test run's output capture stays its run's role.
-        return [_Sub(sub.label, _REDIRECT, tuple(outputs), tuple(outputs))]
+        return [_Sub(sub.label, _REDIRECT, tuple(outputs), tuple(outputs), body)]
     return [sub]
 
 
@@ -686,7 +684,7 @@ class LiveRules:
                 call = ToolCall("write", paths=(state.open_file,))
             tool = event.tool if isinstance(event.tool, str) and event.tool else "think"
             root = _work_dir(event) or state.root
-            text = call.command
+            text = call.command if call.content is None else call.content
             if text is not None and len(text) > MEMO_TEXT_MAX:
                 plan = self._plan(tool, call, root)  # long texts rarely repeat: not kept
             else:
@@ -712,11 +710,17 @@ class LiveRules:
                     segments = tokenize(line)
                 subs = _line_plans(segments) or (_Sub(line.strip()[:40] or "think", _GENERAL),)
         elif kind == "read":
-            subs = (_Sub(tool, _GENERAL if any(_is_harness_output(p) for p in call.paths) else _NAV),)
+            harness = any(_is_harness_output(p) for p in call.paths)
+            subs = (_Sub(tool, _GENERAL, ()) if harness else _Sub(tool, _NAV, call.paths),)
         elif kind == "search":
             subs = (_Sub(tool, _NAV),)
         elif kind == "write":
-            subs = [_Sub(tool, _WRITE, (p,), (p,) if p in call.created else ()) for p in call.paths or ("?",)]
+            subs = [
+                _Sub(tool, _WRITE, (p,), (p,), call.content)
+                if p in call.created
+                else _Sub(tool, _WRITE, (p,))
+                for p in call.paths or ("?",)
+            ]
         elif kind == "test":
             subs = (_Sub(tool, _TESTS),)
         elif kind == "code":
@@ -724,58 +728,121 @@ class LiveRules:
         else:
             subs = (_Sub(tool, _GENERAL),)
         opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
-        return _CallPlan(tuple(_judge(sub, root) for sub in subs), kind == "write", opened, not call.mapped)
+        norm = self.actions.norm
+        judged = tuple(_judge(sub, root, norm) for sub in subs)
+        return _CallPlan(judged, kind == "write", opened, not call.mapped)
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).
 _J_GENERAL, _J_NAV, _J_PATCH, _J_NEW, _J_CHECK = 0, 1, 2, 3, 4
-_J_NEW_IF_CREATED = 5  # a run or test run: new when the run created one of ``paths``, else regression
+_J_NEW_IF_CREATED = 5  # a test run: new when the run created one of ``paths``, else regression
 _J_PATCH_UNLESS_CREATED = 6  # a removal: a patch unless the run created every one of ``paths``
+_J_WRITE = (
+    7  # a write of repository files: a patch, unless they are (or it creates them as) the run's scripts
+)
+_J_RUN = (
+    8  # runs a script: new (the run's own or the repository's program), or a patch through what it writes
+)
+
+#: A script the run creates (lower-cased path) and the repository source files it writes when run.
+_Script = tuple[str, tuple[str, ...]]
 
 
 class _Judged(NamedTuple):
-    """A sub-command's plan with every judgement of its text made: what is left depends on the state."""
+    """A sub-command's plan with every judgement of its text made: what is left depends on the run model."""
 
     label: str
     kind: int
-    paths: tuple[str, ...] = ()  # lower-cased: the files whose creation decides a conditional kind
-    records: tuple[str, ...] = ()  # test files it writes, recorded as created when its role is R/V
+    paths: tuple[str, ...] = ()  # lower-cased: the files whose provenance decides a conditional kind
+    scripts: tuple[_Script, ...] = ()  # scripts it creates (R/V writes; for _J_WRITE: if they are new)
+    whole: tuple[str, ...] = ()  # _J_WRITE: the ``paths`` it writes whole (creates, when they are new)
 
 
-def _judge(sub: _Sub, root: str | None) -> _Judged:
-    paths = tuple(_in_repo(p, root) for p in sub.paths) if root is not None else sub.paths
+def _judge(sub: _Sub, root: str | None, norm: Callable[[str], str]) -> _Judged:
+    # One name per file (§4: absolute and relative paths name the same file), as tool paths are named.
+    paths = tuple(_in_repo(norm(p), root) if root is not None else norm(p) for p in sub.paths)
     does = sub.does
     label = sub.label
     if does == _NAV:
         files = [p for p in paths if _pathish(p)]
         if files and all(_is_harness_output(p) or _is_artifact(p) for p in files):
             return _Judged(label, _J_GENERAL)  # reading a background run's output or a patch artifact (§5)
-        return _Judged(label, _J_NAV)
+        return _Judged(label, _J_NAV, tuple(p.lower() for p in files))
     if does in (_WRITE, _REDIRECT):
-        kinds = [_write_kind(p, redirected=does == _REDIRECT) for p in paths]
+        kinds = [_write_kind(p, does == _REDIRECT, root) for p in paths]
+        created = {_in_repo(norm(p), root) if root is not None else norm(p) for p in sub.created}
         if _W_SOURCE in kinds:
-            return _Judged(label, _J_PATCH)
-        if _W_TEST in kinds:
-            created = (_in_repo(p, root) for p in sub.created)
-            return _Judged(
-                label, _J_NEW, records=tuple(p.lower() for p in created if _write_kind(p) == _W_TEST)
+            sources = tuple(p.lower() for p, k in zip(paths, kinds, strict=True) if k == _W_SOURCE)
+            whole = tuple(
+                p.lower() for p, k in zip(paths, kinds, strict=True) if k == _W_SOURCE and p in created
             )
+            scripts = tuple(
+                (p, _script_writes(sub.content, p, root, norm))
+                for p in whole
+                if _script_place_and_content(p, sub.content, root)
+            )
+            return _Judged(label, _J_WRITE, sources, scripts, whole)
+        if _W_TEST in kinds:
+            scripts = tuple(
+                (p.lower(), _script_writes(sub.content, p, root, norm))
+                for p in created
+                if _write_kind(p, root=root) == _W_TEST
+            )
+            return _Judged(label, _J_NEW, scripts=scripts)
         return _Judged(label, _J_GENERAL)
     if does == _REMOVE:
-        sources = tuple(p.lower() for p in paths if _pathish(p) and _write_kind(p) == _W_SOURCE)
+        sources = tuple(p.lower() for p in paths if _pathish(p) and _write_kind(p, root=root) == _W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
     if does == _SNIPPET:
         return _Judged(label, _J_NEW)
     if does == _RUN:
         script = paths[0]
-        if _is_check_script(script) or not is_test_target(script):
-            return _Judged(label, _J_NEW)  # a check script, or the repository's program
-        return _Judged(label, _J_NEW_IF_CREATED, (script.lower(),))
+        if is_test_target(script) and place(script.lower(), root) != OUTSIDE:
+            return _Judged(label, _J_NEW_IF_CREATED, (script.lower(),))  # an existing test, unless created
+        return _Judged(label, _J_RUN, (script.lower(),))
     if does == _TESTS:
         return _Judged(label, _J_NEW_IF_CREATED, tuple(p.lower() for p in paths))
     if does == _CHECK:
         return _Judged(label, _J_CHECK)
     return _Judged(label, _J_GENERAL)
+
+
+def _script_place_and_content(path: str, content: str | None, root: str | None) -> bool:
+    """A repository file written whole is the run's script (when it is new) by place and content (§4): it
+    lies outside the package's source directories and its content runs something; a file whose content is
+    not known, by place and kind alone. A project file (``setup.py``) is the project's."""
+    name = basename(path)
+    if name in _PROJECT_FILES or place(path, root) == SOURCE_PLACE:
+        return False
+    judged = script_content(content, name)
+    if judged is None:
+        return place(path, root) == SCRIPT_PLACE and _extension(name) in _CODE_EXTENSIONS
+    return judged
+
+
+def _script_writes(
+    content: str | None, path: str, root: str | None, norm: Callable[[str], str]
+) -> tuple[str, ...]:
+    """The repository source files a script whose content is ``content`` writes when run (§3: running it is
+    a patch through them): files Python code opens for writing, files a shell script's commands write."""
+    if not content:
+        return ()
+    ext = _extension(basename(path.lower()))
+    if ext == "py":
+        written: Sequence[str] = written_files(content, lenient=True)
+    elif ext in ("sh", "bash"):
+        written = [
+            p for sub in _line_plans(tokenize(content)) if sub.does in (_WRITE, _REDIRECT) for p in sub.paths
+        ]
+    else:
+        return ()
+    out = []
+    for raw in written:
+        p = norm(raw)
+        p = _in_repo(p, root) if root is not None else p
+        if _write_kind(p, root=root) == _W_SOURCE:
+            out.append(p.lower())
+    return tuple(dict.fromkeys(out))
 
 
 class _CallPlan(NamedTuple):
@@ -788,33 +855,37 @@ class _CallPlan(NamedTuple):
     unknown: bool  # no mapping rule knows the tool
 
     def resolve(self, state: PhaseState) -> Classification:
-        """Roles in order: a patch early in the step makes later tests validation, and a test file written
+        """Roles in order: a patch early in the step makes later tests validation, and a script written
         early in the step is a created one for the sub-commands after it."""
         patched = state.has_patch
-        local: list[str] = []
+        run = _CallRun(state.run)
         patches = False  # a sub-command of this call patches
         commands: list[Command] = []
         for j in self.subs:
             k = j.kind
             if k == _J_NAV:
                 role = NAVIGATE
+                run.see(j.paths)
             elif k == _J_PATCH:
                 role = PATCH
             elif k == _J_NEW:
                 role = VALIDATE_NEW if patched else REPRODUCE_NEW
-                local.extend(j.records)
+                run.add_scripts(j.scripts)
+            elif k == _J_WRITE:
+                role = PATCH if run.write_patches(j) else (VALIDATE_NEW if patched else REPRODUCE_NEW)
             elif k == _J_CHECK:
                 role = VALIDATE_REGRESSION if patched else GENERAL
-            elif k == _J_NEW_IF_CREATED:
-                new = any(_made(p, state, local) for p in j.paths)
-                role = (
-                    (VALIDATE_NEW if new else VALIDATE_REGRESSION)
-                    if patched
-                    else (REPRODUCE_NEW if new else REPRODUCE_REGRESSION)
-                )
+            elif k in (_J_RUN, _J_NEW_IF_CREATED):
+                scripts = [p for p in j.paths if run.script(p)]
+                if any(run.known(w) for p in scripts for w in run.writes(p)):
+                    role = PATCH  # a created script that rewrites a source file when run (§3)
+                elif scripts or k == _J_RUN:
+                    role = VALIDATE_NEW if patched else REPRODUCE_NEW
+                else:
+                    role = VALIDATE_REGRESSION if patched else REPRODUCE_REGRESSION
             elif k == _J_PATCH_UNLESS_CREATED:
                 # A removal of only files the run created is cleanup.
-                role = GENERAL if all(_made(p, state, local) for p in j.paths) else PATCH
+                role = GENERAL if all(run.created(p) for p in j.paths) else PATCH
             else:
                 role = GENERAL
             if role == PATCH:
@@ -824,17 +895,69 @@ class _CallPlan(NamedTuple):
                 commands.append(command)
         if self.unknown:
             return Classification(tuple(commands), unknown=True)
-        return Classification(
-            tuple(commands),
-            created=tuple(dict.fromkeys(local)),
-            patched=patches,
-            opened=self.opened,
+        return Classification(tuple(commands), patched=patches, opened=self.opened, run=run.changes())
+
+
+class _CallRun:
+    """The run model as one call sees it: the session's, plus what earlier sub-commands of the call made."""
+
+    __slots__ = ("model", "scripts", "seen", "sources")
+
+    def __init__(self, model: RunModel) -> None:
+        self.model = model
+        self.scripts: dict[str, tuple[str, ...]] = {}
+        self.sources: dict[str, None] = {}
+        self.seen: dict[str, None] = {}
+
+    def script(self, path: str) -> bool:
+        if self.model.script(path) or path in self.scripts:
+            return True
+        name = basename(path)
+        return any(basename(p) == name for p in self.scripts)
+
+    def writes(self, path: str) -> tuple[str, ...]:
+        return self.scripts.get(path) or self.model.writes(path)
+
+    def created(self, path: str) -> bool:
+        return self.model.created(path) or path in self.sources or self.script(path)
+
+    def known(self, path: str) -> bool:
+        """A file of the repository the run has seen or made as source (what a script may rewrite)."""
+        return (
+            self.model.known(path) or path in self.seen or path in self.model.sources or path in self.sources
         )
 
+    def see(self, paths: tuple[str, ...]) -> None:
+        for p in paths:
+            self.seen[p] = None
 
-def _made(path: str, state: PhaseState, local: list[str]) -> bool:
-    """The run created ``path``: before this call (``state``) or earlier in it (``local``)."""
-    return state.is_created(path) or path in local or basename(path) in (basename(c) for c in local)
+    def add_scripts(self, scripts: tuple[_Script, ...]) -> None:
+        for path, writes in scripts:
+            self.scripts[path] = writes
+
+    def write_patches(self, j: _Judged) -> bool:
+        """Whether a write of repository files (``j``) is a patch: a change to a file the run did not create
+        as its script, or a new file that is not a script by place and content (§4). Records what it makes."""
+        patch = False
+        scripts = dict(j.scripts)
+        for p in j.paths:
+            if p in self.scripts or p in self.model.scripts:
+                if scripts.get(p):
+                    self.scripts[p] = scripts[p]  # rewritten whole: what it writes now
+            elif p in scripts and not self.model.known(p) and p not in self.seen and not self.created(p):
+                self.scripts[p] = scripts[p]
+            else:
+                patch = True
+                if p in j.whole and not self.model.known(p) and not self.created(p):
+                    self.sources[p] = None
+                else:
+                    self.seen[p] = None
+        return patch
+
+    def changes(self) -> RunChanges | None:
+        if not (self.scripts or self.sources or self.seen):
+            return None
+        return RunChanges(tuple(self.scripts.items()), tuple(self.sources), tuple(self.seen))
 
 
 def _work_dir(event: ToolEvent) -> str | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planguard.run import RunChanges
+
 __all__ = [
     "GENERAL",
     "LETTER_OF",
@@ -82,6 +84,9 @@ class Classification:
     opened: str | None = None
     #: No mapping rule knows the call's tool, so its phase could not be observed (the live rules only).
     unknown: bool = False
+    #: What the call adds to the run model (files it creates as scripts or sources, files it shows to
+    #: exist), committed with the rest (the live rules only).
+    run: RunChanges | None = None
     roles: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

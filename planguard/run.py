@@ -1,0 +1,256 @@
+"""The run model: where a session's run works and which files it has made (PHASES_LIVE.md §2-§4).
+
+A role that depends on a file is decided by what the run did with that file, not by the file's name:
+
+* ``root`` is the repository: the session's working directory as its integration recorded it (session
+  metadata ``cwd``/``work_dir``, a hook payload's ``cwd``, a loader's recording), wherever it lives. A
+  repository under ``/tmp`` is a repository; *scratch* is outside the root. Only when nothing recorded a
+  root are ``/tmp`` and ``/var/tmp`` taken for scratch.
+* the files the run **created as scripts** (reproductions, checks, helpers, new tests: running or editing
+  one is R/V), each with the repository source files its content writes when run (running it is then a
+  patch through what it writes, §3);
+* the files it **created as source** (a new module of the package: a patch, and removing it again is
+  cleanup);
+* the files it has **seen exist** (read, listed by name, edited): a whole-file write to one of those is a
+  change, not a creation.
+
+Paths are kept as the live rules judge them: lower-cased, relative to the root when under it. Every table
+is bounded (oldest forgotten first) and every operation is a dictionary lookup or insert, so the model
+costs the same per call however long the run is.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import NamedTuple
+
+__all__ = [
+    "MAX_FILES",
+    "OUTSIDE",
+    "SCRIPT_PLACE",
+    "SOURCE_PLACE",
+    "UNKNOWN_PLACE",
+    "RunChanges",
+    "RunModel",
+    "place",
+    "script_content",
+]
+
+#: At most this many files are remembered per table (created scripts, created sources, seen files).
+MAX_FILES = 4096
+
+# Where a file lies (§4: "outside the package's source directories (the repository root, a scripts/-like
+# folder, anywhere outside the repository)").
+OUTSIDE = 0  # outside the repository (scratch, the user's home, system directories)
+SCRIPT_PLACE = 1  # the repository's top level or a scripts-like folder
+SOURCE_PLACE = 2  # inside a source directory of the repository
+UNKNOWN_PLACE = 3  # an absolute path, and no root recorded to say whether it is inside the repository
+
+#: Folders of a repository that hold scripts rather than the package's source.
+_SCRIPT_DIRS = frozenset(
+    {
+        "scripts", "script", "tools", "bin", "examples", "example", "benchmarks", "bench", "demo", "demos",
+        "scratch", "tmp", "sandbox", "playground", "debug", "dev", "manual_tests",
+    }
+)  # fmt: skip
+#: Temporary directories, taken for scratch only when no root is recorded.
+_TEMP_DIRS = ("/tmp/", "/var/tmp/")
+
+
+def place(path: str, root: str | None) -> int:
+    """Where ``path`` lies: :data:`OUTSIDE`, :data:`SCRIPT_PLACE`, :data:`SOURCE_PLACE` or
+    :data:`UNKNOWN_PLACE`. ``path`` is already relative to ``root`` when it lies under it (the live rules
+    make it so), so an absolute path with a recorded root is outside the repository."""
+    if path.startswith(("/", "~")):
+        if root is not None or path.startswith(_TEMP_DIRS) or path.startswith("~"):
+            return OUTSIDE
+        parent = path.rsplit("/", 2)
+        return SCRIPT_PLACE if len(parent) == 3 and parent[1] in _SCRIPT_DIRS else UNKNOWN_PLACE
+    while path.startswith("./"):
+        path = path[2:]
+    parts = path.split("/")
+    if len(parts) == 1 or parts[0] in _SCRIPT_DIRS:
+        return SCRIPT_PLACE
+    return SOURCE_PLACE
+
+
+_PYTHON_EXTENSIONS = frozenset({"py", "pyw", "ipy"})
+_SHELL_EXTENSIONS = frozenset({"sh", "bash", "zsh"})
+#: Top-level lines of other languages that run something: a call, a print, an assertion.
+_RUNS_AT_TOP = re.compile(
+    r"^(?:console\.\w+\(|print|puts |p |assert|echo |IO\.|require\(|await |[A-Za-z_$][\w$.]*\s*\()", re.M
+)
+#: Top-level lines of other languages that define a program or a module: classes, exports, modules.
+_DEFINES_AT_TOP = re.compile(
+    r"^(?:class |module |export |module\.exports|defmodule |package |func main)", re.M
+)
+
+
+def script_content(text: str | None, name: str) -> bool | None:
+    """Whether a file's content (named ``name``) is a script — code that runs something when executed
+    (top-level calls, prints or asserts, test functions, a ``__main__`` block that does more than start a
+    program's classes, imports and nothing else) — rather than a program or module that defines things
+    (§4). None when the content is not known or empty."""
+    if not text or not text.strip():
+        return None
+    ext = name.rsplit(".", 1)[1].lower() if "." in name.lstrip(".") else ""
+    if ext in _SHELL_EXTENSIONS:
+        return True
+    if ext in _PYTHON_EXTENSIONS:
+        return _python_script(text)
+    return _RUNS_AT_TOP.search(text) is not None and _DEFINES_AT_TOP.search(text) is None
+
+
+def _python_script(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+        return _RUNS_AT_TOP.search(code) is not None and re.search(r"^class ", code, re.M) is None
+    entry: ast.If | None = None  # the ``if __name__ == "__main__":`` block
+    classes = defines = imports = False
+    local: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_main_guard(node.test):
+            entry = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports = True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name.lower().startswith("test") or (
+                isinstance(node, ast.ClassDef) and any(_is_test_case(b) for b in node.bases)
+            ):
+                return True  # test functions or test cases: a test the run wrote
+            defines = True
+            local.add(node.name)
+            classes = classes or isinstance(node, ast.ClassDef)
+        elif isinstance(node, (ast.Expr, ast.Assert, ast.For, ast.While, ast.With, ast.Try, ast.If)):
+            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):  # a docstring
+                return True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _calls(node.value):
+            return True
+    if entry is not None:
+        # A program's entry point only starts it (``main()``); a script's does the work itself.
+        return not (classes and _only_starts(entry.body, local))
+    return imports and not defines  # it imports (the package under work) and runs nothing else: a probe
+
+
+def _only_starts(body: list[ast.stmt], local: set[str]) -> bool:
+    """``body`` is one call of a function the file defines (``main()``, ``sys.exit(main())``)."""
+    if len(body) != 1 or not isinstance(body[0], ast.Expr):
+        return False
+    names = {n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)}
+    return bool(names & local)
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
+def _is_test_case(base: ast.expr) -> bool:
+    name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+    return name.endswith("TestCase")
+
+
+def _calls(value: ast.expr | None) -> bool:
+    return value is not None and any(isinstance(n, ast.Call) for n in ast.walk(value))
+
+
+def _basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+class RunChanges(NamedTuple):
+    """What one call adds to the run model, committed by :meth:`RunModel.apply` once the call has run."""
+
+    #: Scripts the call created, each with the repository source files it writes when run.
+    scripts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Repository source files the call created.
+    sources: tuple[str, ...] = ()
+    #: Files the call shows to exist (read, edited in place).
+    seen: tuple[str, ...] = ()
+
+
+NO_CHANGES = RunChanges()
+
+
+class RunModel:
+    """One session's run model (see the module docs). Change it only through :meth:`apply`."""
+
+    __slots__ = ("_dirs", "_script_names", "root", "scripts", "seen", "sources")
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root
+        self.scripts: dict[str, tuple[str, ...]] = {}
+        self.sources: dict[str, None] = {}
+        self.seen: dict[str, None] = {}
+        # File name -> path of the latest created script of that name: a script run from another directory
+        # is named differently (``cd tests && python probe.py``).
+        self._script_names: dict[str, str] = {}
+        self._dirs: dict[str, None] = {}  # directories holding files the run created
+
+    # ------------------------------------------------------------------ questions
+
+    def script(self, path: str) -> bool:
+        """``path`` is a script the run created (by its path, or by its file name alone)."""
+        return path in self.scripts or _basename(path) in self._script_names
+
+    def writes(self, path: str) -> tuple[str, ...]:
+        """The repository source files the created script ``path`` writes when run (from its content)."""
+        found = self.scripts.get(path)
+        if found is None:
+            named = self._script_names.get(_basename(path))
+            found = self.scripts.get(named) if named is not None else None
+        return found or ()
+
+    def created(self, path: str) -> bool:
+        """The run created ``path`` (a script or a source file, or a directory of its files)."""
+        return path in self.sources or self.script(path) or path.rstrip("/") in self._dirs
+
+    def known(self, path: str) -> bool:
+        """``path`` is known to exist apart from this run's creations (the run has read or changed it)."""
+        return path in self.seen
+
+    # ------------------------------------------------------------------ changes
+
+    def apply(self, changes: RunChanges) -> None:
+        for path, writes in changes.scripts:
+            self._add_script(path, writes)
+            self._add_dir(path)
+        for path in changes.sources:
+            _put(self.sources, path)
+            self._add_dir(path)
+        for path in changes.seen:
+            _put(self.seen, path)
+
+    def _add_dir(self, path: str) -> None:
+        """Remember the directory of a created file when the run created it too: not the root, and not a
+        directory it has seen (a file of the repository in it)."""
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        if parent and parent not in self.seen:
+            _put(self._dirs, parent)
+
+    def _add_script(self, path: str, writes: tuple[str, ...]) -> None:
+        scripts = self.scripts
+        if path not in scripts:
+            if len(scripts) >= MAX_FILES:
+                oldest = next(iter(scripts))
+                del scripts[oldest]
+                if self._script_names.get(_basename(oldest)) == oldest:
+                    del self._script_names[_basename(oldest)]
+        elif not writes:
+            return  # rewritten without content we can read: keep what its earlier content writes
+        scripts[path] = writes
+        self._script_names[_basename(path)] = path
+
+
+def _put(table: dict[str, None], path: str) -> None:
+    if path in table:
+        return
+    if len(table) >= MAX_FILES:
+        del table[next(iter(table))]
+    table[path] = None
