@@ -122,6 +122,7 @@ class ProxyApp:
         )
         self._sweeper: asyncio.Task[None] | None = None
         self._session_header = proxy.session_header.lower().encode("latin-1")
+        self._work_dir_header = proxy.work_dir_header.lower().encode("latin-1")
         t = proxy.timeouts
         self._timeouts = {"connect": t.connect, "read": t.read, "write": t.write, "pool": t.pool}
         self._bases = {w.api: proxy.upstream_for(w.api) for w in WIRES.values()}
@@ -249,7 +250,8 @@ class ProxyApp:
         out = body
         if wire is not None:
             plan, out = await self._on_request(wire, headers, body)
-        fwd = upstream_headers(headers, observed=wire is not None, drop=self._session_header)
+        own = (self._session_header, self._work_dir_header)
+        fwd = upstream_headers(headers, observed=wire is not None, drop=own)
         fwd.append((b"host", url.netloc))
         sized = bool(out) or method in _BODY_METHODS or any(k == b"content-length" for k, _v in headers)
 
@@ -416,7 +418,7 @@ class ProxyApp:
             )
             if not sid:
                 return None, body
-            plan = await self.monitor.on_request(wire, obj, sid)
+            plan = await self.monitor.on_request(wire, obj, sid, _get(headers, self._work_dir_header))
             return plan, (_json.dumps(obj) if plan.body_changed else body)
         except Exception as exc:
             self.monitor._failed("proxy.request", exc)
