@@ -9,11 +9,8 @@ role comes from what the run did with them, not from what they are called.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +42,12 @@ GATE: dict[str, Any] = {
 }
 
 
-@pytest.fixture(params=["/tmp", "/var/tmp"])
-def repo(request: pytest.FixtureRequest) -> Iterator[Path]:
-    # Not pytest's tmp_path: its ``test_<name>`` folders would make every path test-named.
-    base = Path(tempfile.mkdtemp(prefix="pgrm-", dir=request.param))
-    work = base / "calcs"
-    work.mkdir()
-    (work / "calc.py").write_text(BUGGY)
-    try:
-        yield work
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+pytestmark = pytest.mark.parametrize("calc_repo_in_temp", ["/tmp", "/var/tmp"], indirect=True)
+
+
+@pytest.fixture
+def repo(calc_repo_in_temp: Path) -> Path:
+    return calc_repo_in_temp
 
 
 def _tools(repo: Path) -> list[BaseTool]:

@@ -6,11 +6,8 @@ The header is planguard's and is not sent upstream."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +40,8 @@ TOOLS: Any = [
 
 
 @pytest.fixture
-def repo() -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="pgrm-"))
-    work = base / "calcs"
-    work.mkdir()
-    (work / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    try:
-        yield work
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+def repo(calc_repo_in_temp: Path) -> Path:
+    return calc_repo_in_temp
 
 
 def _calls(repo: Path) -> list[tuple[str, dict[str, str]]]:
@@ -95,20 +85,7 @@ def _agent(url: str, repo: Path, headers: dict[str, str]) -> list[str]:
                 break
             messages += [{"role": "assistant", "content": msg.content}, {"role": "user", "content": "Go on."}]
             continue
-        messages.append(
-            {
-                "role": "assistant",
-                "content": msg.content,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.function.name, "arguments": c.function.arguments},
-                    }
-                    for c in msg.tool_calls
-                ],
-            }
-        )
+        messages.append(msg.model_dump(exclude_none=True))  # the call as the agent keeps it
         for c in msg.tool_calls:
             if c.function.name == "bash":
                 command = json.loads(c.function.arguments)["command"].replace(
