@@ -136,10 +136,15 @@ def _python_script(code: str) -> bool:
 
 def _only_starts(body: list[ast.stmt], local: set[str]) -> bool:
     """``body`` is one call of a function the file defines (``main()``, ``sys.exit(main())``)."""
-    if len(body) != 1 or not isinstance(body[0], ast.Expr):
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
         return False
-    names = {n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)}
-    return bool(names & local)
+    call = body[0].value
+    exits = (isinstance(call.func, ast.Attribute) and call.func.attr == "exit") or (
+        isinstance(call.func, ast.Name) and call.func.id == "exit"
+    )
+    if exits and call.args and isinstance(call.args[0], ast.Call):
+        call = call.args[0]
+    return isinstance(call.func, ast.Name) and call.func.id in local
 
 
 def _is_main_guard(test: ast.expr) -> bool:
