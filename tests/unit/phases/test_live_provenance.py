@@ -1,6 +1,6 @@
 """A script's role by provenance, place and content, never by its name; the repository wherever the session
-works (PHASES_LIVE.md §4, and the decided cases of §5 that concern them). Each case is a short run through
-one session's state, with the run's root when the session records one; ``""`` is a general step."""
+works (PHASES_LIVE.md §4, and the decided cases of §5 that concern them). Each case is a short run in one
+session, with the run's root when the session's metadata records one; ``""`` is a general step."""
 
 from __future__ import annotations
 
@@ -10,23 +10,19 @@ from typing import Any
 import pytest
 
 from planguard.events import ToolEvent
-from planguard.phases import get_rules
+from planguard.offline.replay import replay_pipeline
+from planguard.phases import LETTER_OF
 from planguard.run import RunModel, script_content
+from planguard.session import Session
 
 Call = str | ToolEvent
 
 
 def letters(calls: list[Call], root: str | None = None) -> list[str]:
-    live = get_rules("live")
-    state = live.new_state()
-    state.root = root
-    out = []
-    for call in calls:
-        event = ToolEvent.shell(call) if isinstance(call, str) else call
-        c = live.classify(event, state)
-        state.apply(c)
-        out.append(c.letters)
-    return out
+    """Each call's letters in one session whose metadata records ``root`` as its working directory."""
+    session = Session("run", replay_pipeline(diagnostics=False), metadata={"cwd": root} if root else None)
+    events = (ToolEvent.shell(c) if isinstance(c, str) else c for c in calls)
+    return ["".join(LETTER_OF[r] for r in session.observe(e).classification.roles) for e in events]
 
 
 def tool(name: str, arguments: Mapping[str, Any]) -> ToolEvent:
