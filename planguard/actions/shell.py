@@ -86,6 +86,7 @@ class ShellVerdict:
     cwd: str | None = None  # for ``cd``: the directory later segments resolve against
     scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
     also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
+    source: str | None = None  # the file a copy or move takes the written content from
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -825,7 +826,10 @@ class ShellClassifier:
 
     def _h_copy(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
-        return self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+        v = self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+        if len(ops) == 2:  # one file onto another: what a restore from a backup copy is made of
+            v.source = self.norm(ops[0], cwd)
+        return v
 
     def _h_tee(self, prog: str, words: list[str], at: int, st: Stage, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset())

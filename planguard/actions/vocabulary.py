@@ -706,6 +706,7 @@ class ActionClassifier:
             v.new_text,
             None,
             v.also_written,
+            source=v.source,
         )
 
 
