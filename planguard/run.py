@@ -21,7 +21,6 @@ costs the same per call however long the run is.
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import NamedTuple
 
@@ -102,67 +101,44 @@ def script_content(text: str | None, name: str) -> bool | None:
     return _RUNS_AT_TOP.search(text) is not None and _DEFINES_AT_TOP.search(text) is None
 
 
-def _python_script(code: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
-        return _RUNS_AT_TOP.search(code) is not None and re.search(r"^class ", code, re.M) is None
-    entry: ast.If | None = None  # the ``if __name__ == "__main__":`` block
-    classes = defines = imports = False
-    local: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and _is_main_guard(node.test):
-            entry = node
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports = True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name.lower().startswith("test") or (
-                isinstance(node, ast.ClassDef) and any(_is_test_case(b) for b in node.bases)
-            ):
-                return True  # test functions or test cases: a test the run wrote
-            defines = True
-            local.add(node.name)
-            classes = classes or isinstance(node, ast.ClassDef)
-        elif isinstance(node, (ast.Expr, ast.Assert, ast.For, ast.While, ast.With, ast.Try, ast.If)):
-            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):  # a docstring
-                return True
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _calls(node.value):
-            return True
-    if entry is not None:
+# Python read by its top-level lines (column 0), not parsed: a parse of every created file's content would
+# cost more than the rest of the call's classification together.
+_TRIPLE_QUOTED = re.compile(r"(?s)\"\"\".*?\"\"\"|'''.*?'''")
+_MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
+_DEFINITION = re.compile(r"^(?:async\s+)?(def|class)\s+(\w+)\s*(\([^\n]*\))?", re.M)
+_IMPORT = re.compile(r"^(?:import|from)\s", re.M)
+#: A top-level statement that runs something: a call, an assertion, a loop or block, or an assignment of
+#: a call's value.
+_PY_RUNS = re.compile(
+    r"^(?:print\b|assert\b|for\s|while\s|with\s|try\s*:|if\s(?!__name__)|[A-Za-z_][\w.]*\s*\(|"
+    r"[A-Za-z_][\w.,\s\[\]]*?(?<![=!<>])=(?!=)[^\n]*\()",
+    re.M,
+)
+_STARTS_ONLY = re.compile(r"^\s+(?:(?:sys\.)?exit\(|raise\s+SystemExit\()?\s*(\w+)\(\)?\)*\s*(?:#.*)?$")
+
+
+def _python_script(code: str) -> bool | None:
+    code = _TRIPLE_QUOTED.sub("", code)
+    definitions = _DEFINITION.findall(code)
+    for _kind, name, bases in definitions:
+        if name.lower().startswith("test") or "TestCase" in bases:
+            return True  # test functions or test cases: a test the run wrote
+    guard = _MAIN_GUARD.search(code)
+    body = code[guard.end() :] if guard is not None else ""
+    if _PY_RUNS.search(code[: guard.start()] if guard is not None else code):
+        return True
+    if guard is not None:
         # A program's entry point only starts it (``main()``); a script's does the work itself.
-        return not (classes and _only_starts(entry.body, local))
-    return imports and not defines  # it imports (the package under work) and runs nothing else: a probe
-
-
-def _only_starts(body: list[ast.stmt], local: set[str]) -> bool:
-    """``body`` is one call of a function the file defines (``main()``, ``sys.exit(main())``)."""
-    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
-        return False
-    call = body[0].value
-    exits = (isinstance(call.func, ast.Attribute) and call.func.attr == "exit") or (
-        isinstance(call.func, ast.Name) and call.func.id == "exit"
-    )
-    if exits and call.args and isinstance(call.args[0], ast.Call):
-        call = call.args[0]
-    return isinstance(call.func, ast.Name) and call.func.id in local
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
-    )
-
-
-def _is_test_case(base: ast.expr) -> bool:
-    name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
-    return name.endswith("TestCase")
-
-
-def _calls(value: ast.expr | None) -> bool:
-    return value is not None and any(isinstance(n, ast.Call) for n in ast.walk(value))
+        lines = [ln for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        block = lines[: next((i for i, ln in enumerate(lines) if not ln[:1].isspace()), len(lines))]
+        started = _STARTS_ONLY.match(block[0]) if len(block) == 1 else None
+        local = {name for _, name, _ in definitions}
+        classes = any(kind == "class" for kind, _, _ in definitions)
+        return not (classes and started is not None and started.group(1) in local)
+    if definitions:
+        return False  # a module: it defines things and runs nothing
+    # Imports (of the package under work) and nothing else: a probe; nothing recognisable: place decides.
+    return True if _IMPORT.search(code) is not None else None
 
 
 def _basename(path: str) -> str:

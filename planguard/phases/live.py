@@ -730,7 +730,8 @@ class LiveRules:
         opened = call.paths[0] if kind == "read" and len(call.paths) == 1 else None
         norm = self.actions.norm
         judged = tuple(_judge(sub, root, norm) for sub in subs)
-        return _CallPlan(judged, kind == "write", opened, not call.mapped)
+        seen = tuple(p for j in judged if j.kind == _J_NAV for p in j.paths)
+        return _CallPlan(judged, kind == "write", opened, not call.mapped, seen)
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).
@@ -744,6 +745,8 @@ _J_RUN = (
     8  # runs a script: new (the run's own or the repository's program), or a patch through what it writes
 )
 
+#: What Python that writes a file shows (a write mode, ``write_text``); code without one is not parsed.
+_PYTHON_WRITES = re.compile(r"""['"][wax]b?\+?['"]|mode\s*=|write_(?:text|bytes)""")
 #: A script the run creates (lower-cased path) and the repository source files it writes when run.
 _Script = tuple[str, tuple[str, ...]]
 
@@ -829,6 +832,8 @@ def _script_writes(
         return ()
     ext = _extension(basename(path.lower()))
     if ext == "py":
+        if _PYTHON_WRITES.search(content) is None:
+            return ()
         written: Sequence[str] = written_files(content, lenient=True)
     elif ext in ("sh", "bash"):
         written = [
@@ -853,29 +858,34 @@ class _CallPlan(NamedTuple):
     per_file: bool
     opened: str | None  # the file a read leaves open in a windowed editor
     unknown: bool  # no mapping rule knows the tool
+    seen: tuple[str, ...]  # the files its sub-commands read: the run has seen them exist
 
     def resolve(self, state: PhaseState) -> Classification:
         """Roles in order: a patch early in the step makes later tests validation, and a script written
         early in the step is a created one for the sub-commands after it."""
         patched = state.has_patch
-        run = _CallRun(state.run)
+        # The run model as this call sees it, made when a role depends on it (most calls: none does).
+        run: _CallRun | None = None
         patches = False  # a sub-command of this call patches
         commands: list[Command] = []
         for j in self.subs:
             k = j.kind
             if k == _J_NAV:
                 role = NAVIGATE
-                run.see(j.paths)
             elif k == _J_PATCH:
                 role = PATCH
             elif k == _J_NEW:
                 role = VALIDATE_NEW if patched else REPRODUCE_NEW
-                run.add_scripts(j.scripts)
+                if j.scripts:
+                    run = run or _CallRun(state.run, self.seen)
+                    run.add_scripts(j.scripts)
             elif k == _J_WRITE:
+                run = run or _CallRun(state.run, self.seen)
                 role = PATCH if run.write_patches(j) else (VALIDATE_NEW if patched else REPRODUCE_NEW)
             elif k == _J_CHECK:
                 role = VALIDATE_REGRESSION if patched else GENERAL
             elif k in (_J_RUN, _J_NEW_IF_CREATED):
+                run = run or _CallRun(state.run, self.seen)
                 scripts = [p for p in j.paths if run.script(p)]
                 if any(run.known(w) for p in scripts for w in run.writes(p)):
                     role = PATCH  # a created script that rewrites a source file when run (§3)
@@ -885,6 +895,7 @@ class _CallPlan(NamedTuple):
                     role = VALIDATE_REGRESSION if patched else REPRODUCE_REGRESSION
             elif k == _J_PATCH_UNLESS_CREATED:
                 # A removal of only files the run created is cleanup.
+                run = run or _CallRun(state.run, self.seen)
                 role = GENERAL if all(run.created(p) for p in j.paths) else PATCH
             else:
                 role = GENERAL
@@ -895,7 +906,8 @@ class _CallPlan(NamedTuple):
                 commands.append(command)
         if self.unknown:
             return Classification(tuple(commands), unknown=True)
-        return Classification(tuple(commands), patched=patches, opened=self.opened, run=run.changes())
+        changes = run.changes() if run is not None else RunChanges(seen=self.seen) if self.seen else None
+        return Classification(tuple(commands), patched=patches, opened=self.opened, run=changes)
 
 
 class _CallRun:
@@ -903,11 +915,11 @@ class _CallRun:
 
     __slots__ = ("model", "scripts", "seen", "sources")
 
-    def __init__(self, model: RunModel) -> None:
+    def __init__(self, model: RunModel, seen: tuple[str, ...]) -> None:
         self.model = model
         self.scripts: dict[str, tuple[str, ...]] = {}
         self.sources: dict[str, None] = {}
-        self.seen: dict[str, None] = {}
+        self.seen: dict[str, None] = dict.fromkeys(seen)  # what the call reads
 
     def script(self, path: str) -> bool:
         if self.model.script(path) or path in self.scripts:
@@ -926,10 +938,6 @@ class _CallRun:
         return (
             self.model.known(path) or path in self.seen or path in self.model.sources or path in self.sources
         )
-
-    def see(self, paths: tuple[str, ...]) -> None:
-        for p in paths:
-            self.seen[p] = None
 
     def add_scripts(self, scripts: tuple[_Script, ...]) -> None:
         for path, writes in scripts:
