@@ -731,7 +731,9 @@ class LiveRules:
         norm = self.actions.norm
         judged = tuple(_judge(sub, root, norm) for sub in subs)
         seen = tuple(p for j in judged if j.kind == _J_NAV for p in j.paths)
-        return _CallPlan(judged, kind == "write", opened, not call.mapped, seen)
+        return _CallPlan(
+            judged, kind == "write", opened, not call.mapped, RunChanges(seen=seen) if seen else None
+        )
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).
@@ -858,7 +860,7 @@ class _CallPlan(NamedTuple):
     per_file: bool
     opened: str | None  # the file a read leaves open in a windowed editor
     unknown: bool  # no mapping rule knows the tool
-    seen: tuple[str, ...]  # the files its sub-commands read: the run has seen them exist
+    seen: RunChanges | None  # the files its sub-commands read: the run has seen them exist
 
     def resolve(self, state: PhaseState) -> Classification:
         """Roles in order: a patch early in the step makes later tests validation, and a script written
@@ -906,7 +908,7 @@ class _CallPlan(NamedTuple):
                 commands.append(command)
         if self.unknown:
             return Classification(tuple(commands), unknown=True)
-        changes = run.changes() if run is not None else RunChanges(seen=self.seen) if self.seen else None
+        changes = run.changes() if run is not None else self.seen
         return Classification(tuple(commands), patched=patches, opened=self.opened, run=changes)
 
 
@@ -915,11 +917,13 @@ class _CallRun:
 
     __slots__ = ("model", "scripts", "seen", "sources")
 
-    def __init__(self, model: RunModel, seen: tuple[str, ...]) -> None:
+    def __init__(self, model: RunModel, read: RunChanges | None) -> None:
         self.model = model
         self.scripts: dict[str, tuple[str, ...]] = {}
         self.sources: dict[str, None] = {}
-        self.seen: dict[str, None] = dict.fromkeys(seen)  # what the call reads
+        self.seen: dict[str, None] = (
+            dict.fromkeys(read.seen) if read is not None else {}
+        )  # what the call reads
 
     def script(self, path: str) -> bool:
         if self.model.script(path) or path in self.scripts:
