@@ -750,7 +750,7 @@ _J_RUN = (
 #: What Python that writes a file shows (a write mode, ``write_text``); code without one is not parsed.
 _PYTHON_WRITES = re.compile(r"""['"][wax]b?\+?['"]|mode\s*=|write_(?:text|bytes)""")
 #: A script the run creates (lower-cased path) and the repository source files it writes when run.
-_Script = tuple[str, tuple[str, ...]]
+_Script = tuple[str, "_ScriptText | None"]
 
 
 class _Judged(NamedTuple):
@@ -759,7 +759,7 @@ class _Judged(NamedTuple):
     label: str
     kind: int
     paths: tuple[str, ...] = ()  # lower-cased: the files whose provenance decides a conditional kind
-    scripts: tuple[_Script, ...] = ()  # scripts it creates (R/V writes; for _J_WRITE: if they are new)
+    scripts: tuple[_Script, ...] = ()  # scripts it creates, with their text (for _J_WRITE: if they are new)
     whole: tuple[str, ...] = ()  # _J_WRITE: the ``paths`` it writes whole (creates, when they are new)
 
 
@@ -782,14 +782,14 @@ def _judge(sub: _Sub, root: str | None, norm: Callable[[str], str]) -> _Judged:
                 p.lower() for p, k in zip(paths, kinds, strict=True) if k == _W_SOURCE and p in created
             )
             scripts = tuple(
-                (p, _script_writes(sub.content, p, root, norm))
+                (p, _ScriptText.of(sub.content, p, root, norm))
                 for p in whole
                 if _script_place_and_content(p, sub.content, root)
             )
             return _Judged(label, _J_WRITE, sources, scripts, whole)
         if _W_TEST in kinds:
             scripts = tuple(
-                (p.lower(), _script_writes(sub.content, p, root, norm))
+                (p.lower(), _ScriptText.of(sub.content, p, root, norm))
                 for p in created
                 if _write_kind(p, root=root) == _W_TEST
             )
@@ -825,31 +825,53 @@ def _script_place_and_content(path: str, content: str | None, root: str | None) 
     return judged
 
 
-def _script_writes(
-    content: str | None, path: str, root: str | None, norm: Callable[[str], str]
-) -> tuple[str, ...]:
-    """The repository source files a script whose content is ``content`` writes when run (§3: running it is
-    a patch through them): files Python code opens for writing, files a shell script's commands write."""
-    if not content:
-        return ()
-    ext = _extension(basename(path.lower()))
-    if ext == "py":
-        if _PYTHON_WRITES.search(content) is None:
-            return ()
-        written: Sequence[str] = written_files(content, lenient=True)
-    elif ext in ("sh", "bash"):
-        written = [
-            p for sub in _line_plans(tokenize(content)) if sub.does in (_WRITE, _REDIRECT) for p in sub.paths
-        ]
-    else:
-        return ()
-    out = []
-    for raw in written:
-        p = norm(raw)
-        p = _in_repo(p, root) if root is not None else p
-        if _write_kind(p, root=root) == _W_SOURCE:
-            out.append(p.lower())
-    return tuple(dict.fromkeys(out))
+#: A quoted path in code (``'src/app.py'``): what a script may write, looked at before its code is parsed.
+_PATH_LITERAL = re.compile(r"""['"]([^'"\s]{1,300}\.[A-Za-z0-9]{1,8})['"]""")
+
+
+class _ScriptText:
+    """A created script's content, read for the repository source files it writes when run (§3: running it
+    is then a patch through them) only when it names a file the run knows: parsing every script a run
+    writes would cost more than the rest of the call. Python: files its code opens for writing; a shell
+    script: files its commands write."""
+
+    __slots__ = ("_written", "content", "names", "norm", "path", "root")
+
+    def __init__(self, content: str, path: str, root: str | None, norm: Callable[[str], str]) -> None:
+        self.content, self.path, self.root, self.norm = content, path, root, norm
+        self._written: tuple[str, ...] | None = None
+        #: The repository source files it names (a superset of those it writes).
+        self.names = self._sources(_PATH_LITERAL.findall(content)) if path.endswith(".py") else self.writes()
+
+    @classmethod
+    def of(
+        cls, content: str | None, path: str, root: str | None, norm: Callable[[str], str]
+    ) -> _ScriptText | None:
+        if not content or _extension(basename(path.lower())) not in ("py", "sh", "bash"):
+            return None
+        if path.lower().endswith(".py") and _PYTHON_WRITES.search(content) is None:
+            return None  # no write mode, no ``write_text``: it writes no file
+        return cls(content, path.lower(), root, norm)
+
+    def writes(self) -> tuple[str, ...]:
+        if self._written is None:
+            if self.path.endswith(".py"):
+                written: Sequence[str] = written_files(self.content, lenient=True)
+            else:
+                plans = _line_plans(tokenize(self.content))
+                written = [p for sub in plans if sub.does in (_WRITE, _REDIRECT) for p in sub.paths]
+            self._written = self._sources(written)
+        return self._written
+
+    def _sources(self, raws: Sequence[str]) -> tuple[str, ...]:
+        out = []
+        root = self.root
+        for raw in raws:
+            p = self.norm(raw)
+            p = _in_repo(p, root) if root is not None else p
+            if _write_kind(p, root=root) == _W_SOURCE:
+                out.append(p.lower())
+        return tuple(dict.fromkeys(out))
 
 
 class _CallPlan(NamedTuple):
@@ -889,7 +911,7 @@ class _CallPlan(NamedTuple):
             elif k in (_J_RUN, _J_NEW_IF_CREATED):
                 run = run or _CallRun(state.run, self.seen)
                 scripts = [p for p in j.paths if run.script(p)]
-                if any(run.known(w) for p in scripts for w in run.writes(p)):
+                if any(run.writes(p) for p in scripts):
                     role = PATCH  # a created script that rewrites a source file when run (§3)
                 elif scripts or k == _J_RUN:
                     role = VALIDATE_NEW if patched else REPRODUCE_NEW
@@ -944,8 +966,15 @@ class _CallRun:
         )
 
     def add_scripts(self, scripts: tuple[_Script, ...]) -> None:
-        for path, writes in scripts:
-            self.scripts[path] = writes
+        for path, text in scripts:
+            self.scripts[path] = self._writes(text)
+
+    def _writes(self, text: _ScriptText | None) -> tuple[str, ...]:
+        """The files the run knows that a created script writes when run (read from its text only when it
+        names one of them)."""
+        if text is None or not any(self.known(n) for n in text.names):
+            return ()
+        return tuple(w for w in text.writes() if self.known(w))
 
     def write_patches(self, j: _Judged) -> bool:
         """Whether a write of repository files (``j``) is a patch: a change to a file the run did not create
@@ -954,10 +983,10 @@ class _CallRun:
         scripts = dict(j.scripts)
         for p in j.paths:
             if p in self.scripts or p in self.model.scripts:
-                if scripts.get(p):
-                    self.scripts[p] = scripts[p]  # rewritten whole: what it writes now
+                if scripts.get(p) is not None:
+                    self.scripts[p] = self._writes(scripts[p])  # rewritten whole: what it writes now
             elif p in scripts and not self.model.known(p) and p not in self.seen and not self.created(p):
-                self.scripts[p] = scripts[p]
+                self.scripts[p] = self._writes(scripts[p])
             else:
                 patch = True
                 if p in j.whole and not self.model.known(p) and not self.created(p):
