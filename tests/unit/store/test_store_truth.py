@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from planguard.offline.loaders.planguard_store import iter_sessions
 
 from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.guard import Guard
+from planguard.offline.loaders.planguard_store import iter_sessions
 from planguard.sinks.store import StoreSink
 
 N_STEPS = 5
