@@ -11,6 +11,7 @@ the run has been going. Offline replay, live middleware and the proxy all drive 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -19,7 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from .actions.classify import ActionClassifier
-from .actions.types import Action
+from .actions.types import FILE_WRITE, Action
 from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
 from .errors import ErrorCounter
 from .events import MessageEvent, ToolEvent
@@ -446,7 +447,7 @@ class Session:
             pipeline.errors.record(_where(pipeline.rules.classify), exc)
             classification = Classification((Command(event.tool or "unknown", GENERAL),))
             degraded = True
-        step = Step(self.n_steps, event, classification, action)
+        step = Step(self.n_steps, event, classification, _source_write_as_judged(action, classification))
         if degraded:
             step.degraded = True
         return step
@@ -579,6 +580,17 @@ def _work_dir(metadata: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value.startswith("/") and len(value) > 1:
             return value.rstrip("/")
     return None
+
+
+def _source_write_as_judged(action: Action | None, c: Classification) -> Action | None:
+    """The action of a write, its "changes a source file" as the phase rules judged it from the run model
+    (:attr:`Classification.source_write`): a file the run created as its own script is not the
+    repository's source, whatever its name (PHASES_LIVE §4), which the action layer, reading the call
+    alone, cannot know."""
+    judged = c.source_write
+    if action is None or judged is None or action.type is not FILE_WRITE or action.is_source_write is judged:
+        return action
+    return dataclasses.replace(action, is_source_write=judged)
 
 
 def _where(fn: Callable[..., Any]) -> str:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,3 +17,18 @@ def shared() -> Path:
     if not (SHARED / "spec").is_dir():
         pytest.skip(f"shared data not found at {SHARED}")
     return SHARED
+
+
+@pytest.fixture
+def calc_repo_in_temp(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A repository ``calcs/`` with a buggy ``calc.py``, under a system temp directory (``/tmp``, or the
+    directory a test passes as the fixture's parameter): a repository there is a repository (PHASES_LIVE
+    §4). Not pytest's tmp_path, whose ``test_<name>`` folders would make every path in it test-named."""
+    base = Path(tempfile.mkdtemp(prefix="pgrm-", dir=getattr(request, "param", "/tmp")))
+    work = base / "calcs"
+    work.mkdir()
+    (work / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    try:
+        yield work
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -27,6 +27,7 @@ from ..tools.vocabulary import (
     _SCOPE_KEYS,
     _TEXT_KEYS,
     _UNMAPPED_CALL,
+    _WRITE_TEXT_KEYS,
     DEFAULT_VOCABULARY,
     ActionVocabulary,
     MappingRule,
@@ -162,7 +163,9 @@ class ActionClassifier:
             if _is_map(args):
                 sub, raw = args.get("command"), args.get("path")
                 if isinstance(sub, str) and isinstance(raw, str):
-                    return self._editor_call(sub, raw)._replace(reader=kind)
+                    text = args.get("file_text") if sub == "create" else None
+                    content = text if isinstance(text, str) else None
+                    return self._editor_call(sub, raw)._replace(reader=kind, content=content)
             text = _raw_text(event)  # the SWE-agent action string
             call = self._swe_line_call(text, event) if text else None
             if call is None:
@@ -198,12 +201,17 @@ class ActionClassifier:
             creates = kind == "write" or (
                 kind == "edit" and rule.tool == "Edit" and not _arg(event, ("old_string",))
             )
+            content = None
+            if creates:
+                keys = _WRITE_TEXT_KEYS if kind == "write" else ("new_string",)
+                content = _str_arg(event, rule.text or keys)
             return ToolCall(
                 call_kind,
                 paths=paths,
                 created=paths if creates else (),
                 operands=(raw,) if raw else (),
                 reader=kind,
+                content=content,
             )
         if call_kind == "search":
             return ToolCall("search", operands=_search_operands(rule, event), reader=kind)
@@ -216,7 +224,10 @@ class ActionClassifier:
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
             if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
                 return None
-            return self._editor_call(parts[1], unquote(parts[2]))
+            call = self._editor_call(parts[1], unquote(parts[2]))
+            if parts[1] == "create" and len(parts) > 3:
+                call = call._replace(content=swe_flag_text(line.split(None, 3)[3], "--file_text"))
+            return call
         verdict = self.shell.swe_command(line)
         return self._verdict_call(verdict, event) if verdict is not None else None
 
@@ -278,6 +289,7 @@ class ActionClassifier:
             v.new_text,
             None,
             v.also_written,
+            source=v.source,
         )
 
 
@@ -431,7 +443,7 @@ def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
     target = _file_target(c, rule, event)
-    text = _str_arg(event, rule.text or ("content", "file_text", "text", "new_source", "data"))
+    text = _str_arg(event, rule.text or _WRITE_TEXT_KEYS)
     return _tool_write(rule, event, target, "write", WK_CREATE, None, text)
 
 

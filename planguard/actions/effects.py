@@ -3,10 +3,13 @@
 * ``FAILED``: the call errored or exited non-zero; when the source records no exit status (SWE-agent
   observations), the output's first/last characters are checked for the tool's own error messages
   (editor refusals, ``command not found``, a Python traceback, a pytest failure summary).
-* ``SURVIVED`` / ``REVERTED``: a write survives until a later write to the same file overwrites it
-  (whole-file create, delete, ``undo_edit``/``git checkout -- f``) or reverses it (an edit whose old text
-  contains — or is most of — what the earlier write put there). Provisional while the run goes on;
-  final at its end. Failed writes changed nothing and are never reverted.
+* ``SURVIVED`` / ``REVERTED``: a write survives until a later write to the same file takes it away: a
+  delete, ``undo_edit``/``git checkout -- f``/``git restore f``, a copy of a backup onto the file (``cp
+  f.bak f``: the writes made since the backup was taken, or all when the backup was not seen being made),
+  a whole-file write that no longer holds what the earlier write put there (one that keeps that text
+  keeps the write), or an edit whose old text contains — or is most of — what the earlier write put
+  there. Provisional while the run goes on; final at its end. Failed writes changed nothing and are
+  never reverted.
 * ``JUSTIFIED``: a read or search of a task-relevant file, or a validation run that did not fail.
   TraceProbe §III-B: "An action is justified when it reads or searches a task-relevant file, or runs a
   validation command"; for traces without a gold patch it "can instead derive task relevance from
@@ -187,6 +190,9 @@ def _search_hits(scope: str | None, head: str, kept: Iterable[str]) -> bool:
     return any(scope == path or (bool(head) and path in head) for path in kept)
 
 
+#: What a backup copy of ``f`` is called: ``f.bak``, ``f.orig``, ``f~``, ...
+_BACKUP_SUFFIXES = frozenset({".bak", ".orig", ".backup", ".old", ".save", "~"})
+
 #: One recorded write: its step, the text it put in the file (the action's ``new_text``, stripped; empty
 #: when there is none) and whether a later write reverted it. A tuple of an int, a string and a bool is
 #: not tracked by the garbage collector, which an object per write would be (in every live session).
@@ -198,10 +204,13 @@ class WriteLedger:
 
     A file's writes are a tuple of :data:`_Write`, replaced when one is added or reverted."""
 
-    __slots__ = ("files", "kept", "max_files", "per_file")
+    __slots__ = ("backups", "files", "kept", "max_files", "per_file")
 
     def __init__(self, max_files: int = 256, per_file: int = 4) -> None:
         self.files: dict[str, tuple[_Write, ...]] = {}
+        # Copies the run made (``cp f f.bak``): the copy's path -> (the file copied, the step it was taken
+        # at). Copying one back onto its file takes back the writes made since.
+        self.backups: dict[str, tuple[str, int]] = {}
         # The files some recorded write to survives, kept up to date by record() (a write changes only its
         # own file's status): what reads and searches are judged against, without a scan of every file. A
         # dict used as an insertion-ordered set: of strings only, the collector does not track it.
@@ -221,9 +230,19 @@ class WriteLedger:
         reverts: list[int] = []  # positions in ``entries`` of the writes this one reverts
         reverted: list[int] = []  # and their steps
         kind = action.write
+        source = action.source if path == action.target else None
+        since = self._restored_since(source, path, index) if source is not None else None
+        if since is not None:
+            kind = WK_RESTORE  # a backup copied back: no content of its own to record
         if entries:
             live = [k for k, w in enumerate(entries) if not w[2]]
-            if kind is WK_CREATE or kind is WK_DELETE:
+            if since is not None:
+                reverts = [k for k in live if entries[k][0] > since]
+            elif kind is WK_CREATE and action.new_text is not None:
+                # A whole-file write takes back only the earlier writes whose text it no longer holds.
+                whole = action.new_text
+                reverts = [k for k in live if not entries[k][1] or entries[k][1] not in whole]
+            elif kind is WK_CREATE or kind is WK_DELETE:
                 reverts = live
             elif kind is WK_RESTORE:
                 # undo_edit takes back the last edit only; git checkout/restore all of them
@@ -254,6 +273,21 @@ class WriteLedger:
         else:
             self.kept.pop(path, None)
         return reverted
+
+    def _restored_since(self, source: str, path: str, index: int) -> int | None:
+        """For a copy of ``source`` onto ``path`` at step ``index``: the step after which ``path``'s writes
+        are taken back (-1: all of them) when ``source`` is a backup of ``path``, else None — and the
+        copy is remembered as a possible backup of ``source``."""
+        taken = self.backups.get(source)
+        if len(self.backups) >= self.max_files:
+            del self.backups[next(iter(self.backups))]
+        self.backups[path] = (source, index)
+        if taken is not None and taken[0] == path:
+            return taken[1]
+        name, original = source.rsplit("/", 1)[-1], path.rsplit("/", 1)[-1]
+        if name != original and name.startswith(original) and name[len(original) :] in _BACKUP_SUFFIXES:
+            return -1  # a backup made before the recording, or by other means
+        return None
 
     def survives(self, path: str) -> bool:
         """Some recorded write to ``path`` has not been reverted."""

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ..shell.lexer import tokenize, unquote, word_at, words_of
 from ..shell.reading import Simple, read
-from ..tools.paths import W_SOURCE, PathNormaliser, looks_like_file, pathish, write_kind
+from ..tools.paths import W_SOURCE, PathNormaliser, is_test_path, looks_like_file, pathish, write_kind
 from ..tools.programs import (
     BUILTINS,
     CHECKSUMS,
@@ -97,6 +97,7 @@ class ShellVerdict:
     runs_code: bool = False  # runs a program or tests: its output redirection is a log, not a write
     scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
     also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
+    source: str | None = None  # the file a copy or move takes the written content from
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -728,7 +729,10 @@ class ShellClassifier:
 
     def _h_copy(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
-        return self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+        v = self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+        if len(ops) == 2:  # one file onto another: what a restore from a backup copy is made of
+            v.source = self.norm(ops[0], cwd)
+        return v
 
     def _h_tee(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset())
@@ -772,8 +776,14 @@ def swe_flag_text(rest: str, flag: str) -> str | None:
 
 
 def _is_source(target: str | None, redirected: bool = False) -> bool:
-    """A write to ``target`` changes a source file of the repository (the one path model: ``write_kind``)."""
-    return bool(target) and write_kind(target or "", redirected) == W_SOURCE
+    """A write to ``target`` changes a source file of the repository (the one path model: ``write_kind``).
+    A line read alone cannot know which files the run created as its own scripts: the names such scripts
+    typically have (``reproduce*``, ``verify_*``, ``check_*``, ``debug_*``) stand in for that here, as for
+    the file tools' writes; a session whose live rules judge the call from the run model replaces this
+    with their verdict (:attr:`planguard.phases.base.Classification.source_write`)."""
+    if not target:
+        return False
+    return write_kind(target, redirected) == W_SOURCE and not is_test_path(target)
 
 
 _SWE_TOOL_WORDS = frozenset(

@@ -124,6 +124,8 @@ class Action:
     # Further files one call writes besides ``target``: ``rm a b c`` deletes each (TraceProbe counts a write
     # per file it changes); empty for the usual one-file call.
     also_written: tuple[str, ...] = ()
+    #: The file a copy or move (``cp a b``) takes its content from: restoring a backup copy reverts edits.
+    source: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_file(self) -> bool:

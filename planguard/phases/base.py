@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planguard.events import ToolEvent
+from planguard.run import RunChanges
 
 __all__ = [
     "GENERAL",
@@ -90,6 +91,13 @@ class Classification:
     opened: str | None = None
     #: No mapping rule knows the call's tool, so its phase could not be observed (the live rules only).
     unknown: bool = False
+    #: What the call adds to the run model (files it creates as scripts or sources, files it shows to
+    #: exist), committed with the rest (the live rules only).
+    run: RunChanges | None = None
+    #: Whether the call changes a source file of the repository, judged from the run model (a file the run
+    #: created as its own script is not source, whatever its name): what the call's action is told, since
+    #: the action layer reads a call alone (the live rules only; None: not judged).
+    source_write: bool | None = None
     roles: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planguard.phases.base import Classification
+from planguard.run import RunModel
 
 __all__ = ["MAX_CREATED_TESTS", "MAX_NODES", "PhaseState"]
 
@@ -42,9 +43,19 @@ class PhaseState:
     node_count: int = 0
     #: The file last opened in a windowed editor (live rules: the target of an ``edit`` naming no file).
     open_file: str | None = None
-    #: The run's working directory when the source records it (Claude Code's ``cwd``): the live rules judge
-    #: a path under it as a repository path, even when the repository itself lives under ``/tmp``.
-    root: str | None = None
+    #: The run model (its root, the files it created as scripts or sources, the files it has seen): what the
+    #: live rules decide a file's role by (PHASES_LIVE.md §4).
+    run: RunModel = field(default_factory=RunModel)
+
+    @property
+    def root(self) -> str | None:
+        """The run's working directory when the source records it (session metadata ``cwd``): the live rules
+        judge a path under it as a repository path, even when the repository itself lives under ``/tmp``."""
+        return self.run.root
+
+    @root.setter
+    def root(self, value: str | None) -> None:
+        self.run.root = value
 
     def is_created(self, path: str) -> bool:
         """``path`` (lower-cased) equals, or has the file name of, a test created in this run."""
@@ -74,6 +85,8 @@ class PhaseState:
             self.open_file = c.opened
         for path in c.created:
             self.add_created(path)
+        if c.run is not None:
+            self.run.apply(c.run)
         for node in c.nodes:
             if node not in self.nodes:
                 if len(self.nodes) < MAX_NODES:

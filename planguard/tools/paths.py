@@ -13,7 +13,11 @@ from collections.abc import Sequence
 
 __all__ = [
     "DEFAULT_ROOTS",
+    "OUTSIDE",
     "SCRATCH_DIRS",
+    "SCRIPT_PLACE",
+    "SOURCE_PLACE",
+    "UNKNOWN_PLACE",
     "W_GENERAL",
     "W_NONE",
     "W_SOURCE",
@@ -24,13 +28,15 @@ __all__ = [
     "in_repo",
     "is_artifact",
     "is_cache",
-    "is_check_script",
+    "is_code",
     "is_harness_output",
+    "is_project_file",
     "is_scratch_path",
     "is_test_path",
     "is_test_target",
     "looks_like_file",
     "pathish",
+    "place",
     "write_kind",
 ]
 
@@ -120,9 +126,6 @@ def pathish(word: str) -> bool:
 
 
 _TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
-#: A script the run wrote to check behaviour (§4): running one is a new test even when its creation is
-#: not in the recording.
-_CHECK_SCRIPT_PREFIXES = ("reproduce", "repro", "verify", "check_", "debug_")
 _TEST_NAME = re.compile(r"^(?:test_.*|.*_test\..*|.*_spec\..*|.*\.test\..*|.*\.spec\..*|conftest\.py)$")
 SCRATCH_DIRS = ("/tmp/", "/var/tmp/")
 _CODE_EXTENSIONS = frozenset(
@@ -135,6 +138,12 @@ _CODE_EXTENSIONS = frozenset(
 _OUTPUT_EXTENSIONS = frozenset({"txt", "log", "out", "output", "err"})
 _ARTIFACT_NAMES = frozenset({"patch.txt", "diff.txt", "model.patch", "fix.patch", "changes.diff"})
 _NOTES_NAMES = frozenset({"plan.md", "notes.md", "todo.md", "progress.md", "scratchpad.md", "memory.md"})
+#: Files of a project that run code when executed but belong to it (manifests, entry points): writing one
+#: is a change to the repository, whatever its content.
+_PROJECT_FILES = frozenset(
+    {"setup.py", "manage.py", "noxfile.py", "fabfile.py", "tasks.py", "__init__.py", "__main__.py", "wsgi.py",
+     "asgi.py", "dodo.py", "gulpfile.js", "gruntfile.js", "rakefile", "gemfile", "makefile"}
+)  # fmt: skip
 _OUTSIDE_PREFIXES = ("~", "/root/.", "/etc/", "/usr/", "/opt/", "/proc/", "/sys/")
 
 
@@ -143,23 +152,59 @@ def extension(name: str) -> str:
 
 
 def is_test_target(path: str) -> bool:
-    """A test target (PHASES_LIVE.md §4), by path and name alone: a file under a ``test``/``tests``/
-    ``spec``/``__tests__`` directory, named like a test (``test_*``, ``*_test.*``, ``*_spec.*``,
-    ``*.test.*``, ``*.spec.*``, ``conftest.py``), a check script (``reproduce*``, ``repro*``, ``verify*``,
-    ``check_*``, ``debug_*``) or a file under ``/tmp``."""
-    p = path.lower()
-    if p.startswith(SCRATCH_DIRS):
-        return True
-    parts = p.split("/")
-    name = parts[-1]
+    """A test file (PHASES_LIVE.md §4), by path and name alone: a file under a ``test``/``tests``/``spec``/
+    ``__tests__`` directory, or named like a test (``test_*``, ``*_test.*``, ``*_spec.*``, ``*.test.*``,
+    ``*.spec.*``, ``conftest.py``). A script the run created is a test target too, by provenance: the run
+    model knows those (:class:`planguard.run.RunModel`), whatever they are called."""
+    parts = path.lower().split("/")
     if any(d in _TEST_DIRS for d in parts[:-1]):
         return True
-    return name.startswith(_CHECK_SCRIPT_PREFIXES) or _TEST_NAME.match(name) is not None
+    return _TEST_NAME.match(parts[-1]) is not None
 
 
-def is_check_script(path: str) -> bool:
-    p = path.lower()
-    return p.startswith(SCRATCH_DIRS) or basename(p).startswith(_CHECK_SCRIPT_PREFIXES)
+def is_code(name: str) -> bool:
+    """A file of program code, by its extension (``.py``, ``.js``, ``.sh``, …)."""
+    return extension(name.lower()) in _CODE_EXTENSIONS
+
+
+def is_project_file(name: str) -> bool:
+    """A project's own runnable file (``setup.py``, ``manage.py``, ``__init__.py``, ``Makefile``, …): never
+    the run's script, whatever its content."""
+    return name.lower() in _PROJECT_FILES
+
+
+# Where a file lies (§4: a script lies "outside the package's source directories (the repository root, a
+# scripts/-like folder, anywhere outside the repository)").
+OUTSIDE = 0  # outside the repository (scratch, the user's home, system directories)
+SCRIPT_PLACE = 1  # the repository's top level or a scripts-like folder
+SOURCE_PLACE = 2  # inside a source directory of the repository
+UNKNOWN_PLACE = 3  # an absolute path, and no root recorded to say whether it is inside the repository
+
+#: Folders of a repository that hold scripts rather than the package's source.
+_SCRIPT_DIRS = frozenset(
+    {
+        "scripts", "script", "tools", "bin", "examples", "example", "benchmarks", "bench", "demo", "demos",
+        "scratch", "tmp", "sandbox", "playground", "debug", "dev", "manual_tests",
+    }
+)  # fmt: skip
+
+
+def place(path: str, root: str | None) -> int:
+    """Where ``path`` lies: :data:`OUTSIDE`, :data:`SCRIPT_PLACE`, :data:`SOURCE_PLACE` or
+    :data:`UNKNOWN_PLACE`. ``path`` is already relative to ``root`` when it lies under it (:func:`in_repo`),
+    so an absolute path with a recorded root is outside the repository; with none, only ``/tmp``,
+    ``/var/tmp`` and the home directory are taken for scratch (§4)."""
+    if path.startswith(("/", "~")):
+        if root is not None or path.startswith(SCRATCH_DIRS) or path.startswith("~"):
+            return OUTSIDE
+        parent = path.rsplit("/", 2)
+        return SCRIPT_PLACE if len(parent) == 3 and parent[1] in _SCRIPT_DIRS else UNKNOWN_PLACE
+    while path.startswith("./"):
+        path = path[2:]
+    parts = path.split("/")
+    if len(parts) == 1 or parts[0] in _SCRIPT_DIRS:
+        return SCRIPT_PLACE
+    return SOURCE_PLACE
 
 
 def is_harness_output(path: str) -> bool:
@@ -200,12 +245,12 @@ def write_kind(path: str, redirected: bool = False, root: str | None = None, cop
         return W_GENERAL  # a backup copy
     if name in _NOTES_NAMES or "/.claude/" in p:
         return W_GENERAL  # the agent's own plan or notes
-    if p.startswith(SCRATCH_DIRS) or (root is not None and p.startswith(("/", "~"))):
-        # Outside the repository (/tmp, the user's home): a script written there is a test target (§4);
-        # anything else is scratch output, a backup or a copy deployed outside (§5).
-        return W_TEST if ext in _CODE_EXTENSIONS and not copied else W_GENERAL
     if p.startswith(_OUTSIDE_PREFIXES) or (p.startswith("/home/") and "/." in p):
-        return W_GENERAL
+        return W_GENERAL  # system directories, the user's home and its dot-directories
+    if place(p, root) == OUTSIDE:
+        # Outside the repository (§4: scratch): a script written there is the run's own (R/V); anything
+        # else is scratch output, a backup or a copy deployed outside (§5).
+        return W_TEST if ext in _CODE_EXTENSIONS and not copied else W_GENERAL
     if is_test_target(p):
         return W_TEST
     if redirected and ext in _OUTPUT_EXTENSIONS:

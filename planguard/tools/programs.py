@@ -96,12 +96,15 @@ class Does(StrEnum):
 
 
 class Program(NamedTuple):
-    """One simple command judged: its label (the program or tool), what it does, the paths involved."""
+    """One simple command judged: its label (the program or tool), what it does, the paths involved, and
+    the text a write creates its files with when the command carries it (a heredoc's body, a tool's
+    content): what the run model judges a created file by."""
 
     label: str
     does: Does
     paths: tuple[str, ...] = ()
     created: tuple[str, ...] = ()
+    content: str | None = None
 
 
 _READERS = frozenset(
@@ -483,7 +486,7 @@ def program(prog: str, args: list[str], body: str | None) -> Program:
     if name in ("touch", "tee"):
         ops = operands(args)
         files = tuple(a for a in ops if pathish(a)) if name == "touch" else tuple(ops)
-        return Program(label, Does.WRITE, files, files)
+        return Program(label, Does.WRITE, files, files, body if name == "tee" else None)
     if name in ("cp", "mv"):
         return _copy(label, args)
     if name in ("rm", "unlink", "rmdir"):

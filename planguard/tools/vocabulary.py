@@ -411,8 +411,9 @@ class ToolCall(NamedTuple):
     ``command`` is the shell line of a call through a shell tool (a Codex argv array joined; also set when
     that line is a SWE-agent tool command read as ``read``/``write``), or the code of a ``code`` call;
     ``paths`` the files a ``read``/``write`` call addresses (normalised like action targets), ``created``
-    those of them the call creates as new files. ``operands`` are the call's target arguments as given
-    (not normalised): a read's or write's path, a search's scope, pattern and glob. ``reader`` is the
+    those of them the call creates as new files, ``content`` the text it creates them with. ``operands``
+    are the call's target arguments as given (not normalised): a read's or write's path, a search's
+    scope, pattern and glob. ``reader`` is the
     mapping rule's kind (``shell``, ``editor``, ``navigate``, ``find``, …, see ``KINDS``); ``thought``
     marks a reasoning step that calls nothing (``think``, the empty tool). ``mapped`` is False when no
     rule knows the tool (the name heuristics count as knowing it).
@@ -426,6 +427,9 @@ class ToolCall(NamedTuple):
     operands: tuple[str, ...] = ()
     reader: str = ""
     thought: bool = False
+    #: The whole text a ``write`` call puts in the file it creates (``Write`` content, an editor's
+    #: ``create`` text), when the call carries it: what the run model judges a created file by.
+    content: str | None = None
 
 
 _UNMAPPED_CALL = ToolCall("other", mapped=False)
@@ -463,6 +467,8 @@ def _search_operands(rule: MappingRule, event: ToolEvent) -> tuple[str, ...]:
 
 
 _SCOPE_KEYS = ("path", "directory", "dir", "root", "cwd")
+#: Where a whole-file write tool carries the file's text.
+_WRITE_TEXT_KEYS = ("content", "file_text", "text", "new_source", "data")
 
 
 def patch_files(text: str) -> tuple[list[str], list[str]]:

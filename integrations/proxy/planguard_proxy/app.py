@@ -122,6 +122,7 @@ class ProxyApp:
         )
         self._sweeper: asyncio.Task[None] | None = None
         self._session_header = proxy.session_header.lower().encode("latin-1")
+        self._work_dir_header = proxy.work_dir_header.lower().encode("latin-1")
         t = proxy.timeouts
         self._timeouts = {"connect": t.connect, "read": t.read, "write": t.write, "pool": t.pool}
         self._bases = {w.api: proxy.upstream_for(w.api) for w in WIRES.values()}
@@ -258,7 +259,8 @@ class ProxyApp:
                 msg = "request body is non-standard JSON (NaN, infinity or a lone surrogate), refused"
                 await _send_json(send, 400, w.error_body(msg, "invalid_request_error"))
                 return
-        fwd = upstream_headers(headers, observed=wire is not None, drop=self._session_header)
+        own = (self._session_header, self._work_dir_header)
+        fwd = upstream_headers(headers, observed=wire is not None, drop=own)
         fwd.append((b"host", url.netloc))
         sized = bool(out) or method in _BODY_METHODS or any(k == b"content-length" for k, _v in headers)
 
@@ -436,7 +438,7 @@ class ProxyApp:
             )
             if not sid:
                 return None, body
-            plan = await self.monitor.on_request(wire, obj, sid)
+            plan = await self.monitor.on_request(wire, obj, sid, _get(headers, self._work_dir_header))
             plan.standard = standard
             return plan, (_json.dumps(obj, standard=standard) if plan.body_changed else body)
         except Exception as exc:

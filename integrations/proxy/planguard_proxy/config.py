@@ -29,6 +29,7 @@ from .text_actions import DEFAULT_ACTION_REGEX, DEFAULT_RETURNCODE_REGEX
 __all__ = [
     "DEFAULT_UPSTREAMS",
     "SESSION_HEADER",
+    "WORK_DIR_HEADER",
     "ProxyConfig",
     "StoreSettings",
     "TextActionsSettings",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 SESSION_HEADER = "X-Planguard-Session"
+WORK_DIR_HEADER = "X-Planguard-Work-Dir"
 DEFAULT_UPSTREAMS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"}
 
 
@@ -109,6 +111,14 @@ class ProxyConfig(BaseModel):
         default_factory=dict, description="Base URL per API; default api.openai.com / api.anthropic.com."
     )
     session_header: str = Field(SESSION_HEADER, description="Request header naming the session.")
+    work_dir: str | None = Field(
+        None,
+        description="The repository the agents work in (absolute path): the live phase rules judge the "
+        "tools' file paths against it, wherever it lives. A session's work_dir_header overrides it.",
+    )
+    work_dir_header: str = Field(
+        WORK_DIR_HEADER, description="Request header naming a session's repository (not sent upstream)."
+    )
     gate: Literal["rewrite", "annotate", "observe"] = Field(
         "rewrite",
         description="What a denied tool call becomes. rewrite: the call is removed from the response and the "

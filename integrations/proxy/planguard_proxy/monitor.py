@@ -251,14 +251,17 @@ class Monitor:
 
     # ------------------------------------------------------------------ request phase
 
-    async def on_request(self, wire: Wire, body: dict[str, Any], session_id: str) -> RequestPlan:
-        """Catch up, record results found in the request, count the model call, inject messages."""
+    async def on_request(
+        self, wire: Wire, body: dict[str, Any], session_id: str, work_dir: str | None = None
+    ) -> RequestPlan:
+        """Catch up, record results found in the request, count the model call, inject messages.
+        ``work_dir``: the session's repository, when its request names one (else the configured one)."""
         self.counters["requests"] += 1
         n_messages = len(wire.messages(body))  # before injection: the agent's own history
         conv = self._conversation(session_id)
         await conv.lock.acquire()
         try:
-            await self._catch_up(conv, wire, body)
+            await self._catch_up(conv, wire, body, work_dir)
             entries: list[dict[str, Any]] = []
             notes = self._results(conv, wire, body, entries)
             entry: dict[str, Any] = {"op": "model"}
@@ -388,7 +391,9 @@ class Monitor:
             "log_position": conv.applied,
         }
 
-    async def _catch_up(self, conv: Conversation, wire: Wire | None, body: Mapping[str, Any]) -> None:
+    async def _catch_up(
+        self, conv: Conversation, wire: Wire | None, body: Mapping[str, Any], work_dir: str | None = None
+    ) -> None:
         sid = conv.id
         if conv.session is not None and (conv.session.ended or sid not in self.guard):
             # The guard ended this session on its own (capacity): rebuild it from the whole log.
@@ -407,6 +412,9 @@ class Monitor:
             model = body.get("model")
             if isinstance(model, str):
                 meta["gen_ai.request.model"] = model
+            cwd = work_dir or self.config.work_dir
+            if cwd:
+                meta["cwd"] = cwd  # the repository the live phase rules judge paths against
             with muted(bool(missed)):  # joining a conversation another replica started
                 conv.session = self.guard.session(sid, **meta)
         if missed:

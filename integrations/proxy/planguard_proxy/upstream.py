@@ -123,7 +123,7 @@ def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]
 
 
 def upstream_headers(
-    headers: list[tuple[bytes, bytes]], *, observed: bool, drop: bytes = b""
+    headers: list[tuple[bytes, bytes]], *, observed: bool, drop: tuple[bytes, ...] = ()
 ) -> list[tuple[bytes, bytes]]:
     """Headers to send upstream (ASGI names are lower-case). Observed routes ask for an uncompressed
     answer (the proxy reads it)."""
@@ -133,10 +133,10 @@ def upstream_headers(
         else _REQUEST_SKIP
     )
     if observed:
-        out = [(k, v) for k, v in headers if k not in skip and k != drop and k != b"accept-encoding"]
+        out = [(k, v) for k, v in headers if k not in skip and k not in drop and k != b"accept-encoding"]
         out.append(_IDENTITY)
         return out
-    return [(k, v) for k, v in headers if k not in skip and k != drop]
+    return [(k, v) for k, v in headers if k not in skip and k not in drop]
 
 
 def client_headers(

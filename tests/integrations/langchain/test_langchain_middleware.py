@@ -8,6 +8,7 @@ The agents are real LangChain v1 / LangGraph agents; only the chat model is scri
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -444,8 +445,14 @@ def test_sessions_open_at_the_first_model_call_with_the_integrations_metadata() 
     _run(agent, "t-meta", "sync")
     _run(agent, None, "async")
 
-    # the integration, and the provider and model its LangChain chat model names (LangSmith parameters)
-    meta = {"integration": "langchain", "provider": "scriptedchatmodel", "model": "scripted"}
+    # the integration, the provider and model its LangChain chat model names (LangSmith parameters), and the
+    # directory it works in (by default the process's)
+    meta = {
+        "integration": "langchain",
+        "provider": "scriptedchatmodel",
+        "model": "scripted",
+        "cwd": os.getcwd(),
+    }
     assert seen == [meta] * 2
     assert len(rec.started) == len(rec.summaries) == 2
 

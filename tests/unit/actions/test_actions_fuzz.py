@@ -165,7 +165,10 @@ FUZZ = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCh
 @FUZZ
 @given(events())
 def test_classification_never_raises(event: ToolEvent) -> None:
-    action = DEFAULT_CLASSIFIER._classify(event)  # the unguarded path: a bug must surface here
+    rule = DEFAULT_CLASSIFIER.rule_for(event.tool)
+    action = DEFAULT_CLASSIFIER._classify(event, rule)  # the unguarded path: a bug must surface here
+    call = DEFAULT_CLASSIFIER._tool_call(event, rule)  # and the call the phase rules read
+    assert call.content is None or isinstance(call.content, str)
     assert isinstance(action, Action) and isinstance(action.type, ActionType)
     assert action.target is None or isinstance(action.target, str)
     assert isinstance(outcome_failed(action, event), bool)

@@ -8,6 +8,7 @@ matters and serialises access per session, so parallel tool calls (threads or ta
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections import OrderedDict
@@ -83,6 +84,8 @@ class GuardHooks:
     ``actions`` maps a tool name to a renderer of its arguments as action text (``ToolEvent.action``), for
     tools whose phase is best judged from a scaffold's own command text; tools without one are classified from
     their name and arguments. ``session_key`` maps a run config to a session id (default: its ``thread_id``).
+    ``work_dir`` is the repository the agent works in (default: the process's working directory), recorded
+    as each session's ``cwd``: the live phase rules judge file paths against it, wherever it lives.
     """
 
     def __init__(
@@ -91,8 +94,10 @@ class GuardHooks:
         *,
         actions: Mapping[str, ActionRenderer] | None = None,
         session_key: SessionKey | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.guard = guard
+        self.work_dir = os.fspath(work_dir) if work_dir is not None else os.getcwd()
         # The guard's error counter when it has one, so that planguard's health is read in one place.
         errors = getattr(guard, "errors", None)
         self.errors: ErrorCounter = errors if isinstance(errors, ErrorCounter) else ErrorCounter()
@@ -165,6 +170,7 @@ class GuardHooks:
                 sid, generated = f"run-{uuid.uuid4().hex}", True
         is_live = self._is_live
         if generated or is_live is None or not is_live(sid):
+            metadata = {"cwd": self.work_dir, **metadata}
             if model is not None:
                 metadata = {**self._model_metadata(model), **metadata}
             self._guarded("session", self.guard.session, sid, **metadata)

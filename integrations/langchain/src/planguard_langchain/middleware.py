@@ -66,6 +66,8 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
             session per invocation (its id is kept in the agent state under ``planguard_session``).
         end_on_finish: close the session when the agent finishes (``after_agent``); set False to keep one
             session across several invocations of a thread (it then ends on ``guard.end`` or idle eviction).
+        work_dir: the repository the agent works in; default the process's working directory. The live
+            phase rules judge the tools' file paths against it (a repository under ``/tmp`` included).
 
     A run's session opens at its first model call (with ``integration="langchain"`` in its metadata); a run
     that finishes before any model call (another middleware jumped to the end) gets its empty session opened
@@ -87,6 +89,7 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
         actions: Mapping[str, ActionRenderer] | None = None,
         session_key: SessionKey | None = None,
         end_on_finish: bool = True,
+        work_dir: str | Path | None = None,
     ) -> None:
         super().__init__()
         if guard is None:
@@ -94,7 +97,7 @@ class PlanGuardMiddleware(AgentMiddleware[PlanGuardState, Any, Any]):
 
             guard = Guard.from_file(config) if config is not None else Guard()
         self.guard = guard
-        self.hooks = GuardHooks(guard, actions=actions, session_key=session_key)
+        self.hooks = GuardHooks(guard, actions=actions, session_key=session_key, work_dir=work_dir)
         self.end_on_finish = end_on_finish
         self.tools = []
 

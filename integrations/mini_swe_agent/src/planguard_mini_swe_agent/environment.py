@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +55,12 @@ class PlanguardEnvironment:
 
         command = action.get("command", "")
         call_id = action.get("tool_call_id")
+        # The directory the command runs in is the repository the live phase rules judge paths against.
+        work_dir = cwd or getattr(getattr(self.inner, "config", None), "cwd", "") or os.getcwd()
         event = ToolEvent.shell(
             command if isinstance(command, str) else str(command),
             call_id=call_id if isinstance(call_id, str) else None,
+            metadata={"cwd": work_dir} if isinstance(work_dir, str) else {},
         )
         decision = self.guard.before_tool(self.session_id, event)
         if decision.blocks:

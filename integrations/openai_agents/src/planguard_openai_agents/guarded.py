@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -39,8 +40,11 @@ GUARDRAIL_NAME = "planguard"
 MAX_REMEMBERED_CALLS = 4096
 
 
-def tool_event(tool_name: str, arguments: str | None, call_id: str | None) -> ToolEvent:
-    """A function call as a ToolEvent: arguments parsed when they are a JSON object, else kept raw."""
+def tool_event(
+    tool_name: str, arguments: str | None, call_id: str | None, work_dir: str | None = None
+) -> ToolEvent:
+    """A function call as a ToolEvent: arguments parsed when they are a JSON object, else kept raw.
+    ``work_dir`` (the repository the agent works in) is recorded as the call's ``cwd``."""
     parsed: dict[str, Any] | str = {}
     if arguments:
         try:
@@ -48,9 +52,10 @@ def tool_event(tool_name: str, arguments: str | None, call_id: str | None) -> To
         except ValueError:  # not JSON, or hostile (deep nesting): kept as the raw string
             value = None
         parsed = value if isinstance(value, dict) else arguments
-    return ToolEvent(
-        tool=tool_name, arguments=parsed, call_id=call_id or None, metadata={"source": "openai-agents"}
-    )
+    metadata = {"source": "openai-agents"}
+    if work_dir:
+        metadata["cwd"] = work_dir
+    return ToolEvent(tool=tool_name, arguments=parsed, call_id=call_id or None, metadata=metadata)
 
 
 def _result_text(result: object) -> str:
@@ -111,21 +116,28 @@ class PlanguardRunHooks(RunHooks[Any]):
         call_id = getattr(context, "tool_call_id", None)
         if call_id is not None and self.owner.seen(self.session_id, call_id):
             return
-        event = tool_event(getattr(tool, "name", ""), getattr(context, "tool_arguments", None), call_id)
+        event = tool_event(
+            getattr(tool, "name", ""), getattr(context, "tool_arguments", None), call_id, self.owner.work_dir
+        )
         await self.owner.guard.abefore_tool(self.session_id, event)  # observation only: it runs anyway
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
         call_id = getattr(context, "tool_call_id", None)
-        event = tool_event(getattr(tool, "name", ""), getattr(context, "tool_arguments", None), call_id)
+        event = tool_event(
+            getattr(tool, "name", ""), getattr(context, "tool_arguments", None), call_id, self.owner.work_dir
+        )
         event.result = _result_text(result)
         await self.owner.guard.aafter_tool(self.session_id, event)
 
 
 class Planguard:
-    """planguard for Agents SDK runs under one :class:`~planguard.guard.Guard`."""
+    """planguard for Agents SDK runs under one :class:`~planguard.guard.Guard`. ``work_dir`` is the repository
+    the agents work in (default: the process's working directory): the live phase rules judge the tools'
+    file paths against it, wherever it lives."""
 
-    def __init__(self, guard: Guard) -> None:
+    def __init__(self, guard: Guard, *, work_dir: str | os.PathLike[str] | None = None) -> None:
         self.guard = guard
+        self.work_dir = os.fspath(work_dir) if work_dir is not None else os.getcwd()
         self._decisions: OrderedDict[tuple[str, str], Decision] = OrderedDict()
         self._lock = threading.Lock()
         self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
@@ -259,7 +271,9 @@ class Planguard:
         with self._lock:
             decision = self._decisions.get(key) if call_id else None
         if decision is None:
-            event = tool_event(getattr(ctx, "tool_name", ""), getattr(ctx, "tool_arguments", None), call_id)
+            event = tool_event(
+                getattr(ctx, "tool_name", ""), getattr(ctx, "tool_arguments", None), call_id, self.work_dir
+            )
             decision = await self.guard.abefore_tool(session_id, event)
             if call_id:
                 with self._lock:
