@@ -251,6 +251,8 @@ from opentelemetry import trace
 from planguard_langchain import PlanGuardMiddleware
 from planguard_langchain.testing import ScriptedChatModel, call, turn
 from planguard import Config, Guard
+from planguard.sinks.otel.config import TelemetryConfig
+from planguard.sinks.store.config import StoreConfig
 
 if sys.argv[1] == "register":
     from phoenix.otel import register

@@ -21,7 +21,7 @@ from planguard.actions.effects import outcome_failed
 from planguard.actions.shell import ShellClassifier
 from planguard.events import ToolEvent
 from planguard.shell.lexer import tokenize
-from planguard.tools.vocabulary import BUILTIN_RULES, ActionVocabulary, MappingRule
+from planguard.tools.vocabulary import BUILTIN_RULES, ActionVocabulary, MappingRule, _parsed_arguments
 
 TOOLS = sorted({r.tool for r in BUILTIN_RULES if not r.tool.startswith("re:")} | {"", "bash", "weird tool"})
 KEYS = [
@@ -165,9 +165,11 @@ FUZZ = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCh
 @FUZZ
 @given(events())
 def test_classification_never_raises(event: ToolEvent) -> None:
-    rule = DEFAULT_CLASSIFIER.rule_for(event.tool)
-    action = DEFAULT_CLASSIFIER._classify(event, rule)  # the unguarded path: a bug must surface here
-    call = DEFAULT_CLASSIFIER._tool_call(event, rule)  # and the call the phase rules read
+    # the unguarded path (what __call__ and read() wrap): a bug must surface here
+    parsed = _parsed_arguments(event)
+    rule = DEFAULT_CLASSIFIER.rule_for(parsed.tool)
+    action = DEFAULT_CLASSIFIER._classify(parsed, rule)
+    call = DEFAULT_CLASSIFIER._tool_call(parsed, rule)  # and the call the phase rules read
     assert call.content is None or isinstance(call.content, str)
     assert isinstance(action, Action) and isinstance(action.type, ActionType)
     assert action.target is None or isinstance(action.target, str)
