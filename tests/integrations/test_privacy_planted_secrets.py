@@ -453,10 +453,9 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
             self.sent.append(dumps(entries).decode("utf-8", "replace"))
             return await super().append(key, entries)
 
-    from test_proxy_e2e import run_openai_agent, workdir
-
     from planguard.sinks.capture import capture_mode_from_env
     from planguard.sinks.otel.testing import TelemetryCapture
+    from tests.integrations.proxy.test_proxy_e2e import run_openai_agent, workdir
 
     if mode is None:
         monkeypatch.delenv(ENV_CAPTURE, raising=False)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from ...findings import Finding
 
-__all__ = ["EvaluationEvents", "finding_evaluation", "score_evaluation", "score_label"]
+__all__ = ["EvaluationEvents", "app_logger_provider", "finding_evaluation", "score_evaluation", "score_label"]
 
 
 def score_label(value: float) -> str:
@@ -105,3 +105,12 @@ class EvaluationEvents:
                 attributes=attributes,
             )
         )
+
+
+def app_logger_provider() -> LoggerProvider | None:
+    """The application's global logger provider, or ``None`` while it has set none (the API's proxy)."""
+    from opentelemetry._logs import NoOpLoggerProvider, get_logger_provider
+    from opentelemetry._logs._internal import ProxyLoggerProvider  # the API exports no public name for it
+
+    provider = get_logger_provider()
+    return None if isinstance(provider, (ProxyLoggerProvider, NoOpLoggerProvider)) else provider

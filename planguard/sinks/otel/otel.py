@@ -44,7 +44,7 @@ from ..drops import DropCounter
 from ..redact import Redactor, redact_value, render_content
 from ..worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 from . import attributes as A
-from .evaluations import EvaluationEvents, finding_evaluation, score_evaluation
+from .evaluations import EvaluationEvents, app_logger_provider, finding_evaluation, score_evaluation
 from .instruments import Counts, count_calls, instruments_for
 from .nesting import current_parent, is_tool_span_for
 
@@ -248,8 +248,6 @@ class OTelSink(Sink):
         # gen_ai.evaluation.result log records: to the logger provider passed in, else the application's
         # once it has set one (none: the span events of the same name only).
         if logger_provider is None:
-            from .build import app_logger_provider
-
             logger_provider = app_logger_provider()
         self._evaluations = EvaluationEvents(logger_provider) if logger_provider is not None else None
         # Counts, read by the observable instruments at collection time.
