@@ -1,12 +1,12 @@
 """Added latency of the planguard proxy versus calling the model API directly (loopback, fake upstream).
 
-The fake upstream (tests/proxy_fakes.py) and the proxy (``planguard proxy``) run as separate processes;
-this process is the client (one ``httpx.Client``, warm keep-alive connections to both). Agent-like traffic:
-conversations of 10 turns, each request carrying the growing history (tool calls and their results), each
-response a bash tool call. Every request body goes once directly to the fake and once through the proxy,
-back to back, the order alternating (so drift and order effects hit both sides alike); latency is time to
-the last byte. The modes (plain, stream) run in alternating rounds, so a burst of load from elsewhere on
-the machine lands on both. Reported per mode:
+The fake upstream (tests/support/proxy_fakes.py) and the proxy (``planguard proxy``) run as separate
+processes; this process is the client (one ``httpx.Client``, warm keep-alive connections to both). Agent-like
+traffic: conversations of 10 turns, each request carrying the growing history (tool calls and their results),
+each response a bash tool call. Every request body goes once directly to the fake and once through the proxy,
+back to back, the order alternating (so drift and order effects hit both sides alike); latency is time to the
+last byte. The modes (plain, stream) run in alternating rounds, so a burst of load from elsewhere on the
+machine lands on both. Reported per mode:
 
 * added p50/p90/p99 — percentile of proxied minus the same percentile of direct;
 * paired median / p90 — of the per-request differences (proxied minus its own direct twin);
@@ -235,7 +235,7 @@ def main() -> int:
             )
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
         fake = subprocess.Popen(
-            [sys.executable, "-c", FAKE.format(tests=str(ROOT / "tests"), port=fake_port)]
+            [sys.executable, "-c", FAKE.format(tests=str(ROOT / "tests" / "support"), port=fake_port)]
         )
         procs: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}  # http client -> (url, process)
         for name in clients:

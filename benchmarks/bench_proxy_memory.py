@@ -1,10 +1,10 @@
 """A long-running proxy's memory after conversations end: does it return to its baseline (±10 %)?
 
-The fake upstream (tests/proxy_fakes.py) and the proxy (``planguard proxy``) run as separate processes, as
-in bench_proxy.py; this process is the client. Agent-like conversations (each turn: a bash tool call, its
-result of ``--result-kb`` KB sent back in the next request) run in batches; the proxy ends a conversation
-after ``--idle-s`` seconds without a request (``sessions.idle_timeout_s``). The proxy's resident set
-(VmRSS from /proc) is read
+The fake upstream (tests/support/proxy_fakes.py) and the proxy (``planguard proxy``) run as separate
+processes, as in bench_proxy.py; this process is the client. Agent-like conversations (each turn: a bash tool
+call, its result of ``--result-kb`` KB sent back in the next request) run in batches; the proxy ends a
+conversation after ``--idle-s`` seconds without a request (``sessions.idle_timeout_s``). The proxy's resident
+set (VmRSS from /proc) is read
 
 * at baseline: after a warm-up batch has run and ended (imports, caches and pools are then warm);
 * at the peak: right after the measured batches, while their conversations are still live;
@@ -91,7 +91,7 @@ def main() -> int:
         )
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
         fake = subprocess.Popen(
-            [sys.executable, "-c", FAKE.format(tests=str(ROOT / "tests"), port=fake_port)]
+            [sys.executable, "-c", FAKE.format(tests=str(ROOT / "tests" / "support"), port=fake_port)]
         )
         px = subprocess.Popen(
             [

@@ -1,6 +1,6 @@
 """The generated references: ``docs/telemetry.md`` from the code's attribute and instrument definitions, and
 ``docs/config.md`` from the config's JSON Schema. ``python scripts/gen_docs.py`` writes both;
-``tests/test_docs_generated.py`` fails when either is stale."""
+``tests/unit/test_docs_generated.py`` fails when either is stale."""
 
 from __future__ import annotations
 

@@ -44,8 +44,8 @@ install_lowest "dev,otlp,experiment"
 # The tests skip an integration whose import fails; here that would hide a bad lower bound, so import each.
 "$LOWEST/bin/python" -c "import langchain.agents, planguard_langchain, planguard_proxy, planguard_openai_agents, \
 planguard_mini_swe_agent, planguard_claude_code, planguard_claude_code.sdk"
-run_pytest --ignore=tests/e2e --ignore=tests/test_wheel_install.py \
-  --ignore=tests/test_telemetry_build.py --ignore=tests/test_telemetry_export.py "$@"
+run_pytest --ignore=tests/e2e --ignore=tests/integrations/test_wheel_install.py \
+  --ignore=tests/unit/sinks/test_telemetry_build.py --ignore=tests/unit/sinks/test_telemetry_export.py "$@"
 
 install_lowest "dev,otlp,prometheus,experiment"
-run_pytest tests/test_telemetry_*.py "$@"
+run_pytest tests/unit/sinks/test_telemetry_*.py "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The coding CLIs the hook e2e tests run (tests/test_cli_hooks_e2e.py), from npm, pinned:
+# The coding CLIs the hook e2e tests run (tests/e2e/test_cli_hooks_e2e.py), from npm, pinned:
 #   start: npm install --prefix into $PLANGUARD_CLI_PREFIX (default ~/.cache/planguard-clis) unless those
 #          versions are there already; prints PLANGUARD_CLI_PREFIX=DIR
 #   stop:  nothing (the install is a cache, kept between runs)

@@ -55,7 +55,7 @@ _BYTES_LITERAL = r"b'[^'\n]{0,512}+'|b\"[^\"\n]{0,512}+\""
 
 # Order matters: whole-block and prefixed tokens first, generic key=value last. Every repetition is bounded
 # or anchored on a literal, so each pattern runs in time linear in the text (see the adversarial tests in
-# tests/test_telemetry_redact.py).
+# tests/unit/sinks/test_telemetry_redact.py).
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # PEM blocks (private keys, PGP private key blocks, any other), whole; a block cut before its END line
     # is redacted to the end of the text.
@@ -130,8 +130,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 # never create a needle (what they insert, ``[REDACTED]``, holds none and cannot join text into one), so a
 # pattern whose needles are all absent from the original text is skipped: its ``sub`` would change nothing.
 # Most tool output holds none — a dozen regex passes cost ~20 µs on a short string and milliseconds on 4 KB
-# of output, these checks ~1 µs and ~0.1 ms. Keep in step with _PATTERNS (tests/test_telemetry_redact.py
-# checks every pattern's matches against its needles).
+# of output, these checks ~1 µs and ~0.1 ms. Keep in step with _PATTERNS
+# (tests/unit/sinks/test_telemetry_redact.py checks every pattern's matches against its needles).
 _KEY_NEEDLES = ("pass", "pwd", "secret", "token", "key", "credential", "auth", "session", "cookie")
 _NEEDLES_OF: tuple[tuple[str, ...], ...] = (
     ("-----begin",),  # PEM block
@@ -158,8 +158,9 @@ _KEY_VALUE = len(_NEEDLES_OF) - 2  # index of the key=value pattern
 # "session"). It matches only where such a name is followed by ``=`` or ``:``; this search for that, over
 # the folded text, is case-sensitive (so the regex engine can skip to the names' first letters) and much
 # cheaper. Every character the pattern can match in that stretch folds to exactly one character this class
-# matches (checked over all of Unicode in tests/test_telemetry_redact.py), so no match is skipped; its
-# bounds are the pattern's plus the longest secret word's tail past its needle ("password": 4 more).
+# matches (checked over all of Unicode in tests/unit/sinks/test_telemetry_redact.py), so no match is
+# skipped; its bounds are the pattern's plus the longest secret word's tail past its needle ("password":
+# 4 more).
 _KEY_ASSIGN = re.compile(
     r"(?:pass|pwd|secret|token|key|credential|auth|session|cookie)[a-z0-9_.\-]{0,80}+(?:\\{0,8}[\"'])?"
     r"\s{0,16}+[=:]"

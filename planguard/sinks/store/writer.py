@@ -124,7 +124,7 @@ def _encode(record: dict[str, Any]) -> bytes:
 
     A lone surrogate (which a model's JSON may carry as an escape) cannot be written as UTF-8: such a line is
     written with every non-ASCII character escaped, as the JSON it came from had it, and reads back equal.
-    tests/test_store_encode.py checks every line reads back as the standard library's would.
+    tests/unit/sinks/test_store_encode.py checks every line reads back as the standard library's would.
     """
     try:
         return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS)

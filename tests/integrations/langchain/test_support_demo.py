@@ -22,7 +22,7 @@ from planguard_langchain.demo import support
 from planguard.cli.commands import replay as replay_command
 from planguard.offline.replay import DecisionLog
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 SUPPORT_CONFIG = REPO / "examples" / "demo" / "support.yaml"
 
 

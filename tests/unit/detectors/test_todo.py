@@ -463,8 +463,8 @@ def test_todo_span_attributes(capture: bool) -> None:
 
 
 def test_claude_code_hooks_deliver_the_stale_reminder_after_a_result() -> None:
-    # Claude Code's PreToolUse/PostToolUse payloads (as in tests/test_claude_code_hook.py, Claude Code 2.1)
-    # through the adapter the hook command and the Agent SDK's in-process hooks share.
+    # Claude Code's PreToolUse/PostToolUse payloads (as in tests/integrations/hooks/test_claude_code_hook.py,
+    # Claude Code 2.1) through the adapter the hook command and the Agent SDK's in-process hooks share.
     pytest.importorskip("planguard_claude_code")
     from planguard_claude_code.adapter import ClaudeCodeAdapter
 

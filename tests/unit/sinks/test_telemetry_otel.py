@@ -38,7 +38,7 @@ from planguard.stages import Detector, Policy
 from planguard.step import Step
 from planguard.testing import ScriptedDetector
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 NAVIGATE = ToolEvent.shell("cat /testbed/src/mod.py", call_id="c0")
 CREATE = ToolEvent(

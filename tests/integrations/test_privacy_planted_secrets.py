@@ -386,10 +386,10 @@ def test_proxy_logs_store_and_spans_carry_no_planted_secret(
     logs (every planguard/uvicorn/httpx logger at DEBUG), its guard's store and spans carry none."""
     pytest.importorskip("planguard_proxy")
     from proxy_fakes import bash_agent_script, proxy_stack, quiet_config
-    from test_proxy_e2e import run_openai_agent, workdir
 
     from planguard.sinks.capture import capture_mode_from_env
     from planguard.sinks.telemetry.testing import TelemetryCapture
+    from tests.integrations.proxy.test_proxy_e2e import run_openai_agent, workdir
 
     if mode is None:
         monkeypatch.delenv(ENV_CAPTURE, raising=False)

@@ -23,7 +23,7 @@ from planguard.offline.loaders import (
     load_trajectories,
 )
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 DATA = SHARED / "data"
 REAL = DATA / "realtraj"
 CORPUS = DATA / "swe-agent" / "trajectories.jsonl"

@@ -18,7 +18,7 @@ from planguard.events import ToolEvent
 from planguard.experiment import ExperimentConfig, assign_arm, read_results, record_outcome
 from planguard.guard import Guard
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def exp_config(tmp_path: Path, **window: Any) -> Config:

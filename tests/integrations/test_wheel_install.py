@@ -20,7 +20,7 @@ from planguard._version import __version__
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INTEGRATIONS = sorted(p.parent for p in (REPO / "integrations").glob("*/pyproject.toml"))
 
 

@@ -4,7 +4,7 @@ a shell ``submit`` through the proxy, ``deploy --prod`` through the Claude Code 
 call of a LangChain ``create_agent`` agent — is still denied; with ``fail_closed_gates`` off the same
 calls go through (fail open) and the error is counted. Calls no gate covers go through either way.
 
-Real parts: the proxy on 127.0.0.1 in front of the scripted fake model API (tests/proxy_fakes.py), the
+Real parts: the proxy on 127.0.0.1 in front of the scripted fake model API (tests/support/proxy_fakes.py), the
 ``planguard hook claude-code`` subprocess, a LangChain agent with a scripted model and real tools.
 """
 
@@ -131,7 +131,7 @@ def _hook(config: Path, state: Path, command: str, n: int) -> dict[str, Any]:
     from claude_hook_support import pre_tool_use
 
     payload = pre_tool_use(f"toolu_{n:02d}", "Bash", {"command": command}, SID)
-    tests_dir = str(Path(__file__).parent)  # plugin_stages is imported from here
+    tests_dir = str(Path(__file__).resolve().parents[1] / "support")  # plugin_stages is imported from here
     command = ["hook", "claude-code", "--config", str(config), "--state-dir", str(state), "--no-daemon"]
     proc = subprocess.run(
         [sys.executable, "-m", "planguard", *command],

@@ -2,7 +2,7 @@
 """Plans that declare their own phases (issue #19 item 1) and the presets for non-coding agents (item 2).
 
 Driven through the real ``Guard`` and config loader; the support demo's LangChain run is in
-tests/test_support_demo.py.
+tests/integrations/langchain/test_support_demo.py.
 """
 
 from __future__ import annotations

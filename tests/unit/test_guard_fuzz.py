@@ -15,7 +15,7 @@ from planguard.guard import Guard
 from planguard.step import Step
 from planguard.testing import RecordingSink
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "planguard.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "planguard.yaml"
 
 TOOLS = [
     "bash",

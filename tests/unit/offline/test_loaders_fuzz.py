@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from planguard.events import ToolEvent
 from planguard.offline.loaders import FORMATS, LoadError, Trajectory, iter_trajectories
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 REAL = SHARED / "data" / "realtraj"
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -11,7 +11,7 @@ from planguard.reference import render_config_reference, render_telemetry_refere
 from planguard.sinks.telemetry import attributes as A
 from planguard.sinks.telemetry.settings import ENV_VARIABLES
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.mark.parametrize(

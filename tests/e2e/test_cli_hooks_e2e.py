@@ -73,7 +73,7 @@ def _skip_unless(name: str) -> Path:
         pytest.skip("npm/node are not installed: the coding-CLI e2e tests need them")
     binary = cli_binary(name)
     if binary is None:
-        script = Path(__file__).resolve().parents[1] / ".ci" / "services" / "clis.sh"
+        script = Path(__file__).resolve().parents[2] / ".ci" / "services" / "clis.sh"
         env = {**os.environ, "PLANGUARD_CLI_PREFIX": str(cli_prefix())}
         proc = subprocess.run(["bash", str(script), "start"], env=env, capture_output=True, text=True)
         binary = cli_binary(name)

@@ -1,6 +1,7 @@
 """The README's first command, ``planguard demo``: a real ``create_agent`` run with a scripted model and real
 tools on a throw-away repository, monitored by planguard with the demo's packaged ``planguard.yaml``
-(``examples/planguard.yaml`` in the repository). tests/test_wheel_install.py runs it from built wheels."""
+(``examples/planguard.yaml`` in the repository). tests/integrations/test_wheel_install.py runs it from
+built wheels."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from planguard_langchain import is_planguard_message
 from planguard_langchain.demo import DEFAULT_CONFIG, run_demo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _clean_env(**extra: str) -> dict[str, str]:

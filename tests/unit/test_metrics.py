@@ -11,7 +11,7 @@ from planguard.metrics import Compliance, Langutory, lis_length, score_roles
 from planguard.phases import LETTER_OF
 from planguard.plan import PRESETS, SCORED_SETTINGS, Plan, phase_matches
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 GOLDEN = SHARED / "spec" / "golden_metrics.json"
 
 

@@ -18,7 +18,7 @@ import pytest
 from planguard.events import ToolEvent
 from planguard.phases import get_rules
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 DATA = SHARED / "data" / "swe-agent"
 VERSIONS = ("v351278e", "v8ec988e")
 

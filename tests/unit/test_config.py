@@ -13,7 +13,7 @@ import yaml
 from planguard.cli import main
 from planguard.config import ENV_OVERRIDES, Config, ConfigError, config_schema, default_config, load_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "planguard.yaml"
 
 

@@ -313,7 +313,7 @@ class ExplodingSink(Sink):
 
 def test_internal_errors_never_reach_the_agent_and_are_counted():
     guard, _ = guard_for_tests(
-        policies={"custom": [{"class": "tests.test_guard:Exploding"}]}, sinks=[ExplodingSink()]
+        policies={"custom": [{"class": "tests.unit.test_guard:Exploding"}]}, sinks=[ExplodingSink()]
     )
     turns = drive(guard, "s", [NAV, NAV])
     assert [t.decision for t in turns] == [ALLOW, ALLOW]
@@ -345,7 +345,7 @@ def test_a_failing_classifier_allows_and_counts(monkeypatch):
 
 
 def test_errors_are_logged_once_per_kind(caplog):
-    guard, _ = guard_for_tests(policies={"custom": [{"class": "tests.test_guard:Exploding"}]})
+    guard, _ = guard_for_tests(policies={"custom": [{"class": "tests.unit.test_guard:Exploding"}]})
     with caplog.at_level("WARNING", logger="planguard"):
         drive(guard, "s", [NAV] * 5)
     logged = [r for r in caplog.records if "Exploding.before_tool" in r.getMessage()]

@@ -1,4 +1,4 @@
-"""Stages a user would write, for tests/test_plugins.py: named in config, by entry point, or in code."""
+"""Stages a user would write, for tests/unit/test_plugins.py: named in config, by entry point, or in code."""
 
 from __future__ import annotations
 

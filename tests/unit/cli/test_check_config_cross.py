@@ -117,7 +117,7 @@ def test_without_a_plan_a_gate_is_checked_against_the_classifier_roles(tmp_path:
 
 
 def test_the_example_config_passes_the_cross_checks() -> None:
-    example = Path(__file__).resolve().parents[1] / "examples" / "planguard.yaml"
+    example = Path(__file__).resolve().parents[3] / "examples" / "planguard.yaml"
     assert load_config(example, env={}).policies.gates
 
 

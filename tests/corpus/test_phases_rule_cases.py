@@ -11,7 +11,7 @@ import pytest
 from planguard.events import ToolEvent
 from planguard.phases import get_rules
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CASES_FILE = SHARED / "spec" / "rule_cases.jsonl"
 VERSIONS = ("v351278e", "v8ec988e")
 
