@@ -456,3 +456,25 @@ def test_the_folders_are_the_pipeline() -> None:
     gone = ["telemetry", "store", "loaders", "report", "commands", "console.py", "notify.py", "replay.py"]
     left = [p for p in gone if (PACKAGE / p).exists()]
     assert not left, f"left at their old place: {left}"
+
+
+def test_the_tests_mirror_the_layout_with_unique_basenames() -> None:
+    """Tests live in tests/unit/<area>/, tests/corpus/, tests/integrations/<name>/ and tests/e2e/, helpers in
+    tests/support/; pytest imports each test module by its basename (the default import mode), so a
+    basename appears once in the whole tree."""
+    tests = ROOT / "tests"
+    files = sorted(p for p in tests.rglob("*.py") if "__pycache__" not in p.parts and p.name != "conftest.py")
+    misplaced = [
+        str(p.relative_to(ROOT)) for p in files if p.relative_to(tests).parts[0] not in _TEST_FOLDERS
+    ]
+    assert not misplaced, f"outside {sorted(_TEST_FOLDERS)}: {misplaced}"
+    seen: dict[str, Path] = {}
+    clashes = []
+    for p in files:
+        if p.name in seen:
+            clashes.append(f"{seen[p.name].relative_to(ROOT)} and {p.relative_to(ROOT)}")
+        seen.setdefault(p.name, p)
+    assert not clashes, "test modules share a basename:\n" + "\n".join(clashes)
+
+
+_TEST_FOLDERS = frozenset({"unit", "corpus", "integrations", "e2e", "support"})
