@@ -13,9 +13,11 @@ read in the calling process, without a pool.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -125,9 +127,6 @@ def map_parts(work: Callable[[Part], R], parts: Iterable[Part], jobs: int) -> It
             for part in it:
                 yield work(part)
         return
-    import multiprocessing
-    from concurrent.futures import Future, ProcessPoolExecutor
-
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
         pending: deque[Future[R]] = deque([pool.submit(work, first), pool.submit(work, second)])

@@ -9,10 +9,12 @@ checked with its own model when that integration is installed, and reported as n
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -81,8 +83,6 @@ def integration_sections() -> dict[str, Callable[[str], str | None]]:
     ``planguard.commands`` entry point may declare ``CONFIG_SECTION`` (a top-level key) and
     ``check_config_section(path)`` (its summary line, None when the file has no such section; raises
     ConfigError when it is invalid)."""
-    import importlib
-
     from .. import integration_commands
 
     out: dict[str, Callable[[str], str | None]] = {}
@@ -185,8 +185,6 @@ def _integration_section_lines(path: str, sections: Mapping[str, Callable[[str],
 
 def summarize(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     """Human-readable lines: plan, rules, each policy, sinks, sessions, and the active env overrides."""
-    from urllib.parse import urlsplit
-
     from ...config import ENV_OVERRIDES
 
     out: list[str] = []

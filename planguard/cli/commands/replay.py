@@ -15,6 +15,7 @@ come out in input order either way (see :mod:`planguard.offline.parallel`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -214,8 +215,6 @@ def _replayed(args: argparse.Namespace, recipe: _Recipe, pipeline: Pipeline) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from ...config import ConfigError
     from ...unclassified import logger as unclassified_logger
     from ..output import open_output

@@ -3,6 +3,7 @@ out of the process (OTLP/HTTP, Prometheus). See :mod:`planguard.sinks.otel.attri
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ..capture import CaptureMode
@@ -38,6 +39,4 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
     return getattr(import_module(f"{__name__}.{module}"), name)

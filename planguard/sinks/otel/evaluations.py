@@ -14,6 +14,7 @@ POC, PPF) are labelled ``complete`` (1), ``partial`` or ``none`` (0). A finding 
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -88,8 +89,6 @@ class EvaluationEvents:
 
     def _emit_event(self, span: Span, attributes: dict[str, Any], timestamp_ns: int | None) -> None:
         # (the Events API of those versions; gone from later ones, hence not imported by name)
-        from importlib import import_module
-
         if self._event_logger is None:
             sdk_events = import_module("opentelemetry.sdk._events")
             provider = sdk_events.EventLoggerProvider(logger_provider=self._provider)
