@@ -6,48 +6,25 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.trace import NoOpTracerProvider
+
 from ...errors import ErrorCounter
 from .. import Sink
 from ..drops import DropCounter
 from .config import TelemetryConfig
-from .env import export_settings
+from .env import configure_otlp, export_settings, start_prometheus_exporter
+from .providers import app_meter_provider, app_tracer_provider
 
 if TYPE_CHECKING:
-    from opentelemetry._logs import LoggerProvider
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
     from ..store.config import StoreConfig
 
-__all__ = ["app_logger_provider", "app_meter_provider", "app_tracer_provider", "build_sinks"]
+__all__ = ["build_sinks"]
 
 _log = logging.getLogger("planguard.sinks.otel")
-
-
-def app_tracer_provider() -> TracerProvider | None:
-    """The application's global tracer provider, or ``None`` while it has set none (the API's proxy)."""
-    from opentelemetry import trace
-
-    provider = trace.get_tracer_provider()
-    return None if isinstance(provider, trace.ProxyTracerProvider) else provider
-
-
-def app_meter_provider() -> MeterProvider | None:
-    """The application's global meter provider, or ``None`` while it has set none (the API's proxy)."""
-    from opentelemetry import metrics
-    from opentelemetry.metrics._internal import _ProxyMeterProvider  # the API exports no public name for it
-
-    provider = metrics.get_meter_provider()
-    return None if isinstance(provider, _ProxyMeterProvider) else provider
-
-
-def app_logger_provider() -> LoggerProvider | None:
-    """The application's global logger provider, or ``None`` while it has set none (the API's proxy)."""
-    from opentelemetry._logs import NoOpLoggerProvider, get_logger_provider
-    from opentelemetry._logs._internal import ProxyLoggerProvider  # the API exports no public name for it
-
-    provider = get_logger_provider()
-    return None if isinstance(provider, (ProxyLoggerProvider, NoOpLoggerProvider)) else provider
 
 
 def build_sinks(
@@ -91,8 +68,6 @@ def build_sinks(
         if mp is None:
             mp = app_meter_provider()
         if (tp is None or mp is None) and not settings.sdk_disabled:
-            from .env import configure_otlp
-
             built = configure_otlp(
                 telemetry,
                 drops=drops,
@@ -109,8 +84,6 @@ def build_sinks(
                 owned.extend(built.owned)
         wants_prometheus = telemetry.prometheus_port is not None or "prometheus" in settings.metrics.exporters
         if mp is None and wants_prometheus and not settings.sdk_disabled:
-            from .env import start_prometheus_exporter
-
             prom = start_prometheus_exporter(
                 settings.prometheus_port,
                 settings.prometheus_host,
@@ -121,9 +94,6 @@ def build_sinks(
             mp = prom.meter_provider
             owned.append(prom)
         if settings.sdk_disabled:
-            from opentelemetry.metrics import NoOpMeterProvider
-            from opentelemetry.trace import NoOpTracerProvider
-
             tp = tp if tp is not None else NoOpTracerProvider()
             mp = mp if mp is not None else NoOpMeterProvider()
         sinks.append(

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Final
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
 
 from ...errors import ErrorCounter
 from ..drops import DropCounter
@@ -317,8 +319,6 @@ _MIN_PROVIDER_S = 0.05
 def shutdown_providers(providers: Sequence[Any], timeout_s: float) -> None:
     """Shut providers down in order within one shared deadline, where the SDK lets us bound it (a tracer
     provider's processors bound themselves: :class:`BoundedSpanProcessor` has its own timeout)."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     for provider in providers:
         if isinstance(provider, MeterProvider):
@@ -331,8 +331,6 @@ def shutdown_providers(providers: Sequence[Any], timeout_s: float) -> None:
 def _resource(service_name: str) -> Resource:
     # The standard variables name the service when set (OTEL_SERVICE_NAME, or service.name in
     # OTEL_RESOURCE_ATTRIBUTES); ``service_name`` is the fallback. Resource.create merges the rest.
-    import os
-
     env_attrs = os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
     named_by_env = bool(os.environ.get("OTEL_SERVICE_NAME", "").strip()) or any(
         part.split("=", 1)[0].strip() == "service.name" for part in env_attrs.split(",")
@@ -428,10 +426,6 @@ def _otlp_exporter(kind: str, signal: SignalSettings, timeout: float | None) -> 
 
 
 def _console_exporter(kind: str) -> Any:
-    import sys
-
-    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
     exporter = ConsoleSpanExporter if kind == "trace" else ConsoleMetricExporter
     return exporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)

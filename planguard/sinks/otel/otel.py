@@ -44,9 +44,11 @@ from ..drops import DropCounter
 from ..redact import Redactor, redact_value, render_content
 from ..worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 from . import attributes as A
+from .env import shutdown_providers
 from .evaluations import EvaluationEvents, finding_evaluation, score_evaluation
 from .instruments import Counts, count_calls, instruments_for
 from .nesting import current_parent, is_tool_span_for
+from .providers import app_logger_provider
 
 if TYPE_CHECKING:
     from opentelemetry._logs import LoggerProvider
@@ -248,8 +250,6 @@ class OTelSink(Sink):
         # gen_ai.evaluation.result log records: to the logger provider passed in, else the application's
         # once it has set one (none: the span events of the same name only).
         if logger_provider is None:
-            from .build import app_logger_provider
-
             logger_provider = app_logger_provider()
         self._evaluations = EvaluationEvents(logger_provider) if logger_provider is not None else None
         # Counts, read by the observable instruments at collection time.
@@ -412,8 +412,6 @@ class OTelSink(Sink):
         deadline = time.monotonic() + self._shutdown_timeout
         if self._worker is not None:
             self._worker.shutdown(self._shutdown_timeout)
-        from .env import shutdown_providers
-
         try:
             shutdown_providers(self._owned, deadline - time.monotonic())
         except Exception as exc:
