@@ -21,13 +21,14 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from planguard import Guard
+from planguard import Config, Guard
 from planguard.actions.classify import DEFAULT_CLASSIFIER
 from planguard.actions.types import FILE_WRITE, WK_DELETE, Action
 from planguard.events import ToolEvent
 from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.phases import PATCH, VALIDATE_NEW, VALIDATE_REGRESSION
 from planguard.session import Session
+from planguard.sinks.store.config import StoreConfig
 from planguard.tools.paths import W_TEST, write_kind
 
 _VALIDATES = (VALIDATE_NEW, VALIDATE_REGRESSION)
@@ -56,7 +57,7 @@ def _facts_of_phases(session: Session, event: ToolEvent) -> tuple[bool, bool]:
 
 
 def _disagreements(paths: list[Path]) -> tuple[int, list[str]]:
-    guard = Guard()
+    guard = Guard(Config(store=StoreConfig(enabled=False)))  # nothing written into the repository
     calls = 0
     out: list[str] = []
     for n, trajectory in enumerate(iter_trajectories(paths)):

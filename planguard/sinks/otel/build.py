@@ -6,12 +6,15 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.trace import NoOpTracerProvider
+
 from ...errors import ErrorCounter
 from .. import Sink
 from ..drops import DropCounter
 from .config import TelemetryConfig
 from .env import configure_otlp, export_settings, start_prometheus_exporter
-from .otel import OTelSink
+from .providers import app_meter_provider, app_tracer_provider
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -19,26 +22,9 @@ if TYPE_CHECKING:
 
     from ..store.config import StoreConfig
 
-__all__ = ["app_meter_provider", "app_tracer_provider", "build_sinks"]
+__all__ = ["build_sinks"]
 
 _log = logging.getLogger("planguard.sinks.otel")
-
-
-def app_tracer_provider() -> TracerProvider | None:
-    """The application's global tracer provider, or ``None`` while it has set none (the API's proxy)."""
-    from opentelemetry import trace
-
-    provider = trace.get_tracer_provider()
-    return None if isinstance(provider, trace.ProxyTracerProvider) else provider
-
-
-def app_meter_provider() -> MeterProvider | None:
-    """The application's global meter provider, or ``None`` while it has set none (the API's proxy)."""
-    from opentelemetry import metrics
-    from opentelemetry.metrics._internal import _ProxyMeterProvider  # the API exports no public name for it
-
-    provider = metrics.get_meter_provider()
-    return None if isinstance(provider, _ProxyMeterProvider) else provider
 
 
 def build_sinks(
@@ -73,6 +59,8 @@ def build_sinks(
     sinks: list[Sink] = []
     settings = export_settings(telemetry)
     if telemetry.enabled:
+        from .otel import OTelSink
+
         owned: list[Any] = []
         tp, mp = tracer_provider, meter_provider
         if tp is None:
@@ -106,9 +94,6 @@ def build_sinks(
             mp = prom.meter_provider
             owned.append(prom)
         if settings.sdk_disabled:
-            from opentelemetry.metrics import NoOpMeterProvider
-            from opentelemetry.trace import NoOpTracerProvider
-
             tp = tp if tp is not None else NoOpTracerProvider()
             mp = mp if mp is not None else NoOpMeterProvider()
         sinks.append(

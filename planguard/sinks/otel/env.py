@@ -27,10 +27,10 @@ from importlib import import_module
 from typing import Any, Final
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
 
 from ...errors import ErrorCounter
 from ..drops import DropCounter
@@ -426,8 +426,6 @@ def _otlp_exporter(kind: str, signal: SignalSettings, timeout: float | None) -> 
 
 
 def _console_exporter(kind: str) -> Any:
-    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
     exporter = ConsoleSpanExporter if kind == "trace" else ConsoleMetricExporter
     return exporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)

@@ -14,7 +14,6 @@ POC, PPF) are labelled ``complete`` (1), ``partial`` or ``none`` (0). A finding 
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
     from ...findings import Finding
 
-__all__ = ["EvaluationEvents", "app_logger_provider", "finding_evaluation", "score_evaluation", "score_label"]
+__all__ = ["EvaluationEvents", "finding_evaluation", "score_evaluation", "score_label"]
 
 
 def score_label(value: float) -> str:
@@ -89,6 +88,8 @@ class EvaluationEvents:
 
     def _emit_event(self, span: Span, attributes: dict[str, Any], timestamp_ns: int | None) -> None:
         # (the Events API of those versions; gone from later ones, hence not imported by name)
+        from importlib import import_module
+
         if self._event_logger is None:
             sdk_events = import_module("opentelemetry.sdk._events")
             provider = sdk_events.EventLoggerProvider(logger_provider=self._provider)
@@ -104,12 +105,3 @@ class EvaluationEvents:
                 attributes=attributes,
             )
         )
-
-
-def app_logger_provider() -> LoggerProvider | None:
-    """The application's global logger provider, or ``None`` while it has set none (the API's proxy)."""
-    from opentelemetry._logs import NoOpLoggerProvider, get_logger_provider
-    from opentelemetry._logs._internal import ProxyLoggerProvider  # the API exports no public name for it
-
-    provider = get_logger_provider()
-    return None if isinstance(provider, (ProxyLoggerProvider, NoOpLoggerProvider)) else provider

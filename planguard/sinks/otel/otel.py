@@ -44,9 +44,11 @@ from ..drops import DropCounter
 from ..redact import Redactor, redact_value, render_content
 from ..worker import EXIT_FLUSH_TIMEOUT_S, BackgroundWorker
 from . import attributes as A
-from .evaluations import EvaluationEvents, app_logger_provider, finding_evaluation, score_evaluation
+from .env import shutdown_providers
+from .evaluations import EvaluationEvents, finding_evaluation, score_evaluation
 from .instruments import Counts, count_calls, instruments_for
 from .nesting import current_parent, is_tool_span_for
+from .providers import app_logger_provider
 
 if TYPE_CHECKING:
     from opentelemetry._logs import LoggerProvider
@@ -410,8 +412,6 @@ class OTelSink(Sink):
         deadline = time.monotonic() + self._shutdown_timeout
         if self._worker is not None:
             self._worker.shutdown(self._shutdown_timeout)
-        from .env import shutdown_providers
-
         try:
             shutdown_providers(self._owned, deadline - time.monotonic())
         except Exception as exc:
