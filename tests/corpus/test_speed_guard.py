@@ -2,8 +2,9 @@
 runs' first-seen calls, in instructions per call against a bare span carrying the same attributes
 (``benchmarks/bench_guard.py``'s ``sdk`` and ``bare`` figures, counted by callgrind: load-independent).
 
-The issue-34 target is 2 bare spans per call; the code measures 4.14 (see README, Cost), so this guards
-against regressions from there, not the target."""
+The issue-34 target is 2 bare spans per call; the code measures 4.64 after the merge of the one reading,
+the run model, conversation turns and the store's completeness records (4.14 before them; see README,
+Cost), so this guards against regressions from there, not the target."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 #: Bare spans per call the sdk variant may cost: the measured figure and 5 % of room for interpreter builds.
-CEILING = 4.35
+CEILING = 4.87
 
 pytestmark = pytest.mark.slow
 
