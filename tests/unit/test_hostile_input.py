@@ -12,23 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile_config import alias_bomb
 
 from planguard import Guard
 from planguard.config import ConfigError, load_config
 from planguard.documents import MAX_DEPTH, DocumentError, loads_json, loads_yaml
 from planguard.plan import load_plan
-
-
-def alias_bomb() -> str:
-    """Nine anchors, each a list of nine aliases of the one before, under a key the config accepts."""
-    lines = ['x0: &a ["plan","plan","plan","plan","plan","plan","plan","plan","plan"]']
-    prev = "a"
-    for name in "bcdefgh":
-        lines.append(f"x{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
-        prev = name
-    lines.append(f"score_plans: *{prev}")
-    return "\n".join(lines) + "\n"
-
 
 DEEP_JSON = '{"plan": ' + "[" * 100_000 + "]" * 100_000 + "}"
 BAD_UTF8 = b'enabled: true\nplan: "\xff\xfe"\n'

@@ -151,7 +151,7 @@ def test_invalid_utf8_stdin_is_refused_naming_the_byte_and_keeps_fail_closed(box
 
 
 def test_config_alias_bomb_is_refused_fast_and_reported(box: dict[str, Path], tmp_path: Path) -> None:
-    from tests.unit.test_hostile_input import alias_bomb
+    from hostile_config import alias_bomb
 
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(alias_bomb())
@@ -181,10 +181,9 @@ def test_an_unusable_config_denies_when_fail_closed_is_asked_from_the_environmen
 ) -> None:
     """Which gates a config that cannot be loaded would set up is unknown; PLANGUARD_FAIL_CLOSED_GATES=1
     then denies every PreToolUse call rather than guessing."""
+    from hostile_config import alias_bomb
     from planguard_hooks.service import HookRunner, answer_text
     from planguard_hooks.state import SessionStore
-
-    from tests.unit.test_hostile_input import alias_bomb
 
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(alias_bomb())

@@ -143,9 +143,9 @@ def test_every_dialect_gives_the_live_rules_the_work_dir(
     seen: list[tuple[Any, Any]] = []
     classify = rules_class.classify
 
-    def spy(self: Any, event: Any, state: Any) -> Any:
+    def spy(self: Any, event: Any, state: Any, *call: Any) -> Any:  # call: the session's one reading
         seen.append((event.metadata.get("cwd"), state.root))
-        return classify(self, event, state)
+        return classify(self, event, state, *call)
 
     # On the class: the rules instance is shared by every guard (get_rules), and undoing a patch of an
     # instance leaves the bound method behind as an instance attribute, which a later test's patch of
