@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..decisions import Decision, DecisionKind
 from ..detectors.todo import TodoState
+from ..sinks.redact import redact_text
 from ..stages import Policy
 from ..tools.todo import TodoItem
 from ._plan_view import REMINDER_PREFIX
@@ -222,5 +223,5 @@ class TodoPolicy(Policy):
 
 
 def _quote(item: TodoItem) -> str:
-    text = item.text if len(item.text) <= _QUOTE else item.text[: _QUOTE - 1] + "…"
-    return f'"{text}"'
+    # Redacted before it is cut: a secret cut in half would no longer look like one to the sinks' redaction.
+    return f'"{redact_text(item.text, _QUOTE)}"'
