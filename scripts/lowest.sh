@@ -45,7 +45,8 @@ install_lowest "dev,otlp,experiment"
 "$LOWEST/bin/python" -c "import langchain.agents, planguard_langchain, planguard_proxy, planguard_openai_agents, \
 planguard_mini_swe_agent, planguard_hooks, planguard_hooks.sdk, planguard_claude_code"
 run_pytest --ignore=tests/e2e --ignore=tests/integrations/test_wheel_install.py \
-  --ignore=tests/unit/sinks/test_telemetry_build.py --ignore=tests/unit/sinks/test_telemetry_export.py "$@"
+  --ignore=tests/unit/sinks/test_telemetry_build.py --ignore=tests/unit/sinks/test_telemetry_export.py \
+  --ignore=tests/unit/sinks/test_grafana_dashboard.py "$@"
 
 install_lowest "dev,otlp,prometheus,experiment"
-run_pytest tests/unit/sinks/test_telemetry_*.py "$@"
+run_pytest tests/unit/sinks/test_telemetry_*.py tests/unit/sinks/test_grafana_dashboard.py "$@"
