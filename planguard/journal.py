@@ -3,10 +3,11 @@ JSON lines, and its replay into a :class:`~planguard.session.Session` with the s
 
 Hosts that answer a session's calls from more than one process keep one: the coding-CLI hook service (a
 process per hook call; ``planguard_hooks.state`` rebuilds a session from its journal when its snapshot
-cannot be used) and the model-API proxy (replicas sharing a conversation's log in Redis). Replaying a
-journal runs the same pipeline on the same events, so the rebuilt session is the one that was live; the
-sinks heard all of it already, so they hear none of it again (:func:`replay` builds the session on a
-pipeline without them, and the host binds it to its live pipeline afterwards).
+cannot be used) and the model-API proxy (replicas sharing a conversation's log in Redis; a replica that is
+behind feeds the entries it missed to its session with :func:`apply`). Replaying a journal runs the same
+pipeline on the same events, so the rebuilt session is the one that was live; the sinks heard all of it
+already, so they hear none of it again (:func:`replay` builds the session on a pipeline without them, and
+the host binds it to its live pipeline afterwards; the proxy mutes its sinks while it catches up).
 
 An entry is ``{"op": "pre"|"post"|"model"|"end", "event": {...}}``; the event's keys are
 :class:`~planguard.events.ToolEvent`'s field names. Journals written by the hook service before this
@@ -65,19 +66,27 @@ class Op:
     kind: OpKind
     event: ToolEvent | None = None
 
-    def to_json(self) -> str:
+    def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"op": self.kind}
         if self.event is not None:
             body["event"] = event_dict(self.event)
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
+        return body
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"), default=str)
+
+    @classmethod
+    def from_dict(cls, body: Any, **metadata: Any) -> Op:
+        """The entry ``body`` (a host may keep keys of its own beside ``op`` and ``event``); ``metadata``,
+        when given, replaces the event's recorded metadata."""
+        if not isinstance(body, Mapping) or body.get("op") not in OP_KINDS:
+            raise ValueError(f"expected {{'op': {'|'.join(map(repr, OP_KINDS))}, ...}}")
+        raw = body.get("event", body.get("e"))
+        return cls(body["op"], event_from(raw, **metadata) if isinstance(raw, Mapping) else None)
 
     @classmethod
     def from_json(cls, line: str) -> Op:
-        body = loads_json(line)
-        if not isinstance(body, dict) or body.get("op") not in OP_KINDS:
-            raise ValueError(f"expected {{'op': {'|'.join(map(repr, OP_KINDS))}, ...}}")
-        raw = body.get("event", body.get("e"))
-        return cls(body["op"], event_from(raw) if isinstance(raw, Mapping) else None)
+        return cls.from_dict(loads_json(line))
 
 
 def event_dict(event: ToolEvent, limit: int = MAX_ARGUMENT_CHARS) -> dict[str, Any]:

@@ -1,18 +1,20 @@
 """The bridge between model-API traffic and a planguard ``Guard``: conversations, their log, catching up.
 
 A conversation (one agent run, one planguard session) is driven by three operations, each written to the
-conversation's log in the store as it is applied to the local session:
+conversation's log in the store as it is applied to the local session; the log is a
+:mod:`planguard.journal` (the hook service keeps the same one), with the proxy's own keys beside the event:
 
-* ``model``  — a request goes upstream: ``guard.before_model`` (its reminders/nudges are injected);
-* ``call``   — the response asks for a tool call: ``guard.before_tool`` (the gate decides);
-* ``result`` — a later request carries the call's result: ``guard.after_tool``.
+* ``model`` — a request goes upstream: ``guard.before_model`` (its reminders/nudges are injected);
+* ``pre``   — the response asks for a tool call: ``guard.before_tool`` (the gate decides);
+* ``post``  — a later request carries the call's result: ``guard.after_tool``.
 
 Replicas: a proxy process that receives a request for a conversation first replays the log entries it has
-not applied yet (written by other replicas) into its own session, with the sinks muted so telemetry and
-the local store record each operation exactly once, by the replica that saw it live. Replaying the same
-operations in the same order gives the same phases, metrics, detector and policy state as one proxy
-(the gate decision of a replayed call is taken from the log, not decided again). Only new operations are
-then fed live. The log lives in the store, so the cost of catching up is the number of missed entries.
+not applied yet (written by other replicas) into its own session (``journal.apply``), with the sinks muted
+so telemetry and the local store record each operation exactly once, by the replica that saw it live.
+Replaying the same operations in the same order gives the same phases, metrics, detector and policy state
+as one proxy (the gate decision of a replayed call is taken from the log, not decided again). Only new
+operations are then fed live. The log lives in the store, so the cost of catching up is the number of
+missed entries.
 
 Why a log rather than re-reading the request's message history: agents truncate and summarise their
 history (context management), and the history does not show model calls that produced no message; the
@@ -33,9 +35,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from planguard import journal
 from planguard.decisions import Decision
-from planguard.events import ToolEvent
-from planguard.journal import event_from
 from planguard.sinks import Sink
 from planguard.sinks.capture import ContentPolicy
 from planguard.sinks.redact import redact_text, redact_value
@@ -461,7 +462,7 @@ class Monitor:
                 "exit_code": self._rc.exit_code(text),
                 "end_time": now,
             }
-            entry = {"op": "result", "ev": ev}
+            entry = {"op": "post", "event": ev}
             self._apply(conv, entry, live=True)
             entries.append(entry)
             self.counters["results"] += 1
@@ -513,7 +514,7 @@ class Monitor:
             if conv.failed:
                 decision = self._failure_decision(ev)
             else:
-                entry: dict[str, Any] = {"op": "call", "ev": ev, "denied": None, "text": text_index}
+                entry: dict[str, Any] = {"op": "pre", "event": ev, "denied": None, "text": text_index}
                 decision = self._apply(conv, entry, live=True, rewrite=rewrite)
                 pending.append(entry)
             self.counters["calls"] += 1
@@ -532,7 +533,7 @@ class Monitor:
     def _failure_decision(self, ev: Mapping[str, Any] | None) -> Decision:
         """:meth:`Guard.failure_decision` for a call as logged (``None``: it could not be read)."""
         try:
-            event = None if ev is None else _event(ev)
+            event = None if ev is None else journal.event_from(ev, source="proxy")
         except Exception:
             event = None
         return self.guard.failure_decision(event)
@@ -588,18 +589,40 @@ class Monitor:
     def _apply(
         self, conv: Conversation, entry: Mapping[str, Any], *, live: bool, rewrite: bool = False
     ) -> Any:
-        """Apply one log entry to the local session (live: this replica saw it; else a replay)."""
-        sid = conv.id
-        op = entry.get("op")
+        """Apply one log entry to the local session: live (this replica saw it) through the guard, else a
+        replay of another replica's entry, fed to the session as :func:`planguard.journal.apply` does."""
         conv.applied += 1
-        if op == "model":
-            return self.guard.before_model(sid)
-        if op == "call":
-            ev = entry["ev"]
-            decision = self.guard.before_tool(sid, _event(ev))
+        kind = entry.get("op")
+        if kind == "refused":
+            calls = [ToolCall(*c) for c in entry["calls"]]
+            conv.refusals.append(Refusal(entry["at"], entry["text"], calls, dict(entry["results"])))
+            del conv.refusals[:-MAX_REFUSALS]
+            return None
+        if kind == SKIP_OP:  # entries the store no longer keeps: the session is rebuilt from after them
+            conv.applied += int(entry["n"]) - 1
+            if conv.session is not None:
+                conv.session.metadata["planguard.rebuilt"] = "partial-log"
+            return None
+        if kind in _OLD_OPS:
+            entry = {**entry, "op": _OLD_OPS[kind], "event": entry.get("ev")}
+        op = journal.Op.from_dict(entry, source="proxy")
+        result: Any = None
+        if not live:
+            try:
+                result = None if conv.session is None else journal.apply(conv.session, op)
+            except Exception as exc:
+                self._failed("proxy.replay", exc)
+        elif op.kind == "model":
+            result = self.guard.before_model(conv.id)
+        elif op.kind == "pre" and op.event is not None:
+            result = self.guard.before_tool(conv.id, op.event)
+        elif op.kind == "post" and op.event is not None:
+            result = self.guard.after_tool(conv.id, op.event)
+        ev: dict[str, Any] = entry.get("event") or {}
+        if op.kind == "pre":
             denied = entry.get("denied")
             if live:
-                denied = decision.message if decision.blocks else None
+                denied = result.message if result.blocks else None
                 entry["denied"] = denied  # type: ignore[index]
                 entry["rewritten"] = bool(denied is not None and rewrite)  # type: ignore[index]
             if not entry.get("rewritten"):  # a rewritten call never reaches the agent: no result will come
@@ -607,21 +630,9 @@ class Monitor:
                 conv.open[cid] = OpenCall(ev, entry.get("text"), denied)
                 while len(conv.open) > 1024:
                     conv.open.popitem(last=False)
-            return decision
-        if op == "result":
-            ev = entry["ev"]
-            conv.open.pop(ev.get("call_id"), None)
-            return self.guard.after_tool(sid, _event(ev))
-        if op == "refused":
-            calls = [ToolCall(*c) for c in entry["calls"]]
-            conv.refusals.append(Refusal(entry["at"], entry["text"], calls, dict(entry["results"])))
-            del conv.refusals[:-MAX_REFUSALS]
-            return None
-        if op == SKIP_OP:  # entries the store no longer keeps: the session is rebuilt from after them
-            conv.applied += int(entry["n"]) - 1
-            if conv.session is not None:
-                conv.session.metadata["planguard.rebuilt"] = "partial-log"
-        return None
+        elif op.kind == "post":
+            conv.open.pop(ev.get("call_id") or "", None)
+        return result
 
     async def _append(self, conv: Conversation, entries: list[dict[str, Any]], end: int) -> None:
         """Log entries already applied locally; ``end`` is the log position after them as applied here."""
@@ -646,7 +657,7 @@ class Monitor:
         if entry.get("op") == "refused":
             calls = [[i, name, redact_value(args), None] for i, name, args, _raw in entry["calls"]]
             return {**entry, "calls": calls}
-        ev = entry.get("ev")
+        ev = entry.get("event")
         if not isinstance(ev, dict):
             return entry
         out = dict(ev)
@@ -656,7 +667,7 @@ class Monitor:
             out["action"] = redact_text(ev["action"])
         if ev.get("result") is not None:
             out["result"] = self._log_content.text(str(ev["result"]))
-        return {**entry, "ev": out}
+        return {**entry, "event": out}
 
     def _event_fields(self, call: ToolCall) -> dict[str, Any]:
         args = call.arguments
@@ -744,6 +755,5 @@ class Monitor:
         }
 
 
-def _event(ev: Mapping[str, Any]) -> ToolEvent:
-    # Log entries carry the event as planguard.journal writes it (ToolEvent's field names).
-    return event_from(ev, source="proxy")
+#: Op names the proxy logged before its log was a journal (read from a store that outlived that version).
+_OLD_OPS = {"call": "pre", "result": "post"}

@@ -193,13 +193,39 @@ def test_remote_store_write_overlaps_the_upstream_call_and_keeps_the_log_in_orde
             msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "<returncode>0</returncode>"})
         log = await store.read("s", 0)
         ops = [e["op"] for e in log]
-        assert ops == ["model", "call"] + ["result", "model", "call"] * 3
-        assert [e["ev"]["call_id"] for e in log if e["op"] == "call"] == ["c0", "c1", "c2", "c3"]
+        assert ops == ["model", "pre"] + ["post", "model", "pre"] * 3
+        assert [e["event"]["call_id"] for e in log if e["op"] == "pre"] == ["c0", "c1", "c2", "c3"]
         for mon in (a, b):
             assert mon.counters["store_races"] == 0 and mon.counters["fail_open"] == 0
         conv = b.conversations["s"]
         assert conv.applied == len(log) and conv.session is not None
         assert conv.session.n_model_calls == 4 and conv.session.n_steps == 4
+
+    asyncio.run(go())
+
+
+def test_a_log_an_older_proxy_wrote_is_replayed() -> None:
+    """Logs written before the proxy's log was a ``planguard.journal`` (ops ``call``/``result``, the event
+    under ``ev``) outlive a restart in a shared store: a replica catching up replays them as the same
+    steps."""
+
+    async def go() -> None:
+        store = MemoryStore()
+        msgs = _start("t")
+        for i in range(3):
+            await _turn(_monitor(store), msgs, "new", i)
+        renamed = {"pre": "call", "post": "result", "event": "ev"}
+        old = [
+            {renamed.get(k, k): renamed.get(v, v) if k == "op" else v for k, v in e.items()}
+            for e in await store.read("new", 0)
+        ]
+        assert {e["op"] for e in old} == {"model", "call", "result"}
+        await store.append("old", old)
+        summaries = [await _monitor(store).summary(sid) for sid in ("new", "old")]
+        assert summaries[0] is not None and summaries[1] is not None
+        for key in ("letters", "n_steps", "n_model_calls", "open_calls", "log_position"):
+            assert summaries[0][key] == summaries[1][key], key
+        assert summaries[1]["n_steps"] == 3 and summaries[1]["letters"]
 
     asyncio.run(go())
 
