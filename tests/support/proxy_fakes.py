@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import quiet_guard
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -699,16 +700,8 @@ def submit_gate(*, fail_closed: bool = False) -> dict[str, Any]:
 
 
 def quiet_config(**overrides: Any) -> Any:
-    """A planguard Config with no exporters and no local store (tests pass their own sinks)."""
-    from planguard.config import Config
-
-    data: dict[str, Any] = {
-        "telemetry": {"enabled": False},
-        "store": {"enabled": False},
-        "sessions": {"idle_timeout_s": None},
-    }
-    data.update(overrides)
-    return Config.model_validate(data)
+    """:func:`quiet_guard.quiet_config` without idle ends (a conversation lives as long as a test needs)."""
+    return quiet_guard.quiet_config(**{"sessions": {"idle_timeout_s": None}, **overrides})
 
 
 @dataclass

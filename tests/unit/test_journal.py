@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from quiet_guard import quiet_config
+
 from planguard import Guard, journal
-from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.journal import Op
 from planguard.sinks import Sink
@@ -19,10 +20,6 @@ class Recorder(Sink):
 
     def on_tool_end(self, session: Any, step: Any, state: Any) -> None:
         self.heard.append(step.event.tool)
-
-
-def _config() -> Config:
-    return Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}})
 
 
 def _ops() -> list[Op]:
@@ -71,10 +68,10 @@ def test_an_older_hook_journal_line_is_read() -> None:
 def test_replay_gives_the_live_session_and_the_sinks_hear_nothing() -> None:
     ops = _ops()
     live_sink, replay_sink = Recorder(), Recorder()
-    live = Guard(_config(), sinks=[live_sink]).pipeline.session("s")
+    live = Guard(quiet_config(), sinks=[live_sink]).pipeline.session("s")
     for op in ops:
         journal.apply(live, op)
-    replayed = journal.replay(Guard(_config(), sinks=[replay_sink]).pipeline, "s", ops)
+    replayed = journal.replay(Guard(quiet_config(), sinks=[replay_sink]).pipeline, "s", ops)
     assert replayed.summary().letters == live.summary().letters != ""
     assert replayed.summary().n_model_calls == live.summary().n_model_calls
     assert live_sink.heard == ["Read", "Bash", "Edit", "Bash"] and replay_sink.heard == []

@@ -7,8 +7,8 @@ import pickle
 from pathlib import Path
 
 import pytest
+from quiet_guard import quiet_config
 
-from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.guard import Guard
 from planguard.offline.loaders import Trajectory, iter_trajectories
@@ -27,8 +27,7 @@ def test_a_restored_session_continues_as_if_never_stopped(shared: Path) -> None:
     corpus = shared / "data" / "swe-agent" / "trajectories.jsonl"
     runs = [t for t in iter_trajectories([corpus]) if isinstance(t, Trajectory)][:12]
     recorder = RecordingSink()
-    config = Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}})
-    with Guard(config, sinks=[recorder]) as guard:
+    with Guard(quiet_config(), sinks=[recorder]) as guard:
         pipeline = guard.pipeline
         for t in runs:
             half = len(t.events) // 2
@@ -60,9 +59,7 @@ def test_a_restored_session_continues_as_if_never_stopped(shared: Path) -> None:
 
 
 def test_state_leaves_out_the_pipeline_and_restore_checks_what_it_gets() -> None:
-    session = Guard(
-        Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}})
-    ).session("s")
+    session = Guard(quiet_config()).session("s")
     state = session.state()
     assert not {"pipeline", "_hooks", "_compliances"} & set(state)
     del state["langutory"]

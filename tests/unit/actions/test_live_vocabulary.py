@@ -14,19 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from quiet_guard import quiet_config
 
 from planguard import Guard
 from planguard.actions import classify_action
 from planguard.actions.types import ActionType
-from planguard.config import Config
 from planguard.events import ToolEvent
 from planguard.phases import get_rules
 from planguard.phases.base import GENERAL, NAVIGATE, PATCH, VALIDATE_REGRESSION
-
-
-def _config(**data: Any) -> Config:
-    return Config.model_validate({"telemetry": {"enabled": False}, "store": {"enabled": False}, **data})
-
 
 SANDBOX_RULES = {"rules": [{"tool": "sandbox_exec", "kind": "shell", "target": ["script"]}]}
 SANDBOX_CALL = {"script": "sed -i 's/a/b/' src/app.py"}
@@ -34,7 +29,7 @@ SANDBOX_CALL = {"script": "sed -i 's/a/b/' src/app.py"}
 
 @pytest.mark.parametrize("rules", ["live", "v351278e", "v8ec988e"])
 def test_a_user_mapping_rule_decides_the_action_and_the_phase(rules: str) -> None:
-    guard = Guard(_config(rules=rules, tools=SANDBOX_RULES))
+    guard = Guard(quiet_config(rules=rules, tools=SANDBOX_RULES))
     event = ToolEvent(tool="sandbox_exec", arguments=SANDBOX_CALL, call_id="c1")
     assert not guard.before_tool("s", event).blocks
     step = guard.after_tool("s", ToolEvent(tool="sandbox_exec", call_id="c1", result="", exit_code=0))
@@ -80,14 +75,14 @@ def test_without_a_rule_an_unknown_tool_has_no_action_kind_and_no_phase(version:
     rules = get_rules(version)
     assert "P" not in rules.classify(event, rules.new_state()).letters
     sbx_rules = {"rules": [{"tool": "sbx", "kind": "shell", "target": ["payload"]}]}
-    guard = Guard(_config(rules=version, tools=sbx_rules))
+    guard = Guard(quiet_config(rules=version, tools=sbx_rules))
     step = guard.session("s").observe(event)
     assert step.action.type is ActionType.FILE_WRITE and step.classification.letters == "P"
     guard.shutdown()
 
 
 def test_a_user_rule_for_a_test_tool_is_validation_after_a_patch() -> None:
-    cfg = _config(tools={"rules": [{"tool": "ci_run", "type": "COMMAND", "validation": True}]})
+    cfg = quiet_config(tools={"rules": [{"tool": "ci_run", "type": "COMMAND", "validation": True}]})
     guard = Guard(cfg)
     session = guard.session("s")
     session.observe(ToolEvent(tool="write_file", arguments={"path": "src/app.py", "content": "x"}))
@@ -171,7 +166,7 @@ def test_a_shell_line_is_lexed_once_for_its_action_and_its_phase(monkeypatch: py
     real = action_shell.tokenize
     monkeypatch.setattr(action_shell, "tokenize", counting)
     monkeypatch.setattr(live, "tokenize", counting)
-    guard = Guard(_config())
+    guard = Guard(quiet_config())
     # Lines no other test uses: the default classifier's memo is shared by the process.
     lines = [
         "cd /testbed && grep -rn lexed_once src | head",

@@ -17,6 +17,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from quiet_guard import quiet_config
 
 from planguard import Config, Guard
 from planguard.events import ToolEvent
@@ -144,9 +145,8 @@ def test_a_session_without_a_span_is_skipped_and_counted(
     langfuse: tuple[str, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, received = langfuse
-    config = Config.model_validate({"store": {"enabled": False}, "telemetry": {"enabled": False}})
     sink = LangfuseScores(host=url, public_key=PUBLIC, secret_key=SECRET)
-    guard = Guard(config, sinks=[sink])
+    guard = Guard(quiet_config(), sinks=[sink])
     run_session(guard)
     guard.shutdown()
     assert received == [] and sink.drops.counts == {"score_no_span": 1}
