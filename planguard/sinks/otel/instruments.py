@@ -100,8 +100,7 @@ class Counts:
     A tally is live while its owner (the sink's per-session state) exists; when the owner is freed — and
     so no hook can still be writing to it — the tally is queued for folding, and the next snapshot (or new
     tally, once ``MAX_RETIRING`` wait) moves it into the totals. The owner is watched by a weak reference
-    whose callback only appends it to a deque (it may run on any thread, at any point): one object per
-    session for every garbage collection to walk, where a ``weakref.finalize`` is five.
+    whose callback only appends it to a deque, since it may run on any thread, at any point.
     """
 
     __slots__ = (

@@ -141,8 +141,7 @@ class _SessionState:
         self.calls: dict[int, _ToolCall] = {}  # open calls by step index
         # Decisions made while a call is gated, before it is accepted and its span exists.
         self.gated: Step | None = None
-        # Tuples while empty (as they mostly are): an empty list would be one more object per live session
-        # for every full garbage collection to walk.
+        # Decisions of the gated call, in order; most sessions never have one.
         self.gate_decisions: tuple[tuple[Decision, int], ...] = ()
         self.deferred: list[_Deferred] | tuple[()] = ()  # session-span events waiting for the worker
         self.ended = False
