@@ -18,6 +18,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from planguard_langchain import is_planguard_message
 from planguard_langchain.demo import agent as demo
 from planguard_langchain.demo import support
+from recorded_runs import mini_swe_agent_denied_submit
 
 from planguard.cli.commands import replay as replay_command
 from planguard.offline.replay import DecisionLog
@@ -115,21 +116,7 @@ def test_replay_with_the_config_gives_the_same_letters_findings_and_decisions(
 
 def test_replay_without_config_counts_recorded_denials_apart(tmp_path: Path) -> None:
     reason = "PLANGUARD GATE (validate-before-submit): not yet"
-    mini = {
-        "info": {"exit_status": "Submitted"},
-        "messages": [
-            {"role": "user", "content": "fix it"},
-            {"role": "assistant", "content": "```mswea_bash_command\nls\n```"},
-            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
-            {"role": "assistant", "content": "```mswea_bash_command\necho COMPLETE_TASK\n```"},
-            {
-                "role": "user",
-                "content": f"<returncode>1</returncode>\n<output>\n{reason}\n</output>",
-                "extra": {"planguard": {"decision": "deny", "policy": "validate-before-submit"}},
-            },
-        ],
-        "trajectory_format": "mini-swe-agent-1.1",
-    }
+    mini = mini_swe_agent_denied_submit(reason)
     path = tmp_path / "mini.traj.json"
     path.write_text(json.dumps(mini))
     (rec,) = _replay([str(path)], tmp_path)

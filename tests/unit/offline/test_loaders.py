@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recorded_runs import mini_swe_agent_denied_submit
 
 from planguard.events import ToolEvent
 from planguard.offline.loaders import (
@@ -440,21 +441,7 @@ def test_calls_a_hook_or_guard_denied_are_recorded_as_blocked(tmp_path: Path) ->
             ],
         ),
     ]
-    mini = {
-        "info": {"exit_status": "Submitted"},
-        "messages": [
-            {"role": "user", "content": "fix it"},
-            {"role": "assistant", "content": "```mswea_bash_command\nls\n```"},
-            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
-            {"role": "assistant", "content": "```mswea_bash_command\necho COMPLETE_TASK\n```"},
-            {
-                "role": "user",
-                "content": f"<returncode>1</returncode>\n<output>\n{reason}\n</output>",
-                "extra": {"planguard": {"decision": "deny", "policy": "validate-before-submit"}},
-            },
-        ],
-        "trajectory_format": "mini-swe-agent-1.1",
-    }
+    mini = mini_swe_agent_denied_submit(reason)
     (tmp_path / "mini.traj.json").write_text(json.dumps(mini))
     runs = {
         "claude-code": load_one(write_jsonl(tmp_path / "sess-1.jsonl", cc)),
