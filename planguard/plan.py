@@ -231,11 +231,6 @@ class PhaseMatch(BaseModel):
         """The match reads the call's result, known only after it ran."""
         return self.failed is not None or self.exit_code is not None or self.result is not None
 
-    @property
-    def uses_message(self) -> bool:
-        """The match is about conversation turns, not tool calls."""
-        return self.message is not None
-
 
 class PlanPhase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
