@@ -158,81 +158,62 @@ class FakeUpstream:
         return body, isinstance(body, dict)
 
     async def _openai(self, request: Request) -> Response:
-        body, ok = await self._record(request)
-        if not ok or not isinstance(body.get("messages"), list):
-            return JSONResponse(
-                {
-                    "error": {
-                        "message": "invalid body",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-                status_code=400,
-            )
-        reply = self.script("openai", body)
-        if reply.delay_s and not await self._delay(request, reply.delay_s):
-            return Response(status_code=499)
-        if reply.status != 200:
-            return JSONResponse(reply.error_body, status_code=reply.status, headers=reply.headers)
-        model = body.get("model", "fake-model")
-        if body.get("stream"):
-            return StreamingResponse(
-                self._stream(reply, _openai_events(reply, model, body)),
-                media_type="text/event-stream",
-                headers=reply.headers,
-            )
-        return _answer(reply, _openai_message(reply, model))
+        return await self._serve(
+            request,
+            "openai",
+            ("messages", list),
+            _OPENAI_INVALID,
+            lambda reply, body: _openai_events(reply, _model(body), body),
+            lambda reply, body: _openai_message(reply, _model(body)),
+        )
 
     async def _anthropic(self, request: Request) -> Response:
-        body, ok = await self._record(request)
-        if not ok or not isinstance(body.get("messages"), list):
-            return JSONResponse(
-                {"type": "error", "error": {"type": "invalid_request_error", "message": "invalid body"}},
-                status_code=400,
-            )
-        reply = self.script("anthropic", body)
-        if reply.delay_s and not await self._delay(request, reply.delay_s):
-            return Response(status_code=499)
-        if reply.status != 200:
-            return JSONResponse(reply.error_body, status_code=reply.status, headers=reply.headers)
-        model = body.get("model", "fake-model")
-        if body.get("stream"):
-            return StreamingResponse(
-                self._stream(reply, _anthropic_events(reply, model)),
-                media_type="text/event-stream",
-                headers=reply.headers,
-            )
-        return _answer(reply, _anthropic_message(reply, model))
+        return await self._serve(
+            request,
+            "anthropic",
+            ("messages", list),
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "invalid body"}},
+            lambda reply, body: _anthropic_events(reply, _model(body)),
+            lambda reply, body: _anthropic_message(reply, _model(body)),
+        )
 
     async def _responses(self, request: Request) -> Response:
+        return await self._serve(
+            request,
+            "responses",
+            ("input", (str, list)),
+            _OPENAI_INVALID,
+            lambda reply, body: _responses_events(_responses_object(reply, body)),
+            _responses_object,
+        )
+
+    async def _serve(
+        self,
+        request: Request,
+        wire: str,
+        required: tuple[str, type | tuple[type, ...]],
+        invalid: dict[str, Any],
+        events: Callable[[Reply, dict[str, Any]], list[bytes]],
+        message: Callable[[Reply, dict[str, Any]], dict[str, Any]],
+    ) -> Response:
+        """One request of ``wire``: a body without the ``required`` (key, type) gets the API's 400
+        ``invalid``; else the script's reply, streamed (``events``) or whole (``message``)."""
         body, ok = await self._record(request)
-        if not ok or not isinstance(body.get("input"), (str, list)):
-            return JSONResponse(
-                {
-                    "error": {
-                        "message": "invalid body",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-                status_code=400,
-            )
-        reply = self.script("responses", body)
+        key, kinds = required
+        if not ok or not isinstance(body.get(key), kinds):
+            return JSONResponse(invalid, status_code=400)
+        reply = self.script(wire, body)
         if reply.delay_s and not await self._delay(request, reply.delay_s):
             return Response(status_code=499)
         if reply.status != 200:
             return JSONResponse(reply.error_body, status_code=reply.status, headers=reply.headers)
-        resp = _responses_object(reply, body)
         if body.get("stream"):
             return StreamingResponse(
-                self._stream(reply, _responses_events(resp)),
+                self._stream(reply, events(reply, body)),
                 media_type="text/event-stream",
                 headers=reply.headers,
             )
-        return _answer(reply, resp)
+        return _answer(reply, message(reply, body))
 
     async def _delay(self, request: Request, seconds: float) -> bool:
         """Wait before answering; False (and ``disconnect_seen``) if the caller hung up meanwhile."""
@@ -272,6 +253,15 @@ class FakeUpstream:
 
 
 # ---------------------------------------------------------------------- wire formats
+
+
+_OPENAI_INVALID = {
+    "error": {"message": "invalid body", "type": "invalid_request_error", "param": None, "code": None}
+}
+
+
+def _model(body: dict[str, Any]) -> Any:
+    return body.get("model", "fake-model")
 
 
 def _answer(reply: Reply, obj: dict[str, Any]) -> Response:
