@@ -1,6 +1,6 @@
 """Offline replay of the 81 real SWE-agent runs against bare ``json.loads`` of the same file.
 
-    python benchmarks/bench_replay.py [PATH] [--repeat 7] [--instructions]
+    python benchmarks/bench_replay.py [PATH] [--repeat 7] [--instructions] | --stages
     python benchmarks/bench_replay.py --parallel | --loaders | --report | --from-store | --experiment
 
 Acceptance: replaying the JSONL file (load + phase classification + metrics, all 7 paper plans scored)
@@ -14,7 +14,9 @@ takes at most twice as long as ``json.loads`` of its lines.
   second reference line.
 
 ``--instructions`` (needs valgrind) adds the whole-file ratios as instructions executed, counted by callgrind:
-deterministic where the wall clock of a shared machine is not (~2 minutes).
+deterministic where the wall clock of a shared machine is not (~2 minutes). ``--stages`` (valgrind) counts
+where a cold replay with diagnostics spends: the loader, the paper rules alone, the action classifier alone,
+the whole replay of the loaded runs, and the rest (detectors, metrics, session), each against ``json.loads``.
 
 **cold** replays start from new stage objects (empty parse memos), as ``planguard replay`` in a new
 process does; **warm** replays reuse one pipeline, so every action after the first repeat is a memo hit.
@@ -63,7 +65,7 @@ import _callgrind  # noqa: E402
 from planguard.actions import ActionClassifier  # noqa: E402
 from planguard.detectors import default_detectors  # noqa: E402
 from planguard.offline.loaders import Trajectory, iter_trajectories  # noqa: E402
-from planguard.offline.replay import replay, resolve_plans  # noqa: E402
+from planguard.offline.replay import replay, replay_items, resolve_plans  # noqa: E402
 from planguard.phases import PaperRules  # noqa: E402
 from planguard.session import Pipeline  # noqa: E402
 
@@ -138,10 +140,54 @@ def instructions(path: Path, repeat: int) -> None:
         print(f"  {name:<33} {n / 1e6:8.1f} M   {n / base:.2f}×")
 
 
-def count_segments(lib: str, path: Path, repeat: int) -> None:
+def stage_items(path: Path) -> dict[str, Callable[[], object]]:
+    """Where a cold replay with diagnostics spends, stage by stage, each over the same loaded runs (the
+    loader itself measured apart): the paper rules alone (classify and apply every call), the action
+    classifier alone, and the whole replay of the loaded runs (the rest beyond those two is the
+    detectors, the metrics and the session's own work)."""
+    lines = path.read_bytes().splitlines()
+    trajs = [t for t in iter_trajectories([path]) if isinstance(t, Trajectory)]
+
+    def paper_rules() -> None:
+        rules = PaperRules()
+        for t in trajs:
+            state = rules.new_state()
+            for e in t.events:
+                state.apply(rules.classify(e, state))
+
+    def actions() -> None:
+        classify = ActionClassifier()
+        for t in trajs:
+            for e in t.events:
+                classify(e)
+
+    return {
+        "json.loads of the lines": lambda: [json.loads(line) for line in lines],
+        "load only (iter_trajectories)": lambda: sum(1 for _ in iter_trajectories([path])),
+        "paper rules alone": paper_rules,
+        "action classifier alone": actions,
+        "replay of the loaded runs": lambda: sum(1 for _ in replay_items(trajs, fresh_pipeline(True))),
+    }
+
+
+def stages(path: Path) -> None:
+    counts = _callgrind.run(__file__, [str(path), "--stages", "--repeat", "1"])
+    best = {name: min(ns) for name, ns in counts.items()}
+    base = best["json.loads of the lines"]
+    print("[stages of a cold replay with diagnostics, instructions (callgrind); the loaded runs frozen]")
+    for name, n in best.items():
+        print(f"  {name:<33} {n / 1e6:8.1f} M   {n / base:.2f}×")
+    rest = best["replay of the loaded runs"] - best["paper rules alone"] - best["action classifier alone"]
+    print(f"  {'(detectors, metrics, session)':<33} {rest / 1e6:8.1f} M   {rest / base:.2f}×")
+
+
+def count_segments(lib: str, path: Path, repeat: int, by_stage: bool = False) -> None:
     """Runs inside callgrind: one counter segment per whole-file item and repeat, round-robin."""
     cg = _callgrind.Segments(lib)
-    items = whole_file_items(path, path.read_bytes().splitlines())
+    items = stage_items(path) if by_stage else whole_file_items(path, path.read_bytes().splitlines())
+    if by_stage:  # the loaded runs are input, not replay state: keep the collector from re-walking them
+        gc.collect()
+        gc.freeze()
     for fn in items.values():  # uninstrumented warm-up of the interpreter
         fn()
     cg.start()
@@ -411,11 +457,17 @@ def main() -> None:
     ap.add_argument("--from-store", action="store_true", help="replay from a metadata-only store")
     ap.add_argument("--experiment", action="store_true", help="the experiment analysis' bootstrap")
     ap.add_argument("--coverage", action="store_true", help="--experiment: the intervals' coverage study")
+    ap.add_argument(
+        "--stages", action="store_true", help="instructions of a cold replay's stages (callgrind)"
+    )
     ap.add_argument("--segments", metavar="LIB", help=argparse.SUPPRESS)  # internal: run under callgrind
     args = ap.parse_args()
     path: Path = args.path
     if args.segments:
-        count_segments(args.segments, path, args.repeat)
+        count_segments(args.segments, path, args.repeat, args.stages)
+        return
+    if args.stages:
+        stages(path)
         return
     if args.parallel:
         parallel(args.runs or 17_000, args.jobs)

@@ -14,6 +14,9 @@ the live objects each session holds.
    again), next call; at the end ``await guard.aend``. Every session therefore has a call open at once,
    and the hooks of 1,000 sessions interleave. Each hook call's wall time is recorded; a tool call's time
    is its ``abefore_tool`` plus its ``aafter_tool``. Printed: p50 / p99 / max per tool call (and per hook),
+   what the slowest 1 % of calls by CPU are (the share of calls of ≥ 1,000 characters among them, against
+   their share of all calls: a tail made of long calls is per-call cost, not the sessions' number;
+   ``--sessions 100`` beside ``--sessions 1000`` shows what grows with live sessions),
    the gen-2 garbage collections (``gc.callbacks``: how many, their longest) and how many tool calls
    overlapped one, and how many objects the collector tracked before the sessions started (the process's
    own: modules, the ``Guard``, the loaded corpus — every gen-2 pass walks them too). The run is made
@@ -70,6 +73,10 @@ wall = time.perf_counter
 cpu = time.thread_time
 
 
+#: A call this long (its action or arguments, in characters) is a long call (bench_guard's ``long`` stream).
+LONG_CALL = 1000
+
+
 def load_runs() -> list[list[ToolEvent]]:
     runs = [t.events for t in iter_trajectories([CORPUS]) if isinstance(t, Trajectory) and t.events]
     if not runs:
@@ -123,6 +130,7 @@ class Timings:
         self.wall: list[float] = []
         self.cpu: list[float] = []
         self.hooks: list[tuple[float, float, int]] = []  # start, end, tool call number
+        self.chars: list[int] = []  # the call's text (the action, else the arguments), in characters
 
 
 async def drive(
@@ -135,6 +143,7 @@ async def drive(
         n = len(t.wall)
         t.wall.append(0.0)
         t.cpu.append(0.0)
+        t.chars.append(len(src.action or str(src.arguments)))
         w0, c0 = wall(), cpu()
         decision = await guard.abefore_tool(sid, ev)
         w1, c1 = wall(), cpu()
@@ -244,6 +253,16 @@ def run_latency(
             f"  {name:<5} p50 {ms(pct(v, 0.5))}  p99 {ms(pct(v, 0.99))}  p99.9 {ms(pct(v, 0.999))}"
             f"  max {ms(v[-1])}  over 20 ms: {slow}"
         )
+    # What the CPU tail is made of: a call's own work grows with its text (a created file's content is
+    # read), so the slowest 1 % against the share of long calls tells per-call cost from per-session cost.
+    by_cpu = sorted(range(len(t.cpu)), key=t.cpu.__getitem__)
+    tail = by_cpu[-max(1, len(by_cpu) // 100) :]
+    long_calls = sum(1 for c in t.chars if c >= LONG_CALL)
+    long_tail = sum(1 for i in tail if t.chars[i] >= LONG_CALL)
+    print(
+        f"  the 1 % slowest (CPU): {long_tail / len(tail):.0%} are calls of ≥ {LONG_CALL:,} characters "
+        f"({long_calls / max(1, len(t.chars)):.0%} of all calls)"
+    )
     worst = sorted(range(len(t.wall)), key=t.wall.__getitem__)[-10:]
     print(f"  the 10 slowest calls (wall) inside a gen-2 collection: {sum(1 for i in worst if i in in_gc)}")
     if watch.cpu:

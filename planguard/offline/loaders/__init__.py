@@ -161,20 +161,25 @@ RUN_PER_LINE_FORMATS = frozenset({"swe-agent-jsonl", "openhands-output"})
 
 def line_ranges(
     path: str | os.PathLike[str], part_bytes: int, *, source_format: str | None = None
-) -> list[tuple[int, int, int]] | None:
+) -> Iterator[tuple[int, int, int]] | None:
     """Where a JSON Lines file of one run per line can be cut into parts of about ``part_bytes``: each
     part's (start byte, end byte, first line number), cut at line ends; ``None`` when the file is not one
-    (other formats are read whole) or is no larger than a part. Reads the file once, a block at a time."""
+    (other formats are read whole) or is no larger than a part. The file is read once, a block at a time,
+    as the parts are taken: the first part can be replayed while the rest of a large file is still cut."""
     target = Path(path)
     try:
-        if (
-            target.stat().st_size <= part_bytes
-            or _format_of(target, source_format) not in RUN_PER_LINE_FORMATS
-        ):
+        size = target.stat().st_size
+        if size <= part_bytes or _format_of(target, source_format) not in RUN_PER_LINE_FORMATS:
             return None
-        ranges: list[tuple[int, int, int]] = []
-        start = at = 0  # the current part's first byte; the block's first byte
-        line = first = 1  # the line at ``done`` in the block; the current part's first line
+    except (OSError, LoadError):
+        return None  # read whole: the error is reported (once) by the whole file's read
+    return _cut_at_line_ends(target, part_bytes, size)
+
+
+def _cut_at_line_ends(target: Path, part_bytes: int, size: int) -> Iterator[tuple[int, int, int]]:
+    start = at = 0  # the current part's first byte; the block's first byte
+    line = first = 1  # the line at ``done`` in the block; the current part's first line
+    try:
         with target.open("rb") as handle:
             while block := handle.read(1 << 20):
                 done = 0
@@ -182,15 +187,15 @@ def line_ranges(
                 while (end := block.find(b"\n", max(start + part_bytes - at, done))) >= 0:
                     cut = end + 1
                     line += block.count(b"\n", done, cut)
-                    ranges.append((start, at + cut, first))
+                    yield start, at + cut, first
                     start, first, done = at + cut, line, cut
                 line += block.count(b"\n", done)
                 at += len(block)
-        if start < at:
-            ranges.append((start, at, first))
-        return ranges
-    except (OSError, LoadError):
-        return None  # read whole: the error is reported (once) by the whole file's read
+    except OSError:
+        # The rest as one range: reading it reports the error (once), after the runs before it.
+        at = max(at, size, start + 1)
+    if start < at:
+        yield start, at, first
 
 
 def iter_line_range(
