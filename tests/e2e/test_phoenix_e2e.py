@@ -102,6 +102,7 @@ def test_session_round_trip_through_phoenix(monkeypatch: pytest.MonkeyPatch) -> 
     project = f"planguard-e2e-{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", str(PHOENIX_URL))
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")  # Phoenix takes traces only
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     # the OTel sink alone (the store stays on with an endpoint; this test reads Phoenix only)
@@ -193,6 +194,7 @@ def test_a_demo_run_shows_its_evaluation_results_in_phoenix(tmp_path: Path) -> N
         **os.environ,
         "OTEL_EXPORTER_OTLP_ENDPOINT": str(PHOENIX_URL),
         "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
         "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
     }
     done = subprocess.run(
@@ -356,6 +358,7 @@ def test_scores_are_annotations_on_the_agents_span(monkeypatch: pytest.MonkeyPat
     project = f"planguard-scores-{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", str(PHOENIX_URL))
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
     monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", f"{PHOENIX_URL}/v1/traces")
     (otel,) = build_sinks(TelemetryConfig(agent_name="scored-agent"), StoreConfig(enabled=False))
