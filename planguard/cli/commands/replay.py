@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import IO, TYPE_CHECKING, Any
 
+from ..progress import RunProgress
+
 if TYPE_CHECKING:
     from ...offline.parallel import Part
     from ...session import Pipeline
@@ -223,7 +225,6 @@ def run(args: argparse.Namespace) -> int:
     from ...config import ConfigError
     from ...unclassified import logger as unclassified_logger
     from ..output import open_output
-    from ..progress import RunProgress
 
     recipe = _Recipe(
         args.config, tuple(args.plan) if args.plan else None, args.rules, not args.no_diagnostics, args.source

@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from ..progress import RunProgress
+
 __all__ = ["register", "run"]
 
 
@@ -79,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
     from ...offline.report.records import RunRecord, expand_paths
     from ...phases import DEFAULT_VERSION
     from ..output import open_output
-    from ..progress import RunProgress
 
     fmt = args.format or ("html" if args.output or not sys.stdout.isatty() else "terminal")
     files = expand_paths(args.paths)
