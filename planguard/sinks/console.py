@@ -85,15 +85,20 @@ def format_step_line(
 
 
 class _ConsoleState:
-    """One session's decisions waiting for their call's line, and the gate decisions of the call being
-    gated (they join its line once it is accepted)."""
+    """One session's decisions waiting for their call's line, the gate decisions of the call being gated
+    (they join its line once it is accepted), and the lines of calls that ended before an earlier call
+    (parallel calls: the timeline shows them in call order)."""
 
-    __slots__ = ("decisions", "gated", "gate_decisions")
+    __slots__ = ("decisions", "gated", "gate_decisions", "held", "running")
 
     def __init__(self) -> None:
         self.decisions: dict[int, list[Decision]] = {}
         self.gated: Step | None = None
         self.gate_decisions: list[Decision] = []
+        # Calls started and not ended (index -> None, in start order; bounded like ``decisions``: a call
+        # whose end never comes stops holding the lines after it), and finished lines held behind them.
+        self.running: dict[int, Any] = {}
+        self.held: dict[int, tuple[Any, ...]] = {}
 
 
 class ConsoleSink(Sink):
@@ -137,26 +142,36 @@ class ConsoleSink(Sink):
             state.decisions[step.index] = state.gate_decisions
             forget_oldest_call(state.decisions)
         state.gated, state.gate_decisions = None, []
+        state.running[step.index] = None
+        forget_oldest_call(state.running)
 
     def on_tool_end(self, session: Session, step: Step, state: _ConsoleState) -> None:
         ev = step.event
         kind = getattr(step.action, "type", None)  # (None without an action)
-        self._worker.submit(
-            (
-                "step",
-                session.id,
-                step.index,
-                ev.tool,
-                step.classification.roles,
-                kind,
-                session.scores(),
-                [(r, n) for r, n in session.langutory.runs[-3:]],
-                [f.detector for f in step.findings],
-                state.decisions.pop(step.index, ()),
-                ev.failed,
-                session.pipeline.letter_of,
-            )
+        state.running.pop(step.index, None)
+        state.held[step.index] = (
+            "step",
+            session.id,
+            step.index,
+            ev.tool,
+            step.classification.roles,
+            kind,
+            session.scores(),
+            [(r, n) for r, n in session.langutory.runs[-3:]],
+            [f.detector for f in step.findings],
+            state.decisions.pop(step.index, ()),
+            ev.failed,
+            session.pipeline.letter_of,
         )
+        self._release(state)
+
+    def _release(self, state: _ConsoleState, everything: bool = False) -> None:
+        """Print the held lines no running call precedes, in call order (all of them at the end)."""
+        first_running = min(state.running) if state.running and not everything else None
+        for index in sorted(state.held):
+            if first_running is not None and index > first_running:
+                break
+            self._worker.submit(state.held.pop(index))
 
     def on_finding(self, session: Session, step: Step | None, finding: Finding, state: _ConsoleState) -> None:
         if step is None:
@@ -186,6 +201,7 @@ class ConsoleSink(Sink):
             waiting.append(decision)
 
     def on_session_end(self, session: Session, summary: SessionSummary, state: _ConsoleState) -> None:
+        self._release(state, everything=True)
         self._worker.submit(("end", session.id, summary, session.pipeline.plan.name))
 
     def flush(self, timeout_s: float = 5.0) -> bool:

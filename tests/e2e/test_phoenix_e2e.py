@@ -102,6 +102,7 @@ def test_session_round_trip_through_phoenix(monkeypatch: pytest.MonkeyPatch) -> 
     project = f"planguard-e2e-{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", str(PHOENIX_URL))
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")  # Phoenix takes traces only
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     # the OTel sink alone (the store stays on with an endpoint; this test reads Phoenix only)
@@ -193,6 +194,7 @@ def test_a_demo_run_shows_its_evaluation_results_in_phoenix(tmp_path: Path) -> N
         **os.environ,
         "OTEL_EXPORTER_OTLP_ENDPOINT": str(PHOENIX_URL),
         "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
         "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
     }
     done = subprocess.run(
@@ -259,15 +261,28 @@ if sys.argv[1] == "register":
     project = os.environ["PROJECT"]
     register(project_name=project, protocol="http/protobuf", auto_instrument=True, verbose=False)
 
-@tool
-def read_file(path: str) -> str:
-    \"\"\"Read a file of the repository.\"\"\"
-    return "contents of " + path
+ASYNC = sys.argv[2:] == ["ainvoke"]  # the async agent with async def tools
 
-@tool
-def bash(command: str) -> str:
-    \"\"\"Run a shell command.\"\"\"
-    return "1 failed"
+if ASYNC:
+    @tool
+    async def read_file(path: str) -> str:
+        \"\"\"Read a file of the repository.\"\"\"
+        return "contents of " + path
+
+    @tool
+    async def bash(command: str) -> str:
+        \"\"\"Run a shell command.\"\"\"
+        return "1 failed"
+else:
+    @tool
+    def read_file(path: str) -> str:
+        \"\"\"Read a file of the repository.\"\"\"
+        return "contents of " + path
+
+    @tool
+    def bash(command: str) -> str:
+        \"\"\"Run a shell command.\"\"\"
+        return "1 failed"
 
 provider = trace.get_tracer_provider()
 processors = lambda: list(provider._active_span_processor._span_processors)
@@ -281,7 +296,12 @@ model = ScriptedChatModel(turns=[
 agent = create_agent(model, [read_file, bash], middleware=[PlanGuardMiddleware(guard)])
 app = trace.get_tracer("the-app")
 with app.start_as_current_span("handle_request"):
-    agent.invoke({"messages": [("user", "fix the bug")]}, {"configurable": {"thread_id": "t-1"}})
+    request = ({"messages": [("user", "fix the bug")]}, {"configurable": {"thread_id": "t-1"}})
+    if ASYNC:
+        import asyncio
+        asyncio.run(agent.ainvoke(*request))
+    else:
+        agent.invoke(*request)
     with app.start_as_current_span("after_agent"):
         pass
 guard.shutdown()
@@ -292,7 +312,7 @@ print(json.dumps({"same_processors": before == after, "processors": [type(p).__n
 """
 
 
-@pytest.mark.parametrize("setup", ["register", "opentelemetry-instrument"])
+@pytest.mark.parametrize("setup", ["register", "register-ainvoke", "opentelemetry-instrument"])
 def test_every_application_span_reaches_phoenix_in_one_trace(setup: str, tmp_path: Path) -> None:
     project = f"planguard-app-{setup}-{uuid.uuid4().hex[:8]}"
     script = tmp_path / "app.py"
@@ -303,8 +323,8 @@ def test_every_application_span_reaches_phoenix_in_one_trace(setup: str, tmp_pat
         "PHOENIX_COLLECTOR_ENDPOINT": str(PHOENIX_URL),
         "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
     }
-    if setup == "register":
-        cmd = [sys.executable, str(script), "register"]
+    if setup.startswith("register"):  # (register-ainvoke: the async agent, async def tools)
+        cmd = [sys.executable, str(script), "register", *setup.split("-")[1:]]
     else:
         instrument = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
         assert instrument, "opentelemetry-instrument (opentelemetry-distro) is not installed"
@@ -323,7 +343,7 @@ def test_every_application_span_reaches_phoenix_in_one_trace(setup: str, tmp_pat
     assert report["errors"] == 0
 
     expected = {"handle_request", "after_agent", "invoke_agent coder"}
-    if setup == "register":
+    if setup.startswith("register"):
         expected |= {"LangGraph", "read_file", "bash"}  # OpenInference's spans, tool spans included
     spans = fetch_spans(project, names=frozenset(expected))
     names = [s["name"] for s in spans]
@@ -342,7 +362,7 @@ def test_every_application_span_reaches_phoenix_in_one_trace(setup: str, tmp_pat
         or s["attributes"].get("gen_ai.operation.name") == "execute_tool"
     ]
     assert sorted(s["attributes"].get("gen_ai.tool.name") for s in tool_spans) == ["bash", "read_file"]
-    if setup == "register":  # OpenInference's tool spans carry planguard's attributes; none of its own
+    if setup.startswith("register"):  # OpenInference's tool spans carry planguard's attributes, none its own
         assert not [n for n in names if n.startswith("execute_tool")], names
         assert all("planguard.phase" in s["attributes"] for s in tool_spans)
 
@@ -356,6 +376,7 @@ def test_scores_are_annotations_on_the_agents_span(monkeypatch: pytest.MonkeyPat
     project = f"planguard-scores-{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", str(PHOENIX_URL))
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
     monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", f"{PHOENIX_URL}/v1/traces")
     (otel,) = build_sinks(TelemetryConfig(agent_name="scored-agent"), StoreConfig(enabled=False))

@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from ..progress import RunProgress
+
 __all__ = ["register", "run"]
 
 
@@ -58,6 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="runs embedded in the per-run drill-down (deterministic sample above this)",
     )
     p.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw the progress line (runs, bytes of input) on standard error even when it is no terminal",
+    )
+    p.add_argument(
         "-j",
         "--jobs",
         type=int,
@@ -83,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         f"{p}: no such file or directory; expected a trajectory, replay jsonl or store file" for p in missing
     ]
     records: list[RunRecord] = []
+    shown = sys.stderr.isatty() or args.progress
+    progress = RunProgress([str(f) for f in files] if shown else None, force=args.progress)
     try:
         for item in collect(
             files,
@@ -92,12 +101,15 @@ def run(args: argparse.Namespace) -> int:
         ):
             if isinstance(item, str):
                 errors.append(item)
-                print(item, file=sys.stderr)
+                progress.print_error(item)
             else:
                 records.append(item)
+                progress.advance(item.id, item.source)
     except ValueError as exc:  # a bad --plan
         print(f"planguard report: {exc}", file=sys.stderr)
         return 2
+    finally:
+        progress.close()
     if not records and not experiments:
         print("planguard report: no runs found in the input", file=sys.stderr)
         return 1

@@ -17,7 +17,7 @@ GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"  # telemetry.agent_name, or the s
 GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"  # the session's agent_id metadata
 #: the session id (e.g. the LangGraph thread_id), on every span
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-#: on invoke_agent: telemetry.provider_name, the provider metadata, or unknown
+#: on invoke_agent: telemetry.provider_name, the provider metadata, the model metadata's provider, or unknown
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"  # the session's model metadata
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # the tool called
@@ -27,8 +27,53 @@ GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"  # the model's id for the cal
 GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 #: the value planguard sets
 TOOL_TYPE_FUNCTION: Final = "function"
-#: ``gen_ai.provider.name`` when neither the config nor the session's metadata names the provider.
+#: ``gen_ai.provider.name`` when neither the config nor the session's metadata names the provider (nor its
+#: model, see :func:`provider_for_model`).
 PROVIDER_UNKNOWN: Final = "unknown"
+#: Routing prefixes of model ids (``anthropic/claude-...``, LiteLLM's and OpenCode's ``provider/model``) and
+#: the GenAI conventions' ``gen_ai.provider.name`` values they name.
+_PROVIDER_PREFIXES: Final = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "google": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "xai": "x_ai",
+    "cohere": "cohere",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+}
+#: A bare model id's family and the provider it is served by when nothing else is named (the maker's own
+#: API, as LiteLLM routes a bare id).
+_PROVIDER_FAMILIES: Final = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-"), "openai"),
+    (("claude",), "anthropic"),
+    (("gemini",), "gcp.gemini"),
+    (("mistral", "codestral", "devstral", "magistral"), "mistral_ai"),
+    (("deepseek",), "deepseek"),
+    (("grok",), "x_ai"),
+    (("command",), "cohere"),
+)
+
+
+def provider_for_model(model: str) -> str | None:
+    """The ``gen_ai.provider.name`` a recorded model id names: its routing prefix (``bedrock/...``), else its
+    family (``claude-...``: ``anthropic``); ``None`` when neither is known."""
+    name = model.strip().lower()
+    prefix, _, rest = name.partition("/")
+    if rest:
+        if prefix in _PROVIDER_PREFIXES:
+            return _PROVIDER_PREFIXES[prefix]
+        name = name.rsplit("/", 1)[1]
+    return next((provider for starts, provider in _PROVIDER_FAMILIES if name.startswith(starts)), None)
+
+
 #: Opt-in content attributes (only with content capture on; redacted before export).
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"  # content: only with capture on

@@ -14,7 +14,7 @@ from .. import Sink
 from ..drops import DropCounter
 from .config import TelemetryConfig
 from .env import configure_otlp, export_settings, start_prometheus_exporter
-from .providers import app_meter_provider, app_tracer_provider
+from .providers import app_logger_provider, app_meter_provider, app_tracer_provider
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -44,6 +44,8 @@ def build_sinks(
       ``register()``); else providers built here from the ``OTEL_*`` variables (:mod:`.settings`), owned
       by the sink, and none with ``OTEL_SDK_DISABLED=true``. ``telemetry.prometheus_port`` (or
       ``OTEL_METRICS_EXPORTER=prometheus``) serves metrics for Prometheus when no meter provider is found.
+      The evaluation events go to the application's global logger provider once it has set one, else to one
+      built here from ``OTEL_LOGS_EXPORTER`` and owned by the sink (never made global).
     * The local JSONL store (``store.enabled``), with or without an OTLP exporter: while a collector is
       down the store still keeps every session (``store: {enabled: false}`` turns it off).
     * The console timeline when ``telemetry.console``.
@@ -62,12 +64,12 @@ def build_sinks(
         from .otel import OTelSink
 
         owned: list[Any] = []
-        tp, mp = tracer_provider, meter_provider
+        tp, mp, lp = tracer_provider, meter_provider, app_logger_provider()
         if tp is None:
             tp = app_tracer_provider()
         if mp is None:
             mp = app_meter_provider()
-        if (tp is None or mp is None) and not settings.sdk_disabled:
+        if (tp is None or mp is None or lp is None) and not settings.sdk_disabled:
             built = configure_otlp(
                 telemetry,
                 drops=drops,
@@ -76,11 +78,13 @@ def build_sinks(
                     settings,
                     traces=settings.traces if tp is None else replace(settings.traces, exporters=()),
                     metrics=settings.metrics if mp is None else replace(settings.metrics, exporters=()),
+                    logs=settings.logs if lp is None else replace(settings.logs, exporters=()),
                 ),
             )
             if built is not None:
                 tp = tp if tp is not None else built.tracer_provider
                 mp = mp if mp is not None else built.meter_provider
+                lp = lp if lp is not None else built.logger_provider
                 owned.extend(built.owned)
         wants_prometheus = telemetry.prometheus_port is not None or "prometheus" in settings.metrics.exporters
         if mp is None and wants_prometheus and not settings.sdk_disabled:
@@ -112,6 +116,7 @@ def build_sinks(
                 defer_spans=telemetry.defer_spans,
                 shutdown_timeout_s=telemetry.shutdown_timeout_s,
                 recorded=recorded,
+                logger_provider=lp,
             )
         )
     if store.enabled:

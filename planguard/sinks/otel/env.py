@@ -62,8 +62,10 @@ PROTOCOLS: Final = (PROTOCOL_HTTP, PROTOCOL_GRPC)
 #: The spec's default OTLP endpoints (used when an exporter is asked for by name with no endpoint set).
 DEFAULT_HTTP_ENDPOINT: Final = "http://localhost:4318"
 DEFAULT_GRPC_ENDPOINT: Final = "http://localhost:4317"
-#: ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` values planguard's own providers know.
+#: ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` / ``OTEL_LOGS_EXPORTER`` values planguard's own
+#: providers know.
 TRACE_EXPORTERS: Final = ("otlp", "console", "none")
+LOG_EXPORTERS: Final = ("otlp", "console", "none")
 METRIC_EXPORTERS: Final = ("otlp", "console", "prometheus", "none")
 
 #: Every variable read here, with what it does (the generated docs list them).
@@ -71,15 +73,21 @@ ENV_VARIABLES: Final[dict[str, str]] = {
     "OTEL_SDK_DISABLED": "`true`: planguard builds no providers and emits nothing (default `false`).",
     "OTEL_TRACES_EXPORTER": "`otlp`, `console`, `none`, comma-separated (default `otlp` given an endpoint).",
     "OTEL_METRICS_EXPORTER": "`otlp`, `console`, `prometheus`, `none` (default as for traces).",
+    "OTEL_LOGS_EXPORTER": "`otlp`, `console`, `none` for the `gen_ai.evaluation.result` events when the "
+    "application set no logger provider (default as for traces).",
     "OTEL_EXPORTER_OTLP_PROTOCOL": "`http/protobuf` (default) or `grpc`.",
     "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "Overrides the protocol for spans.",
     "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "Overrides the protocol for metrics.",
-    "OTEL_EXPORTER_OTLP_ENDPOINT": "Base URL; over HTTP `/v1/traces` and `/v1/metrics` are appended.",
+    "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "Overrides the protocol for log records (evaluation events).",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "Base URL; over HTTP `/v1/traces`, `/v1/metrics`, `/v1/logs` are "
+    "appended.",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "Spans' URL, used as given.",
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "Metrics' URL, used as given.",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "Log records' URL, used as given.",
     "OTEL_EXPORTER_OTLP_HEADERS": "`key=value,...` sent with every export (read by the exporter).",
     "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "Headers for spans only (read by the exporter).",
     "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "Headers for metrics only (read by the exporter).",
+    "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "Headers for log records only (read by the exporter).",
     "OTEL_EXPORTER_OTLP_TIMEOUT": "Per-request timeout in ms (read by the exporter; default 10000).",
     "OTEL_METRIC_EXPORT_INTERVAL": "Milliseconds between two metric exports (default 60000).",
     "OTEL_METRIC_EXPORT_TIMEOUT": "Milliseconds one metric export may take (default 30000).",
@@ -98,7 +106,7 @@ ENV_VARIABLES: Final[dict[str, str]] = {
 
 @dataclass(frozen=True)
 class SignalSettings:
-    """How one signal (traces or metrics) leaves the process when planguard builds its provider."""
+    """How one signal (traces, metrics or logs) leaves the process when planguard builds its provider."""
 
     exporters: tuple[str, ...]  # empty: the signal is off
     protocol: str
@@ -126,6 +134,9 @@ class ExportSettings:
     #: Where the Prometheus endpoint listens: the config's keys when set, else ``OTEL_EXPORTER_PROMETHEUS_*``.
     prometheus_host: str = "127.0.0.1"
     prometheus_port: int = 9464
+    #: planguard's own evaluation events (``gen_ai.evaluation.result``), when the application set no logger
+    #: provider.
+    logs: SignalSettings = SignalSettings((), PROTOCOL_HTTP, "")
 
 
 def _text(env: Mapping[str, str], key: str) -> str:
@@ -193,16 +204,19 @@ def export_settings(
     env_base = _text(env, "OTEL_EXPORTER_OTLP_ENDPOINT") or None
     traces_specific = None if base else _text(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or None
     metrics_specific = None if base else _text(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or None
-    configured = bool(base or env_base or traces_specific or metrics_specific)
+    logs_specific = None if base else _text(env, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") or None
+    configured = bool(base or env_base or traces_specific or metrics_specific or logs_specific)
     # Without an endpoint, OTLP is only on when asked for by name: planguard then writes its local store
     # instead of sending to a collector on localhost that is most likely not there.
     default = ("otlp",) if configured else ()
     trace_names = _exporters(env, "OTEL_TRACES_EXPORTER", TRACE_EXPORTERS, default)
     metric_names = _exporters(env, "OTEL_METRICS_EXPORTER", METRIC_EXPORTERS, default)
-    t_proto, m_proto = _protocol(env, "TRACES"), _protocol(env, "METRICS")
+    log_names = _exporters(env, "OTEL_LOGS_EXPORTER", LOG_EXPORTERS, default)
+    t_proto, m_proto, l_proto = _protocol(env, "TRACES"), _protocol(env, "METRICS"), _protocol(env, "LOGS")
     base = base or env_base
     traces = SignalSettings(trace_names, t_proto, _endpoint(base, traces_specific, t_proto, "traces"))
     metrics = SignalSettings(metric_names, m_proto, _endpoint(base, metrics_specific, m_proto, "metrics"))
+    logs = SignalSettings(log_names, l_proto, _endpoint(base, logs_specific, l_proto, "logs"))
     queue_default = config.max_queue_size if config is not None else 2048
     span_timeout_s = config.export_timeout_s if config is not None else None
     if _text(env, "OTEL_BSP_EXPORT_TIMEOUT"):
@@ -221,6 +235,7 @@ def export_settings(
         sdk_disabled=_text(env, "OTEL_SDK_DISABLED").lower() == "true",
         traces=traces,
         metrics=metrics,
+        logs=logs,
         metric_interval_ms=_number(env, "OTEL_METRIC_EXPORT_INTERVAL", 60_000, 1),
         metric_timeout_ms=_number(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30_000, 1),
         bsp_schedule_delay_ms=_number(env, "OTEL_BSP_SCHEDULE_DELAY", 5_000, 1),
@@ -310,6 +325,7 @@ class OtlpProviders:
     meter_provider: MeterProvider | None
     drops: DropCounter
     owned: list[Any] = field(default_factory=list)
+    logger_provider: Any = None  # an SDK LoggerProvider (the SDK's logs module is still underscored)
 
 
 #: The least a provider gets when an earlier one used up the shared deadline (its last export is dropped).
@@ -317,15 +333,23 @@ _MIN_PROVIDER_S = 0.05
 
 
 def shutdown_providers(providers: Sequence[Any], timeout_s: float) -> None:
-    """Shut providers down in order within one shared deadline, where the SDK lets us bound it (a tracer
-    provider's processors bound themselves: :class:`BoundedSpanProcessor` has its own timeout)."""
+    """Shut providers down in order within one shared deadline. A meter provider takes the time it has
+    left; a tracer provider's processors bound themselves (:class:`BoundedSpanProcessor` has its own
+    timeout); any other (the logger provider, whose batch processor has no deadline) is shut down on a
+    thread of its own and left to finish in the background when the deadline passes."""
     deadline = time.monotonic() + timeout_s
     for provider in providers:
+        left = max(_MIN_PROVIDER_S, deadline - time.monotonic())
         if isinstance(provider, MeterProvider):
-            left = max(_MIN_PROVIDER_S, deadline - time.monotonic())
             provider.shutdown(timeout_millis=left * 1000)
-        else:
+        elif isinstance(provider, TracerProvider):
             provider.shutdown()
+        else:
+            closing = threading.Thread(target=provider.shutdown, name="planguard-otel-shutdown", daemon=True)
+            closing.start()
+            closing.join(left)
+            if closing.is_alive():
+                _log.debug("%s still shutting down at the deadline; left to finish", type(provider).__name__)
 
 
 def _resource(service_name: str) -> Resource:
@@ -352,8 +376,9 @@ def configure_otlp(
     """SDK providers configured like any OTel SDK app, from ``config`` and the standard variables as
     :func:`~planguard.sinks.otel.env.export_settings` reads them (exporters, protocols, endpoints,
     ``OTEL_BSP_*``, the metric interval; the exporters read their own headers, timeout, compression and
-    certificates). ``traces_endpoint`` (an OTLP/HTTP URL) forces OTLP/HTTP spans there and no metrics unless
-    ``metrics_endpoint`` is given too.
+    certificates). ``traces_endpoint`` (an OTLP/HTTP URL) forces OTLP/HTTP spans there and no metrics or
+    logs unless ``metrics_endpoint`` is given too. The logger provider carries planguard's evaluation events
+    (``OTEL_LOGS_EXPORTER``); the caller uses it only when the application set none.
 
     ``None`` with ``OTEL_SDK_DISABLED=true`` or when no signal has an exporter. The providers are not made
     global.
@@ -362,13 +387,13 @@ def configure_otlp(
     settings = settings if settings is not None else export_settings(config)
     if settings.sdk_disabled:
         return None
-    traces, metrics = settings.traces, settings.metrics
+    traces, metrics, logs = settings.traces, settings.metrics, settings.logs
     if traces_endpoint is not None:  # (and metrics only where metrics_endpoint says)
         traces = SignalSettings(("otlp",), PROTOCOL_HTTP, traces_endpoint)
-        metrics = SignalSettings((), PROTOCOL_HTTP, "")
+        metrics = logs = SignalSettings((), PROTOCOL_HTTP, "")
     if metrics_endpoint is not None:
         metrics = SignalSettings(("otlp",), PROTOCOL_HTTP, metrics_endpoint)
-    if not traces.exporters and not metrics.exporters:
+    if not traces.exporters and not metrics.exporters and not logs.exporters:
         return None
     drops = drops if drops is not None else DropCounter()
     resource = _resource(config.service_name)
@@ -409,15 +434,77 @@ def configure_otlp(
         mp = MeterProvider(metric_readers=readers, resource=resource)
         out.meter_provider = mp
         out.owned.append(mp)
+    if logs.exporters:
+        out.logger_provider = _logger_provider(logs, resource, drops, settings, config)
+        out.owned.append(out.logger_provider)
     return out
 
 
+def _logger_provider(
+    logs: SignalSettings,
+    resource: Resource,
+    drops: DropCounter,
+    settings: ExportSettings,
+    config: TelemetryConfig,
+) -> Any:
+    """An SDK logger provider for planguard's own evaluation events, one batch processor per exporter; a
+    batch the exporter refuses is counted (``log_export_failed``). Never made global."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    provider = LoggerProvider(resource=resource)
+    for name in logs.exporters:
+        # A hung collector must not hold the sink's shutdown past its deadline: a log batch gets at most
+        # that long (the SDK's log processor has no deadline of its own).
+        timeout = config.export_timeout_s or config.shutdown_timeout_s
+        exporter = _otlp_exporter("log", logs, timeout) if name == "otlp" else _console_exporter("log")
+        # (duck-typed: the SDK's exporter base class was renamed in 1.39)
+        counting: Any = _CountingLogExporter(exporter, drops)
+        provider.add_log_record_processor(
+            BatchLogRecordProcessor(
+                counting,
+                max_queue_size=settings.bsp_max_queue_size,
+                max_export_batch_size=min(settings.bsp_max_export_batch_size, settings.bsp_max_queue_size),
+                schedule_delay_millis=settings.bsp_schedule_delay_ms,
+            )
+        )
+    return provider
+
+
+class _CountingLogExporter:
+    """Hands batches to a log exporter and counts the records of a batch it refuses or raises on."""
+
+    def __init__(self, exporter: Any, drops: DropCounter) -> None:
+        self._exporter = exporter
+        self._drops = drops
+
+    def export(self, batch: Sequence[Any]) -> Any:
+        try:
+            result = self._exporter.export(batch)
+        except Exception as exc:
+            _log.debug("log export raised: %r", exc)
+            failure = import_module("opentelemetry.sdk._logs.export").LogExportResult.FAILURE
+            return self._failed(batch, failure)
+        # (by name: the result enum was renamed LogRecordExportResult in 1.39, the old name kept as another)
+        return result if getattr(result, "name", None) == "SUCCESS" else self._failed(batch, result)
+
+    def _failed(self, batch: Sequence[Any], result: Any) -> Any:
+        self._drops.add("log_export_failed", len(batch))
+        return result
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return bool(self._exporter.force_flush(timeout_millis))
+
+
 def _otlp_exporter(kind: str, signal: SignalSettings, timeout: float | None) -> Any:
-    """The OTLP exporter of spans (``kind`` "trace") or metrics ("metric") over the signal's protocol (it
-    reads its own headers, compression and certificates from the variables)."""
+    """The OTLP exporter of spans (``kind`` "trace"), metrics ("metric") or log records ("log") over the
+    signal's protocol (it reads its own headers, compression and certificates from the variables)."""
     grpc = signal.protocol == PROTOCOL_GRPC
-    module = f"opentelemetry.exporter.otlp.proto.{'grpc' if grpc else 'http'}.{kind}_exporter"
-    name = "OTLPSpanExporter" if kind == "trace" else "OTLPMetricExporter"
+    module = f"opentelemetry.exporter.otlp.proto.{'grpc' if grpc else 'http'}.{_EXPORTER_MODULES[kind]}"
+    name = {"trace": "OTLPSpanExporter", "metric": "OTLPMetricExporter", "log": "OTLPLogExporter"}[kind]
     try:
         exporter = getattr(import_module(module), name)
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -425,8 +512,14 @@ def _otlp_exporter(kind: str, signal: SignalSettings, timeout: float | None) -> 
     return exporter(endpoint=signal.endpoint, timeout=timeout)
 
 
-def _console_exporter(kind: str) -> Any:
+_EXPORTER_MODULES: Final = {"trace": "trace_exporter", "metric": "metric_exporter", "log": "_log_exporter"}
 
+
+def _console_exporter(kind: str) -> Any:
+    if kind == "log":  # (ConsoleLogExporter before 1.39)
+        logs_export = import_module("opentelemetry.sdk._logs.export")
+        console = getattr(logs_export, "ConsoleLogRecordExporter", None) or logs_export.ConsoleLogExporter
+        return console(out=sys.stdout)
     exporter = ConsoleSpanExporter if kind == "trace" else ConsoleMetricExporter
     return exporter(out=sys.stdout)  # stdout as it is now (the SDK's default is bound at import)
 

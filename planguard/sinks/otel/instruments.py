@@ -222,8 +222,12 @@ class Instruments:
         with self._lock:
             self._counts.add(counts)
 
-    def record_pc(self, pc: float, plan: str) -> None:
-        self.session_pc.record(pc, {A.M_PLAN: plan})
+    def record_pc(self, pc: float, plan: str, agent: str | None = None) -> None:
+        """A finished session's PC, by plan and (when named) agent: ``gen_ai.agent.name``."""
+        attrs = {A.M_PLAN: plan}
+        if agent:
+            attrs[A.GEN_AI_AGENT_NAME] = agent
+        self.session_pc.record(pc, attrs)
 
     # ------------------------------------------------------------------ collection (reader's thread)
 

@@ -112,6 +112,7 @@ _UNTRACED_CALL = _ToolCall("", {}, None, live=True)
 class _SessionState:
     __slots__ = (
         "__weakref__",
+        "agent_name",
         "calls",
         "conversation_id",
         "ctx",
@@ -132,6 +133,7 @@ class _SessionState:
     ) -> None:
         self.session = session
         self.conversation_id = session.id  # as the spans carry it: redacted (see OTelSink.new_state)
+        self.agent_name: str | None = None  # gen_ai.agent.name, the label of the session metrics
         self.tally = counts.tally(self)  # this session's metric counts (see instruments.Counts)
         self.span = span
         self.ctx = ctx
@@ -286,6 +288,11 @@ class OTelSink(Sink):
                 attrs[attr] = value
         if self.provider_name:
             attrs[A.GEN_AI_PROVIDER_NAME] = self.provider_name
+        elif attrs[A.GEN_AI_PROVIDER_NAME] == A.PROVIDER_UNKNOWN and A.GEN_AI_REQUEST_MODEL in attrs:
+            # a recording that names its model only (every replayed format but planguard's own store)
+            attrs[A.GEN_AI_PROVIDER_NAME] = (
+                A.provider_for_model(attrs[A.GEN_AI_REQUEST_MODEL]) or A.PROVIDER_UNKNOWN
+            )
         span = self._tracer.start_span(
             self._session_span_name,
             context=parent,
@@ -303,6 +310,7 @@ class OTelSink(Sink):
         if self.recorded:
             st.recorded_end = _ns(session.started_at) or 0
         st.conversation_id = attrs[A.GEN_AI_CONVERSATION_ID]
+        st.agent_name = attrs.get(A.GEN_AI_AGENT_NAME)
         self._counts.watch_errors(session.pipeline.errors)
         self._open.add(st)
         return st
@@ -622,7 +630,7 @@ class OTelSink(Sink):
         plan = st.session.pipeline.plan.name
         primary = summary.scores.get(plan)
         if primary is not None:
-            self._metrics.record_pc(primary.PC, plan)
+            self._metrics.record_pc(primary.PC, plan, st.agent_name)
         if st.untraced:
             return
         now = time.time_ns()

@@ -57,11 +57,11 @@ def test_progress_with_a_total_on_a_terminal_even_for_jsonl_output(tmp_path: Pat
 def test_one_large_file_advances_with_the_line_its_runs_reached(tmp_path: Path) -> None:
     """Runs named by their line of one JSON Lines file (SWE-agent, OpenHands) move the bar through that
     file's bytes, instead of a full bar from its first run."""
-    from planguard.cli.commands.replay import _Progress
+    from planguard.cli.progress import RunProgress
 
     big = tmp_path / "runs.jsonl"
     big.write_text("".join(f'{{"run": {i}, "pad": "{"x" * 90}"}}\n' for i in range(100)))
-    progress = _Progress([str(big)])
+    progress = RunProgress([str(big)])
     seen = []
     for line in (1, 10, 50, 99, 100):
         progress.advance(f"run-{line}", f"{big}:{line}")

@@ -157,3 +157,24 @@ def test_a_message_answering_a_finding_is_content(monkeypatch: pytest.MonkeyPatc
     assert sink._why(quoting) == "nudge (responses)"
     with_content = ConsoleSink(io.StringIO(), color=False, content=True)
     assert with_content._why(quoting) == "nudge: repeated_call: bash cat secret-path"
+
+
+def test_parallel_calls_are_shown_in_call_order() -> None:
+    """Three calls run at once (a model's parallel tool calls) and end in reverse: the timeline still shows
+    #0, #1, #2, each line once its earlier calls have theirs (a call still open at the session's end gets
+    its line then, after them)."""
+    sink = ConsoleSink(io.StringIO(), color=False)
+    s = Pipeline(sinks=(sink,)).session("par")
+    events = [ToolEvent.shell(f"cat /testbed/f{i}.py", call_id=f"c{i}") for i in range(4)]
+    for ev in events:
+        assert not s.before_tool(ev).blocks
+    s.after_tool(events[2])
+    s.after_tool(events[1])
+    assert sink.flush()
+    assert " #" not in sink.stream.getvalue()  # type: ignore[attr-defined]  # #0 still runs: all held
+    s.after_tool(events[0])
+    s.end()  # events[3] never ended
+    assert sink.flush()
+    out = sink.stream.getvalue()  # type: ignore[attr-defined]
+    assert re.findall(r"  par #(\d+)", out) == ["0", "1", "2", "3"]
+    assert out.splitlines()[-1].startswith("■ par")

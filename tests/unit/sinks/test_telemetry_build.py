@@ -55,7 +55,7 @@ def test_the_store_stays_on_with_an_otlp_endpoint(tmp_path: Path, monkeypatch: p
     sinks = build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path)))
     assert kinds(sinks) == ["OTelSink", "StoreSink"]
     otel = sinks[0]
-    assert isinstance(otel, OTelSink) and len(otel._owned) == 1  # its own OTLP tracer provider
+    assert isinstance(otel, OTelSink) and len(otel._owned) == 2  # its own OTLP tracer and logger providers
     for sink in sinks:
         sink.shutdown()
     assert kinds(build_sinks(TelemetryConfig(), StoreConfig(path=str(tmp_path), enabled=False))) == [
@@ -65,6 +65,7 @@ def test_the_store_stays_on_with_an_otlp_endpoint(tmp_path: Path, monkeypatch: p
 
 def test_passed_providers_win_and_nothing_is_owned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")  # (no logger provider is passed in)
     provider = TracerProvider()
     meters = MeterProvider()
     (otel,) = build_sinks(

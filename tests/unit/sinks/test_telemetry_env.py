@@ -16,6 +16,7 @@ import pytest
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.metrics import _internal as metrics_internal
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.sdk.metrics import MeterProvider
@@ -36,6 +37,9 @@ ALL_VARIABLES = (
     "OTEL_SDK_DISABLED",
     "OTEL_TRACES_EXPORTER",
     "OTEL_METRICS_EXPORTER",
+    "OTEL_LOGS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_PROTOCOL",
     "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
     "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
@@ -68,6 +72,8 @@ class Received:
 
     span_batches: list[list[str]] = field(default_factory=list)
     metric_names: set[str] = field(default_factory=set)
+    #: (event name, gen_ai.evaluation.name) of every log record
+    log_events: list[tuple[str, str]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     delay_s: float = 0.0
@@ -96,6 +102,20 @@ class Received:
             self.headers.append(headers)
             self.paths.append(path)
 
+    def take_logs(self, body: bytes, headers: dict[str, str], path: str = "") -> None:
+        req = logs_service_pb2.ExportLogsServiceRequest()
+        req.ParseFromString(body)
+        with self.lock:
+            for rl in req.resource_logs:
+                for sl in rl.scope_logs:
+                    for r in sl.log_records:
+                        attrs = {a.key: a.value.string_value for a in r.attributes}
+                        # (before OTel 1.35 the Events API puts the name in the event.name attribute)
+                        name = getattr(r, "event_name", "") or attrs.get("event.name", "")
+                        self.log_events.append((name, attrs.get("gen_ai.evaluation.name", "")))
+            self.headers.append(headers)
+            self.paths.append(path)
+
     def wait(self, what: str, timeout_s: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -114,6 +134,8 @@ class _HttpHandler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         if self.path.endswith("traces"):
             received.take_traces(body, headers, self.path)
+        elif self.path.endswith("logs"):
+            received.take_logs(body, headers, self.path)
         else:
             received.take_metrics(body, headers, self.path)
         self.send_response(200)
@@ -142,6 +164,7 @@ def grpc_receiver() -> Iterator[tuple[str, Received]]:
     """A real gRPC OTLP receiver. gRPC export is the optional otlp-grpc extra: where grpcio is not installed
     (CI's lowest-versions pass installs the core's extras only) the gRPC tests skip, saying so."""
     grpc = pytest.importorskip("grpc", reason="gRPC export needs the otlp-grpc extra (grpcio)")
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
     from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
@@ -157,8 +180,15 @@ def grpc_receiver() -> Iterator[tuple[str, Received]]:
             received.take_metrics(request.SerializeToString(), headers, "grpc")
             return metrics_service_pb2.ExportMetricsServiceResponse()
 
+    class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:
+            headers = {k: v for k, v in context.invocation_metadata()}
+            received.take_logs(request.SerializeToString(), headers, "grpc")
+            return logs_service_pb2.ExportLogsServiceResponse()
+
     received = Received()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -252,11 +282,12 @@ def test_metrics_exporter_none_sends_spans_only(
     url, received = http_receiver
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     sink = build_sink()
     run(sink)
     sink.shutdown()
     assert len(received.spans) == 3
-    assert received.metric_names == set()
+    assert received.metric_names == set() and received.log_events == []
     assert all(p.endswith("/v1/traces") for p in received.paths)
 
 
@@ -285,7 +316,7 @@ def test_endpoint_over_http_appends_the_signal_paths(
     sink = build_sink()
     run(sink)
     sink.shutdown()
-    assert set(received.paths) == {"/v1/traces", "/v1/metrics"}
+    assert set(received.paths) == {"/v1/traces", "/v1/metrics", "/v1/logs"}
     assert A.METRIC_TOOL_CALLS in received.metric_names and len(received.spans) == 3
 
 
@@ -296,10 +327,11 @@ def test_signal_endpoints_are_used_as_given(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # overridden per signal
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", url + "/collect/traces")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", url + "/collect/metrics")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", url + "/collect/logs")
     sink = build_sink()
     run(sink)
     sink.shutdown()
-    assert set(received.paths) == {"/collect/traces", "/collect/metrics"}
+    assert set(received.paths) == {"/collect/traces", "/collect/metrics", "/collect/logs"}
     assert sink.drops.total == 0
 
 
@@ -332,7 +364,7 @@ def test_protocol_grpc_sends_both_signals_over_grpc(
     run(sink)
     sink.shutdown()
     assert sorted(received.spans) == ["execute_tool bash", "execute_tool bash", "invoke_agent"]
-    assert A.METRIC_TOOL_CALLS in received.metric_names
+    assert A.METRIC_TOOL_CALLS in received.metric_names and EVALUATIONS <= set(received.log_events)
     assert all(h.get("x-tenant") == "t1" for h in received.headers)
     assert sink.drops.total == 0
 
@@ -394,6 +426,7 @@ def test_bsp_schedule_delay(http_receiver: tuple[str, Received], monkeypatch: py
     url, received = http_receiver
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")  # (spans only: a log batch would wait too)
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
     sink = build_sink()
     run(sink)
@@ -417,6 +450,7 @@ def test_bsp_max_export_batch_size(
     url, received = http_receiver
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")  # (spans only: a log batch would wait too)
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")  # only full batches (and shutdown) export
     sink = build_sink()
@@ -432,6 +466,7 @@ def test_bsp_max_queue_size(http_receiver: tuple[str, Received], monkeypatch: py
     received.delay_s = 1.0  # a slow collector: the queue fills behind the export in flight
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")  # (spans only: a log batch would wait too)
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "4")
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
     sink = build_sink()
@@ -448,6 +483,7 @@ def test_bsp_export_timeout(http_receiver: tuple[str, Received], monkeypatch: py
     received.delay_s = 3.0  # a collector that hangs past the timeout
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")  # (spans only: a log batch would wait too)
     monkeypatch.setenv("OTEL_BSP_EXPORT_TIMEOUT", "300")
     sink = build_sink()
     run(sink)
@@ -488,6 +524,7 @@ def test_the_applications_global_providers_win(
     spans, reader = app_providers
     url, received = http_receiver
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)  # would make planguard build its own
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")  # (the application set no logger provider)
     sink = build_sink()
     assert sink._owned == []
     run(sink)
@@ -512,7 +549,103 @@ def test_own_providers_only_without_the_applications(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)  # nothing set globally
     sink = build_sink()
-    assert sorted(type(p).__name__ for p in sink._owned) == ["MeterProvider", "TracerProvider"]
+    owned = sorted(type(p).__name__ for p in sink._owned)
+    assert owned == ["LoggerProvider", "MeterProvider", "TracerProvider"]
     run(sink)
     sink.shutdown()
     assert len(received.spans) == 3
+
+
+# --------------------------------------------------------------------------- OTEL_LOGS_EXPORTER
+
+EVALUATIONS = {("gen_ai.evaluation.result", name) for name in ("PC", "PPC", "POC", "PPF")}
+
+
+def test_logs_exporter_otlp_sends_the_evaluation_events_from_planguards_own_provider(
+    http_receiver: tuple[str, Received], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No logger provider set by the application: planguard builds its own from OTEL_LOGS_EXPORTER (default
+    otlp given an endpoint) and keeps it to itself: the global one stays the API's proxy."""
+    from planguard.sinks.otel.providers import app_logger_provider
+
+    url, received = http_receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    sink = build_sink()
+    run(sink)
+    sink.shutdown()
+    assert EVALUATIONS <= set(received.log_events)
+    assert "/v1/logs" in received.paths and sink.drops.total == 0
+    assert app_logger_provider() is None  # still the API's proxy
+
+
+def test_logs_exporter_none_sends_no_log_records(
+    http_receiver: tuple[str, Received], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, received = http_receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
+    sink = build_sink()
+    assert sink._evaluations is None
+    run(sink)
+    sink.shutdown()
+    assert received.log_events == [] and len(received.spans) == 3
+
+
+def test_logs_exporter_console_prints_the_evaluation_events(
+    http_receiver: tuple[str, Received], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    url, received = http_receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "console")
+    sink = build_sink()
+    run(sink)
+    sink.shutdown()
+    out = capfd.readouterr().out
+    assert out.count('"gen_ai.evaluation.name": "P') == 4 and "gen_ai.evaluation.result" in out
+    assert received.log_events == [] and len(received.spans) == 3
+
+
+def test_logs_exporter_alone_builds_only_a_logger_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "console")  # no endpoint: traces and metrics stay off
+    sink = build_sink()
+    assert [type(p).__name__ for p in sink._owned] == ["LoggerProvider"]
+    sink.shutdown()
+
+
+def test_a_refused_log_export_is_counted(
+    http_receiver: tuple[str, Received], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = http_receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:9/v1/logs")  # nothing listens
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+    sink = build_sink(export_timeout_s=0.5)
+    run(sink)
+    sink.shutdown()
+    assert sink.drops["log_export_failed"] >= 4
+
+
+def test_the_applications_logger_provider_wins(
+    http_receiver: tuple[str, Received], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry._logs import _internal as logs_internal
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs import export as logs_export
+
+    in_memory = getattr(logs_export, "InMemoryLogRecordExporter", None) or logs_export.InMemoryLogExporter
+    exporter = in_memory()
+    app = LoggerProvider()
+    app.add_log_record_processor(logs_export.SimpleLogRecordProcessor(exporter))
+    monkeypatch.setattr(logs_internal, "_LOGGER_PROVIDER", app)
+    url, received = http_receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    sink = build_sink()
+    assert "LoggerProvider" not in [type(p).__name__ for p in sink._owned]
+    run(sink)
+    sink.shutdown()
+    records = [r.log_record for r in exporter.get_finished_logs()]
+    names = {(getattr(r, "event_name", None) or dict(r.attributes or {}).get("event.name"),
+              dict(r.attributes or {}).get(A.GEN_AI_EVALUATION_NAME)) for r in records}  # fmt: skip
+    assert EVALUATIONS <= names
+    assert received.log_events == []

@@ -127,6 +127,53 @@ def test_one_trace_and_one_span_per_tool_call(traced: tuple[TracerProvider, InMe
     assert {"PC", "PPC", "POC", "PPF"} <= evaluations
 
 
+@tool
+async def aread_file(path: str) -> str:
+    """Read a file of the repository."""
+    return f"contents of {path}"
+
+
+@tool
+async def abash(command: str) -> str:
+    """Run a shell command."""
+    return "1 failed" if "pytest" in command else "ok"
+
+
+@pytest.mark.parametrize("tools", ["sync", "async"])
+def test_ainvoke_gives_one_annotated_span_per_tool_call_in_one_trace(
+    traced: tuple[TracerProvider, InMemorySpanExporter], tools: str
+) -> None:
+    """The async agent (``ainvoke``), with sync tools (run in LangChain's executor) and ``async def`` tools
+    (run on the loop, through the async callback manager): as with ``invoke``, OpenInference's tool span
+    carries planguard's attributes and no second tool span is made."""
+    import asyncio
+
+    provider, exporter = traced
+    read_tool, bash_tool = (read_file, bash) if tools == "sync" else (aread_file, abash)
+    guard = guard_for(provider)
+    model = ScriptedChatModel(
+        turns=[
+            turn(call(read_tool.name, path="src/app.py")),
+            turn(call(bash_tool.name, command="python -m pytest tests/test_app.py")),
+            turn(text="The test fails; done."),
+        ]
+    )
+    agent = create_agent(model, [read_tool, bash_tool], middleware=[PlanGuardMiddleware(guard)])
+    config = {"configurable": {"thread_id": "nest-async"}}
+    asyncio.run(agent.ainvoke({"messages": [("user", "fix the bug")]}, config))  # type: ignore[arg-type]
+    guard.shutdown()
+    spans = list(exporter.get_finished_spans())
+    assert guard.errors.total == 0, guard.errors.counts
+    assert len({s.context.trace_id for s in spans}) == 1
+    tools = tool_spans(spans)
+    assert sorted(s.name for s in tools) == sorted([bash_tool.name, read_tool.name]), [s.name for s in spans]
+    assert not [s for s in spans if s.name.startswith("execute_tool")]
+    for span in tools:
+        attrs = span.attributes or {}
+        assert attrs["openinference.span.kind"] == "TOOL"
+        assert A.PHASE in attrs and A.STEP_INDEX in attrs and attrs[A.GEN_AI_CONVERSATION_ID] == "nest-async"
+
+
 def test_own_tool_spans_when_asked(traced: tuple[TracerProvider, InMemorySpanExporter]) -> None:
     provider, exporter = traced
     guard = guard_for(provider, tool_spans="own")

@@ -251,6 +251,30 @@ def test_sinks_sharing_a_meter_provider_both_report() -> None:
     assert cap.metric(A.METRIC_SESSION_PC, **{A.M_PLAN: "plan"}).count == 2
 
 
+def test_session_pc_is_labelled_by_agent() -> None:
+    """``gen_ai.agent.name`` on the PC histogram (the dashboard's "PC by agent"): the sink's agent name, else
+    the session's ``agent_name`` metadata; no label when neither names one."""
+    from planguard.sinks.otel.otel import OTelSink
+
+    cap = TelemetryCapture()
+    named = OTelSink(
+        tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider, agent_name="coder"
+    )
+    for sink, sid, meta in (
+        (named, "a", {}),
+        (cap.sink, "b", {"agent_name": "triager"}),
+        (cap.sink, "c", {"agent_name": "triager"}),
+        (cap.sink, "d", {}),
+    ):
+        s = Pipeline(sinks=(sink,)).session(sid, **meta)
+        s.observe(fresh(NAVIGATE))
+        s.end()
+    by_agent = {
+        attrs.get(A.GEN_AI_AGENT_NAME): hist.count for attrs, hist in cap.metrics()[A.METRIC_SESSION_PC]
+    }
+    assert by_agent == {"coder": 1, "triager": 2, None: 1}
+
+
 def test_internal_errors_are_counted() -> None:
     class Broken(Detector):
         name = "broken"

@@ -81,6 +81,9 @@ def test_replay_exports_runs_with_their_recorded_times(
     (agent,) = [s for s in spans if s.name == "invoke_agent"]
     tools = [s for s in spans if attrs_of(s).get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL]
     assert len(tools) == record["n_steps"] == len(trajectory.events)
+    # a Claude Code transcript names its model only: the provider is the model's
+    assert attrs_of(agent)[A.GEN_AI_REQUEST_MODEL] == trajectory.meta["model"] == "claude-opus-4-6"
+    assert attrs_of(agent)[A.GEN_AI_PROVIDER_NAME] == "anthropic"
     assert {s.trace_id for s in spans} == {agent.trace_id}
     assert all(s.parent_span_id == agent.span_id for s in tools)
     # the recording's clock, not the replay's
@@ -142,3 +145,39 @@ def test_a_recorded_run_of_0_9_s_with_a_denial_exports_as_0_9_s(
     assert denied.start_time_unix_nano == denied.end_time_unix_nano == int((t0 + 0.9) * 1e9)
     assert all(agent.start_time_unix_nano <= s.start_time_unix_nano for s in spans)
     assert all(s.end_time_unix_nano <= agent.end_time_unix_nano for s in spans)
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("claude-opus-4-6", "anthropic"),  # Claude Code transcripts
+        ("claude-sonnet-4-20250514", "anthropic"),  # SWE-agent
+        ("gpt-4o-2024-08-06", "openai"),  # OpenHands
+        ("gpt-5-codex", "openai"),  # Codex
+        ("o3-mini", "openai"),
+        ("gemini-2.5-pro", "gcp.gemini"),  # Gemini CLI
+        ("anthropic/claude-3-5-sonnet-20241022", "anthropic"),  # LiteLLM / OpenCode provider/model ids
+        ("bedrock/anthropic.claude-3-sonnet", "aws.bedrock"),
+        ("vertex_ai/gemini-1.5-pro", "gcp.vertex_ai"),
+        ("azure/gpt-4o", "azure.ai.openai"),
+        ("openrouter/mistralai/devstral-small", "mistral_ai"),  # an unknown router: the model's family
+        ("deepseek-chat", "deepseek"),
+        ("Qwen2.5-Coder-32B", None),
+        ("replay", None),  # SWE-agent's replay model
+        ("", None),
+    ],
+)
+def test_the_provider_of_a_recorded_model(model: str, provider: str | None) -> None:
+    assert A.provider_for_model(model) == provider
+
+
+def test_a_run_whose_model_names_no_provider_stays_unknown(
+    shared: Path, receiver: tuple[str, list[Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url, spans = receiver
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    path = shared / "data/realtraj/swe-agent/demo_str_replace_anthropic.yaml"  # model: replay
+    code = main(["replay", str(path), "--export", "otlp", "--otlp-endpoint", url, "-o", str(tmp_path / "o")])
+    assert code == 0
+    (agent,) = [s for s in spans if s.name == "invoke_agent"]
+    assert attrs_of(agent)[A.GEN_AI_PROVIDER_NAME] == A.PROVIDER_UNKNOWN

@@ -5,7 +5,8 @@ execution, and never makes it the current OpenTelemetry span. planguard finds it
 call's execution runs (:func:`handing_over_tool_spans`, inside the guard's tool scope), a LangChain
 configure hook adds :class:`ToolSpanHandoff` to the callback manager of the tool's run; at the run's start,
 after OpenInference's tracer (added when the manager was made) has opened the span, the handler passes that
-span to :func:`planguard.sinks.otel.nesting.adopt_tool_span`. Nothing is added to any OpenTelemetry
+span to :func:`planguard.sinks.otel.nesting.adopt_tool_span` (an ``async def`` tool's run: at its end, before
+OpenInference ends the span). Nothing is added to any OpenTelemetry
 provider, and outside a call's execution the hook adds nothing.
 """
 
@@ -29,20 +30,31 @@ _OPENINFERENCE_LANGCHAIN = "openinference.instrumentation.langchain"
 class ToolSpanHandoff(BaseCallbackHandler):
     """At a tool run's start, the span OpenInference opened for it goes to planguard's tool scope."""
 
-    # Inline: called in the run's own thread and context (the tool scope is in the OTel context), in the
-    # manager's order, after OpenInference's tracer, which the manager got first. (An async run calls its
-    # inline handlers before the others: OpenInference's span is not open yet then, and the call gets
-    # planguard's own span.)
+    # Inline: called in the run's own thread and context (the tool scope is in the OTel context). A sync run
+    # calls handlers in the manager's order, so at the start OpenInference's tracer (which the manager got
+    # first) has opened the span. An async run (an ``async def`` tool) calls inline handlers before the
+    # others: at its start the span is not open yet, and at its end it is still open (OpenInference ends
+    # it after us), so the end hands it over instead.
     run_inline = True
 
     def on_tool_start(
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        span = _openinference_span(run_id)
-        if span is not None:
-            from planguard.sinks.otel.nesting import adopt_tool_span
+        _hand_over(run_id)
 
-            adopt_tool_span(span)
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        _hand_over(run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        _hand_over(run_id)
+
+
+def _hand_over(run_id: UUID) -> None:
+    span = _openinference_span(run_id)
+    if span is not None and span.is_recording():  # (once handed over, the scope takes no other)
+        from planguard.sinks.otel.nesting import adopt_tool_span
+
+        adopt_tool_span(span)
 
 
 def _openinference_span(run_id: UUID) -> Any:
