@@ -28,6 +28,9 @@ Variants:
   sink (issue 4's figure);
 * **pipeline** — ``Guard()`` with store and telemetry off: phases, actions, metrics, detectors, policies
   (target ≤ 1.5);
+* **idle** (``--variants idle``) — the sdk ``Guard()`` after a session's first calls, then ``--idle``
+  seconds with no call, as while the agent waits for its model: instructions per second of waiting (every
+  thread: planguard's background workers and the SDK's own);
 * **flat** — the sdk ``Guard()`` fed the shared runs' calls back to back in one session: a window of
   ``--window`` calls starting at call 100, 10,000 and ``--long`` (the calls between run uncounted; the
   store's writer is drained and the meter provider flushed before each window, uncounted, and again inside
@@ -269,10 +272,13 @@ def inner(args: argparse.Namespace) -> None:
         seg.dump(f"bare {calls}")
         seg.stop()
         return
-    providers = install_sdk() if variant in ("sdk", "telemetry", "flat") else []
-    guard = _guard(variant, tmp)
+    providers = install_sdk() if variant in ("sdk", "telemetry", "flat", "idle") else []
+    guard = _guard("sdk" if variant == "idle" else variant, tmp)
     if variant == "flat":
         flat(args, seg, guard, [ev for run in runs for ev in run], providers)
+        return
+    if variant == "idle":
+        idle(args, seg, guard, runs[0], providers)
         return
     gc.collect()
     seg.start()
@@ -312,6 +318,27 @@ def flat(
         seg.dump(f"at{at} {len(window)}")
         seg.stop()
         done += len(window)
+    guard.shutdown()
+
+
+def idle(
+    args: argparse.Namespace,
+    seg: _callgrind.Segments,
+    guard: Guard,
+    run: list[ToolEvent],
+    providers: list[Any],
+) -> None:
+    """What a Guard costs while the agent waits for its model: a session that made a few calls, then
+    ``--idle`` seconds with none (every thread counted: planguard's workers and the SDK's own)."""
+    drive(guard, "waiting", run[:3])
+    drain(guard)
+    flush(providers)
+    gc.collect()
+    seg.start()
+    seg.zero()
+    time.sleep(args.idle)
+    seg.dump(f"idle {args.idle}")  # (per_call divides by the seconds: instructions per second)
+    seg.stop()
     guard.shutdown()
 
 
@@ -535,12 +562,17 @@ def langchain(args: argparse.Namespace) -> None:
 
 
 def per_call(
-    variants: Sequence[str], streams: Sequence[str], procs: int = 2, long: int = 100_000, window: int = 200
+    variants: Sequence[str],
+    streams: Sequence[str],
+    procs: int = 2,
+    long: int = 100_000,
+    window: int = 200,
+    idle: int = 20,
 ) -> dict[str, dict[str, float]]:
     """Instructions per call, by stream and label (a variant's name; ``at<N>`` for the flat windows), each
     (variant, stream) counted in a process of its own under callgrind, ``procs`` at once."""
-    jobs = [(v, s) for v in variants for s in streams if not (v == "flat" and s != "shared")]
-    extra = ["--long", str(long), "--window", str(window)]
+    jobs = [(v, s) for v in variants for s in streams if not (v in ("flat", "idle") and s != "shared")]
+    extra = ["--long", str(long), "--window", str(window), "--idle", str(idle)]
 
     def one(job: tuple[str, str]) -> dict[str, list[int]]:
         counts = _callgrind.run(__file__, ["--inner-variant", job[0], "--inner-stream", job[1], *extra])
@@ -558,7 +590,7 @@ def per_call(
 
 
 def measure(args: argparse.Namespace) -> None:
-    figures = per_call(args.variants, args.streams, args.procs, args.long, args.window)
+    figures = per_call(args.variants, args.streams, args.procs, args.long, args.window, args.idle)
     print(
         f"instructions per tool call (callgrind, first-seen calls, a process per figure, "
         f"Python {sys.version.split()[0]})"
@@ -576,6 +608,8 @@ def measure(args: argparse.Namespace) -> None:
         for variant, name in VARIANTS.items():
             if variant in by_label:
                 row(name, by_label[variant])
+        if "idle" in by_label:
+            print(f"  {'Guard() idle under the exporting SDK, per second':<46}{by_label['idle']:>10,.0f}")
         if f"at{POSITIONS[0]}" in by_label:
             first = by_label[f"at{POSITIONS[0]}"]
             print("  one long session, Guard() under the exporting SDK:")
@@ -594,6 +628,9 @@ def main() -> None:
         "--long", type=int, default=100_000, help="the flat variant's last window (default 100000)"
     )
     ap.add_argument("--window", type=int, default=200, help="calls per flat window (default 200)")
+    ap.add_argument(
+        "--idle", type=int, default=20, help="seconds the idle variant waits with no call (default 20)"
+    )
     ap.add_argument("--procs", type=int, default=2, help="callgrind processes at once (default 2)")
     ap.add_argument("--modules", action="store_true", help="where the sdk variant's time goes, by module")
     ap.add_argument("--langchain", action="store_true", help="what PlanGuardMiddleware adds to a step")

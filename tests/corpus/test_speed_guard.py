@@ -2,9 +2,10 @@
 runs' first-seen calls, in instructions per call against a bare span carrying the same attributes
 (``benchmarks/bench_guard.py``'s ``sdk`` and ``bare`` figures, counted by callgrind: load-independent).
 
-The issue-34 target is 2 bare spans per call; the code measures 4.64 after the merge of the one reading,
-the run model, conversation turns and the store's completeness records (4.14 before them; see README,
-Cost), so this guards against regressions from there, not the target."""
+The issue-34 target is 2 bare spans per call; the code measures 4.64-4.75 (runs differ by about 1 %: the
+background threads' batches follow the wall clock) after the merge of the one reading, the run model,
+conversation turns and the store's completeness records (4.14 before them; see README, Cost), so this guards
+against regressions from there, not the target."""
 
 from __future__ import annotations
 

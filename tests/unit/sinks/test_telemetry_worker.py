@@ -119,3 +119,31 @@ def test_wake_at_never_waits_for_more_than_a_quarter_of_the_queue() -> None:
     )
     assert w._wake_at == 2
     w.shutdown()
+
+
+def test_an_idle_worker_sleeps_until_an_item_comes_then_gathers_its_batch() -> None:
+    seen: list[list[int]] = []
+    drains = 0
+    w: BackgroundWorker[int] = BackgroundWorker(
+        "sleepy", seen.append, drops=DropCounter(), drop_reason="x", interval_s=0.02, wake_at=100
+    )
+    drain = w._drain
+
+    def counted() -> None:
+        nonlocal drains
+        drains += 1
+        drain()
+
+    w._drain = counted  # type: ignore[method-assign]
+    w.submit(0)  # starts the thread
+    assert w.flush(5)
+    before = drains
+    time.sleep(0.3)  # 15 timer periods with nothing queued: no wake-up, no drain
+    assert drains == before
+    w.submit(1)  # queued to the sleeping worker: it wakes, waits interval_s for more, then drains
+    w.submit(2)
+    deadline = time.monotonic() + 2
+    while w.pending and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert seen[-1] == [1, 2]
+    assert w.shutdown(5)
