@@ -35,11 +35,11 @@ from typing import Any
 
 from planguard.actions.types import Action
 from planguard.documents import loads_json
-from planguard.events import ASSISTANT, MESSAGE_ROLES, MessageEvent, ToolEvent
+from planguard.events import ASSISTANT, MESSAGE_ROLES, RECORDED_KEY, MessageEvent, ToolEvent
 from planguard.phases.base import GENERAL, Classification, Command
 from planguard.plan import ArgumentTest, MessageMatch, PhaseMatch, Plan
 
-__all__ = ["MESSAGE_LABEL", "DeclarativeRules", "DeclarativeState", "tool_verb"]
+__all__ = ["MESSAGE_LABEL", "DeclarativeRules", "DeclarativeState", "recorded_turn", "tool_verb"]
 
 #: Longest result or argument text a regex is searched in (a tool may take or return megabytes).
 MAX_RESULT_TEXT = 65_536
@@ -290,6 +290,9 @@ class DeclarativeRules:
         the session, as a call's is. Never raises."""
         try:
             role = MESSAGE_ROLES.get(message.role.lower(), message.role)
+            recorded = message.metadata.get(RECORDED_KEY) if message.metadata else None
+            if isinstance(recorded, Mapping):
+                return _recorded_turn(role, recorded, state)
             text = message.text[:MAX_RESULT_TEXT] if isinstance(message.text, str) else ""
             hits = state.assistant_hits
             found = None
@@ -314,6 +317,22 @@ class DeclarativeRules:
 
 #: The label of a conversation turn's command in a classification (a turn is no tool call).
 MESSAGE_LABEL = "message"
+
+
+def _recorded_turn(role: str, recorded: Mapping[str, Any], state: DeclarativeState) -> Classification | None:
+    """A turn read elsewhere (another proxy replica), whose match travels instead of its text: its
+    phase, and for the assistant's message which ``after_assistant`` conditions it satisfied."""
+    if role == ASSISTANT:
+        state.assistant_hits = frozenset(int(k) for k in recorded.get("hits") or ())
+    commands = tuple(Command(str(label), str(r)) for label, r in recorded.get("commands") or ())
+    return Classification(commands=commands) if commands else None
+
+
+def recorded_turn(classification: Classification | None, state: object) -> dict[str, Any]:
+    """What :meth:`DeclarativeRules.observe_message` takes back (``RECORDED_KEY``) for a turn it has
+    just read: the phase it showed and the ``after_assistant`` conditions it satisfied, never its text."""
+    commands = [[c.label, c.role] for c in classification.commands] if classification else []
+    return {"commands": commands, "hits": sorted(getattr(state, "assistant_hits", ()))}
 
 
 class _Lazy:
