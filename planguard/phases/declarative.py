@@ -138,6 +138,14 @@ def last_sentences(text: str, n: int) -> str:
     return " ".join(parts[-n:])
 
 
+def last_question(text: str) -> str | None:
+    """The last sentence of ``text`` that ends with a question mark (sentences as :func:`last_sentences`)."""
+    for part in reversed(_SENTENCE_END.split(text)):
+        if part.rstrip().endswith("?"):
+            return part
+    return None
+
+
 def _flags(case_sensitive: bool) -> int:
     return 0 if case_sensitive else re.IGNORECASE
 
@@ -146,7 +154,7 @@ class _MessageMatcher:
     """One compiled :class:`MessageMatch`; ``key`` numbers it among the plan's message matchers (what the
     state remembers the assistant's last message satisfied)."""
 
-    __slots__ = ("after_assistant", "key", "role", "tail", "text")
+    __slots__ = ("after_assistant", "choice", "key", "role", "tail", "text")
 
     def __init__(self, m: MessageMatch, key: int) -> None:
         flags = _flags(m.case_sensitive)
@@ -155,6 +163,19 @@ class _MessageMatcher:
         self.role = m.role
         self.text = re.compile(m.text, flags) if m.text is not None else None
         self.after_assistant = re.compile(m.after_assistant, flags) if m.after_assistant is not None else None
+        self.choice = re.compile(m.not_after_question, flags) if m.not_after_question is not None else None
+
+    def asked_by(self, text: str) -> bool:
+        """Whether an assistant message satisfies ``after_assistant`` (in its last ``tail`` sentences), and
+        its last question offers no alternatives ``not_after_question`` names."""
+        if self.after_assistant is None:
+            return False
+        if self.after_assistant.search(last_sentences(text, self.tail) if self.tail else text) is None:
+            return False
+        if self.choice is None:
+            return True
+        question = last_question(text)
+        return question is None or self.choice.search(question) is None
 
     def matches(self, role: str, text: str, assistant_hits: frozenset[int]) -> bool:
         if self.after_assistant is not None and (role == ASSISTANT or self.key not in assistant_hits):
@@ -246,10 +267,7 @@ class DeclarativeRules:
         )
         self._by_verb = any(p.verbs for p in plan.phases)
         self._after_assistant = tuple(
-            (m.key, m.after_assistant, m.tail)
-            for ph in self._phases
-            for m in ph.messages
-            if m.after_assistant is not None
+            m for ph in self._phases for m in ph.messages if m.after_assistant is not None
         )
         #: Some phase matches conversation turns: integrations hand the session the conversation.
         self.matches_messages = any(ph.messages for ph in self._phases)
@@ -305,11 +323,7 @@ class DeclarativeRules:
                     found = Classification(commands=(Command(MESSAGE_LABEL, phase.id),))
                     break
             if role == ASSISTANT and self._after_assistant:
-                state.assistant_hits = frozenset(
-                    key
-                    for key, rx, tail in self._after_assistant
-                    if rx.search(last_sentences(text, tail) if tail else text) is not None
-                )
+                state.assistant_hits = frozenset(m.key for m in self._after_assistant if m.asked_by(text))
             return found
         except Exception:  # an odd message: no phase (fail open)
             return None
