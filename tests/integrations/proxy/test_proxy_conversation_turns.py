@@ -268,3 +268,16 @@ def test_replicas_share_the_turns_match_not_their_text() -> None:
     assert said[0] == PROPOSAL
     assert summary["letters"] == "ILCA"
     assert summary["decision_counts"].get("deny", 0) == 0
+
+
+def test_a_request_sent_again_adds_no_turn() -> None:
+    """A client's retry resends the same history: its user turns are observed once."""
+    body = {"model": "gpt-fake", "messages": [{"role": "user", "content": TASK}], "tools": []}
+    with proxy_stack(lambda _wire, _body: Reply(text=PROPOSAL), config=quiet_config(**CONFIG)) as stack:
+        for _ in range(2):
+            r = httpx.post(f"{stack.url}/v1/chat/completions", json=body, headers=HEADERS)
+            assert r.status_code == 200
+        log = asyncio.run(stack.app.store.read(SID, 0))
+    users = [e for e in log if e["op"] == "message" and e["role"] == "user"]
+    assert len(users) == 1
+    assert [e["op"] for e in log].count("model") == 2  # both requests still count as model calls
