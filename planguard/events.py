@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ASSISTANT", "MESSAGE_ROLES", "SHELL_TOOL", "THINK_TOOL", "USER", "MessageEvent", "ToolEvent"]
+__all__ = [
+    "ASSISTANT",
+    "MESSAGE_ROLES",
+    "RECORDED_KEY",
+    "SHELL_TOOL",
+    "THINK_TOOL",
+    "USER",
+    "MessageEvent",
+    "ToolEvent",
+]
 
 #: Tool name of a step that called no tool (a pure "think" step).
 THINK_TOOL = ""
@@ -32,6 +41,11 @@ MESSAGE_ROLES: Mapping[str, str] = {
     "agent": ASSISTANT,
     "model": ASSISTANT,
 }
+#: ``metadata`` key of an event observed before, elsewhere, whose classification travels instead of its
+#: content: a stored step's ``{"commands": [[label, role], ...], "action": {...}}`` (the store kept no
+#: arguments; see planguard/offline/replay.py), or a turn's ``{"commands": ..., "hits": [...]}`` (a proxy
+#: replica's log keeps the match, never the text).
+RECORDED_KEY = "planguard.recorded"
 
 
 @dataclass(slots=True)

@@ -10,8 +10,10 @@ already, so they hear none of it again (:func:`replay` builds the session on a p
 the host binds it to its live pipeline afterwards; the proxy mutes its sinks while it catches up).
 
 An entry is ``{"op": "pre"|"post"|"model"|"end", "event": {...}}``; the event's keys are
-:class:`~planguard.events.ToolEvent`'s field names. Journals written by the hook service before this
-module (short keys ``t``, ``a``, ``id``, … under ``e``) are read as well.
+:class:`~planguard.events.ToolEvent`'s field names. A conversation turn is ``{"op": "message", "message":
+{"role": ..., "match": ...}}``: the match the plan's rules made of it (``RECORDED_KEY``), never its text.
+Journals written by the hook service before this module (short keys ``t``, ``a``, ``id``, … under ``e``)
+are read as well.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .documents import loads_json
-from .events import ToolEvent
+from .events import RECORDED_KEY, MessageEvent, ToolEvent
 
 if TYPE_CHECKING:
     from .session import Pipeline, Session
@@ -40,8 +42,8 @@ __all__ = [
     "replay",
 ]
 
-OpKind = Literal["pre", "post", "model", "end"]
-OP_KINDS: tuple[OpKind, ...] = ("pre", "post", "model", "end")
+OpKind = Literal["pre", "post", "model", "end", "message"]
+OP_KINDS: tuple[OpKind, ...] = ("pre", "post", "model", "end", "message")
 #: Strings in a journaled event's arguments are cut past this (a Write's file body need not travel twice).
 MAX_ARGUMENT_CHARS = 65_536
 #: ToolEvent fields a journal entry keeps, with the short keys hook journals before this module used.
@@ -65,11 +67,15 @@ class Op:
 
     kind: OpKind
     event: ToolEvent | None = None
+    #: A ``message`` entry's turn: ``{"role": ..., "match": {"commands": ..., "hits": ...}}``.
+    message: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"op": self.kind}
         if self.event is not None:
             body["event"] = event_dict(self.event)
+        if self.message is not None:
+            body["message"] = dict(self.message)
         return body
 
     def to_json(self) -> str:
@@ -82,7 +88,12 @@ class Op:
         if not isinstance(body, Mapping) or body.get("op") not in OP_KINDS:
             raise ValueError(f"expected {{'op': {'|'.join(map(repr, OP_KINDS))}, ...}}")
         raw = body.get("event", body.get("e"))
-        return cls(body["op"], event_from(raw, **metadata) if isinstance(raw, Mapping) else None)
+        message = body.get("message")
+        return cls(
+            body["op"],
+            event_from(raw, **metadata) if isinstance(raw, Mapping) else None,
+            message if isinstance(message, Mapping) else None,
+        )
 
     @classmethod
     def from_json(cls, line: str) -> Op:
@@ -146,6 +157,11 @@ def apply(session: Session, op: Op) -> Any:
         return session.before_model()
     if op.kind == "end":
         return session.end()
+    if op.kind == "message" and op.message is not None:
+        turn = MessageEvent(
+            str(op.message.get("role")), "", metadata={RECORDED_KEY: op.message.get("match") or {}}
+        )
+        return session.observe_message(turn)
     return None
 
 

@@ -112,14 +112,22 @@ class MessageMatch(BaseModel):
         description="Search after_assistant only in the last this many sentences of the assistant's message "
         "(where it asks); null: the whole message.",
     )
-    case_sensitive: bool = Field(False, description="Match text and after_assistant case-sensitively.")
+    not_after_question: str | None = Field(
+        None,
+        description="Regular expression that, found in the last question of the assistant's message (its "
+        "last sentence ending in '?'), keeps after_assistant from holding: a question offering alternatives "
+        "('ORD or MDW?', 'which flight?') is answered with a choice, and a yes to it confirms no action.",
+    )
+    case_sensitive: bool = Field(
+        False, description="Match text, after_assistant and not_after_question case-sensitively."
+    )
 
-    @field_validator("text", "after_assistant", mode="before")
+    @field_validator("text", "after_assistant", "not_after_question", mode="before")
     @classmethod
     def _text(cls, v: Any) -> Any:
         return _scalar_text(v)
 
-    @field_validator("text", "after_assistant")
+    @field_validator("text", "after_assistant", "not_after_question")
     @classmethod
     def _valid_regex(cls, v: str | None) -> str | None:
         return None if v is None else _regex(v)
@@ -128,6 +136,8 @@ class MessageMatch(BaseModel):
     def _user_after_assistant(self) -> MessageMatch:
         if self.after_assistant is not None and self.role == "assistant":
             raise ValueError("after_assistant: only a user turn follows the assistant's message (role: user)")
+        if self.not_after_question is not None and self.after_assistant is None:
+            raise ValueError("not_after_question: qualifies after_assistant, which is not set")
         return self
 
 
@@ -498,6 +508,16 @@ CONFIRM_REQUEST = (
     r"(?=[\s\S]*(\b(confirm\w*|proceed|go ahead|shall i|should i|do you want me to|would you like me to)\b|"
     r"\(yes\)|\"yes\"|\byes\s*(/|or)\s*no\b))"
 )
+#: A question offering alternatives (read in the agent's last question): "which airport, ORD or MDW?",
+#: "to the original payment or a travel certificate?", "either ...", "one of these?". An "or" that opens a
+#: second question ("..., or would you like to keep it?") or closes a yes/no ("yes or no?", "or not?") offers
+#: none; nor does a relative "which" ("EHGLP3, which was booked today?").
+CHOICE_QUESTION = (
+    r"\bwhich\b(?!\s+(is|was|are|were|has|have|had|will|would|includes?|costs?|means)\b)|\beither\b|"
+    r"\bone of (these|those|them|the)\b|"
+    r"\bor\s+(?!(would|do|does|did|should|shall|can|could|will|is|are|if|not|no|nothing|anything|something|"
+    r"else|let|please|you|i|we|may|might|have|has|want|wish|need|just)\b)\w"
+)
 PRESETS["support"] = Plan(
     name="support",
     description="Follow these steps in order:",
@@ -546,6 +566,7 @@ PRESETS["support"] = Plan(
                         "text": CONFIRM_REPLY,
                         "after_assistant": CONFIRM_REQUEST,
                         "after_assistant_sentences": 3,
+                        "not_after_question": CHOICE_QUESTION,
                     }
                 ),
             ],

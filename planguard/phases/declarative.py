@@ -35,11 +35,11 @@ from typing import Any
 
 from planguard.actions.types import Action
 from planguard.documents import loads_json
-from planguard.events import ASSISTANT, MESSAGE_ROLES, MessageEvent, ToolEvent
+from planguard.events import ASSISTANT, MESSAGE_ROLES, RECORDED_KEY, MessageEvent, ToolEvent
 from planguard.phases.base import GENERAL, Classification, Command
 from planguard.plan import ArgumentTest, MessageMatch, PhaseMatch, Plan
 
-__all__ = ["MESSAGE_LABEL", "DeclarativeRules", "DeclarativeState", "tool_verb"]
+__all__ = ["MESSAGE_LABEL", "DeclarativeRules", "DeclarativeState", "recorded_turn", "tool_verb"]
 
 #: Longest result or argument text a regex is searched in (a tool may take or return megabytes).
 MAX_RESULT_TEXT = 65_536
@@ -138,6 +138,14 @@ def last_sentences(text: str, n: int) -> str:
     return " ".join(parts[-n:])
 
 
+def last_question(text: str) -> str | None:
+    """The last sentence of ``text`` that ends with a question mark (sentences as :func:`last_sentences`)."""
+    for part in reversed(_SENTENCE_END.split(text)):
+        if part.rstrip().endswith("?"):
+            return part
+    return None
+
+
 def _flags(case_sensitive: bool) -> int:
     return 0 if case_sensitive else re.IGNORECASE
 
@@ -146,7 +154,7 @@ class _MessageMatcher:
     """One compiled :class:`MessageMatch`; ``key`` numbers it among the plan's message matchers (what the
     state remembers the assistant's last message satisfied)."""
 
-    __slots__ = ("after_assistant", "key", "role", "tail", "text")
+    __slots__ = ("after_assistant", "choice", "key", "role", "tail", "text")
 
     def __init__(self, m: MessageMatch, key: int) -> None:
         flags = _flags(m.case_sensitive)
@@ -155,6 +163,19 @@ class _MessageMatcher:
         self.role = m.role
         self.text = re.compile(m.text, flags) if m.text is not None else None
         self.after_assistant = re.compile(m.after_assistant, flags) if m.after_assistant is not None else None
+        self.choice = re.compile(m.not_after_question, flags) if m.not_after_question is not None else None
+
+    def asked_by(self, text: str) -> bool:
+        """Whether an assistant message satisfies ``after_assistant`` (in its last ``tail`` sentences), and
+        its last question offers no alternatives ``not_after_question`` names."""
+        if self.after_assistant is None:
+            return False
+        if self.after_assistant.search(last_sentences(text, self.tail) if self.tail else text) is None:
+            return False
+        if self.choice is None:
+            return True
+        question = last_question(text)
+        return question is None or self.choice.search(question) is None
 
     def matches(self, role: str, text: str, assistant_hits: frozenset[int]) -> bool:
         if self.after_assistant is not None and (role == ASSISTANT or self.key not in assistant_hits):
@@ -246,10 +267,7 @@ class DeclarativeRules:
         )
         self._by_verb = any(p.verbs for p in plan.phases)
         self._after_assistant = tuple(
-            (m.key, m.after_assistant, m.tail)
-            for ph in self._phases
-            for m in ph.messages
-            if m.after_assistant is not None
+            m for ph in self._phases for m in ph.messages if m.after_assistant is not None
         )
         #: Some phase matches conversation turns: integrations hand the session the conversation.
         self.matches_messages = any(ph.messages for ph in self._phases)
@@ -290,6 +308,9 @@ class DeclarativeRules:
         the session, as a call's is. Never raises."""
         try:
             role = MESSAGE_ROLES.get(message.role.lower(), message.role)
+            recorded = message.metadata.get(RECORDED_KEY) if message.metadata else None
+            if isinstance(recorded, Mapping):
+                return _recorded_turn(role, recorded, state)
             text = message.text[:MAX_RESULT_TEXT] if isinstance(message.text, str) else ""
             hits = state.assistant_hits
             found = None
@@ -302,11 +323,7 @@ class DeclarativeRules:
                     found = Classification(commands=(Command(MESSAGE_LABEL, phase.id),))
                     break
             if role == ASSISTANT and self._after_assistant:
-                state.assistant_hits = frozenset(
-                    key
-                    for key, rx, tail in self._after_assistant
-                    if rx.search(last_sentences(text, tail) if tail else text) is not None
-                )
+                state.assistant_hits = frozenset(m.key for m in self._after_assistant if m.asked_by(text))
             return found
         except Exception:  # an odd message: no phase (fail open)
             return None
@@ -314,6 +331,22 @@ class DeclarativeRules:
 
 #: The label of a conversation turn's command in a classification (a turn is no tool call).
 MESSAGE_LABEL = "message"
+
+
+def _recorded_turn(role: str, recorded: Mapping[str, Any], state: DeclarativeState) -> Classification | None:
+    """A turn read elsewhere (another proxy replica), whose match travels instead of its text: its
+    phase, and for the assistant's message which ``after_assistant`` conditions it satisfied."""
+    if role == ASSISTANT:
+        state.assistant_hits = frozenset(int(k) for k in recorded.get("hits") or ())
+    commands = tuple(Command(str(label), str(r)) for label, r in recorded.get("commands") or ())
+    return Classification(commands=commands) if commands else None
+
+
+def recorded_turn(classification: Classification | None, state: object) -> dict[str, Any]:
+    """What :meth:`DeclarativeRules.observe_message` takes back (``RECORDED_KEY``) for a turn it has
+    just read: the phase it showed and the ``after_assistant`` conditions it satisfied, never its text."""
+    commands = [[c.label, c.role] for c in classification.commands] if classification else []
+    return {"commands": commands, "hits": sorted(getattr(state, "assistant_hits", ()))}
 
 
 class _Lazy:

@@ -474,6 +474,7 @@ class ProxyApp:
         seen: list[ToolCall] | None = None  # the answer's calls, once they are known
         try:
             calls = seen = wire.response_calls(obj)
+            self.monitor.said(conv, wire.response_text(obj), pending)  # before the calls it leads to
             denied: dict[str, str] = {}
             for call in calls:
                 msg = self.monitor.decide(conv, call, pending, refused=refused)
@@ -532,10 +533,15 @@ class ProxyApp:
         conv = plan.conversation
         pending: list[dict[str, Any]] = []
         monitor = self.monitor
+        said = 0  # how much of the answer's text has been observed as a turn
+
+        def decide(call: ToolCall) -> str | None:
+            nonlocal said
+            said = monitor.said(conv, translator.text, pending, said)  # the text before the call first
+            return monitor.decide(conv, call, pending, refused=refused)
+
         translator = wire.stream(
-            lambda call: monitor.decide(conv, call, pending, refused=refused),
-            self._hold,
-            monitor.text is not None,
+            decide, self._hold, monitor.text is not None or monitor.guard.observes_messages
         )
         decoder = SSEDecoder()
         observing = True
@@ -619,6 +625,7 @@ class ProxyApp:
                 return None
             if observing:
                 tail.append(decoder.take_rest())
+                said = monitor.said(conv, translator.text, pending, said)
                 if translator.response_id is not None:
                     await monitor.remember_response(translator.response_id, conv.id)
                 calls = translator.calls

@@ -4,9 +4,12 @@ A conversation (one agent run, one planguard session) is driven by three operati
 conversation's log in the store as it is applied to the local session; the log is a
 :mod:`planguard.journal` (the hook service keeps the same one), with the proxy's own keys beside the event:
 
-* ``model`` — a request goes upstream: ``guard.before_model`` (its reminders/nudges are injected);
-* ``pre``   — the response asks for a tool call: ``guard.before_tool`` (the gate decides);
-* ``post``  — a later request carries the call's result: ``guard.after_tool``.
+* ``model``   — a request goes upstream: ``guard.before_model`` (its reminders/nudges are injected);
+* ``pre``     — the response asks for a tool call: ``guard.before_tool`` (the gate decides);
+* ``post``    — a later request carries the call's result: ``guard.after_tool``;
+* ``message`` — a conversation turn, when the plan matches turns (``guard.observes_messages``): the user's
+  messages a request carries since the model last spoke, and the assistant's text of an answer
+  (``guard.observe_message``). The log keeps the turn's match, never its text.
 
 Replicas: a proxy process that receives a request for a conversation first replays the log entries it has
 not applied yet (written by other replicas) into its own session (``journal.apply``), with the sinks muted
@@ -37,6 +40,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from planguard import journal
 from planguard.decisions import Decision
+from planguard.events import ASSISTANT, USER
+from planguard.phases.declarative import recorded_turn
 from planguard.sinks import Sink
 from planguard.sinks.capture import ContentPolicy
 from planguard.sinks.redact import redact_text, redact_value
@@ -176,6 +181,8 @@ class Conversation:
     last_seen: float = field(default_factory=time.monotonic)
     writing: asyncio.Task[None] | None = None  # the request's log write, overlapping the upstream call
     refusals: list[Refusal] = field(default_factory=list)
+    # The user turns last observed (a digest): a request sent again with the same history adds none.
+    turns_key: str | None = None
     # A stand-in for a conversation whose request planguard failed to observe: the answer's calls get the
     # guard's failure decision (a fail-closed gate denies its tool) and nothing is logged or recorded.
     failed: bool = False
@@ -265,6 +272,9 @@ class Monitor:
             await self._catch_up(conv, wire, body, work_dir)
             entries: list[dict[str, Any]] = []
             notes = self._results(conv, wire, body, entries)
+            if self.guard.observes_messages and self.text is None:
+                # (With text actions the user's messages are the actions' observations, not turns.)
+                self._user_turns(conv, wire, body, entries)
             entry: dict[str, Any] = {"op": "model"}
             decisions = self._apply(conv, entry, live=True) or []
             entries.append(entry)
@@ -468,6 +478,36 @@ class Monitor:
             self.counters["results"] += 1
         return notes
 
+    def _user_turns(
+        self, conv: Conversation, wire: Wire, body: Mapping[str, Any], entries: list[dict[str, Any]]
+    ) -> None:
+        """Observe and log the user's messages the request carries since the model last spoke, once: the
+        same history sent again (a client's retry) adds none."""
+        turns = wire.user_turns(body)
+        if not turns:
+            return
+        prev = body.get("previous_response_id")
+        key = hashlib.sha256(_json.dumps([prev, len(wire.messages(body)), turns])).hexdigest()[:32]
+        if key == conv.turns_key:
+            return
+        for text in turns:
+            entry: dict[str, Any] = {"op": "message", "message": {"role": USER}, "key": key}
+            self._apply(conv, entry, live=True, text=text)
+            entries.append(entry)
+
+    def said(self, conv: Conversation, text: str, pending: list[dict[str, Any]], start: int = 0) -> int:
+        """The assistant's text of an answer, from ``start`` on, as a turn (when the plan matches turns);
+        logged with the answer's calls. Returns where the text observed ends."""
+        if conv.failed or not self.guard.observes_messages or not text[start:].strip():
+            return max(start, len(text))
+        try:
+            entry: dict[str, Any] = {"op": "message", "message": {"role": ASSISTANT}}
+            self._apply(conv, entry, live=True, text=text[start:])
+            pending.append(entry)
+        except Exception as exc:
+            self._failed("proxy.message", exc)
+        return len(text)
+
     @staticmethod
     def _annotate(wire: Wire, body: dict[str, Any], notes: Mapping[str, tuple[int | None, str]]) -> bool:
         changed = wire.annotate_results(body, {cid: note for cid, (i, note) in notes.items() if i is None})
@@ -587,10 +627,17 @@ class Monitor:
     # ------------------------------------------------------------------ the log
 
     def _apply(
-        self, conv: Conversation, entry: Mapping[str, Any], *, live: bool, rewrite: bool = False
+        self,
+        conv: Conversation,
+        entry: Mapping[str, Any],
+        *,
+        live: bool,
+        rewrite: bool = False,
+        text: str = "",
     ) -> Any:
         """Apply one log entry to the local session: live (this replica saw it) through the guard, else a
-        replay of another replica's entry, fed to the session as :func:`planguard.journal.apply` does."""
+        replay of another replica's entry, fed to the session as :func:`planguard.journal.apply` does.
+        ``text``: a live turn's text (the entry keeps its match only)."""
         conv.applied += 1
         kind = entry.get("op")
         if kind == "refused":
@@ -606,12 +653,19 @@ class Monitor:
         if kind in _OLD_OPS:
             entry = {**entry, "op": _OLD_OPS[kind], "event": entry.get("ev")}
         op = journal.Op.from_dict(entry, source="proxy")
+        if op.kind == "message" and "key" in entry:
+            conv.turns_key = entry["key"]
         result: Any = None
         if not live:
             try:
                 result = None if conv.session is None else journal.apply(conv.session, op)
             except Exception as exc:
                 self._failed("proxy.replay", exc)
+        elif op.kind == "message" and op.message is not None:
+            result = self.guard.observe_message(conv.id, op.message["role"], text)
+            state = conv.session.phase_state if conv.session is not None else None
+            entry["message"]["match"] = recorded_turn(result, state)
+            return result
         elif op.kind == "model":
             result = self.guard.before_model(conv.id)
         elif op.kind == "pre" and op.event is not None:

@@ -99,10 +99,11 @@ def integration_sections() -> dict[str, Callable[[str], str | None]]:
 
 
 def gate_warnings(config: Config) -> list[str]:
-    """Gates waiting on a declared phase that nothing but the gated call itself can show: no other tool, no
-    verb, no message rule matches it, so the gate would hold until its max_denials (e.g. a confirm phase
-    matched only by the tool it guards, while the agent confirms in chat)."""
-    from ...events import ToolEvent
+    """Gates waiting on a declared phase that nothing can show before the gated call: no match, verb or
+    message rule of the phase holds for a call other than the gated tool's or for a turn, or the phase may
+    only follow (``after``) a phase in that case, or phases wait on each other. The gate would then hold
+    until its max_denials (e.g. a confirm phase matched only by the tool it guards, while the agent
+    confirms in chat)."""
     from ...plan import phase_matches
 
     plan = config.followed_plan
@@ -111,20 +112,42 @@ def gate_warnings(config: Config) -> list[str]:
     out = []
     for i, gate in enumerate(config.policies.gates):
         until = gate.until
-        waited = [*until.phases_seen, *([until.phase_after.phase] if until.phase_after else [])]
+        waited: list[tuple[str, str]] = [(f"phases_seen.{j}", p) for j, p in enumerate(until.phases_seen)]
+        pa = until.phase_after
+        if pa is not None:
+            waited.append(("phase_after.phase", pa.phase))
+            if pa.strict:  # else the gate opens with no 'after' phase at all
+                waited.append(("phase_after.after", pa.after))
         gated = gate.compile()
-        for prefix in waited:
-            for phase in plan.phases:
-                if not phase_matches(phase.id, prefix) or phase.verbs:
-                    continue
-                if any(_shows_other_calls(m, gated, ToolEvent) for m in phase.matches):
-                    continue
+        for key, prefix in waited:
+            phases = [p for p in plan.phases if phase_matches(p.id, prefix)]
+            reasons = [_never_shown(plan, p.id, gated, ()) for p in phases]
+            if phases and all(reasons):
                 out.append(
-                    f"policies.gates.{i}.until: gate {gate.name!r} waits on phase {phase.id!r}, which no "
-                    f"tool other than the one it gates, no verb and no message rule can match: it would "
-                    "hold until max_denials (if the agent does this in chat, add a match: {message: ...})"
+                    f"policies.gates.{i}.until.{key}: gate {gate.name!r} waits on phase {phases[0].id!r}, "
+                    f"which nothing before the gated call can show: {reasons[0]}; the gate would hold until "
+                    "max_denials (if the agent does this in chat, add a match: {message: ...} to the phase)"
                 )
     return out
+
+
+def _never_shown(plan: Any, pid: str, gated: Any, through: tuple[str, ...]) -> str | None:
+    """Why no call but the gated one, and no turn, can show phase ``pid`` before the gated call (None:
+    something can). ``through``: the phases that wait on it (an ``after`` chain)."""
+    from ...events import ToolEvent
+
+    phase = next((p for p in plan.phases if p.id == pid), None)
+    if phase is None:
+        return f"no phase {pid!r} exists"
+    if pid in through:
+        return "its 'after' conditions wait on each other (" + " -> ".join([*through, pid]) + ")"
+    if not phase.verbs and not any(_shows_other_calls(m, gated, ToolEvent) for m in phase.matches):
+        return f"only the tool the gate holds matches phase {pid!r} (no other tool, verb or message rule)"
+    for before in phase.after:
+        why = _never_shown(plan, before, gated, (*through, pid))
+        if why is not None:
+            return f"phase {pid!r} only comes after {before!r}, and {why}"
+    return None
 
 
 def _shows_other_calls(match: Any, gated: Any, event: Any) -> bool:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...decisions import Decision, DecisionKind
-from ...events import ToolEvent
+from ...events import RECORDED_KEY, ToolEvent
 from ...findings import Finding
 
 __all__ = [
@@ -51,10 +51,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
-#: ``ToolEvent.metadata`` key under which the reader hands replay a step's recorded classification —
-#: ``{"commands": [[label, role], ...], "action": {...}}`` — when the session was kept without content
-#: (there are no arguments to classify again; see planguard/offline/replay.py).
-RECORDED_KEY = "planguard.recorded"
 #: ``type`` of a session file's first line (also how the loaders recognise the format).
 HEADER_TYPE = "planguard.session"
 

@@ -122,6 +122,65 @@ def test_support_confirms_on_the_users_yes_after_the_agent_asked() -> None:
     assert summary.primary is not None and summary.primary.PPF == 1.0  # (wrap_up not done yet)
 
 
+#: The agent's message in a tau2-bench airline run (blakeelias/tau2-bench @75c6100, grok-4-fast, task 8; the
+#: excerpt in tests/unit/offline/data): a request for details whose question offers alternatives.
+TAU2_CHOICE = (
+    "I'm happy to help you book a flight, Sophia! To get started, could you please provide your user ID (it "
+    "should be something like 'sophia_silva_123' from your profile)? This will allow me to access your "
+    "details and find the exact flight you took on May 10th to replicate it for May 26th.\n\nAlso, just to "
+    "confirm: Chicago (which airport, ORD or MDW?) to Philadelphia (PHL?), one-way on May 26, 2024?"
+)
+
+
+def _confirms(asked: str, reply: str) -> bool:
+    """Whether ``reply`` to ``asked`` is support's confirm, once the customer is identified and looked up."""
+    session = replay_pipeline((SUPPORT,)).session("s")
+    session.observe(ToolEvent(tool="get_user_details", arguments={"user_id": "u1"}))
+    session.observe(ToolEvent(tool="get_reservation_details", arguments={"reservation_id": "R1"}))
+    session.observe_message(MessageEvent("assistant", asked))
+    return session.observe_message(MessageEvent("user", reply)) is not None
+
+
+@pytest.mark.parametrize(
+    ("asked", "reply"),
+    [
+        (
+            TAU2_CHOICE,
+            "Yes, my user ID is sophia_silva_7557. And yes, it's from ORD to PHL, one-way on May 26th.",
+        ),
+        (
+            "Just to confirm before I book: Chicago (which airport, ORD or MDW?) to Philadelphia, one-way?",
+            "Yes",
+        ),
+        (
+            "I can process the refund. Would you like me to send it to your card or as a travel certificate?",
+            "Yes",
+        ),
+        ("I can change your flight. Which one should I book, HAT001 or HAT002?", "Yes, please"),
+        ("To proceed with the cancellation, should I refund it to either the card or the gift card?", "yes"),
+        ("I found two flights: 1. HAT001, 2. HAT002. Would you like me to book one of these?", "Sure"),
+    ],
+)
+def test_a_yes_to_a_question_offering_alternatives_confirms_nothing(asked: str, reply: str) -> None:
+    assert not _confirms(asked, reply)
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "Reservation R1 can be cancelled with a full refund. Shall I cancel reservation R1?",
+        "I will cancel reservation R1. Do you want me to proceed (yes or no)?",
+        "Shall I cancel reservation R1, which was booked today? Please confirm (yes/no).",
+        "I can cancel R1 now. Should I go ahead, or would you like to keep it?",
+        "Would you like me to proceed with cancelling R1 or not?",
+        # The question offering a choice came first; the agent's last question asks for the yes.
+        "Which airport, ORD or MDW? I have ORD. I will book HAT001 from ORD. Shall I proceed?",
+    ],
+)
+def test_a_yes_to_a_yes_no_question_about_the_action_confirms(asked: str) -> None:
+    assert _confirms(asked, "Yes, please.")
+
+
 def test_yaml_yes_is_a_word_and_result_and_text_are_case_insensitive(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planguard.decisions import Decision
+from planguard.events import USER
 
 from .translate import (
     POST_TOOL_USE,
@@ -53,6 +54,11 @@ class GuardLike(Protocol):
     def before_model(self, session_id: str) -> list[Decision]: ...
 
     def end(self, session_id: str) -> Any: ...
+
+    def observe_message(self, session_id: str, role: str, text: str) -> Any: ...
+
+    @property
+    def observes_messages(self) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -156,6 +162,9 @@ class ClaudeCodeAdapter:
             return context_answer(str(hook), self.guard.before_model(key))
         if hook == USER_PROMPT_SUBMIT:
             state.running.clear()  # a new turn: nothing of the last one is still running
+            prompt = payload.get("prompt")
+            if isinstance(prompt, str) and prompt.strip() and self.guard.observes_messages:
+                self.guard.observe_message(key, USER, prompt)  # the plan matches turns (a user's yes)
             return context_answer(USER_PROMPT_SUBMIT, self.guard.before_model(key))
         if hook == SESSION_END:
             self.guard.end(key)

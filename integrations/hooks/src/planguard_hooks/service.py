@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from planguard import journal
 from planguard.events import ToolEvent
+from planguard.phases.declarative import recorded_turn
 
 from .adapter import ClaudeCodeAdapter, HookState
 from .dialects import CLAUDE_CODE, Dialect
@@ -218,9 +219,10 @@ def run_hook(
 class _Recorder:
     """The guard as the adapter sees it, journalling what the session is fed."""
 
-    def __init__(self, guard: Guard, stored: StoredSession) -> None:
+    def __init__(self, guard: Guard, stored: StoredSession, session: Session) -> None:
         self.guard = guard
         self.stored = stored
+        self.session = session
 
     def before_tool(self, session_id: str, event: ToolEvent) -> Decision:
         self.stored.record(Op("pre", event))
@@ -237,6 +239,17 @@ class _Recorder:
     def end(self, session_id: str) -> SessionSummary | None:
         self.stored.record(Op("end"))
         return self.guard.end(session_id)
+
+    @property
+    def observes_messages(self) -> bool:
+        return self.guard.observes_messages
+
+    def observe_message(self, session_id: str, role: str, text: str) -> Any:
+        """The turn, journalled as the match the rules made of it (the journal never holds its text)."""
+        found = self.guard.observe_message(session_id, role, text)
+        match = recorded_turn(found, self.session.phase_state)
+        self.stored.record(Op("message", message={"role": role, "match": match}))
+        return found
 
 
 @dataclass(slots=True)
@@ -307,7 +320,7 @@ class HookRunner:
                 # Already applied (by a daemon this hook process stopped waiting for): same answer again.
                 self._keep(key, stored, session, hook_state, complete, saved=True)
                 return dict(hook_state.answered[rid])
-            adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored), source=source)
+            adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored, session), source=source)
             answer = adapter.handle(payload, hook_state)
             hook_state.remember(rid, answer)
             # The call's records are in the session's store file before its checkpoint says so (see

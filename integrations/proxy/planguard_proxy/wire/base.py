@@ -61,6 +61,24 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
+def _said(content: Any) -> str:
+    """The text a user message says: a string, or its text parts (tool results and media are not said)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        p if isinstance(p, str) else p["text"]
+        for p in content
+        if isinstance(p, str)
+        or (
+            isinstance(p, (dict, Mapping))
+            and p.get("type", "text") in ("text", "input_text")
+            and isinstance(p.get("text"), str)
+        )
+    )
+
+
 class StreamTranslator(ABC):
     """One streamed response: feed upstream events, forward what comes out.
 
@@ -161,6 +179,27 @@ class Wire(ABC):
     @abstractmethod
     def tool_results(self, body: Mapping[str, Any], ids: Iterable[str]) -> list[ToolResult]:
         """Results in the request for the given open call ids, in request order."""
+
+    def user_turns(self, body: Mapping[str, Any]) -> list[str]:
+        """The user's messages after the model's last turn in the request's history, in order: what the
+        user said since the model last spoke. Tool results, system and developer messages are no turns,
+        and every item the model produced (an assistant message, a function call, reasoning) ends the
+        search. A chained request (``previous_response_id``) carries only its new items: all of them."""
+        out = []
+        for m in reversed(self.messages(body)):
+            if not isinstance(m, (dict, Mapping)):
+                continue
+            role, kind = m.get("role"), m.get("type")
+            if role == "assistant" or (
+                isinstance(kind, str) and kind != "message" and not kind.endswith("_output")
+            ):
+                break
+            if role == "user":
+                text = _said(m.get("content"))
+                if text.strip():
+                    out.append(text)
+        out.reverse()
+        return out
 
     @abstractmethod
     def inject(self, body: dict[str, Any], text: str) -> None:

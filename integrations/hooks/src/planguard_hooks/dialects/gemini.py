@@ -38,6 +38,8 @@ class GeminiDialect(Dialect):
             return None
         out: dict[str, Any] = {k: payload[k] for k in COMMON_FIELDS if k in payload}
         out["hook_event_name"] = self.events[event]
+        if event == "BeforeAgent":
+            out["prompt"] = payload.get("prompt")  # the user's prompt, as UserPromptSubmit has it
         if event in ("BeforeTool", "AfterTool"):
             out["tool_name"] = payload.get("tool_name")
             out["tool_input"] = payload.get("tool_input")
