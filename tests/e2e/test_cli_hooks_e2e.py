@@ -81,10 +81,27 @@ def _skip_unless(name: str) -> Path:
     return binary
 
 
+#: Where a scripted run's repository lives: ``/tmp`` (issue #29: a repository under a temp directory is a
+#: repository, PHASES_LIVE.md §4, its work dir being the hook payload's ``cwd``), or a place that is no temp
+#: directory (the user's cache directory), for the same letters there.
+UNDER_TMP = "/tmp"
+ELSEWHERE = "elsewhere"
+
+
+def _repository_base(place: str) -> Path:
+    if place == UNDER_TMP:
+        return Path(UNDER_TMP)
+    base = Path.home() / ".cache" / "planguard-e2e"
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
 @pytest.fixture
-def workspace() -> Iterator[dict[str, Path]]:
+def workspace(request: pytest.FixtureRequest) -> Iterator[dict[str, Path]]:
     # Not under pytest's tmp_path: its "test_<name>" folders make every path "test-ish" for the paper's rules.
-    tmp = Path(tempfile.mkdtemp(prefix="pgcli-"))
+    # The repository is made right where ``place`` says, not relocated: under /tmp unless a test asks.
+    place = getattr(request, "param", UNDER_TMP)
+    tmp = Path(tempfile.mkdtemp(prefix="pgcli-", dir=_repository_base(place)))
     work = tmp / "work"
     work.mkdir()
     (work / "calc.py").write_text(CALC)
@@ -96,6 +113,7 @@ def workspace() -> Iterator[dict[str, Path]]:
     try:
         with daemon_sandbox(tmp / "state") as run_dir:
             yield {
+                "place": Path(place),
                 "tmp": tmp,
                 "work": work,
                 "home": home,
@@ -178,8 +196,13 @@ def _check_live(session_id: str, workspace: dict[str, Path], *, failed_first: bo
     state = workspace["state"]
     daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
     assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    work = workspace["work"]
+    under_tmp = Path(UNDER_TMP) in work.resolve().parents
+    assert under_tmp == (workspace["place"] == Path(UNDER_TMP)), work
     summary = read_summary(session_id, str(workspace["config"]), str(state))
     assert summary is not None
+    # The repository the live rules judged paths against: the hook payloads' cwd, wherever it lives.
+    assert summary["work_dir"] == str(workspace["work"])
     assert summary["letters"] == "N" * failed_first + "NRRPV"
     assert summary["n_steps"] == 6 + failed_first
     assert summary["decision_counts"].get("deny") == 1
@@ -258,6 +281,7 @@ def _function_response(request: dict[str, Any], name: str) -> str:
     raise AssertionError(f"no functionResponse for {name}")
 
 
+@pytest.mark.parametrize("workspace", [UNDER_TMP, ELSEWHERE], indirect=True)
 def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     gemini = _skip_unless("gemini")
     work, home = workspace["work"], workspace["home"]
@@ -348,7 +372,12 @@ def _call_output(request: dict[str, Any], call_id: str) -> str:
     raise AssertionError(f"no function_call_output for {call_id}")
 
 
-@pytest.mark.parametrize("turns", [_codex_turns, _codex_own_tools_turns], ids=["shell", "own-tools"])
+@pytest.mark.parametrize(
+    ("workspace", "turns"),
+    [(UNDER_TMP, _codex_turns), (UNDER_TMP, _codex_own_tools_turns), (ELSEWHERE, _codex_own_tools_turns)],
+    ids=["shell", "own-tools", "own-tools-elsewhere"],
+    indirect=["workspace"],
+)
 def test_codex_cli_gate_reminder_phases_and_replay(
     workspace: dict[str, Path], turns: Callable[[], list[list[dict[str, Any]]]]
 ) -> None:
@@ -441,7 +470,12 @@ def _opencode_failing_turns(work: Path) -> list[list[dict[str, Any]]]:
     return [missing, *_opencode_turns(work)]
 
 
-@pytest.mark.parametrize("failing", [False, True], ids=["task", "failing-read-first"])
+@pytest.mark.parametrize(
+    ("workspace", "failing"),
+    [(UNDER_TMP, False), (UNDER_TMP, True), (ELSEWHERE, False)],
+    ids=["task", "failing-read-first", "task-elsewhere"],
+    indirect=["workspace"],
+)
 def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path], failing: bool) -> None:
     opencode = _skip_unless("opencode")
     work, home = workspace["work"], workspace["home"]
@@ -497,6 +531,7 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
 # --------------------------------------------------------------------------- Claude Code (npm)
 
 
+@pytest.mark.parametrize("workspace", [UNDER_TMP, ELSEWHERE], indirect=True)
 def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     claude = _skip_unless("claude")
     work, home = workspace["work"], workspace["home"]

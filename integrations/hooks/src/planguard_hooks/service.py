@@ -575,6 +575,8 @@ def read_summary(
                 return None
             session, _, complete = runner._load(stored, session_id, {}, record=False)
             out = summary_dict(session.summary())
+            # The repository the live rules judge paths against: the hook payload's cwd (None: none sent).
+            out["work_dir"] = session.metadata.get("cwd")
             out["journal_complete"] = complete
             if stored.problems:
                 out["problems"] = list(stored.problems)
