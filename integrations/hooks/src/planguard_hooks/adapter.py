@@ -25,6 +25,7 @@ from .translate import (
     POST_TOOL_USE_FAILURE,
     PRE_TOOL_USE,
     SESSION_END,
+    UNDELIVERED_CONTEXT,
     USER_PROMPT_SUBMIT,
     call_event,
     context_answer,
@@ -53,6 +54,8 @@ class GuardLike(Protocol):
     def before_model(self, session_id: str) -> list[Decision]: ...
 
     def end(self, session_id: str) -> Any: ...
+
+    def session(self, session_id: str) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -153,7 +156,16 @@ class ClaudeCodeAdapter:
             state.finish(event.call_id, now)
             if state.running:
                 return {}
-            return context_answer(str(hook), self.guard.before_model(key))
+            due = self.guard.before_model(key)
+            if payload.get(UNDELIVERED_CONTEXT):
+                # The CLI drops this result's context: reminders due now go with the next request's
+                # instead of being counted as sent and lost.
+                session = self.guard.session(key)
+                for decision in due:
+                    if decision.injects:
+                        session.queue(decision)
+                return {}
+            return context_answer(str(hook), due)
         if hook == USER_PROMPT_SUBMIT:
             state.running.clear()  # a new turn: nothing of the last one is still running
             return context_answer(USER_PROMPT_SUBMIT, self.guard.before_model(key))

@@ -107,7 +107,7 @@ def answer_text(
         problem = f"standard input is not JSON planguard can read ({exc}); expected one hook payload object"
         if _names_another_event(text, dialect):  # cut, but not a tool call about to run
             _report_error(store, problem)
-            return {}
+            return dialect.answer({"systemMessage": _unevaluated(problem, blocked=False)}, {})
         pre = {"hook_event_name": json.loads(dialect.gate_mark())}
         return dialect.answer(_failure_answer(store, problem, runner, None), pre)
     common = dialect.common(raw) if isinstance(raw, dict) else None
@@ -157,18 +157,23 @@ def _failure_answer(
     """The answer to a call planguard could not evaluate. A fail-closed gate stays closed whatever failed
     (the state directory, the session files, the payload): a ``PreToolUse`` call such a gate covers is
     denied (``payload`` None: the payload could not be read, but may be one). Everything else is let
-    through. The problem goes to the error log; when that cannot be written
-    (often the same broken directory), to standard error and the answer's ``systemMessage`` instead, which
-    Claude Code shows the user."""
+    through. The problem goes to the error log (else standard error), and one line of it to the user, as
+    the answer's ``systemMessage`` (every CLI's hook contract shows it; the dialects carry it over)."""
     logged = _report_error(store, problem)
     answer: dict[str, Any] = {}
     if payload is None or payload.get("hook_event_name") == PRE_TOOL_USE:
         decision = _gate_on_failure(runner, payload)
         if decision is not None and decision.blocks:
             answer = deny_answer(decision)
-    if not logged:
-        answer["systemMessage"] = f"planguard could not evaluate this hook call: {_last_line(problem)}"
+    where = f"; see {Path(store.directory) / 'hook-errors.log'}" if logged else ""
+    answer["systemMessage"] = _unevaluated(problem, blocked=bool(answer)) + where
     return answer
+
+
+def _unevaluated(problem: str, *, blocked: bool) -> str:
+    """The one line the user is shown for a call planguard could not evaluate."""
+    verdict = "blocked (a gate fails closed)" if blocked else "let through (fail-open)"
+    return f"planguard could not evaluate this call ({_last_line(problem)}); {verdict}"
 
 
 def _gate_on_failure(
@@ -237,6 +242,9 @@ class _Recorder:
     def end(self, session_id: str) -> SessionSummary | None:
         self.stored.record(Op("end"))
         return self.guard.end(session_id)
+
+    def session(self, session_id: str) -> Session:
+        return self.guard.session(session_id)
 
 
 @dataclass(slots=True)
