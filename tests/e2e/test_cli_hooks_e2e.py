@@ -539,23 +539,7 @@ def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     assert (work / ".claude" / "settings.json").is_file()
     config_dir = home / ".claude"  # CLAUDE_CONFIG_DIR: settings, and the session files under projects/
     with FakeMessages(claude_code_turns(work)) as fake:
-        env = _base_env(home)
-        env.update(
-            {
-                "CLAUDE_CONFIG_DIR": str(config_dir),
-                "ANTHROPIC_BASE_URL": fake.url,
-                "ANTHROPIC_API_KEY": "sk-ant-fake",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no autoupdate, telemetry, error reports
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-            }
-        )
-        argv = [
-            *(str(claude), "-p", PROMPT, "--output-format", "stream-json", "--verbose"),
-            *("--allowedTools", "Bash,Read,Write,Edit", "--model", "claude-sonnet-4-5"),
-        ]
-        proc = _run(argv, work, env)
+        proc = _run_claude(claude, workspace, fake, "Bash,Read,Write,Edit")
         # A denial is the tool_result's error text; a reminder is hook context on a tool result.
         _check_run(fake, workspace, lambda i: fake.tool_result(i, f"toolu_{i:02d}"))
 
@@ -565,3 +549,61 @@ def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     assert live["n_model_calls"] == len(fake.requests)
     (transcript,) = (config_dir / "projects").glob(f"*/{session_id}.jsonl")
     _check_replay(transcript, "planguard.offline.loaders.claude_code", workspace, live)
+
+
+def _run_claude(
+    claude: Path, workspace: dict[str, Path], fake: FakeMessages, allowed_tools: str
+) -> subprocess.CompletedProcess[str]:
+    """Claude Code in ``-p`` mode against ``fake``, its settings and session files under the test's home."""
+    env = _base_env(workspace["home"])
+    env.update(
+        {
+            "CLAUDE_CONFIG_DIR": str(workspace["home"] / ".claude"),
+            "ANTHROPIC_BASE_URL": fake.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no autoupdate, telemetry, error reports
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+    )
+    argv = [
+        *(str(claude), "-p", PROMPT, "--output-format", "stream-json", "--verbose"),
+        *("--allowedTools", allowed_tools, "--model", "claude-sonnet-4-5"),
+    ]
+    return _run(argv, workspace["work"], env)
+
+
+def test_claude_code_permission_refusal_is_a_denial_live_and_in_replay(workspace: dict[str, Path]) -> None:
+    """``--allowedTools`` without Write: Claude Code refuses the Write after planguard's PreToolUse let it
+    through, and fires no result hook for it (2.1.328); its transcript records the refusal. The next hook
+    call closes it from the transcript as the denial it was, not a step, as the transcript's replay does."""
+    claude = _skip_unless("claude")
+    work = workspace["work"]
+    _install("claude-code", workspace, "Bash")
+    with FakeMessages(claude_code_turns(work)) as fake:
+        proc = _run_claude(claude, workspace, fake, "Bash,Read,Edit")
+        assert "permissions to write" in fake.tool_result(2, "toolu_02")
+    assert not (work / "test_calc.py").exists()  # the Write never ran
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["session_id"] for e in events if e.get("type") == "result"}
+    live = read_summary(session_id, str(workspace["config"]), str(workspace["state"]))
+    assert live is not None
+    ran = 6  # Read, Bash, Edit, ./submit.sh (denied by the gate: no step), Bash, ./submit.sh
+    denials = live["decision_counts"].get("deny", 0)
+    assert live["n_steps"] + denials == ran + 1, live  # every call is a step or a denial, the Write a denial
+    assert live["n_steps"] <= ran - 1 and denials >= 2, live
+    assert live["n_model_calls"] == len(fake.requests)  # the refused call held back no model call
+    (transcript,) = (workspace["home"] / ".claude" / "projects").glob(f"*/{session_id}.jsonl")
+    from planguard.guard import Guard
+    from planguard.offline.loaders import Trajectory, iter_trajectories
+    from planguard.session import replay_events
+
+    (trajectory,) = [t for t in iter_trajectories([transcript]) if isinstance(t, Trajectory)]
+    guard = Guard.from_file(workspace["config"])
+    try:
+        offline = replay_events(trajectory.events, guard.pipeline, trajectory.id, trajectory.meta).end()
+    finally:
+        guard.shutdown()
+    assert (offline.letters, offline.n_steps) == (live["letters"], live["n_steps"])
+    assert offline.decision_counts.get("deny") == denials

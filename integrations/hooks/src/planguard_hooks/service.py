@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from planguard import journal
 from planguard.events import ToolEvent
+from planguard.offline.loaders.claude_code import refusal_reason
 
 from .adapter import ClaudeCodeAdapter, HookState
 from .dialects import CLAUDE_CODE, Dialect
@@ -51,6 +52,8 @@ __all__ = ["HookRunner", "answer_text", "main", "read_summary", "run_hook"]
 MAX_ERROR_LOG_BYTES = 256 * 1024
 #: Sessions a long-lived runner keeps in memory (least recently used dropped first; they stay on disk).
 MAX_CACHED_SESSIONS = 256
+#: How much of a Claude Code transcript's end is read for the results of calls still open.
+TRANSCRIPT_TAIL_BYTES = 1 << 20
 
 
 def main(
@@ -315,6 +318,15 @@ class HookRunner:
                 # Already applied (by a daemon this hook process stopped waiting for): same answer again.
                 self._keep(key, stored, session, hook_state, complete, saved=True)
                 return dict(hook_state.answered[rid])
+            refused = _refused_calls(payload, hook_state.running) if source == "claude-code" else {}
+            if refused and complete:
+                session = self._withdraw(stored, key, session, hook_state, refused)
+                if not hook_state.running:
+                    # Claude Code asked the model again after the refusal, with no hook call: that request
+                    # counts now, and what it would have carried goes with the next one.
+                    for decision in _Recorder(self.guard, stored).before_model(key):
+                        if decision.injects:
+                            session.queue(decision)
             adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored), source=source)
             answer = adapter.handle(payload, hook_state)
             hook_state.remember(rid, answer)
@@ -466,6 +478,34 @@ class HookRunner:
         stored.restored = "journal"
         return session, state, complete
 
+    def _withdraw(
+        self,
+        stored: StoredSession,
+        key: str,
+        session: Session,
+        hook_state: HookState,
+        refused: dict[str, str],
+    ) -> Session:
+        """Calls the session let run that Claude Code then refused by its permissions: they never ran and
+        no result hook comes for them. Journalled as refused, and the session rebuilt from its journal, in
+        which each is the denial it was, not a step (as the transcript's replay counts it)."""
+        for call_id, reason in refused.items():
+            stored.record(Op("refused", ToolEvent(tool="", call_id=call_id, blocked=reason)))
+            hook_state.running.pop(call_id, None)
+        ops, _ = stored.journal()  # what earlier calls wrote; this call's entries are still to be saved
+        rebuilt = journal.replay(self.guard.pipeline, key, [*ops, *stored.new_ops])
+        rebuilt.metadata.update(session.metadata)
+        with self._cache_lock:
+            self._cache.pop(key, None)
+        release(self.guard, session)
+        for sink in self.store_sinks:
+            sink.forget(session)
+        self._resume_store_files(stored, key, cut=False)
+        rebuilt.bind(self.guard.pipeline)
+        rebuilt.ended = False
+        adopt(self.guard, rebuilt)
+        return rebuilt
+
     # ------------------------------------------------------------------ the session store's files
 
     def _resume_store_files(self, stored: StoredSession, session_id: str, *, cut: bool) -> None:
@@ -509,6 +549,39 @@ class HookRunner:
         with self._cache_lock:
             self._cache.clear()
         self.guard.shutdown(end_sessions=False)
+
+
+def _refused_calls(payload: Mapping[str, Any], running: Mapping[str, float]) -> dict[str, str]:
+    """The open calls (``running``) whose result Claude Code's transcript (``transcript_path``) shows it
+    refused by its permissions, by id with the reason (:func:`refusal_reason`, what the transcript's replay
+    reads too). Claude Code fires no result hook for them: the next hook call of the session closes them."""
+    path = payload.get("transcript_path")
+    if not running or not isinstance(path, str) or not path:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - TRANSCRIPT_TAIL_BYTES))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in tail.splitlines():
+        if not any(call_id in line for call_id in running):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict) or block.get("type") != "tool_result" or not block.get("is_error"):
+                continue
+            call_id = block.get("tool_use_id")
+            reason = refusal_reason(entry) if call_id in running else None
+            if reason is not None:
+                found[str(call_id)] = reason
+    return found
 
 
 def _replayed(state: HookState, now: float, op: Op, result: Any) -> None:
