@@ -9,7 +9,7 @@ pipeline on the same events, so the rebuilt session is the one that was live; th
 already, so they hear none of it again (:func:`replay` builds the session on a pipeline without them, and
 the host binds it to its live pipeline afterwards; the proxy mutes its sinks while it catches up).
 
-An entry is ``{"op": "pre"|"post"|"model"|"end", "event": {...}}``; the event's keys are
+An entry is ``{"op": "pre"|"post"|"model"|"end"|"refused", "event": {...}}``; the event's keys are
 :class:`~planguard.events.ToolEvent`'s field names. A conversation turn is ``{"op": "message", "message":
 {"role": ..., "match": ...}}``: the match the plan's rules made of it (``RECORDED_KEY``), never its text.
 Journals written by the hook service before this module (short keys ``t``, ``a``, ``id``, … under ``e``)
@@ -42,8 +42,10 @@ __all__ = [
     "replay",
 ]
 
-OpKind = Literal["pre", "post", "model", "end", "message"]
-OP_KINDS: tuple[OpKind, ...] = ("pre", "post", "model", "end", "message")
+OpKind = Literal["pre", "post", "model", "end", "message", "refused"]
+#: ``refused``: a call the session let run that the agent's harness then refused (it never ran; its
+#: ``call_id`` and ``blocked`` reason): replayed, its ``pre`` is a recorded denial instead of a step.
+OP_KINDS: tuple[OpKind, ...] = ("pre", "post", "model", "end", "message", "refused")
 #: Strings in a journaled event's arguments are cut past this (a Write's file body need not travel twice).
 MAX_ARGUMENT_CHARS = 65_536
 #: ToolEvent fields a journal entry keeps, with the short keys hook journals before this module used.
@@ -58,6 +60,7 @@ _FIELDS = {
     "start_time": "t0",
     "end_time": "t1",
     "metadata": "m",
+    "blocked": "b",
 }
 
 
@@ -132,6 +135,7 @@ def event_from(data: Mapping[str, Any], **metadata: Any) -> ToolEvent:
         start_time=get("start_time"),
         end_time=get("end_time"),
         metadata=dict(metadata) if metadata else dict(recorded) if isinstance(recorded, Mapping) else {},
+        blocked=get("blocked"),
     )
 
 
@@ -175,10 +179,22 @@ def replay(
 ) -> Session:
     """A new session ``session_id`` rebuilt from ``ops`` on ``pipeline`` with its sinks muted (they heard
     all of it live); ``observe`` sees each entry with what :func:`apply` returned for it. Bind the session
-    to the live pipeline (:meth:`Session.bind`) to go on with it."""
+    to the live pipeline (:meth:`Session.bind`) to go on with it. A call a later ``refused`` entry names is
+    replayed as the recorded denial it turned out to be (:meth:`Session.observe` of it, blocked), not as a
+    step; ``observe`` sees its ``pre`` with that denial."""
+    ops = list(ops)
+    refused = {
+        op.event.call_id: op.event.blocked or "refused after it was allowed"
+        for op in ops
+        if op.kind == "refused" and op.event is not None and op.event.call_id is not None
+    }
     session = muted(pipeline).session(session_id, **(metadata or {}))
     for op in ops:
-        result = apply(session, op)
+        if op.kind == "pre" and op.event is not None and op.event.call_id in refused:
+            blocked = dataclasses.replace(op.event, blocked=refused[op.event.call_id])
+            result: Any = session.observe(blocked).decision
+        else:
+            result = apply(session, op)
         if observe is not None:
             observe(op, result)
     return session

@@ -81,10 +81,27 @@ def _skip_unless(name: str) -> Path:
     return binary
 
 
+#: Where a scripted run's repository lives: ``/tmp`` (issue #29: a repository under a temp directory is a
+#: repository, PHASES_LIVE.md §4, its work dir being the hook payload's ``cwd``), or a place that is no temp
+#: directory (the user's cache directory), for the same letters there.
+UNDER_TMP = "/tmp"
+ELSEWHERE = "elsewhere"
+
+
+def _repository_base(place: str) -> Path:
+    if place == UNDER_TMP:
+        return Path(UNDER_TMP)
+    base = Path.home() / ".cache" / "planguard-e2e"
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
 @pytest.fixture
-def workspace() -> Iterator[dict[str, Path]]:
+def workspace(request: pytest.FixtureRequest) -> Iterator[dict[str, Path]]:
     # Not under pytest's tmp_path: its "test_<name>" folders make every path "test-ish" for the paper's rules.
-    tmp = Path(tempfile.mkdtemp(prefix="pgcli-"))
+    # The repository is made right where ``place`` says, not relocated: under /tmp unless a test asks.
+    place = getattr(request, "param", UNDER_TMP)
+    tmp = Path(tempfile.mkdtemp(prefix="pgcli-", dir=_repository_base(place)))
     work = tmp / "work"
     work.mkdir()
     (work / "calc.py").write_text(CALC)
@@ -96,6 +113,7 @@ def workspace() -> Iterator[dict[str, Path]]:
     try:
         with daemon_sandbox(tmp / "state") as run_dir:
             yield {
+                "place": Path(place),
                 "tmp": tmp,
                 "work": work,
                 "home": home,
@@ -178,8 +196,13 @@ def _check_live(session_id: str, workspace: dict[str, Path], *, failed_first: bo
     state = workspace["state"]
     daemons = client.daemon_status(str(state), environ={"XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]})
     assert len(daemons) == 1 and daemons[0]["failed"] == 0, daemons
+    work = workspace["work"]
+    under_tmp = Path(UNDER_TMP) in work.resolve().parents
+    assert under_tmp == (workspace["place"] == Path(UNDER_TMP)), work
     summary = read_summary(session_id, str(workspace["config"]), str(state))
     assert summary is not None
+    # The repository the live rules judged paths against: the hook payloads' cwd, wherever it lives.
+    assert summary["work_dir"] == str(workspace["work"])
     assert summary["letters"] == "N" * failed_first + "NRRPV"
     assert summary["n_steps"] == 6 + failed_first
     assert summary["decision_counts"].get("deny") == 1
@@ -258,6 +281,7 @@ def _function_response(request: dict[str, Any], name: str) -> str:
     raise AssertionError(f"no functionResponse for {name}")
 
 
+@pytest.mark.parametrize("workspace", [UNDER_TMP, ELSEWHERE], indirect=True)
 def test_gemini_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     gemini = _skip_unless("gemini")
     work, home = workspace["work"], workspace["home"]
@@ -348,7 +372,12 @@ def _call_output(request: dict[str, Any], call_id: str) -> str:
     raise AssertionError(f"no function_call_output for {call_id}")
 
 
-@pytest.mark.parametrize("turns", [_codex_turns, _codex_own_tools_turns], ids=["shell", "own-tools"])
+@pytest.mark.parametrize(
+    ("workspace", "turns"),
+    [(UNDER_TMP, _codex_turns), (UNDER_TMP, _codex_own_tools_turns), (ELSEWHERE, _codex_own_tools_turns)],
+    ids=["shell", "own-tools", "own-tools-elsewhere"],
+    indirect=["workspace"],
+)
 def test_codex_cli_gate_reminder_phases_and_replay(
     workspace: dict[str, Path], turns: Callable[[], list[list[dict[str, Any]]]]
 ) -> None:
@@ -441,7 +470,12 @@ def _opencode_failing_turns(work: Path) -> list[list[dict[str, Any]]]:
     return [missing, *_opencode_turns(work)]
 
 
-@pytest.mark.parametrize("failing", [False, True], ids=["task", "failing-read-first"])
+@pytest.mark.parametrize(
+    ("workspace", "failing"),
+    [(UNDER_TMP, False), (UNDER_TMP, True), (ELSEWHERE, False)],
+    ids=["task", "failing-read-first", "task-elsewhere"],
+    indirect=["workspace"],
+)
 def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Path], failing: bool) -> None:
     opencode = _skip_unless("opencode")
     work, home = workspace["work"], workspace["home"]
@@ -497,6 +531,7 @@ def test_opencode_plugin_gate_reminder_phases_and_replay(workspace: dict[str, Pa
 # --------------------------------------------------------------------------- Claude Code (npm)
 
 
+@pytest.mark.parametrize("workspace", [UNDER_TMP, ELSEWHERE], indirect=True)
 def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Path]) -> None:
     claude = _skip_unless("claude")
     work, home = workspace["work"], workspace["home"]
@@ -504,23 +539,7 @@ def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     assert (work / ".claude" / "settings.json").is_file()
     config_dir = home / ".claude"  # CLAUDE_CONFIG_DIR: settings, and the session files under projects/
     with FakeMessages(claude_code_turns(work)) as fake:
-        env = _base_env(home)
-        env.update(
-            {
-                "CLAUDE_CONFIG_DIR": str(config_dir),
-                "ANTHROPIC_BASE_URL": fake.url,
-                "ANTHROPIC_API_KEY": "sk-ant-fake",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no autoupdate, telemetry, error reports
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-            }
-        )
-        argv = [
-            *(str(claude), "-p", PROMPT, "--output-format", "stream-json", "--verbose"),
-            *("--allowedTools", "Bash,Read,Write,Edit", "--model", "claude-sonnet-4-5"),
-        ]
-        proc = _run(argv, work, env)
+        proc = _run_claude(claude, workspace, fake, "Bash,Read,Write,Edit")
         # A denial is the tool_result's error text; a reminder is hook context on a tool result.
         _check_run(fake, workspace, lambda i: fake.tool_result(i, f"toolu_{i:02d}"))
 
@@ -530,3 +549,61 @@ def test_claude_code_cli_gate_reminder_phases_and_replay(workspace: dict[str, Pa
     assert live["n_model_calls"] == len(fake.requests)
     (transcript,) = (config_dir / "projects").glob(f"*/{session_id}.jsonl")
     _check_replay(transcript, "planguard.offline.loaders.claude_code", workspace, live)
+
+
+def _run_claude(
+    claude: Path, workspace: dict[str, Path], fake: FakeMessages, allowed_tools: str
+) -> subprocess.CompletedProcess[str]:
+    """Claude Code in ``-p`` mode against ``fake``, its settings and session files under the test's home."""
+    env = _base_env(workspace["home"])
+    env.update(
+        {
+            "CLAUDE_CONFIG_DIR": str(workspace["home"] / ".claude"),
+            "ANTHROPIC_BASE_URL": fake.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no autoupdate, telemetry, error reports
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+    )
+    argv = [
+        *(str(claude), "-p", PROMPT, "--output-format", "stream-json", "--verbose"),
+        *("--allowedTools", allowed_tools, "--model", "claude-sonnet-4-5"),
+    ]
+    return _run(argv, workspace["work"], env)
+
+
+def test_claude_code_permission_refusal_is_a_denial_live_and_in_replay(workspace: dict[str, Path]) -> None:
+    """``--allowedTools`` without Write: Claude Code refuses the Write after planguard's PreToolUse let it
+    through, and fires no result hook for it (2.1.328); its transcript records the refusal. The next hook
+    call closes it from the transcript as the denial it was, not a step, as the transcript's replay does."""
+    claude = _skip_unless("claude")
+    work = workspace["work"]
+    _install("claude-code", workspace, "Bash")
+    with FakeMessages(claude_code_turns(work)) as fake:
+        proc = _run_claude(claude, workspace, fake, "Bash,Read,Edit")
+        assert "permissions to write" in fake.tool_result(2, "toolu_02")
+    assert not (work / "test_calc.py").exists()  # the Write never ran
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    (session_id,) = {e["session_id"] for e in events if e.get("type") == "result"}
+    live = read_summary(session_id, str(workspace["config"]), str(workspace["state"]))
+    assert live is not None
+    ran = 6  # Read, Bash, Edit, ./submit.sh (denied by the gate: no step), Bash, ./submit.sh
+    denials = live["decision_counts"].get("deny", 0)
+    assert live["n_steps"] + denials == ran + 1, live  # every call is a step or a denial, the Write a denial
+    assert live["n_steps"] <= ran - 1 and denials >= 2, live
+    assert live["n_model_calls"] == len(fake.requests)  # the refused call held back no model call
+    (transcript,) = (workspace["home"] / ".claude" / "projects").glob(f"*/{session_id}.jsonl")
+    from planguard.guard import Guard
+    from planguard.offline.loaders import Trajectory, iter_trajectories
+    from planguard.session import replay_events
+
+    (trajectory,) = [t for t in iter_trajectories([transcript]) if isinstance(t, Trajectory)]
+    guard = Guard.from_file(workspace["config"])
+    try:
+        offline = replay_events(trajectory.events, guard.pipeline, trajectory.id, trajectory.meta).end()
+    finally:
+        guard.shutdown()
+    assert (offline.letters, offline.n_steps) == (live["letters"], live["n_steps"])
+    assert offline.decision_counts.get("deny") == denials

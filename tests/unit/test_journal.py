@@ -75,3 +75,22 @@ def test_replay_gives_the_live_session_and_the_sinks_hear_nothing() -> None:
     assert replayed.summary().letters == live.summary().letters != ""
     assert replayed.summary().n_model_calls == live.summary().n_model_calls
     assert live_sink.heard == ["Read", "Bash", "Edit", "Bash"] and replay_sink.heard == []
+
+
+def test_a_call_refused_after_it_was_allowed_replays_as_a_denial_not_a_step() -> None:
+    """A ``refused`` entry (the agent's harness refused a call the session had let run; it never ran)
+    makes its earlier ``pre`` a recorded denial on replay; the entry survives the JSON round trip."""
+    guard = Guard(quiet_config())
+    ops = _ops()
+    reason = "refused by Claude Code's permissions (config)"
+    refused = Op("refused", ToolEvent("", call_id="c2", blocked=reason))
+    back = Op.from_json(refused.to_json())
+    assert back.kind == "refused" and back.event is not None and back.event.blocked == reason
+    del ops[8]  # c2's post: a refused call has no result
+    seen: list[Any] = []
+    session = journal.replay(guard.pipeline, "s", [*ops, back], observe=lambda op, r: seen.append(r))
+    summary = session.end()
+    assert summary.n_steps == 3 and summary.decision_counts.get("deny") == 1
+    (denial,) = [r for op, r in zip([*ops, back], seen, strict=True) if op.kind == "pre" and r.blocks]
+    assert "permissions" in denial.message
+    guard.shutdown()

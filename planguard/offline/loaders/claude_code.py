@@ -21,7 +21,11 @@ lines may embed a running sub-agent's messages, which its own transcript records
   - a user's "no" at a permission prompt: ``"The user doesn't want to proceed with this tool use. The
     tool use was rejected ..."`` (the text of real transcripts, e.g. ``shared/data/realtraj``);
   - a call the harness cancelled because a parallel sibling failed:
-    ``"<tool_use_error>Sibling tool call errored</tool_use_error>"`` (anthropics/claude-code#22264).
+    ``"<tool_use_error>Sibling tool call errored</tool_use_error>"`` (anthropics/claude-code#22264);
+  - by the line's own structure, whatever the text: a call Claude Code's permissions refused (e.g. a tool
+    ``--allowedTools`` does not list, in ``-p`` mode; 2.1.328) is written with ``permissionDecision:
+    {decision: "reject", source: "config"}`` and ``toolDenialKind`` beside its result
+    (:func:`refusal_reason`; the hook service reads the same to close such a call live).
 * File paths of the file tools (``Read``, ``Edit``, ``Write``, ``Glob``, ...) are made relative to the
   session's ``cwd`` when they lie inside it (unless the cwd is itself a scratch directory such as
   ``/tmp``), so targets are repo-relative as for every other scaffold;
@@ -58,7 +62,7 @@ from ._base import (
     type_name,
 )
 
-__all__ = ["load_claude_code"]
+__all__ = ["load_claude_code", "refusal_reason"]
 
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
 # The error result Claude Code records when a PreToolUse hook denied the call (it never ran): the reason
@@ -187,6 +191,8 @@ class _Chain:
                     self.orphan_results += 1
                     continue
                 self._result(event, block, timestamp, entry.get("toolUseResult") if first_result else None)
+                if event.is_error and event.blocked is None:
+                    event.blocked = refusal_reason(entry)
                 first_result = False
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 self._prompt(entry, block["text"])
@@ -358,6 +364,20 @@ def load_claude_code(
             path,
             {"is_sidechain": True, "agent_id": chain.agent_id or name, "parent_session_id": chain.session_id},
         )
+
+
+def refusal_reason(entry: Any) -> str | None:
+    """The reason a transcript line's tool result shows Claude Code refused the call by its permissions (it
+    never ran), from the line's structure (``permissionDecision``, ``toolDenialKind``); None otherwise."""
+    if not isinstance(entry, dict):
+        return None
+    decision = entry.get("permissionDecision")
+    if isinstance(decision, dict) and decision.get("decision") in ("reject", "deny"):
+        return f"refused by Claude Code's permissions ({as_str(decision.get('source')) or 'unknown source'})"
+    kind = entry.get("toolDenialKind")
+    if isinstance(kind, str) and kind:
+        return f"refused by Claude Code ({kind})"
+    return None
 
 
 def _not_run_reason(result: str) -> str | None:

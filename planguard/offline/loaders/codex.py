@@ -201,15 +201,7 @@ def _fill_result(event: ToolEvent, output: Any, timestamp: float | None) -> None
     stripped = text.strip()
     if stripped in _REJECTED:
         event.blocked = f"{stripped} (declined at the approval prompt)"
-    elif stripped.startswith(_GUARDIAN_REJECTED) or _hook_reason(stripped).startswith(
-        PLANGUARD_REASON_PREFIXES
-    ):
+    elif stripped.startswith((_GUARDIAN_REJECTED, *_HOOK_BLOCKED, *PLANGUARD_REASON_PREFIXES)):
+        # Codex's own record of a PreToolUse hook's denial, whatever its reason says (a gate's custom
+        # ``message:`` too), or planguard's bare reason.
         event.blocked = stripped
-
-
-def _hook_reason(text: str) -> str:
-    """The reason of a PreToolUse hook's denial as Codex records it (the text itself otherwise)."""
-    for prefix in _HOOK_BLOCKED:
-        if text.startswith(prefix):
-            return text[len(prefix) :].lstrip()
-    return text

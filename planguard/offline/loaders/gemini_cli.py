@@ -179,9 +179,10 @@ def _tool_event(call: Any) -> ToolEvent | None:
 
 
 def _planguard_reason(result: str) -> bool:
-    """A planguard hook's denial: its reason, bare or as gemini-cli 0.61 records a ``BeforeTool`` hook's
-    ``decision: deny`` (``"Tool execution blocked: <reason>"``)."""
-    return result.strip().removeprefix(_HOOK_BLOCKED).lstrip().startswith(PLANGUARD_REASON_PREFIXES)
+    """A hook's denial: as gemini-cli 0.61 records a ``BeforeTool`` hook's ``decision: deny`` (``"Tool
+    execution blocked: <reason>"``, whatever the reason says: a gate's custom ``message:`` too), or
+    planguard's bare reason."""
+    return result.strip().startswith((_HOOK_BLOCKED, *PLANGUARD_REASON_PREFIXES))
 
 
 def _result_text(result: Any) -> str:

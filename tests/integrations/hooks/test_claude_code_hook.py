@@ -344,13 +344,16 @@ def test_hook_session_gate_reminders_and_show(env: dict[str, Path]) -> None:
 
 def test_hook_never_fails_the_agent(env: dict[str, Path], tmp_path: Path) -> None:
     cfg, state = env["config"], env["state"]
-    assert run_hook(None, cfg, state, raw="{not json")[:2] == (0, {})
+    # What planguard could not evaluate is let through, the user told in one line (systemMessage).
+    rc, out, _ = run_hook(None, cfg, state, raw="{not json")
+    assert rc == 0 and set(out) == {"systemMessage"} and "let through" in out["systemMessage"]
     assert run_hook(None, cfg, state, raw="")[:2] == (0, {})
     assert run_hook({"hook_event_name": "Notification", "message": "x"}, cfg, state)[:2] == (0, {})
     bad = tmp_path / "bad.yaml"
     bad.write_text("policies: {reminder: {every_model_calls: 0}}\n")
     rc, out, _ = run_hook(pre("Bash", {"command": "ls"}, "toolu_01"), bad, state)
-    assert (rc, out) == (0, {})  # an unusable config lets the call through and logs why
+    # An unusable config lets the call through, logs why and tells the user.
+    assert rc == 0 and set(out) == {"systemMessage"} and "config unusable" in out["systemMessage"]
     log = (state / "hook-errors.log").read_text()
     assert "every_model_calls" in log and "not JSON" in log
     served = _served(env)

@@ -92,6 +92,20 @@ def test_gemini_denial_is_decision_deny_with_a_reason_and_reminders_are_addition
     assert _ask(setup, _gemini("AfterModel", llm_response={}), "gemini") == {}
 
 
+def test_gemini_reminder_due_after_a_tool_error_waits_for_the_next_request(setup: dict[str, Path]) -> None:
+    """Gemini CLI gives the model only a failed tool's error message (its AfterTool context is dropped): a
+    reminder due then is not counted as sent into nothing, it goes with the next request's context."""
+    read = {"tool_name": "read_file", "tool_input": {"file_path": "/w/missing.py"}}
+    _ask(setup, _gemini("BeforeTool", **read), "gemini")
+    error = {"llmContent": "", "returnDisplay": "", "error": {"message": "File not found", "type": "x"}}
+    assert _ask(setup, _gemini("AfterTool", **read, tool_response=error), "gemini") == {}
+    summary = service.read_summary("g1", str(setup["config"]), str(setup["state"]))
+    assert summary is not None and summary["n_model_calls"] == 1  # the request after the error still counts
+    prompt = _ask(setup, _gemini("BeforeAgent", prompt="go on"), "gemini")
+    text = prompt["hookSpecificOutput"]["additionalContext"]
+    assert text.count("PLAN REMINDER") == 2, text  # the held one, and the one due now
+
+
 def test_gemini_shell_exit_code_and_tool_errors_become_failed_calls() -> None:
     failed = GEMINI.common(
         _gemini(
@@ -146,7 +160,10 @@ def test_codex_answers_keep_to_what_codex_accepts(setup: dict[str, Path]) -> Non
 
 def test_unreadable_payload_fails_open_in_every_dialect(setup: dict[str, Path]) -> None:
     for name in ("claude-code", "codex", "gemini", "opencode"):
-        assert _ask(setup, "{not json", name) == {}
+        # No decision; one line for the user, in the answer field each CLI shows (systemMessage).
+        answer = _ask(setup, "{not json", name)
+        assert set(answer) == {"systemMessage"}, answer
+        assert answer["systemMessage"].startswith("planguard could not evaluate this call (standard input")
     assert (setup["state"] / "hook-errors.log").read_text().count("not JSON") == 4
     with pytest.raises(ValueError, match="unknown hook dialect 'cursor'; expected one of claude-code"):
         dialect("cursor")
@@ -242,4 +259,5 @@ def test_fail_closed_gates_deny_in_each_clis_own_form(
     # A payload too broken to read, but of the CLI's before-tool event: still denied.
     assert _ask(broken, '{"hook_event_name": "BeforeTool", ', "gemini")["decision"] == "deny"
     # Not a tool call: let through.
-    assert _ask(broken, _gemini("AfterTool", tool_name="read_file", tool_input={}), "gemini") == {}
+    after = _ask(broken, _gemini("AfterTool", tool_name="read_file", tool_input={}), "gemini")
+    assert set(after) == {"systemMessage"} and "let through (fail-open)" in after["systemMessage"]

@@ -842,3 +842,31 @@ def test_jsonl_is_streamed(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert count == 600
     assert peak < size / 5  # a few records in flight, never the corpus
+
+
+def test_claude_code_call_refused_by_its_permissions_is_a_denial_by_the_lines_structure(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.1.328 in ``-p`` mode with ``--allowedTools`` that does not list Write: the refusal's
+    text is no hook's, but the line says what happened (``permissionDecision``, ``toolDenialKind``)."""
+    write = {"type": "tool_use", "id": "toolu_02", "name": "Write", "input": {"file_path": "/w/t.py"}}
+    text = "Claude requested permissions to write to /w/t.py, but you haven't granted it yet."
+    refused = _cc(
+        "user",
+        "u2",
+        [{"type": "tool_result", "content": text, "is_error": True, "tool_use_id": "toolu_02"}],
+        toolUseResult=f"Error: {text}",
+        toolDenialKind="user-rejected",
+        permissionDecision={"decision": "reject", "source": "config", "reasonCode": "unknown"},
+    )
+    failed = [{"type": "tool_result", "content": "Exit code 1", "is_error": True, "tool_use_id": "toolu_03"}]
+    bash = {"type": "tool_use", "id": "toolu_03", "name": "Bash", "input": {"command": "false"}}
+    lines = [
+        _cc("user", "u1", "write it"),
+        _cc("assistant", "a1", [write], msg_id="m1"),
+        refused,
+        _cc("assistant", "a2", [bash], msg_id="m2"),
+        _cc("user", "u3", failed),
+    ]
+    run = load_one(write_jsonl(tmp_path / "sess-2.jsonl", lines))
+    assert [e.blocked for e in run.events] == ["refused by Claude Code's permissions (config)", None]

@@ -523,3 +523,29 @@ def test_calls_no_loader_could_read_are_a_diagnostic_in_every_cli_format(tmp_pat
         items = [i for i in iter_trajectories([given]) if not isinstance(i, Trajectory)]
         assert [i.fatal for i in items] == [True], (given, items)
         assert "none loaded as a step" in items[0].message
+
+
+CUSTOM = "Run the tests first."  # a gate's own ``message:``: nothing in it says planguard
+
+
+def test_a_hook_denial_with_a_custom_message_is_a_denial_by_each_clis_own_record(tmp_path: Path) -> None:
+    """Codex records a PreToolUse hook's denial as ``Command blocked by PreToolUse hook: <reason>`` and
+    Gemini CLI a BeforeTool one as ``Tool execution blocked: <reason>`` (the strings in codex 0.171's binary
+    and gemini-cli 0.61's bundle): the call never ran whatever the reason says."""
+    codex = json.loads(
+        json.dumps(codex_rollout()).replace(GATE, f"Command blocked by PreToolUse hook: {CUSTOM}")
+    )
+    path = write_jsonl(tmp_path / "sessions/2025/10/29/rollout-2025-10-29T00-59-38-019a2d7a.jsonl", codex)
+    assert only_run(path).events[3].blocked == f"Command blocked by PreToolUse hook: {CUSTOM}"
+    messages = json.loads(json.dumps(gemini_messages()).replace(GATE, f"Tool execution blocked: {CUSTOM}"))
+    record = {
+        "sessionId": "8b2f1c3e-1111-2222-3333-444455556666",
+        "projectHash": "ab" * 32,
+        "startTime": "2025-09-10T18:13:00.000Z",
+        "lastUpdated": "2025-09-10T18:20:00.000Z",
+        "messages": messages,
+    }
+    chat = tmp_path / ".gemini/tmp/abab/chats/session-2025-09-10T18-13-8b2f1c3e.json"
+    chat.parent.mkdir(parents=True)
+    chat.write_text(json.dumps(record))
+    assert only_run(chat).events[4].blocked == f"Tool execution blocked: {CUSTOM}"

@@ -26,6 +26,7 @@ from .translate import (
     POST_TOOL_USE_FAILURE,
     PRE_TOOL_USE,
     SESSION_END,
+    UNDELIVERED_CONTEXT,
     USER_PROMPT_SUBMIT,
     call_event,
     context_answer,
@@ -59,6 +60,8 @@ class GuardLike(Protocol):
 
     @property
     def observes_messages(self) -> bool: ...
+
+    def session(self, session_id: str) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -159,7 +162,16 @@ class ClaudeCodeAdapter:
             state.finish(event.call_id, now)
             if state.running:
                 return {}
-            return context_answer(str(hook), self.guard.before_model(key))
+            due = self.guard.before_model(key)
+            if payload.get(UNDELIVERED_CONTEXT):
+                # The CLI drops this result's context: reminders due now go with the next request's
+                # instead of being counted as sent and lost.
+                session = self.guard.session(key)
+                for decision in due:
+                    if decision.injects:
+                        session.queue(decision)
+                return {}
+            return context_answer(str(hook), due)
         if hook == USER_PROMPT_SUBMIT:
             state.running.clear()  # a new turn: nothing of the last one is still running
             prompt = payload.get("prompt")

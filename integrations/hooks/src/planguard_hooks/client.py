@@ -21,6 +21,12 @@ skipped.
 * The socket lives in a private directory (mode 0700, owned by the user): ``$XDG_RUNTIME_DIR/planguard``,
   else ``<state dir>/run``.
 
+When planguard itself cannot answer (it cannot be imported, or fails past its own error handling), the
+call is let through with a one-line ``systemMessage`` the CLI shows the user; with ``--fail-closed``
+(written by ``planguard install`` for a config with a fail-closed gate) or ``PLANGUARD_FAIL_CLOSED_GATES``
+a call about to run is blocked instead by the CLIs' shared blocking contract: the reason on standard error
+and exit status 2 (Claude Code, Codex CLI and Gemini CLI hooks; planguard's OpenCode plugin throws it).
+
 ``PLANGUARD_HOOK_DAEMON=0`` (or ``--no-daemon``) turns the daemon off; ``PLANGUARD_HOOK_DAEMON_IDLE_S``
 (default 600) is how long an unused daemon lives; ``PLANGUARD_HOOK_DAEMON_TIMEOUT_S`` (default 10) how long
 a hook waits for a daemon to listen, and then for its answer, before it answers itself.
@@ -90,6 +96,19 @@ _KEYED_EXACT = frozenset(
     }
 )
 _OFF = frozenset({"0", "off", "false", "no", "disable", "disabled"})
+_ON = frozenset({"1", "on", "true", "yes"})
+#: Exit status that blocks the call in every CLI's hook contract (its reason on standard error).
+BLOCK_STATUS = 2
+#: The event a CLI's hook payload names before a tool runs (the dialects' ``gate_mark``; this module
+#: imports no planguard, which may be what failed to load).
+TOOL_START_EVENT = {"gemini": "BeforeTool"}
+DEFAULT_TOOL_START_EVENT = "PreToolUse"
+#: The other events planguard registers, per CLI (``planguard_hooks.dialects``' ``events``).
+OTHER_EVENTS = {
+    "gemini": ("AfterTool", "BeforeAgent", "SessionEnd"),
+    "codex": ("PostToolUse", "UserPromptSubmit", "SessionEnd"),
+}
+DEFAULT_OTHER_EVENTS = ("PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionEnd")
 
 
 # --------------------------------------------------------------------------- where things are
@@ -470,6 +489,7 @@ def _in_process(
     stdout: IO[str] | None,
     why: str | None = None,
     dialect: str = "claude-code",
+    fail_closed: bool = False,
 ) -> int:
     try:
         _ensure_site()
@@ -477,23 +497,71 @@ def _in_process(
         from planguard_hooks.dialects import dialect as dialect_named
 
         speaks = dialect_named(dialect)
-    except Exception as exc:  # planguard itself is broken or missing: let the agent go on
-        print(f"planguard hook {dialect}: cannot load planguard ({exc})", file=sys.stderr)
-        return 0
+    except Exception as exc:  # planguard itself is broken or missing
+        return unanswered(raw, f"cannot load planguard ({exc})", dialect, fail_closed, stdout)
     import io
 
-    if why is not None:
-        from planguard_hooks.state import SessionStore
+    try:
+        if why is not None:
+            from planguard_hooks.state import SessionStore
 
-        service._log_error(SessionStore(state_dir), f"hook daemon unavailable: {why}; answered in-process")
-    return service.main(
-        config,
-        state_dir,
-        stdin=io.BytesIO(raw),  # decoded by the hook, which refuses bytes that are not UTF-8
-        stdout=stdout,
-        rid=rid,
-        dialect=speaks,
-    )
+            service._log_error(
+                SessionStore(state_dir), f"hook daemon unavailable: {why}; answered in-process"
+            )
+        return service.main(
+            config,
+            state_dir,
+            stdin=io.BytesIO(raw),  # decoded by the hook, which refuses bytes that are not UTF-8
+            stdout=stdout,
+            rid=rid,
+            dialect=speaks,
+        )
+    except Exception as exc:  # past the service's own handling (it answers every call it can read)
+        return unanswered(raw, f"{type(exc).__name__}: {exc}", dialect, fail_closed, stdout)
+
+
+def unanswered(
+    raw: bytes, problem: str, dialect: str, fail_closed: bool, stdout: IO[str] | None = None
+) -> int:
+    """The exit status for a call planguard could not answer at all. Fail-open: let through, with one line
+    the CLI shows the user (``systemMessage``, which all four hook contracts display). Fail-closed: a call
+    that is (or may be: the payload names no other event) about to run is blocked by the CLIs' blocking
+    contract, exit status 2 with the reason on standard error."""
+    line = problem.strip().splitlines()[-1][:300] if problem.strip() else "unknown error"
+    if fail_closed and _may_start_a_tool(raw, dialect):
+        print(
+            f"PLANGUARD: this call is blocked: planguard could not evaluate it ({line}) and its gates are "
+            "fail-closed. Fix planguard's installation, then try again.",
+            file=sys.stderr,
+        )
+        return BLOCK_STATUS
+    import json
+
+    message = json.dumps({"systemMessage": f"planguard could not evaluate this call ({line}); let through"})
+    out = sys.stdout if stdout is None else stdout
+    try:
+        out.write(message + "\n")
+        out.flush()
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _may_start_a_tool(raw: bytes, dialect: str) -> bool:
+    """Whether a payload planguard could not read may be the CLI's before-tool event: it names that event,
+    or none of the other events planguard registers (a payload cut before its name may be one)."""
+    start = TOOL_START_EVENT.get(dialect, DEFAULT_TOOL_START_EVENT)
+    text = raw.decode("utf-8", "replace")
+    if f'"{start}"' in text:
+        return True
+    others = OTHER_EVENTS.get(dialect, DEFAULT_OTHER_EVENTS)
+    return not any(f'"{event}"' in text for event in others)
+
+
+def fails_closed(environ: Any = None) -> bool:
+    """``PLANGUARD_FAIL_CLOSED_GATES`` is on (the environment's word for every gate failing closed)."""
+    env = os.environ if environ is None else environ
+    return env.get("PLANGUARD_FAIL_CLOSED_GATES", "").strip().lower() in _ON
 
 
 def main(
@@ -504,10 +572,12 @@ def main(
     stdin: IO[bytes] | None = None,
     stdout: IO[str] | None = None,
     dialect: str = "claude-code",
+    fail_closed: bool = False,
 ) -> int:
-    """Answer one hook call of ``dialect``'s CLI (``claude-code``, ``codex``, ``gemini``): through the
-    daemon when there is one (or can be started), else in-process. Always returns 0 (see
-    :func:`planguard_hooks.service.main`)."""
+    """Answer one hook call of ``dialect``'s CLI (``claude-code``, ``codex``, ``gemini``, ``opencode``):
+    through the daemon when there is one (or can be started), else in-process. Returns 0, or
+    :data:`BLOCK_STATUS` for a call planguard could not answer at all under ``fail_closed`` (or
+    ``PLANGUARD_FAIL_CLOSED_GATES``; see :func:`unanswered`)."""
     try:
         raw = (sys.stdin.buffer if stdin is None else stdin).read()
     except (AttributeError, OSError, ValueError):  # no standard input at all
@@ -540,7 +610,7 @@ def main(
                     stdout.write(answer.decode("utf-8") + "\n")
                 stdout.flush()
             return 0
-    return _in_process(raw, config, state, rid, stdout, why, dialect)
+    return _in_process(raw, config, state, rid, stdout, why, dialect, fail_closed or fails_closed())
 
 
 def daemon_status(state_dir: str | None = None, environ: Any = None) -> list[dict[str, Any]]:
@@ -621,14 +691,15 @@ def stop_daemons(state_dir: str | None = None, environ: Any = None, *, wait_s: f
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``planguard-hook [--dialect CLI] [--config FILE] [--state-dir DIR] [--no-daemon]`` (also what
-    ``python -S .../client.py`` runs). Other options (``--show``, ``--stop-daemons``, ``--help``) go to the
-    full command line of :func:`planguard_hooks.service.cli`."""
+    """``planguard-hook [--dialect CLI] [--config FILE] [--state-dir DIR] [--no-daemon] [--fail-closed]``
+    (also what ``python -S .../client.py`` runs). Other options (``--show``, ``--stop-daemons``, ``--help``)
+    go to the full command line of :func:`planguard_hooks.service.cli`."""
     args = sys.argv[1:] if argv is None else list(argv)
     config: str | None = None
     state_dir: str | None = None
     dialect = "claude-code"
     daemon = True
+    fail_closed = False
     i = 0
     while i < len(args):
         arg = args[i]
@@ -649,13 +720,15 @@ def cli(argv: list[str] | None = None) -> int:
             dialect = arg.split("=", 1)[1]
         elif arg == "--no-daemon":
             daemon = False
+        elif arg == "--fail-closed":
+            fail_closed = True
         else:
             _ensure_site()
             from planguard_hooks.service import cli as full_cli
 
             return full_cli(args)
         i += 1
-    return main(config, state_dir, daemon=daemon, dialect=dialect)
+    return main(config, state_dir, daemon=daemon, dialect=dialect, fail_closed=fail_closed)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,12 @@ def add_options(parser: argparse.ArgumentParser, *, dialect: bool = False) -> No
         help="answer in this process instead of through the warm hook daemon (also: PLANGUARD_HOOK_DAEMON=0)",
     )
     parser.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="block a tool call when planguard cannot answer it at all (exit 2; written by install for a "
+        "config with a fail-closed gate; also: PLANGUARD_FAIL_CLOSED_GATES=1)",
+    )
+    parser.add_argument(
         "--show",
         metavar="SESSION_ID",
         help="print what planguard recorded for a session (phases, metrics, decisions) as JSON, and exit",
@@ -100,7 +106,13 @@ def run_hook(args: argparse.Namespace) -> int:
         from . import service
 
         return service.run_arguments(args)
-    return client.main(args.config, args.state_dir, daemon=not args.no_daemon, dialect=args.agent)
+    return client.main(
+        args.config,
+        args.state_dir,
+        daemon=not args.no_daemon,
+        dialect=args.agent,
+        fail_closed=args.fail_closed,
+    )
 
 
 # --------------------------------------------------------------------------- planguard install
@@ -183,6 +195,11 @@ def run_install(args: argparse.Namespace) -> int:
             for line in problems:
                 print(f"error: {line}", file=sys.stderr)
             return 2
+        # A gate that fails closed stays closed when planguard cannot even start: the hook command says so.
+        args.fail_closed = any(
+            gate.fail_closed if gate.fail_closed is not None else config.fail_closed_gates
+            for gate in config.policies.gates
+        )
     try:
         if args.agent == "opencode":
             message = _install_opencode(args, opencode, install)
@@ -206,7 +223,11 @@ def _install_hooks(args: argparse.Namespace, install: Any) -> str:
     if args.uninstall:
         return f"removed {install.uninstall(path)} planguard hook(s) from {path}"
     command = install.hook_command(
-        args.config, args.state_dir, daemon=not args.no_daemon, dialect=target.dialect
+        args.config,
+        args.state_dir,
+        daemon=not args.no_daemon,
+        dialect=target.dialect,
+        fail_closed=getattr(args, "fail_closed", False),
     )
     if args.dry_run:
         return json.dumps(install.merged(path, command, timeout=args.timeout, target=target), indent=2)
@@ -220,7 +241,13 @@ def _install_opencode(args: argparse.Namespace, opencode: Any, install: Any) -> 
     if args.uninstall:
         removed = opencode.uninstall(path)
         return f"removed planguard's plugin {path}" if removed else f"no planguard plugin at {path}"
-    command = install.hook_command(args.config, args.state_dir, daemon=not args.no_daemon, dialect="opencode")
+    command = install.hook_command(
+        args.config,
+        args.state_dir,
+        daemon=not args.no_daemon,
+        dialect="opencode",
+        fail_closed=getattr(args, "fail_closed", False),
+    )
     text = opencode.plugin_text(command, timeout_s=args.timeout)
     if args.dry_run:
         return str(text)

@@ -137,6 +137,7 @@ def hook_command(
     *,
     daemon: bool = True,
     dialect: str = "claude-code",
+    fail_closed: bool = False,
 ) -> str:
     """The shell command Claude Code runs.
 
@@ -145,7 +146,8 @@ def hook_command(
     files, editable-install finders) halves the start-up of every hook call; should it answer in-process,
     it loads ``site`` then. With ``executable``, that program is run as ``EXECUTABLE hook claude-code``
     (e.g. a ``planguard`` script). ``daemon=False`` adds ``--no-daemon``; ``dialect`` is the CLI whose
-    payloads it reads (``--dialect`` of the client)."""
+    payloads it reads (``--dialect`` of the client); ``fail_closed`` adds ``--fail-closed`` (a call planguard
+    cannot answer at all is blocked, not let through: the config has a fail-closed gate)."""
     if executable is None:
         launcher = Path(__file__).resolve().with_name("launch.py")
         parts = [sys.executable, "-S", str(launcher)]
@@ -159,6 +161,8 @@ def hook_command(
         parts += ["--state-dir", str(Path(state_dir).resolve())]
     if not daemon:
         parts.append("--no-daemon")
+    if fail_closed:
+        parts.append("--fail-closed")
     return shlex.join(parts)
 
 

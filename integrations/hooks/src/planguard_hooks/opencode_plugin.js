@@ -4,39 +4,72 @@
 // Claude Code, Codex CLI and Gemini CLI use): before a tool runs, a denial is thrown, and OpenCode hands
 // its message to the model as the tool's error; after it ran, a reminder is appended to the output the
 // model reads next. When the session goes idle, planguard's session ends (it resumes if OpenCode's does).
-// planguard never breaks the agent: if the hook client cannot run or answers nothing, the call goes on.
+// planguard never breaks the agent: if the hook client cannot run or answers nothing, the call goes on
+// and the user is told in one line -- unless the config has a fail-closed gate (the command carries
+// --fail-closed): then a tool call planguard could not answer is denied, as the hook client's exit status 2
+// (its reason on standard error) denies it in the other CLIs.
 import { spawn } from "node:child_process";
 
 const COMMAND = /*PLANGUARD_COMMAND*/ [];
 const TIMEOUT_MS = /*PLANGUARD_TIMEOUT_MS*/ 30000;
+const FAIL_CLOSED = COMMAND.includes("--fail-closed");
+const BLOCK_STATUS = 2;
 
+// The answer, or {unanswered: why} when the hook client gave none (it could not start, was killed, or
+// printed no JSON), or {blocked: reason} when it exited with the blocking status.
 function ask(payload) {
   return new Promise((resolve) => {
     let out = "";
+    let err = "";
     let child;
     try {
-      child = spawn(COMMAND[0], COMMAND.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
-    } catch {
-      resolve({});
+      child = spawn(COMMAND[0], COMMAND.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+    } catch (e) {
+      resolve({ unanswered: `the hook client did not start (${e && e.message})` });
       return;
     }
     const timer = setTimeout(() => child.kill("SIGKILL"), TIMEOUT_MS);
     child.stdout.on("data", (chunk) => (out += chunk));
-    child.on("error", () => {
+    child.stderr.on("data", (chunk) => (err += chunk));
+    child.on("error", (e) => {
       clearTimeout(timer);
-      resolve({});
+      resolve({ unanswered: `the hook client did not start (${e && e.message})` });
     });
-    child.on("close", () => {
+    child.on("close", (code, signal) => {
       clearTimeout(timer);
+      if (code === BLOCK_STATUS) {
+        resolve({ blocked: err.trim() || "blocked by planguard" });
+        return;
+      }
+      if (code !== 0) {
+        resolve({ unanswered: `the hook client exited with ${signal || code}` });
+        return;
+      }
       try {
         resolve(out.trim() ? JSON.parse(out) : {});
       } catch {
-        resolve({});
+        resolve({ unanswered: "the hook client's answer is not JSON" });
       }
     });
     child.stdin.on("error", () => {});
     child.stdin.end(JSON.stringify(payload));
   });
+}
+
+// One line for the user: a toast in the TUI, and standard error (what `opencode run` shows).
+async function warn(client, text) {
+  const line = `planguard: ${text}`;
+  try {
+    process.stderr.write(`${line}\n`);
+  } catch {}
+  try {
+    await client.tui.showToast({ body: { message: line, variant: "warning" } });
+  } catch {}
+}
+
+async function tell(client, answer) {
+  if (answer.unanswered) await warn(client, `could not evaluate this call (${answer.unanswered}); let through`);
+  else if (typeof answer.systemMessage === "string" && answer.systemMessage) await warn(client, answer.systemMessage);
 }
 
 function context(answer) {
@@ -50,7 +83,7 @@ function context(answer) {
 // call's failure, so the call is closed before the model is asked again.
 const running = new Map();
 
-export const PlanGuard = async ({ directory }) => ({
+export const PlanGuard = async ({ client, directory }) => ({
   "tool.execute.before": async (input, output) => {
     const answer = await ask({
       hook_event_name: "PreToolUse",
@@ -60,6 +93,14 @@ export const PlanGuard = async ({ directory }) => ({
       tool_input: output.args ?? {},
       tool_use_id: input.callID,
     });
+    if (answer.blocked) throw new Error(answer.blocked);
+    if (answer.unanswered && FAIL_CLOSED) {
+      throw new Error(
+        `PLANGUARD: this call is blocked: planguard could not evaluate it (${answer.unanswered}) and its ` +
+          "gates are fail-closed. Fix planguard's installation, then try again.",
+      );
+    }
+    await tell(client, answer);
     const specific = answer.hookSpecificOutput || {};
     if (specific.permissionDecision === "deny") {
       throw new Error(specific.permissionDecisionReason || "blocked by planguard");
@@ -77,6 +118,7 @@ export const PlanGuard = async ({ directory }) => ({
       tool_use_id: input.callID,
       tool_response: typeof output.output === "string" ? output.output : JSON.stringify(output.output ?? ""),
     });
+    await tell(client, answer);
     const extra = context(answer);
     if (extra) output.output = `${output.output ?? ""}\n\n${extra}`;
   },

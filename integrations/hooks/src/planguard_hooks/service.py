@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from planguard import journal
 from planguard.events import ToolEvent
+from planguard.offline.loaders.claude_code import refusal_reason
 from planguard.phases.declarative import recorded_turn
 
 from .adapter import ClaudeCodeAdapter, HookState
@@ -52,6 +53,8 @@ __all__ = ["HookRunner", "answer_text", "main", "read_summary", "run_hook"]
 MAX_ERROR_LOG_BYTES = 256 * 1024
 #: Sessions a long-lived runner keeps in memory (least recently used dropped first; they stay on disk).
 MAX_CACHED_SESSIONS = 256
+#: How much of a Claude Code transcript's end is read for the results of calls still open.
+TRANSCRIPT_TAIL_BYTES = 1 << 20
 
 
 def main(
@@ -108,7 +111,7 @@ def answer_text(
         problem = f"standard input is not JSON planguard can read ({exc}); expected one hook payload object"
         if _names_another_event(text, dialect):  # cut, but not a tool call about to run
             _report_error(store, problem)
-            return {}
+            return dialect.answer({"systemMessage": _unevaluated(problem, blocked=False)}, {})
         pre = {"hook_event_name": json.loads(dialect.gate_mark())}
         return dialect.answer(_failure_answer(store, problem, runner, None), pre)
     common = dialect.common(raw) if isinstance(raw, dict) else None
@@ -158,18 +161,23 @@ def _failure_answer(
     """The answer to a call planguard could not evaluate. A fail-closed gate stays closed whatever failed
     (the state directory, the session files, the payload): a ``PreToolUse`` call such a gate covers is
     denied (``payload`` None: the payload could not be read, but may be one). Everything else is let
-    through. The problem goes to the error log; when that cannot be written
-    (often the same broken directory), to standard error and the answer's ``systemMessage`` instead, which
-    Claude Code shows the user."""
+    through. The problem goes to the error log (else standard error), and one line of it to the user, as
+    the answer's ``systemMessage`` (every CLI's hook contract shows it; the dialects carry it over)."""
     logged = _report_error(store, problem)
     answer: dict[str, Any] = {}
     if payload is None or payload.get("hook_event_name") == PRE_TOOL_USE:
         decision = _gate_on_failure(runner, payload)
         if decision is not None and decision.blocks:
             answer = deny_answer(decision)
-    if not logged:
-        answer["systemMessage"] = f"planguard could not evaluate this hook call: {_last_line(problem)}"
+    where = f"; see {Path(store.directory) / 'hook-errors.log'}" if logged else ""
+    answer["systemMessage"] = _unevaluated(problem, blocked=bool(answer)) + where
     return answer
+
+
+def _unevaluated(problem: str, *, blocked: bool) -> str:
+    """The one line the user is shown for a call planguard could not evaluate."""
+    verdict = "blocked (a gate fails closed)" if blocked else "let through (fail-open)"
+    return f"planguard could not evaluate this call ({_last_line(problem)}); {verdict}"
 
 
 def _gate_on_failure(
@@ -219,10 +227,9 @@ def run_hook(
 class _Recorder:
     """The guard as the adapter sees it, journalling what the session is fed."""
 
-    def __init__(self, guard: Guard, stored: StoredSession, session: Session) -> None:
+    def __init__(self, guard: Guard, stored: StoredSession) -> None:
         self.guard = guard
         self.stored = stored
-        self.session = session
 
     def before_tool(self, session_id: str, event: ToolEvent) -> Decision:
         self.stored.record(Op("pre", event))
@@ -247,9 +254,12 @@ class _Recorder:
     def observe_message(self, session_id: str, role: str, text: str) -> Any:
         """The turn, journalled as the match the rules made of it (the journal never holds its text)."""
         found = self.guard.observe_message(session_id, role, text)
-        match = recorded_turn(found, self.session.phase_state)
+        match = recorded_turn(found, self.guard.session(session_id).phase_state)
         self.stored.record(Op("message", message={"role": role, "match": match}))
         return found
+
+    def session(self, session_id: str) -> Session:
+        return self.guard.session(session_id)
 
 
 @dataclass(slots=True)
@@ -320,7 +330,16 @@ class HookRunner:
                 # Already applied (by a daemon this hook process stopped waiting for): same answer again.
                 self._keep(key, stored, session, hook_state, complete, saved=True)
                 return dict(hook_state.answered[rid])
-            adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored, session), source=source)
+            refused = _refused_calls(payload, hook_state.running) if source == "claude-code" else {}
+            if refused and complete:
+                session = self._withdraw(stored, key, session, hook_state, refused)
+                if not hook_state.running:
+                    # Claude Code asked the model again after the refusal, with no hook call: that request
+                    # counts now, and what it would have carried goes with the next one.
+                    for decision in _Recorder(self.guard, stored).before_model(key):
+                        if decision.injects:
+                            session.queue(decision)
+            adapter = ClaudeCodeAdapter(_Recorder(self.guard, stored), source=source)
             answer = adapter.handle(payload, hook_state)
             hook_state.remember(rid, answer)
             # The call's records are in the session's store file before its checkpoint says so (see
@@ -471,6 +490,34 @@ class HookRunner:
         stored.restored = "journal"
         return session, state, complete
 
+    def _withdraw(
+        self,
+        stored: StoredSession,
+        key: str,
+        session: Session,
+        hook_state: HookState,
+        refused: dict[str, str],
+    ) -> Session:
+        """Calls the session let run that Claude Code then refused by its permissions: they never ran and
+        no result hook comes for them. Journalled as refused, and the session rebuilt from its journal, in
+        which each is the denial it was, not a step (as the transcript's replay counts it)."""
+        for call_id, reason in refused.items():
+            stored.record(Op("refused", ToolEvent(tool="", call_id=call_id, blocked=reason)))
+            hook_state.running.pop(call_id, None)
+        ops, _ = stored.journal()  # what earlier calls wrote; this call's entries are still to be saved
+        rebuilt = journal.replay(self.guard.pipeline, key, [*ops, *stored.new_ops])
+        rebuilt.metadata.update(session.metadata)
+        with self._cache_lock:
+            self._cache.pop(key, None)
+        release(self.guard, session)
+        for sink in self.store_sinks:
+            sink.forget(session)
+        self._resume_store_files(stored, key, cut=False)
+        rebuilt.bind(self.guard.pipeline)
+        rebuilt.ended = False
+        adopt(self.guard, rebuilt)
+        return rebuilt
+
     # ------------------------------------------------------------------ the session store's files
 
     def _resume_store_files(self, stored: StoredSession, session_id: str, *, cut: bool) -> None:
@@ -514,6 +561,39 @@ class HookRunner:
         with self._cache_lock:
             self._cache.clear()
         self.guard.shutdown(end_sessions=False)
+
+
+def _refused_calls(payload: Mapping[str, Any], running: Mapping[str, float]) -> dict[str, str]:
+    """The open calls (``running``) whose result Claude Code's transcript (``transcript_path``) shows it
+    refused by its permissions, by id with the reason (:func:`refusal_reason`, what the transcript's replay
+    reads too). Claude Code fires no result hook for them: the next hook call of the session closes them."""
+    path = payload.get("transcript_path")
+    if not running or not isinstance(path, str) or not path:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - TRANSCRIPT_TAIL_BYTES))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in tail.splitlines():
+        if not any(call_id in line for call_id in running):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict) or block.get("type") != "tool_result" or not block.get("is_error"):
+                continue
+            call_id = block.get("tool_use_id")
+            reason = refusal_reason(entry) if call_id in running else None
+            if reason is not None:
+                found[str(call_id)] = reason
+    return found
 
 
 def _replayed(state: HookState, now: float, op: Op, result: Any) -> None:
@@ -588,6 +668,8 @@ def read_summary(
                 return None
             session, _, complete = runner._load(stored, session_id, {}, record=False)
             out = summary_dict(session.summary())
+            # The repository the live rules judge paths against: the hook payload's cwd (None: none sent).
+            out["work_dir"] = session.metadata.get("cwd")
             out["journal_complete"] = complete
             if stored.problems:
                 out["problems"] = list(stored.problems)

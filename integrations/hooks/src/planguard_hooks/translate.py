@@ -29,6 +29,7 @@ __all__ = [
     "POST_TOOL_USE_FAILURE",
     "PRE_TOOL_USE",
     "SESSION_END",
+    "UNDELIVERED_CONTEXT",
     "USER_PROMPT_SUBMIT",
     "call_event",
     "context_answer",
@@ -43,6 +44,9 @@ POST_TOOL_USE = "PostToolUse"
 POST_TOOL_USE_FAILURE = "PostToolUseFailure"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 SESSION_END = "SessionEnd"
+#: Set on a common-form result payload whose CLI drops the answer's ``additionalContext`` (Gemini CLI for a
+#: tool that errs): what the model request after it would carry waits for the next one.
+UNDELIVERED_CONTEXT = "planguard_undelivered_context"
 #: The hook events planguard listens to (what ``planguard install claude-code`` registers).
 HOOK_EVENTS: tuple[str, ...] = (
     PRE_TOOL_USE,

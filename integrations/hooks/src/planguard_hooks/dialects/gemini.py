@@ -5,6 +5,12 @@
 ``decision: deny`` with a ``reason`` the model gets as the tool's error; reminders are
 ``hookSpecificOutput.additionalContext`` of ``AfterTool`` (appended to the tool result) and ``BeforeAgent``
 (appended to the prompt).
+
+A tool that errs (``tool_response.error``) reaches the model as its error message alone: the scheduler
+builds the error response from ``error.message`` and drops ``llmContent``, where ``AfterTool``'s context
+went (``createErrorResult`` in ``packages/core/src/scheduler``; the 0.61.0 bundle). Such a result is marked
+:data:`~planguard_hooks.translate.UNDELIVERED_CONTEXT`, so a reminder due then is not lost but held for the
+next request's context.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from .. import translate
 from ..translate import POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_TOOL_USE, SESSION_END, USER_PROMPT_SUBMIT
 from .base import COMMON_FIELDS, Dialect
 
@@ -53,6 +60,7 @@ class GeminiDialect(Dialect):
                 message = error.get("message") if isinstance(error, Mapping) else error
                 out["hook_event_name"] = POST_TOOL_USE_FAILURE
                 out["error"] = str(message) if message else text
+                out[translate.UNDELIVERED_CONTEXT] = True
             elif exit_code is not None and exit_code.group(1) != "0":
                 # A shell command that failed: the common form of Claude Code's failed Bash call.
                 out["hook_event_name"] = POST_TOOL_USE_FAILURE
