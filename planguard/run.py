@@ -26,9 +26,21 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from planguard.tools.paths import basename, extension
+from planguard.tools.paths import (
+    SCRIPT_PLACE,
+    SOURCE_PLACE,
+    W_SOURCE,
+    basename,
+    extension,
+    in_repo,
+    is_code,
+    is_project_file,
+    pathish,
+    place,
+    write_kind,
+)
 
-__all__ = ["MAX_FILES", "RunChanges", "RunModel", "script_content"]
+__all__ = ["MAX_FILES", "RunChanges", "RunModel", "is_script", "script_content"]
 
 #: At most this many files are remembered per table (created scripts, created sources, seen files).
 MAX_FILES = 4096
@@ -58,6 +70,20 @@ def script_content(text: str | None, name: str) -> bool | None:
     if ext in _PYTHON_EXTENSIONS:
         return _python_script(text)
     return _RUNS_AT_TOP.search(text) is not None and _DEFINES_AT_TOP.search(text) is None
+
+
+def is_script(path: str, content: str | None, root: str | None) -> bool:
+    """A repository file written whole is the run's script (when it is new) by place and content (§4): it
+    lies outside the package's source directories and its content runs something; a file whose content is
+    not known, by place and kind alone. A project file (``setup.py``) is the project's. ``path`` is
+    lower-cased and relative to ``root`` when under it."""
+    name = basename(path)
+    if is_project_file(name) or place(path, root) == SOURCE_PLACE:
+        return False
+    judged = script_content(content, name)
+    if judged is None:
+        return place(path, root) == SCRIPT_PLACE and is_code(name)
+    return judged
 
 
 # Python read by its top-level lines (column 0), not parsed: a parse of every created file's content would
@@ -117,10 +143,13 @@ NO_CHANGES = RunChanges()
 class RunModel:
     """One session's run model (see the module docs). Change it only through :meth:`apply`."""
 
-    __slots__ = ("_dirs", "_script_names", "root", "scripts", "seen", "sources")
+    __slots__ = ("_dirs", "_script_names", "open_file", "root", "scripts", "seen", "sources")
 
     def __init__(self, root: str | None = None) -> None:
         self.root = root
+        #: The file a windowed editor has open (SWE-agent 0.x ``open``): what an ``edit`` naming no file
+        #: changes.
+        self.open_file: str | None = None
         self.scripts: dict[str, tuple[str, ...]] = {}
         self.sources: dict[str, None] = {}
         self.seen: dict[str, None] = {}
@@ -150,6 +179,30 @@ class RunModel:
     def known(self, path: str) -> bool:
         """``path`` is known to exist apart from this run's creations (the run has read or changed it)."""
         return path in self.seen
+
+    def changes_source(
+        self,
+        path: str,
+        *,
+        whole: bool = False,
+        content: str | None = None,
+        removes: bool = False,
+        redirected: bool = False,
+        copied: bool = False,
+    ) -> bool:
+        """Whether writing ``path`` (as a tool or a command names it) changes a source file of the
+        repository, as the run stands: a file of the repository (the one path model, judged against the
+        root) that the run did not create as its script, and that is not a new script by place and
+        ``content`` when the write creates it ``whole`` (§4). A removal (``removes``) changes source
+        unless the run created the file. ``redirected``, ``copied``: as for
+        :func:`~planguard.tools.paths.write_kind`."""
+        root = self.root
+        p = (in_repo(path, root) if root is not None else path).lower()
+        if removes:
+            return pathish(p) and write_kind(p, root=root) == W_SOURCE and not self.created(p)
+        if write_kind(p, redirected=redirected, root=root, copied=copied) != W_SOURCE or p in self.scripts:
+            return False
+        return not (whole and not self.known(p) and not self.created(p) and is_script(p, content, root))
 
     # ------------------------------------------------------------------ changes
 

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping
 
 from ..events import THINK_TOOL, ToolEvent
+from ..run import RunModel
 from ..shell.lexer import unquote
 from ..tools.paths import PathNormaliser, is_scratch_path, is_test_path, looks_like_file
 from ..tools.vocabulary import (
@@ -61,6 +62,7 @@ from .types import (
     REASON,
     SEARCH,
     WK_CREATE,
+    WK_DELETE,
     WK_EDIT,
     WK_OTHER,
     Action,
@@ -74,7 +76,7 @@ __all__ = ["DEFAULT_CLASSIFIER", "ActionClassifier", "classify_action"]
 # ------------------------------------------------------------------------------------ classifier
 
 _CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
-_Reader = Callable[["ActionClassifier", MappingRule, ToolEvent], Action]
+_Reader = Callable[["ActionClassifier", MappingRule, ToolEvent, RunModel | None], Action]
 _NO_RULE = MappingRule(tool="*", kind="command", structured=False)
 _THINK_RULE = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
 
@@ -100,16 +102,25 @@ class ActionClassifier:
         except Exception:
             return _unread(event)
 
-    def read(self, event: ToolEvent) -> tuple[Action, ToolCall]:
+    @property
+    def call_reader(self) -> ActionClassifier:
+        """What reads calls for this classifier: itself (rules reading through it take its
+        :class:`ToolCall`; :class:`planguard.phases.base.CallReader`)."""
+        return self
+
+    def read(self, event: ToolEvent, run: RunModel | None = None) -> tuple[Action, ToolCall]:
         """The call read once, for the pipeline: its action and its canonical form (what the phase rules
-        read), from one parse of its arguments and one rule. Never raises."""
+        read), from one parse of its arguments and one rule. ``run`` is the session's run model: whether
+        a write changes a source file is then judged by what the run made (a file it created as its own
+        script is not the repository's source, whatever its name; PHASES_LIVE §4); without it, from the
+        call alone. Never raises."""
         try:
             parsed = _parsed_arguments(event)
             rule = self.rule_for(parsed.tool)
         except Exception:
             return _unread(event), _UNMAPPED_CALL
         try:
-            action = self._classify(parsed, rule)
+            action = self._classify(parsed, rule, run)
         except Exception:
             action = _unread(event)
         try:
@@ -118,8 +129,8 @@ class ActionClassifier:
             call = _UNMAPPED_CALL
         return action, call
 
-    def _classify(self, event: ToolEvent, rule: MappingRule) -> Action:
-        action = _READERS[rule.kind or "command"](self, rule, event)
+    def _classify(self, event: ToolEvent, rule: MappingRule, run: RunModel | None = None) -> Action:
+        action = _READERS[rule.kind or "command"](self, rule, event, run)
         scaffold = self.vocabulary.scaffold
         if scaffold is not None and action.scaffold != scaffold:
             action = dataclasses.replace(action, scaffold=scaffold)
@@ -264,14 +275,24 @@ class ActionClassifier:
         value = meta.get("open_file") if isinstance(meta, Mapping) else None
         return self.norm(value) if isinstance(value, str) and value and value != "n/a" else None
 
-    def from_verdict(self, v: ShellVerdict, rule: MappingRule, event: ToolEvent, via_shell: bool) -> Action:
+    def from_verdict(
+        self, v: ShellVerdict, rule: MappingRule, event: ToolEvent, via_shell: bool, run: RunModel | None
+    ) -> Action:
         target = v.target
         path = v.path
         if target is None and v.structured and v.type in (FILE_READ, FILE_WRITE):
             target = path = self._opened(event)
         source = v.is_source_write
-        if v.type is FILE_WRITE and target is not None and v.intent == "edit" and v.structured:
-            source = _is_source(target)
+        if v.type is FILE_WRITE:
+            if run is not None:
+                # An ``edit`` of the open file changes it, though the recording may not name it.
+                written = target if target is not None else run.open_file
+                if written is not None or v.also_written:  # else ``git apply``: as the line says
+                    source = _changes_source(v, written, run) or any(
+                        _changes_source(w, w.target, run) for w in v.other_writes
+                    )
+            elif target is not None and v.intent == "edit" and v.structured:
+                source = _is_source(target)
         return Action(
             v.type,
             target,
@@ -293,8 +314,33 @@ class ActionClassifier:
         )
 
 
-def _is_source(target: str | None) -> bool:
-    return bool(target) and not is_test_path(target or "") and not is_scratch_path(target or "")
+def _is_source(
+    target: str | None, run: RunModel | None = None, *, whole: bool = False, content: str | None = None
+) -> bool:
+    """A write to ``target`` changes a source file of the repository: as the run model judges it (by what
+    the run made, the place and the content), else from the call alone (:func:`~planguard.actions.shell.
+    _is_source`'s rule: not a test, reproduction or scratch file)."""
+    if not target:
+        return False
+    if run is not None:
+        return run.changes_source(target, whole=whole, content=content)
+    return not is_test_path(target) and not is_scratch_path(target)
+
+
+def _changes_source(v: ShellVerdict, target: str | None, run: RunModel) -> bool:
+    """Whether a line's write (``v``, to ``target`` and its further files) changes a source file, as the
+    run model judges it."""
+    return any(
+        run.changes_source(
+            p,
+            whole=v.write is WK_CREATE,
+            content=v.new_text,
+            removes=v.write is WK_DELETE,
+            redirected=v.redirected,
+        )
+        for p in (target, *v.also_written)
+        if p is not None
+    )
 
 
 def _unread(event: ToolEvent) -> Action:
@@ -305,7 +351,7 @@ def _unread(event: ToolEvent) -> Action:
 # ---------------------------------------------------------------------------------------- readers
 
 
-def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     args = event.arguments
     if _is_map(args) and args.get("is_input") in (True, "true"):
         return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
@@ -318,16 +364,16 @@ def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Act
             sub, rest = parts[1], parts[3] if len(parts) > 3 else ""
             old = swe_flag_text(rest, "--old_str")
             new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
-            return _editor(c, "swe-agent", event.tool, sub, unquote(parts[2]), old, new)
-    return c.from_verdict(c.shell.classify(cmd), rule, event, True)
+            return _editor(c, "swe-agent", event.tool, sub, unquote(parts[2]), old, new, run)
+    return c.from_verdict(c.shell.classify(cmd), rule, event, True, run)
 
 
-def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     args = event.arguments
     if not _is_map(args):
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
-            return c.from_verdict(c.shell.classify(text), rule, event, False)
+            return c.from_verdict(c.shell.classify(text), rule, event, False, run)
         return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     sub = args.get("command")
     raw_path = args.get("path")
@@ -343,6 +389,7 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Ac
         raw_path,
         old if isinstance(old, str) else None,
         new if isinstance(new, str) else None,
+        run,
     )
 
 
@@ -354,6 +401,7 @@ def _editor(
     raw_path: str,
     old: str | None,
     new: str | None,
+    run: RunModel | None,
 ) -> Action:
     """A call of the str_replace_editor family (SWE-agent 1.x, OpenHands), from function-call arguments or
     the action string alike."""
@@ -371,7 +419,7 @@ def _editor(
         tool,
         path,
         sub,
-        is_source_write=_is_source(path),
+        is_source_write=_is_source(path, run, whole=write is WK_CREATE, content=new),
         write=write,
         structured=True,
         scaffold=scaffold,
@@ -393,6 +441,7 @@ def _tool_write(
     kind: WriteKind,
     old: str | None,
     new: str | None,
+    run: RunModel | None,
 ) -> Action:
     """The write of a file tool (``Write``, ``Edit``, ``MultiEdit`` and their kin) to ``target``."""
     return Action(
@@ -401,7 +450,7 @@ def _tool_write(
         event.tool,
         target,
         intent,
-        is_source_write=_is_source(target),
+        is_source_write=_is_source(target, run, whole=kind is WK_CREATE, content=new),
         write=kind,
         structured=rule.structured,
         scaffold=rule.scaffold,
@@ -436,18 +485,18 @@ def _rule_action(
     )
 
 
-def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event)
     return _rule_action(rule, event, FILE_READ, target, target, "read")
 
 
-def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event)
     text = _str_arg(event, rule.text or _WRITE_TEXT_KEYS)
-    return _tool_write(rule, event, target, "write", WK_CREATE, None, text)
+    return _tool_write(rule, event, target, "write", WK_CREATE, None, text, run)
 
 
-def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event)
     old = _str_arg(event, ("old_string", "oldString", "old_str", "old_text", "search"))
     new = _str_arg(
@@ -455,10 +504,12 @@ def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     )
     # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
     kind = WK_EDIT if old else (WK_CREATE if rule.tool == "Edit" else WK_EDIT)
-    return _tool_write(rule, event, target, "edit", kind, old, new)
+    return _tool_write(rule, event, target, "edit", kind, old, new, run)
 
 
-def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_multi_edit(
+    c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None
+) -> Action:
     target = _file_target(c, rule, event)
     edits = _arg(event, ("edits",))
     olds: list[str] = []
@@ -471,7 +522,9 @@ def _read_multi_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -
                     olds.append(o)
                 if isinstance(n, str):
                     news.append(n)
-    return _tool_write(rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None)
+    return _tool_write(
+        rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None, run
+    )
 
 
 def _unnamed_query(event: ToolEvent) -> str:
@@ -486,7 +539,7 @@ def _unnamed_query(event: ToolEvent) -> str:
 def _search_reader(intent: str) -> _Reader:
     """The reader of a structured search tool (``grep``-like content search or ``find``-like name search)."""
 
-    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
         query = _str_arg(event, rule.target or _QUERY_KEYS)
         if query is None:
             query = _raw_text(event) or _unnamed_query(event)
@@ -497,7 +550,7 @@ def _search_reader(intent: str) -> _Reader:
     return read
 
 
-def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event) or "."
     return _rule_action(rule, event, NAVIGATE, target, target, "ls")
 
@@ -506,39 +559,39 @@ def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reade
     """The reader of a tool whose target is the one argument that names what it reaches (a fetch's URL,
     a spawned agent's kind), clipped to ``limit`` characters."""
 
-    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+    def read(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
         target = _str_arg(event, rule.target or keys)
         return _rule_action(rule, event, type, collapse(target, limit) if target else None, None, event.tool)
 
     return read
 
 
-def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
     return _rule_action(rule, event, PLAN, "plan", None, event.tool, text)
 
 
-def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     if text is None and isinstance(event.arguments, str):
         text = event.arguments or None
     return Action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
 
 
-def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     return _rule_action(rule, event, REASON, "finish", None, "finish", text, completion=True)
 
 
-def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     return _rule_action(rule, event, COMMAND, "submit", None, "submit", completion=True)
 
 
-def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     """A tool that runs a code snippet (OpenHands' IPython cell, a ``python`` tool): ``python -c``."""
     code = _str_arg(event, rule.target or _CODE_KEYS)
     if code is None:
-        return _read_command(c, rule, event)
+        return _read_command(c, rule, event, run)
     return Action(
         COMMAND,
         "python -c",
@@ -551,7 +604,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Acti
     )
 
 
-def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     tool = str(event.tool)
     return Action(
         COMMAND,
@@ -566,7 +619,9 @@ def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> A
     )
 
 
-def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_apply_patch(
+    c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None
+) -> Action:
     text = _str_arg(event, rule.text or ("input", "patch")) or _raw_text(event) or ""
     m = _PATCH_HEADER.search(text)
     target = c.norm(m.group(2).strip()) if m else None
@@ -576,7 +631,7 @@ def _read_apply_patch(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
         event.tool,
         target,
         "apply_patch",
-        is_source_write=_is_source(target) if target else True,
+        is_source_write=_is_source(target, run) if target else True,
         write=WK_OTHER,
         structured=True,
         scaffold=rule.scaffold,
@@ -600,9 +655,11 @@ def _swe_command_line(event: ToolEvent) -> str:
     return " ".join([str(event.tool), *(shlex.quote(str(v)) for v in values)])
 
 
-def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) -> Action:
+def _read_swe_command(
+    c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None
+) -> Action:
     if rule.tool in _FILE_SHAPED and _names_a_file(event):
-        return _read_edit(c, rule, event) if rule.tool != "create" else _read_write(c, rule, event)
+        return _read_edit(c, rule, event, run) if rule.tool != "create" else _read_write(c, rule, event, run)
     verdict = c.shell.swe_command(_swe_command_line(event))
     if verdict is None:
         return Action(
@@ -613,7 +670,7 @@ def _read_swe_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent) 
             structured=True,
             scaffold=rule.scaffold,
         )
-    return c.from_verdict(verdict, rule, event, False)
+    return c.from_verdict(verdict, rule, event, False, run)
 
 
 #: SWE-agent 0.x tool names that other scaffolds (OpenCode) use for path-addressed file tools.

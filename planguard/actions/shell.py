@@ -98,6 +98,8 @@ class ShellVerdict:
     scaffold: str | None = None  # a scaffold's own tool command (SWE-agent's) names the scaffold
     also_written: tuple[str, ...] = ()  # further files the line writes (``rm a b c``: b, c)
     source: str | None = None  # the file a copy or move takes the written content from
+    redirected: bool = False  # the write is a program's output sent to ``target`` (``> f``)
+    other_writes: tuple[ShellVerdict, ...] = ()  # the line's other pipelines that write a file
 
 
 # How much a segment says about the line (higher wins; ties keep the first).
@@ -233,16 +235,21 @@ class ShellClassifier:
         when a write says more about it (``cat > t.py <<EOF … EOF; python t.py``)."""
         best: ShellVerdict | None = None
         validates = False
+        writes: list[ShellVerdict] = []
         for pipeline in pipelines:
             v = self._pipeline(pipeline)
             if v is None:
                 continue
             validates = validates or v.is_validation
+            if v.type is FILE_WRITE:
+                writes.append(v)
             if best is None or v.rank > best.rank:
                 best = v
         if best is None:
             return ShellVerdict(COMMAND, collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
         best.is_validation = validates
+        if len(writes) > 1:
+            best.other_writes = tuple(w for w in writes if w is not best)
         return best
 
     def _pipeline(self, commands: list[Simple]) -> ShellVerdict | None:
@@ -398,6 +405,7 @@ class ShellClassifier:
             new_text=new,
             rank=R_WRITE,
             is_source_write=_is_source(target, redirected),
+            redirected=redirected,
         )
 
     def _redirect_write(

@@ -42,23 +42,19 @@ from planguard.phases.base import (
     Command,
 )
 from planguard.phases.state import PhaseState
-from planguard.run import RunChanges, RunModel, script_content
+from planguard.run import RunChanges, RunModel, is_script
 from planguard.shell.inline_python import written_files
 from planguard.shell.lexer import tokenize
 from planguard.shell.reading import Simple, read
 from planguard.tools.paths import (
     OUTSIDE,
-    SCRIPT_PLACE,
-    SOURCE_PLACE,
     W_SOURCE,
     W_TEST,
     basename,
     extension,
     in_repo,
     is_artifact,
-    is_code,
     is_harness_output,
-    is_project_file,
     is_test_target,
     pathish,
     place,
@@ -144,6 +140,11 @@ class LiveRules:
 
     def new_state(self) -> PhaseState:
         return PhaseState()
+
+    @property
+    def call_reader(self) -> ActionClassifier:
+        """The classifier whose reading of a call (:meth:`ActionClassifier.read`) :meth:`classify` takes."""
+        return self.actions
 
     def classify(self, event: ToolEvent, state: PhaseState, call: ToolCall | None = None) -> Classification:
         """Classify one tool call. Never mutates ``state`` and never raises. ``call`` is the call as
@@ -258,7 +259,7 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
             scripts = tuple(
                 (p, _ScriptText.of(sub.content, p, root, norm))
                 for p in whole
-                if _script_place_and_content(p, sub.content, root)
+                if is_script(p, sub.content, root)
             )
             return _Judged(label, _J_WRITE, sources, scripts, whole)
         if W_TEST in kinds:
@@ -284,19 +285,6 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
     if does == Does.CHECK:
         return _Judged(label, _J_CHECK)
     return _Judged(label, _J_GENERAL)
-
-
-def _script_place_and_content(path: str, content: str | None, root: str | None) -> bool:
-    """A repository file written whole is the run's script (when it is new) by place and content (§4): it
-    lies outside the package's source directories and its content runs something; a file whose content is
-    not known, by place and kind alone. A project file (``setup.py``) is the project's."""
-    name = basename(path)
-    if is_project_file(name) or place(path, root) == SOURCE_PLACE:
-        return False
-    judged = script_content(content, name)
-    if judged is None:
-        return place(path, root) == SCRIPT_PLACE and is_code(name)
-    return judged
 
 
 #: A quoted path in code (``'src/app.py'``): what a script may write, looked at before its code is parsed.
