@@ -124,7 +124,10 @@ class ActionClassifier:
         except Exception:
             action = _unread(event)
         try:
-            call = self._tool_call(parsed, rule)
+            # A created file's text, as the action's reader unquoted it (a SWE-agent ``create``'s
+            # ``--file_text``): the call carries the same text rather than a second unquoting of it.
+            created = action.new_text if action.write is WK_CREATE and action.structured else None
+            call = self._tool_call(parsed, rule, created)
         except Exception:
             call = _UNMAPPED_CALL
         return action, call
@@ -154,7 +157,7 @@ class ActionClassifier:
         except Exception:
             return _UNMAPPED_CALL
 
-    def _tool_call(self, event: ToolEvent, rule: MappingRule) -> ToolCall:
+    def _tool_call(self, event: ToolEvent, rule: MappingRule, text: str | None = None) -> ToolCall:
         if rule is _NO_RULE:
             return _UNMAPPED_CALL
         kind = rule.kind or "command"
@@ -165,7 +168,7 @@ class ActionClassifier:
             if line is None:
                 return ToolCall("other", reader=kind)
             if self.shell.swe_agent_commands and line[:64].lstrip().startswith(SWE_TOOL_PREFIXES):
-                call = self._swe_line_call(line, event)  # ``str_replace_editor view f``, ``open f``, …
+                call = self._swe_line_call(line, event, text)  # ``str_replace_editor view f``, …
                 if call is not None:
                     return call._replace(command=line, reader=kind)
             return ToolCall("shell", line, reader=kind)
@@ -174,14 +177,14 @@ class ActionClassifier:
             if _is_map(args):
                 sub, raw = args.get("command"), args.get("path")
                 if isinstance(sub, str) and isinstance(raw, str):
-                    text = args.get("file_text") if sub == "create" else None
-                    content = text if isinstance(text, str) else None
+                    file_text = args.get("file_text") if sub == "create" else None
+                    content = file_text if isinstance(file_text, str) else None
                     return self._editor_call(sub, raw)._replace(reader=kind, content=content)
-            text = _raw_text(event)  # the SWE-agent action string
-            call = self._swe_line_call(text, event) if text else None
+            action_string = _raw_text(event)  # the SWE-agent action string
+            call = self._swe_line_call(action_string, event, text) if action_string else None
             if call is None:
                 return ToolCall("other", reader=kind)
-            return call._replace(command=text, reader=kind)
+            return call._replace(command=action_string, reader=kind)
         if kind == "swe_command":
             if rule.tool in _FILE_SHAPED and _names_a_file(event):
                 raw_path = _str_arg(event, ("filePath", "file_path", "path")) or ""
@@ -228,16 +231,19 @@ class ActionClassifier:
             return ToolCall("search", operands=_search_operands(rule, event), reader=kind)
         return ToolCall(call_kind, reader=kind)
 
-    def _swe_line_call(self, line: str, event: ToolEvent) -> ToolCall | None:
+    def _swe_line_call(self, line: str, event: ToolEvent, created: str | None = None) -> ToolCall | None:
         """A SWE-agent tool command given as a line, or None. The editor's subcommand and path decide its
-        call (its file texts are not needed, so not unquoted); the 0.x commands go through their verdict."""
+        call; a ``create`` carries the file's text (``created`` when the action's reader unquoted it
+        already); the 0.x commands go through their verdict."""
         if line[:64].lstrip().startswith("str_replace_editor "):
             parts = line[:4096].split(None, 3)  # a prefix: the file texts after the path can be long
             if len(parts) < 3 or parts[1] not in EDITOR_SUBCOMMANDS:
                 return None
             call = self._editor_call(parts[1], unquote(parts[2]))
             if parts[1] == "create" and len(parts) > 3:
-                call = call._replace(content=swe_flag_text(line.split(None, 3)[3], "--file_text"))
+                if created is None:
+                    created = swe_flag_text(line.split(None, 3)[3], "--file_text")
+                call = call._replace(content=created)
             return call
         verdict = self.shell.swe_command(line)
         return self._verdict_call(verdict, event) if verdict is not None else None

@@ -237,11 +237,19 @@ class _Judged(NamedTuple):
     whole: tuple[str, ...] = ()  # _J_WRITE: the ``paths`` it writes whole (creates, when they are new)
 
 
+#: The judgement of a sub-command that needs none of its paths (they are not normalised).
+_PATHLESS = {Does.GENERAL: _J_GENERAL, Does.CHECK: _J_CHECK, Does.SNIPPET: _J_NEW}
+
+
 def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judged:
-    # One name per file (§4: absolute and relative paths name the same file), as tool paths are named.
-    paths = tuple(in_repo(norm(p), root) if root is not None else norm(p) for p in sub.paths)
     does = sub.does
     label = sub.label
+    pathless = _PATHLESS.get(does)
+    if pathless is not None:
+        return _Judged(label, pathless)
+    # One name per file (§4: absolute and relative paths name the same file), as tool paths are named.
+    named = {p: in_repo(norm(p), root) if root is not None else norm(p) for p in sub.paths}
+    paths = tuple(named[p] for p in sub.paths)
     if does == Does.NAV:
         files = [p for p in paths if pathish(p)]
         if files and all(is_harness_output(p) or is_artifact(p) for p in files):
@@ -250,7 +258,10 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
     if does in _WRITES:
         redirected, copied = does == Does.REDIRECT, does == Does.COPY
         kinds = [write_kind(p, redirected=redirected, root=root, copied=copied) for p in paths]
-        created = {in_repo(norm(p), root) if root is not None else norm(p) for p in sub.created}
+        created = {
+            named[p] if p in named else in_repo(norm(p), root) if root is not None else norm(p)
+            for p in sub.created
+        }
         if W_SOURCE in kinds:
             sources = tuple(p.lower() for p, k in zip(paths, kinds, strict=True) if k == W_SOURCE)
             whole = tuple(
@@ -273,8 +284,6 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
     if does == Does.REMOVE:
         sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p, root=root) == W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
-    if does == Does.SNIPPET:
-        return _Judged(label, _J_NEW)
     if does == Does.RUN:
         script = paths[0]
         if is_test_target(script) and place(script.lower(), root) != OUTSIDE:
@@ -282,8 +291,6 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
         return _Judged(label, _J_RUN, (script.lower(),))
     if does == Does.TESTS:
         return _Judged(label, _J_NEW_IF_CREATED, tuple(p.lower() for p in paths))
-    if does == Does.CHECK:
-        return _Judged(label, _J_CHECK)
     return _Judged(label, _J_GENERAL)
 
 
