@@ -72,17 +72,18 @@ def script_content(text: str | None, name: str) -> bool | None:
     return _RUNS_AT_TOP.search(text) is not None and _DEFINES_AT_TOP.search(text) is None
 
 
-def is_script(path: str, content: str | None, root: str | None) -> bool:
+def is_script(path: str, content: str | None, root: str | None, *, in_run_folder: bool = False) -> bool:
     """A repository file written whole is the run's script (when it is new) by place and content (§4): it
-    lies outside the package's source directories and its content runs something; a file whose content is
-    not known, by place and kind alone. A project file (``setup.py``) is the project's. ``path`` is
-    lower-cased and relative to ``root`` when under it."""
+    lies outside the package's source directories (``in_run_folder``: in a folder the run made) and its
+    content runs something; a file whose content is not known, by place and kind alone. A project file
+    (``setup.py``) is the project's. ``path`` is lower-cased and relative to ``root`` when under it."""
     name = basename(path)
-    if is_project_file(name) or place(path, root) == SOURCE_PLACE:
+    at = SCRIPT_PLACE if in_run_folder else place(path, root)
+    if is_project_file(name) or at == SOURCE_PLACE:
         return False
     judged = script_content(content, name)
     if judged is None:
-        return place(path, root) == SCRIPT_PLACE and is_code(name)
+        return at == SCRIPT_PLACE and is_code(name)
     return judged
 
 
@@ -133,8 +134,10 @@ class RunChanges(NamedTuple):
     scripts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Repository source files the call created.
     sources: tuple[str, ...] = ()
-    #: Files the call shows to exist (read, edited in place).
+    #: Files the call shows to exist (read, edited in place, restored).
     seen: tuple[str, ...] = ()
+    #: Folders the call makes (``mkdir``).
+    folders: tuple[str, ...] = ()
 
 
 NO_CHANGES = RunChanges()
@@ -143,7 +146,7 @@ NO_CHANGES = RunChanges()
 class RunModel:
     """One session's run model (see the module docs). Change it only through :meth:`apply`."""
 
-    __slots__ = ("_dirs", "_script_names", "open_file", "root", "scripts", "seen", "sources")
+    __slots__ = ("_dirs", "_script_names", "folders", "open_file", "root", "scripts", "seen", "sources")
 
     def __init__(self, root: str | None = None) -> None:
         self.root = root
@@ -157,6 +160,8 @@ class RunModel:
         # is named differently (``cd tests && python probe.py``).
         self._script_names: dict[str, str] = {}
         self._dirs: dict[str, None] = {}  # directories holding files the run created
+        #: Folders the run made (``mkdir``): what it creates in them is its own.
+        self.folders: dict[str, None] = {}
 
     # ------------------------------------------------------------------ questions
 
@@ -173,8 +178,26 @@ class RunModel:
         return found or ()
 
     def created(self, path: str) -> bool:
-        """The run created ``path`` (a script or a source file, or a directory of its files)."""
-        return path in self.sources or self.script(path) or path.rstrip("/") in self._dirs
+        """The run created ``path`` (a script or a source file, a directory of its files, a folder it made
+        or a file in one)."""
+        return (
+            path in self.sources
+            or self.script(path)
+            or path.rstrip("/") in self._dirs
+            or path.rstrip("/") in self.folders
+            or self.in_folder(path)
+        )
+
+    def in_folder(self, path: str) -> bool:
+        """``path`` lies in a folder the run made."""
+        if not self.folders:
+            return False
+        parent = path.rpartition("/")[0]
+        while parent:
+            if parent in self.folders:
+                return True
+            parent = parent.rpartition("/")[0]
+        return False
 
     def known(self, path: str) -> bool:
         """``path`` is known to exist apart from this run's creations (the run has read or changed it)."""
@@ -202,7 +225,11 @@ class RunModel:
             return pathish(p) and write_kind(p, root=root) == W_SOURCE and not self.created(p)
         if write_kind(p, redirected=redirected, root=root, copied=copied) != W_SOURCE or p in self.scripts:
             return False
-        return not (whole and not self.known(p) and not self.created(p) and is_script(p, content, root))
+        if not whole or self.known(p):
+            return True
+        if self.in_folder(p):  # a new file in a folder the run made: its script by content
+            return not is_script(p, content, root, in_run_folder=True)
+        return self.created(p) or not is_script(p, content, root)
 
     # ------------------------------------------------------------------ changes
 
@@ -215,6 +242,9 @@ class RunModel:
             self._add_dir(path)
         for path in changes.seen:
             _put(self.seen, path)
+        for path in changes.folders:
+            if path not in self.seen:
+                _put(self.folders, path)
 
     def _add_dir(self, path: str) -> None:
         """Remember the directory of a created file when the run created it too: not the root, and not a

@@ -76,7 +76,7 @@ _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
 
 # --------------------------------------------------------------------------- shell lines (§1)
 
-_WRITES = (Does.WRITE, Does.REDIRECT, Does.COPY)
+_WRITES = (Does.WRITE, Does.REDIRECT, Does.COPY, Does.RESTORE)
 
 
 def _simple_plans(cmd: Simple) -> list[Program]:
@@ -205,9 +205,9 @@ class LiveRules:
         norm = self.actions.norm
         judged = tuple(_judge(sub, root, norm) for sub in subs)
         seen = tuple(p for j in judged if j.kind == _J_NAV for p in j.paths)
-        return _CallPlan(
-            judged, kind == "write", opened, not call.mapped, RunChanges(seen=seen) if seen else None
-        )
+        folders = tuple(p for j in judged if j.kind == _J_MKDIR for p in j.paths)
+        made = RunChanges(seen=seen, folders=folders) if seen or folders else None
+        return _CallPlan(judged, kind == "write", opened, not call.mapped, made)
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).
@@ -220,6 +220,7 @@ _J_WRITE = (
 _J_RUN = (
     8  # runs a script: new (the run's own or the repository's program), or a patch through what it writes
 )
+_J_MKDIR = 9  # makes folders (``paths``): general, and the run's folders from now on
 
 #: What Python that writes a file shows (a write mode, ``write_text``); code without one is not parsed.
 _PYTHON_WRITES = re.compile(r"""['"][wax]b?\+?['"]|mode\s*=|write_(?:text|bytes)""")
@@ -235,6 +236,7 @@ class _Judged(NamedTuple):
     paths: tuple[str, ...] = ()  # lower-cased: the files whose provenance decides a conditional kind
     scripts: tuple[_Script, ...] = ()  # scripts it creates, with their text (for _J_WRITE: if they are new)
     whole: tuple[str, ...] = ()  # _J_WRITE: the ``paths`` it writes whole (creates, when they are new)
+    content: str | None = None  # _J_WRITE: the text it writes them with (judged in a folder the run made)
 
 
 #: The judgement of a sub-command that needs none of its paths (they are not normalised).
@@ -272,7 +274,7 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
                 for p in whole
                 if is_script(p, sub.content, root)
             )
-            return _Judged(label, _J_WRITE, sources, scripts, whole)
+            return _Judged(label, _J_WRITE, sources, scripts, whole, sub.content)
         if W_TEST in kinds:
             scripts = tuple(
                 (p.lower(), _ScriptText.of(sub.content, p, root, norm))
@@ -284,6 +286,8 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
     if does == Does.REMOVE:
         sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p, root=root) == W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
+    if does == Does.MKDIR:
+        return _Judged(label, _J_MKDIR, tuple(p.lower().rstrip("/") for p in paths if p not in ("", ".")))
     if does == Does.RUN:
         script = paths[0]
         if is_test_target(script) and place(script.lower(), root) != OUTSIDE:
@@ -408,15 +412,15 @@ class _CallPlan(NamedTuple):
 class _CallRun:
     """The run model as one call sees it: the session's, plus what earlier sub-commands of the call made."""
 
-    __slots__ = ("model", "scripts", "seen", "sources")
+    __slots__ = ("folders", "model", "scripts", "seen", "sources")
 
-    def __init__(self, model: RunModel, read: RunChanges | None) -> None:
+    def __init__(self, model: RunModel, made: RunChanges | None) -> None:
         self.model = model
         self.scripts: dict[str, tuple[str, ...]] = {}
         self.sources: dict[str, None] = {}
-        self.seen: dict[str, None] = (
-            dict.fromkeys(read.seen) if read is not None else {}
-        )  # what the call reads
+        # What the call reads, and the folders it makes.
+        self.seen: dict[str, None] = dict.fromkeys(made.seen) if made is not None else {}
+        self.folders: tuple[str, ...] = made.folders if made is not None else ()
 
     def script(self, path: str) -> bool:
         if self.model.script(path) or path in self.scripts:
@@ -428,7 +432,11 @@ class _CallRun:
         return self.scripts.get(path) or self.model.writes(path)
 
     def created(self, path: str) -> bool:
-        return self.model.created(path) or path in self.sources or self.script(path)
+        return self.model.created(path) or path in self.sources or self.script(path) or self.in_folder(path)
+
+    def in_folder(self, path: str) -> bool:
+        """``path`` lies in a folder the run made (``mkdir``), before this call or earlier in it."""
+        return self.model.in_folder(path) or any(path.startswith(f + "/") for f in self.folders)
 
     def known(self, path: str) -> bool:
         """A file of the repository the run has seen or made as source (what a script may rewrite)."""
@@ -458,6 +466,14 @@ class _CallRun:
                     self.scripts[p] = self._writes(scripts[p])  # rewritten whole: what it writes now
             elif p in scripts and not self.model.known(p) and p not in self.seen and not self.created(p):
                 self.scripts[p] = self._writes(scripts[p])
+            elif (
+                p in j.whole
+                and self.in_folder(p)
+                and not self.known(p)
+                and p not in self.scripts
+                and is_script(p, j.content, self.model.root, in_run_folder=True)
+            ):
+                self.scripts[p] = ()  # a script in a folder the run made for it (§4: not a source folder)
             else:
                 patch = True
                 if p in j.whole and not self.model.known(p) and not self.created(p):
@@ -467,9 +483,9 @@ class _CallRun:
         return patch
 
     def changes(self) -> RunChanges | None:
-        if not (self.scripts or self.sources or self.seen):
+        if not (self.scripts or self.sources or self.seen or self.folders):
             return None
-        return RunChanges(tuple(self.scripts.items()), tuple(self.sources), tuple(self.seen))
+        return RunChanges(tuple(self.scripts.items()), tuple(self.sources), tuple(self.seen), self.folders)
 
 
 def _work_dir(event: ToolEvent) -> str | None:
