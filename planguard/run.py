@@ -24,6 +24,7 @@ costs the same per call however long the run is.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from planguard.tools.paths import (
@@ -62,9 +63,15 @@ def script_content(text: str | None, name: str) -> bool | None:
     (top-level calls, prints or asserts, test functions, a ``__main__`` block that does more than start a
     program's classes, imports and nothing else) — rather than a program or module that defines things
     (§4). None when the content is not known or empty."""
-    if not text or not text.strip():
+    if not text or text.isspace():
         return None
-    ext = extension(name).lower()
+    return _content_is_script(text, extension(name).lower())
+
+
+@lru_cache(maxsize=4)
+def _content_is_script(text: str, ext: str) -> bool | None:
+    """:func:`script_content` of a text: a call's action and its phases judge the same created file by
+    the same text (one string, its hash kept by the string), so it is read once."""
     if ext in _SHELL_EXTENSIONS:
         return True
     if ext in _PYTHON_EXTENSIONS:
