@@ -51,31 +51,19 @@ from .shell import (
     collapse,
     swe_flag_text,
 )
-from .types import (
-    AGENT_SPAWN,
-    COMMAND,
-    FETCH,
-    FILE_READ,
-    FILE_WRITE,
-    NAVIGATE,
-    PLAN,
-    REASON,
-    SEARCH,
-    WK_CREATE,
-    WK_DELETE,
-    WK_EDIT,
-    WK_OTHER,
-    Action,
-    ActionType,
-    WriteKind,
-)
+from .types import Action, ActionType, WriteKind
 
 __all__ = ["DEFAULT_CLASSIFIER", "ActionClassifier", "classify_action"]
 
 
 # ------------------------------------------------------------------------------------ classifier
 
-_CALL_KIND_OF_TYPE = {FILE_READ: "read", NAVIGATE: "read", FILE_WRITE: "write", SEARCH: "search"}
+_CALL_KIND_OF_TYPE = {
+    ActionType.FILE_READ: "read",
+    ActionType.NAVIGATE: "read",
+    ActionType.FILE_WRITE: "write",
+    ActionType.SEARCH: "search",
+}
 _Reader = Callable[["ActionClassifier", MappingRule, ToolEvent, RunModel | None], Action]
 _NO_RULE = MappingRule(tool="*", kind="command", structured=False)
 _THINK_RULE = MappingRule(tool="", kind="reason", text=_TEXT_KEYS, structured=False)
@@ -126,7 +114,7 @@ class ActionClassifier:
         try:
             # A created file's text, as the action's reader unquoted it (a SWE-agent ``create``'s
             # ``--file_text``): the call carries the same text rather than a second unquoting of it.
-            created = action.new_text if action.write is WK_CREATE and action.structured else None
+            created = action.new_text if action.write is WriteKind.CREATE and action.structured else None
             call = self._tool_call(parsed, rule, created)
         except Exception:
             call = _UNMAPPED_CALL
@@ -270,7 +258,7 @@ class ActionClassifier:
             return ToolCall("search")
         target = v.path or v.target or self._opened(event)
         paths = (target,) if target else ()
-        return ToolCall(kind, paths=paths, created=paths if v.write is WK_CREATE else ())
+        return ToolCall(kind, paths=paths, created=paths if v.write is WriteKind.CREATE else ())
 
     # ------------------------------------------------------------------------------- helpers
 
@@ -286,10 +274,10 @@ class ActionClassifier:
     ) -> Action:
         target = v.target
         path = v.path
-        if target is None and v.structured and v.type in (FILE_READ, FILE_WRITE):
+        if target is None and v.structured and v.type in (ActionType.FILE_READ, ActionType.FILE_WRITE):
             target = path = self._opened(event)
         source = v.is_source_write
-        if v.type is FILE_WRITE:
+        if v.type is ActionType.FILE_WRITE:
             if run is not None:
                 # An ``edit`` of the open file changes it, though the recording may not name it.
                 written = target if target is not None else run.open_file
@@ -339,9 +327,9 @@ def _changes_source(v: ShellVerdict, target: str | None, run: RunModel) -> bool:
     return any(
         run.changes_source(
             p,
-            whole=v.write is WK_CREATE,
+            whole=v.write is WriteKind.CREATE,
             content=v.new_text,
-            removes=v.write is WK_DELETE,
+            removes=v.write is WriteKind.DELETE,
             redirected=v.redirected,
         )
         for p in (target, *v.also_written)
@@ -351,7 +339,7 @@ def _changes_source(v: ShellVerdict, target: str | None, run: RunModel) -> bool:
 
 def _unread(event: ToolEvent) -> Action:
     """The action of a call no reader could read (fail-open)."""
-    return Action(COMMAND, collapse(str(event.tool) or "?"), str(event.tool))
+    return Action(ActionType.COMMAND, collapse(str(event.tool) or "?"), str(event.tool))
 
 
 # ---------------------------------------------------------------------------------------- readers
@@ -360,10 +348,10 @@ def _unread(event: ToolEvent) -> Action:
 def _read_shell(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     args = event.arguments
     if _is_map(args) and args.get("is_input") in (True, "true"):
-        return Action(COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
+        return Action(ActionType.COMMAND, "input", event.tool, intent="input", scaffold=rule.scaffold)
     cmd = _shell_line(rule, event)  # the line the phase rules read too
     if cmd is None:
-        return Action(COMMAND, None, event.tool, scaffold=rule.scaffold)
+        return Action(ActionType.COMMAND, None, event.tool, scaffold=rule.scaffold)
     if cmd.startswith("str_replace_editor ") and c.shell.swe_agent_commands:
         parts = cmd.split(None, 3)
         if len(parts) >= 3 and parts[1] in EDITOR_SUBCOMMANDS:
@@ -380,11 +368,11 @@ def _read_editor(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: 
         text = _raw_text(event)
         if text and text.startswith("str_replace_editor"):
             return c.from_verdict(c.shell.classify(text), rule, event, False, run)
-        return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
+        return Action(ActionType.COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     sub = args.get("command")
     raw_path = args.get("path")
     if not isinstance(sub, str) or not isinstance(raw_path, str):
-        return Action(COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
+        return Action(ActionType.COMMAND, event.tool, event.tool, intent=event.tool, scaffold=rule.scaffold)
     old = args.get("old_str")
     new = args.get("file_text" if sub == "create" else "new_str")
     return _editor(
@@ -413,19 +401,19 @@ def _editor(
     the action string alike."""
     if sub == "view":
         path = c.norm(raw_path)
-        kind = FILE_READ if looks_like_file(path) else NAVIGATE
+        kind = ActionType.FILE_READ if looks_like_file(path) else ActionType.NAVIGATE
         return Action(kind, path, tool, path, "view", structured=True, scaffold=scaffold)
     write = EDITOR_WRITES.get(sub)
     if write is None:
-        return Action(COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
+        return Action(ActionType.COMMAND, f"{tool} {sub}"[:80], tool, intent=sub, scaffold=scaffold)
     path = c.norm(raw_path)
     return Action(
-        FILE_WRITE,
+        ActionType.FILE_WRITE,
         path,
         tool,
         path,
         sub,
-        is_source_write=_is_source(path, run, whole=write is WK_CREATE, content=new),
+        is_source_write=_is_source(path, run, whole=write is WriteKind.CREATE, content=new),
         write=write,
         structured=True,
         scaffold=scaffold,
@@ -451,12 +439,12 @@ def _tool_write(
 ) -> Action:
     """The write of a file tool (``Write``, ``Edit``, ``MultiEdit`` and their kin) to ``target``."""
     return Action(
-        FILE_WRITE,
+        ActionType.FILE_WRITE,
         target,
         event.tool,
         target,
         intent,
-        is_source_write=_is_source(target, run, whole=kind is WK_CREATE, content=new),
+        is_source_write=_is_source(target, run, whole=kind is WriteKind.CREATE, content=new),
         write=kind,
         structured=rule.structured,
         scaffold=rule.scaffold,
@@ -493,13 +481,13 @@ def _rule_action(
 
 def _read_read(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event)
-    return _rule_action(rule, event, FILE_READ, target, target, "read")
+    return _rule_action(rule, event, ActionType.FILE_READ, target, target, "read")
 
 
 def _read_write(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event)
     text = _str_arg(event, rule.text or _WRITE_TEXT_KEYS)
-    return _tool_write(rule, event, target, "write", WK_CREATE, None, text, run)
+    return _tool_write(rule, event, target, "write", WriteKind.CREATE, None, text, run)
 
 
 def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
@@ -509,7 +497,7 @@ def _read_edit(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: Ru
         event, rule.text or ("new_string", "newString", "new_str", "new_text", "replace", "content")
     )
     # Claude Code's Edit with an empty old_string creates the file; edit_file rewrites a line range.
-    kind = WK_EDIT if old else (WK_CREATE if rule.tool == "Edit" else WK_EDIT)
+    kind = WriteKind.EDIT if old else (WriteKind.CREATE if rule.tool == "Edit" else WriteKind.EDIT)
     return _tool_write(rule, event, target, "edit", kind, old, new, run)
 
 
@@ -529,7 +517,7 @@ def _read_multi_edit(
                 if isinstance(n, str):
                     news.append(n)
     return _tool_write(
-        rule, event, target, "edit", WK_EDIT, "\n".join(olds) or None, "\n".join(news) or None, run
+        rule, event, target, "edit", WriteKind.EDIT, "\n".join(olds) or None, "\n".join(news) or None, run
     )
 
 
@@ -551,14 +539,16 @@ def _search_reader(intent: str) -> _Reader:
             query = _raw_text(event) or _unnamed_query(event)
         raw_scope = _str_arg(event, rule.scope or _SCOPE_KEYS)
         scope = c.norm(raw_scope) if raw_scope else None
-        return _rule_action(rule, event, SEARCH, f"{collapse(query, 120)} @ {scope or '.'}", scope, intent)
+        return _rule_action(
+            rule, event, ActionType.SEARCH, f"{collapse(query, 120)} @ {scope or '.'}", scope, intent
+        )
 
     return read
 
 
 def _read_navigate(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     target = _file_target(c, rule, event) or "."
-    return _rule_action(rule, event, NAVIGATE, target, target, "ls")
+    return _rule_action(rule, event, ActionType.NAVIGATE, target, target, "ls")
 
 
 def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reader:
@@ -574,23 +564,23 @@ def _named_reader(type: ActionType, keys: tuple[str, ...], limit: int) -> _Reade
 
 def _read_plan(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     text = _str_arg(event, rule.text) if rule.text else None
-    return _rule_action(rule, event, PLAN, "plan", None, event.tool, text)
+    return _rule_action(rule, event, ActionType.PLAN, "plan", None, event.tool, text)
 
 
 def _read_reason(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
     if text is None and isinstance(event.arguments, str):
         text = event.arguments or None
-    return Action(REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
+    return Action(ActionType.REASON, None, event.tool, structured=False, scaffold=rule.scaffold, text=text)
 
 
 def _read_finish(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     text = _str_arg(event, rule.text or _TEXT_KEYS)
-    return _rule_action(rule, event, REASON, "finish", None, "finish", text, completion=True)
+    return _rule_action(rule, event, ActionType.REASON, "finish", None, "finish", text, completion=True)
 
 
 def _read_submit(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
-    return _rule_action(rule, event, COMMAND, "submit", None, "submit", completion=True)
+    return _rule_action(rule, event, ActionType.COMMAND, "submit", None, "submit", completion=True)
 
 
 def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
@@ -599,7 +589,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: Ru
     if code is None:
         return _read_command(c, rule, event, run)
     return Action(
-        COMMAND,
+        ActionType.COMMAND,
         "python -c",
         str(event.tool),
         None,
@@ -613,7 +603,7 @@ def _read_code(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: Ru
 def _read_command(c: ActionClassifier, rule: MappingRule, event: ToolEvent, run: RunModel | None) -> Action:
     tool = str(event.tool)
     return Action(
-        COMMAND,
+        ActionType.COMMAND,
         collapse(tool, 80),
         tool,
         None,
@@ -632,13 +622,13 @@ def _read_apply_patch(
     m = _PATCH_HEADER.search(text)
     target = c.norm(m.group(2).strip()) if m else None
     return Action(
-        FILE_WRITE,
+        ActionType.FILE_WRITE,
         target,
         event.tool,
         target,
         "apply_patch",
         is_source_write=_is_source(target, run) if target else True,
-        write=WK_OTHER,
+        write=WriteKind.OTHER,
         structured=True,
         scaffold=rule.scaffold,
     )
@@ -669,7 +659,7 @@ def _read_swe_command(
     verdict = c.shell.swe_command(_swe_command_line(event))
     if verdict is None:
         return Action(
-            COMMAND,
+            ActionType.COMMAND,
             collapse(str(event.tool), 80),
             event.tool,
             intent=event.tool,
@@ -693,9 +683,9 @@ _READERS: dict[str, _Reader] = {
     "search": _search_reader("grep"),
     "find": _search_reader("find"),
     "navigate": _read_navigate,
-    "fetch": _named_reader(FETCH, ("url", "query", "uri"), 200),
+    "fetch": _named_reader(ActionType.FETCH, ("url", "query", "uri"), 200),
     "plan": _read_plan,
-    "spawn": _named_reader(AGENT_SPAWN, ("subagent_type", "agent", "name", "description"), 80),
+    "spawn": _named_reader(ActionType.AGENT_SPAWN, ("subagent_type", "agent", "name", "description"), 80),
     "reason": _read_reason,
     "finish": _read_finish,
     "submit": _read_submit,

@@ -36,23 +36,7 @@ from ..tools.programs import (
     program,
 )
 from ..tools.vocabulary import patch_files
-from .types import (
-    COMMAND,
-    FETCH,
-    FILE_READ,
-    FILE_WRITE,
-    NAVIGATE,
-    REASON,
-    SEARCH,
-    WK_CREATE,
-    WK_DELETE,
-    WK_EDIT,
-    WK_INSERT,
-    WK_OTHER,
-    WK_RESTORE,
-    ActionType,
-    WriteKind,
-)
+from .types import ActionType, WriteKind
 
 __all__ = [
     "COMPLETION_MARKERS",
@@ -130,7 +114,12 @@ _WS = re.compile(r"\s+")
 _SED_INPLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
 _LEGACY_EDIT_RANGE = re.compile(r"^\s*\d+(?::\d+)?\s*$")
 #: How each subcommand of SWE-agent's and OpenHands' ``str_replace_editor`` that writes changes its file.
-EDITOR_WRITES = {"create": WK_CREATE, "str_replace": WK_EDIT, "insert": WK_INSERT, "undo_edit": WK_RESTORE}
+EDITOR_WRITES = {
+    "create": WriteKind.CREATE,
+    "str_replace": WriteKind.EDIT,
+    "insert": WriteKind.INSERT,
+    "undo_edit": WriteKind.RESTORE,
+}
 EDITOR_SUBCOMMANDS = frozenset({"view", *EDITOR_WRITES})
 
 
@@ -223,7 +212,7 @@ class ShellClassifier:
         """The verdict of a SWE-agent tool command given as a shell line, or None (or an empty line's)."""
         stripped = line.lstrip()
         if not stripped:
-            return ShellVerdict(REASON, rank=R_TRIVIAL)
+            return ShellVerdict(ActionType.REASON, rank=R_TRIVIAL)
         # The first word is only split off (a copy of the whole line) when it can be a tool command.
         if self.swe_agent_commands and stripped.startswith(SWE_TOOL_PREFIXES):
             return self._swe_tool(stripped)
@@ -241,12 +230,14 @@ class ShellClassifier:
             if v is None:
                 continue
             validates = validates or v.is_validation
-            if v.type is FILE_WRITE:
+            if v.type is ActionType.FILE_WRITE:
                 writes.append(v)
             if best is None or v.rank > best.rank:
                 best = v
         if best is None:
-            return ShellVerdict(COMMAND, collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL)
+            return ShellVerdict(
+                ActionType.COMMAND, collapse(line.lstrip(), 40), intent="complex", rank=R_TRIVIAL
+            )
         best.is_validation = validates
         if len(writes) > 1:
             best.other_writes = tuple(w for w in writes if w is not best)
@@ -255,7 +246,7 @@ class ShellClassifier:
     def _pipeline(self, commands: list[Simple]) -> ShellVerdict | None:
         head = self._stage(commands[0])
         for cmd in commands[1:]:
-            if head is not None and head.type is SEARCH and head.target and cmd.words:
+            if head is not None and head.type is ActionType.SEARCH and head.target and cmd.words:
                 prog = _basename(cmd.words[0])
                 if prog in GREPS:
                     # ``find … | grep -i x`` and ``grep a | grep b`` narrow the query: part of it.
@@ -265,7 +256,7 @@ class ShellClassifier:
             later = self._stage(cmd)
             if (
                 later is not None
-                and later.type is FILE_WRITE
+                and later.type is ActionType.FILE_WRITE
                 and (head is None or (head.rank < R_WRITE and not head.runs_code))
             ):
                 head = later
@@ -295,7 +286,7 @@ class ShellClassifier:
         verdict = self._program(judged, prog_word, prog, st)
         if verdict is None:
             return None
-        if verdict.type is COMMAND and not verdict.is_completion:
+        if verdict.type is ActionType.COMMAND and not verdict.is_completion:
             validates = judged.does in _VALIDATES
             verdict.is_validation = validates
             if validates:
@@ -329,14 +320,14 @@ class ShellClassifier:
         elif prog in LISTERS:
             ops = _operands(words, args_at, _VALUE_FLAGS_NAV)
             target = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
-            verdict = ShellVerdict(NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
+            verdict = ShellVerdict(ActionType.NAVIGATE, target, path=target, intent=prog, rank=R_NAVIGATE)
         elif prog in FETCHERS:
             url = next((w for w in words[args_at:] if _URL.match(w)), None)
             if url is None:
                 url = next(
                     (w for w in _operands(words, args_at, frozenset({"-o", "-O", "-H", "-d", "-X"}))), None
                 )
-            verdict = ShellVerdict(FETCH, url, intent=prog, rank=R_FETCH)
+            verdict = ShellVerdict(ActionType.FETCH, url, intent=prog, rank=R_FETCH)
         elif _PYTHONS.match(prog):
             verdict = self._python(judged, words, cwd)
             verdict.runs_code = True
@@ -348,13 +339,15 @@ class ShellClassifier:
                 sub = next((w for w in words[args_at + 1 :] if not w.startswith("-")), "")
             path = self.norm(judged.paths[0], cwd) if judged.paths else None
             intent = prog if not sub or pathish(sub.split("::", 1)[0]) else f"{prog} {sub}"
-            verdict = ShellVerdict(COMMAND, intent, path=path, intent=intent, rank=R_VALIDATE, runs_code=True)
+            verdict = ShellVerdict(
+                ActionType.COMMAND, intent, path=path, intent=intent, rank=R_VALIDATE, runs_code=True
+            )
         elif prog.endswith((".py", ".sh")) or prog_word.startswith("./"):
             verdict = self._run_script(None, prog_word, cwd)
         elif prog in BUILTINS:
             if prog == "echo" and any(m in words[args_at:] for m in COMPLETION_MARKERS):
                 return ShellVerdict(
-                    COMMAND,
+                    ActionType.COMMAND,
                     "submit",
                     intent="submit",
                     is_completion=True,
@@ -366,15 +359,15 @@ class ShellClassifier:
                 written = self._redirect_write(st, cwd, prog, text)
                 if written is not None:
                     return written
-            return ShellVerdict(COMMAND, prog, intent=prog, program=prog, rank=R_TRIVIAL)
+            return ShellVerdict(ActionType.COMMAND, prog, intent=prog, program=prog, rank=R_TRIVIAL)
         else:
             sub = next((w for w in words[args_at : args_at + 1] if not w.startswith("-")), "")
             intent = f"{prog} {sub}" if sub and sub.isidentifier() and len(sub) <= 20 else prog
-            verdict = ShellVerdict(COMMAND, intent, path=None, intent=intent, rank=R_COMMAND)
+            verdict = ShellVerdict(ActionType.COMMAND, intent, path=None, intent=intent, rank=R_COMMAND)
         if verdict is None:
             return None
         verdict.program = prog
-        if st.outputs and verdict.type is not FILE_WRITE and not verdict.runs_code:
+        if st.outputs and verdict.type is not ActionType.FILE_WRITE and not verdict.runs_code:
             return self._redirect_write(st, cwd, prog, st.body) or verdict
         return verdict
 
@@ -394,7 +387,7 @@ class ShellClassifier:
     ) -> ShellVerdict:
         target = self.norm(raw, cwd) if raw else None
         return ShellVerdict(
-            FILE_WRITE,
+            ActionType.FILE_WRITE,
             target,
             path=target,
             intent=prog,
@@ -416,7 +409,7 @@ class ShellClassifier:
             if out in _DEVICES:
                 continue
             body = st.body if st.heredoc else text
-            kind = WK_INSERT if st.appends else WK_CREATE
+            kind = WriteKind.INSERT if st.appends else WriteKind.CREATE
             return self._write(out, cwd, kind, prog, None, body, redirected=True)
         return None
 
@@ -431,9 +424,9 @@ class ShellClassifier:
         ops = _operands(words, at, flags or frozenset())
         ops = [o for o in ops if not o.startswith("+")]
         if not ops:
-            return ShellVerdict(FILE_READ, None, path=None, intent=prog, rank=R_READ)
+            return ShellVerdict(ActionType.FILE_READ, None, path=None, intent=prog, rank=R_READ)
         target = self.norm(ops[0], cwd)
-        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
+        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _grep(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         pattern: str | None = None
@@ -449,7 +442,7 @@ class ShellClassifier:
             pattern, ops = ops[0], ops[1:]
         scope = self.norm(ops[0], cwd) if ops else (self.norm(".", cwd) if cwd else ".")
         query = f"{collapse(pattern or '', 120)} @ {scope}"
-        return ShellVerdict(SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
+        return ShellVerdict(ActionType.SEARCH, query, path=scope, intent="grep", rank=R_SEARCH)
 
     def _find(self, prog: str, words: list[str], at: int, cwd: str | None) -> ShellVerdict:
         k = at
@@ -481,14 +474,14 @@ class ShellClassifier:
                     _basename(inner[0]), [w for w in inner if w not in ("{}", ";", "+", "\\;")], 1, cwd
                 )
                 return ShellVerdict(
-                    SEARCH,
+                    ActionType.SEARCH,
                     f"{g.target.rsplit(' @ ', 1)[0]} @ {scope}" if g.target else None,
                     path=scope,
                     intent="grep",
                     rank=R_SEARCH,
                 )
         target = f"{collapse(query_text, 120)} @ {scope}"
-        return ShellVerdict(SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
+        return ShellVerdict(ActionType.SEARCH, target, path=scope, intent="find", rank=R_SEARCH)
 
     def _python(self, judged: Program, words: list[str], cwd: str | None) -> ShellVerdict:
         """``python …`` named by what it runs: a module (``python -m pytest tests/x.py``), a snippet
@@ -496,7 +489,7 @@ class ShellClassifier:
         prog = _basename(words[0])
         if prog in ("uv", "poetry", "pipenv", "hatch"):  # ``uv pip install``: ``uv run`` is unwrapped
             intent = f"{prog} {words[1]}" if len(words) > 1 else prog
-            return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
+            return ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
         k = 1
         while k < len(words):
             w = words[k]
@@ -505,20 +498,24 @@ class ShellClassifier:
                 if mod == "pip":
                     sub = words[k + 2] if k + 2 < len(words) else ""
                     return ShellVerdict(
-                        COMMAND, f"pip {sub}".strip(), intent=f"pip {sub}".strip(), rank=R_COMMAND
+                        ActionType.COMMAND, f"pip {sub}".strip(), intent=f"pip {sub}".strip(), rank=R_COMMAND
                     )
                 if judged.does is Does.TESTS:
                     path = self.norm(judged.paths[0], cwd) if judged.paths else None
                     rest = words[k + 2 : k + 3]
                     if rest == ["test"]:  # ``python -m django test``
                         mod = f"python -m {mod}"
-                        return ShellVerdict(COMMAND, f"{mod} test", path=path, intent=mod, rank=R_COMMAND)
-                    return ShellVerdict(COMMAND, mod, path=path, intent=mod, rank=R_COMMAND)
-                return ShellVerdict(COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND)
+                        return ShellVerdict(
+                            ActionType.COMMAND, f"{mod} test", path=path, intent=mod, rank=R_COMMAND
+                        )
+                    return ShellVerdict(ActionType.COMMAND, mod, path=path, intent=mod, rank=R_COMMAND)
+                return ShellVerdict(
+                    ActionType.COMMAND, f"python -m {mod}", intent=f"python -m {mod}", rank=R_COMMAND
+                )
             if w in ("-c",) or (
                 w.startswith("-") and not w.startswith("--") and w.endswith("c") and len(w) <= 4
             ):
-                return ShellVerdict(COMMAND, "python -c", intent="python -c", rank=R_COMMAND)
+                return ShellVerdict(ActionType.COMMAND, "python -c", intent="python -c", rank=R_COMMAND)
             if w == "-":
                 break
             if w in ("-W", "-X", "-Q"):
@@ -529,12 +526,14 @@ class ShellClassifier:
                 continue
             return self._run_script("python", w, cwd)
         # ``python - <<EOF`` / ``python <<EOF``: inline code.
-        return ShellVerdict(COMMAND, "python -", intent="python -", rank=R_COMMAND)
+        return ShellVerdict(ActionType.COMMAND, "python -", intent="python -", rank=R_COMMAND)
 
     def _run_script(self, runner: str | None, raw: str, cwd: str | None) -> ShellVerdict:
         path = self.norm(raw, cwd)
         intent = f"{runner} {path}" if runner else path
-        return ShellVerdict(COMMAND, intent, path=path, intent=intent, rank=R_COMMAND, runs_code=True)
+        return ShellVerdict(
+            ActionType.COMMAND, intent, path=path, intent=intent, rank=R_COMMAND, runs_code=True
+        )
 
     # ------------------------------------------------------------------ SWE-agent tool commands
 
@@ -560,7 +559,7 @@ class ShellClassifier:
         arg = parts[1] if len(parts) > 1 else ""
         if first == "submit":
             return ShellVerdict(
-                COMMAND,
+                ActionType.COMMAND,
                 "submit",
                 intent="submit",
                 is_completion=True,
@@ -571,13 +570,15 @@ class ShellClassifier:
             if not arg:
                 return None
             target = self.norm(unquote(arg))
-            return ShellVerdict(FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ)
+            return ShellVerdict(
+                ActionType.FILE_READ, target, path=target, intent="open", structured=True, rank=R_READ
+            )
         if first in ("goto", "scroll_up", "scroll_down"):
-            return ShellVerdict(FILE_READ, None, intent=first, structured=True, rank=R_READ)
+            return ShellVerdict(ActionType.FILE_READ, None, intent=first, structured=True, rank=R_READ)
         if first == "create":
             if not arg:
                 return None
-            return self._write(unquote(arg), None, WK_CREATE, "create", None, None, structured=True)
+            return self._write(unquote(arg), None, WriteKind.CREATE, "create", None, None, structured=True)
         if first == "edit":
             body = line[4:].lstrip(" ")
             head, _, text = body.partition("\n")
@@ -594,10 +595,10 @@ class ShellClassifier:
                 old = words[0] if words else None
                 new = words[1] if len(words) > 1 else None
             return ShellVerdict(
-                FILE_WRITE,
+                ActionType.FILE_WRITE,
                 None,
                 intent="edit",
-                write=WK_EDIT,
+                write=WriteKind.EDIT,
                 structured=True,
                 old_text=old,
                 new_text=new,
@@ -611,14 +612,16 @@ class ShellClassifier:
             scope = self.norm(words[1]) if len(words) > 1 else None
             family = "find" if first == "find_file" else "grep"
             query = f"{collapse(words[0], 120)} @ {scope or '.'}"
-            return ShellVerdict(SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH)
+            return ShellVerdict(
+                ActionType.SEARCH, query, path=scope, intent=family, structured=True, rank=R_SEARCH
+            )
         if first == "insert":  # SWE-agent 1.x windowed tools: insert TEXT [LINE] into the open file
             words = words_of(line)[1:]
             return ShellVerdict(
-                FILE_WRITE,
+                ActionType.FILE_WRITE,
                 None,
                 intent="insert",
-                write=WK_INSERT,
+                write=WriteKind.INSERT,
                 structured=True,
                 new_text=words[0] if words else None,
                 rank=R_WRITE,
@@ -627,7 +630,7 @@ class ShellClassifier:
         if first == "filemap":
             filemap = self.norm(unquote(arg)) if arg else None
             return ShellVerdict(
-                FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
+                ActionType.FILE_READ, filemap, path=filemap, intent="filemap", structured=True, rank=R_READ
             )
         return None
 
@@ -640,8 +643,12 @@ class ShellClassifier:
         if sub == "view":
             path = self.norm(raw_path)
             if looks_like_file(path):
-                return ShellVerdict(FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ)
-            return ShellVerdict(NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE)
+                return ShellVerdict(
+                    ActionType.FILE_READ, path, path=path, intent="view", structured=True, rank=R_READ
+                )
+            return ShellVerdict(
+                ActionType.NAVIGATE, path, path=path, intent="view", structured=True, rank=R_NAVIGATE
+            )
         rest = parts[3] if len(parts) > 3 else ""
         old = swe_flag_text(rest, "--old_str")
         new = swe_flag_text(rest, "--file_text" if sub == "create" else "--new_str")
@@ -653,7 +660,7 @@ class ShellClassifier:
         ops = _operands(words, at, frozenset())
         raw = ops[0] if ops else "~"
         path = self.norm(raw, cwd) if not raw.startswith("/") else self.norm(raw)
-        return ShellVerdict(NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
+        return ShellVerdict(ActionType.NAVIGATE, path, path=path, intent="cd", rank=R_NAVIGATE)
 
     def _h_sed(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         inplace = any(_SED_INPLACE.match(w) for w in words[at:] if w.startswith("-"))
@@ -672,31 +679,31 @@ class ShellClassifier:
                 parts = script[2:].split(script[1])
                 if len(parts) >= 2:
                     old, new = parts[0], parts[1]
-            return self._write(files[-1] if files else None, cwd, WK_EDIT, "sed -i", old, new)
+            return self._write(files[-1] if files else None, cwd, WriteKind.EDIT, "sed -i", old, new)
         if not files:
-            return ShellVerdict(COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
+            return ShellVerdict(ActionType.COMMAND, "sed", intent="sed", rank=R_TRIVIAL)
         target = self.norm(files[0], cwd)
-        return ShellVerdict(FILE_READ, target, path=target, intent="sed", rank=R_READ)
+        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent="sed", rank=R_READ)
 
     def _h_awk(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, _VALUE_FLAGS_AWK)
         files = ops[1:] if "-f" not in words[at:] else ops
         if not files:
-            return ShellVerdict(COMMAND, prog, intent=prog, rank=R_TRIVIAL)
+            return ShellVerdict(ActionType.COMMAND, prog, intent=prog, rank=R_TRIVIAL)
         target = self.norm(files[0], cwd)
-        return ShellVerdict(FILE_READ, target, path=target, intent=prog, rank=R_READ)
+        return ShellVerdict(ActionType.FILE_READ, target, path=target, intent=prog, rank=R_READ)
 
     def _h_perl(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         flags = "".join(w[1:] for w in words[at:] if w.startswith("-") and not w.startswith("--"))
         ops = _operands(words, at, frozenset({"-e", "-E", "-M", "-I"}))
         if "i" in flags:
-            return self._write(ops[-1] if ops else None, cwd, WK_EDIT, "perl -i", None, None)
+            return self._write(ops[-1] if ops else None, cwd, WriteKind.EDIT, "perl -i", None, None)
         if ("n" in flags or "p" in flags) and ops:
             target = self.norm(ops[-1], cwd)
-            return ShellVerdict(FILE_READ, target, path=target, intent="perl", rank=R_READ)
+            return ShellVerdict(ActionType.FILE_READ, target, path=target, intent="perl", rank=R_READ)
         if ops and "e" not in flags:
             return self._run_script("perl", ops[0], cwd)
-        return ShellVerdict(COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
+        return ShellVerdict(ActionType.COMMAND, "perl -e", intent="perl -e", rank=R_COMMAND)
 
     def _h_git(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         k = at
@@ -713,23 +720,23 @@ class ShellClassifier:
             else:
                 files = [w for w in _operands(words, k + 1, frozenset({"-b", "-B"})) if looks_like_file(w)]
             if files:
-                return self._write(files[0], cwd, WK_RESTORE, f"git {sub}", None, None)
+                return self._write(files[0], cwd, WriteKind.RESTORE, f"git {sub}", None, None)
         if sub in ("apply", "am"):
-            v = self._write(None, cwd, WK_OTHER, f"git {sub}", None, None)
+            v = self._write(None, cwd, WriteKind.OTHER, f"git {sub}", None, None)
             v.is_source_write = True
             return v
         if sub == "ls-files":
-            return ShellVerdict(NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
+            return ShellVerdict(ActionType.NAVIGATE, ".", intent="git ls-files", rank=R_NAVIGATE)
         intent = f"git {sub}".strip()
-        return ShellVerdict(COMMAND, intent, intent=intent, rank=R_COMMAND)
+        return ShellVerdict(ActionType.COMMAND, intent, intent=intent, rank=R_COMMAND)
 
     def _h_touch(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-d", "-t", "-r"}))
-        return self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
+        return self._write(ops[0] if ops else None, cwd, WriteKind.OTHER, prog, None, None)
 
     def _h_rm(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset())
-        v = self._write(ops[0] if ops else None, cwd, WK_DELETE, prog, None, None)
+        v = self._write(ops[0] if ops else None, cwd, WriteKind.DELETE, prog, None, None)
         # Each operand is deleted: a write to every file named (the first is the target).
         v.also_written = tuple(self.norm(op, cwd) for op in ops[1:] if op)
         v.is_source_write = v.is_source_write or any(_is_source(path) for path in v.also_written)
@@ -737,7 +744,7 @@ class ShellClassifier:
 
     def _h_copy(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-t", "-S", "--suffix"}))
-        v = self._write(ops[-1] if len(ops) >= 2 else None, cwd, WK_OTHER, prog, None, None)
+        v = self._write(ops[-1] if len(ops) >= 2 else None, cwd, WriteKind.OTHER, prog, None, None)
         if len(ops) == 2:  # one file onto another: what a restore from a backup copy is made of
             v.source = self.norm(ops[0], cwd)
         return v
@@ -747,7 +754,7 @@ class ShellClassifier:
         return self._write(
             ops[0] if ops else None,
             cwd,
-            WK_INSERT if "-a" in words else WK_CREATE,
+            WriteKind.INSERT if "-a" in words else WriteKind.CREATE,
             prog,
             None,
             st.body if st.heredoc else None,
@@ -755,7 +762,7 @@ class ShellClassifier:
 
     def _h_patch(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, _VALUE_FLAGS_PATCH)
-        v = self._write(ops[0] if ops else None, cwd, WK_OTHER, prog, None, None)
+        v = self._write(ops[0] if ops else None, cwd, WriteKind.OTHER, prog, None, None)
         v.is_source_write = True if not ops else v.is_source_write
         return v
 
@@ -764,7 +771,7 @@ class ShellClassifier:
     ) -> ShellVerdict:
         """``apply_patch``/``applypatch <<'PATCH' … PATCH`` (older Codex rollouts): the files it touches."""
         touched, _ = patch_files(st.body or " ".join(words[at:]))
-        v = self._write(touched[0] if touched else None, cwd, WK_OTHER, prog, None, None)
+        v = self._write(touched[0] if touched else None, cwd, WriteKind.OTHER, prog, None, None)
         v.also_written = tuple(self.norm(t, cwd) for t in touched[1:])
         v.is_source_write = not touched or any(_is_source(t) for t in (v.target, *v.also_written))
         return v
@@ -772,7 +779,7 @@ class ShellClassifier:
     def _h_mkdir(self, prog: str, words: list[str], at: int, st: Simple, cwd: str | None) -> ShellVerdict:
         ops = _operands(words, at, frozenset({"-m"}))
         target = self.norm(ops[0], cwd) if ops else None
-        return ShellVerdict(COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
+        return ShellVerdict(ActionType.COMMAND, prog, path=target, intent=prog, rank=R_COMMAND)
 
 
 def swe_flag_text(rest: str, flag: str) -> str | None:
