@@ -27,7 +27,7 @@ import contextlib
 import re
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..events import ToolEvent
 from .anchors import AnchorSet
@@ -109,30 +109,12 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
     )
 
 
-class _StepBook(dict[int, "weakref.KeyedRef[int, Any]"]):
+class _StepBook(weakref.WeakValueDictionary[int, Any]):
     """The steps a labeler may still re-label in place, by step index, held weakly: a step carries its
     call's result, and a live session's steps must not outlive their calls (a pending read or a recorded
-    write would keep them). A step that is gone leaves the book by itself (its reference's callback), so a
-    live session's book stays empty instead of holding a dead reference per pending step; whoever wants
-    steps re-labelled in place (a replay) holds them anyway. A dict of weak references rather than a
-    ``WeakValueDictionary``, which is six objects per session for every garbage collection to walk. Pickles
+    write would keep them); whoever wants steps re-labelled in place (a replay) holds them anyway. Pickles
     (a saved session's state) as an empty book: the steps it could reach are gone with the process that
     saved it."""
-
-    __slots__ = ()
-
-    def put(self, index: int, step: Any) -> None:
-        """Hold ``step`` weakly (``TypeError`` if it cannot be)."""
-        self[index] = weakref.KeyedRef(step, self._gone, index)
-
-    def step(self, index: int) -> Any:
-        """The step booked at ``index``, if it is still alive."""
-        ref = self.get(index)
-        return None if ref is None else ref()
-
-    def _gone(self, ref: weakref.KeyedRef[int, Any]) -> None:
-        if self.get(ref.key) is ref:  # (a step observed again may have taken its index since)
-            del self[ref.key]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), ())
@@ -171,16 +153,19 @@ def _search_hits(scope: str | None, head: str, kept: Iterable[str]) -> bool:
 #: What a backup copy of ``f`` is called: ``f.bak``, ``f.orig``, ``f~``, ...
 _BACKUP_SUFFIXES = frozenset({".bak", ".orig", ".backup", ".old", ".save", "~"})
 
-#: One recorded write: its step, the text it put in the file (the action's ``new_text``, stripped; empty
-#: when there is none) and whether a later write reverted it. A tuple of an int, a string and a bool is
-#: not tracked by the garbage collector, which an object per write would be (in every live session).
-_Write = tuple[int, str, bool]
+
+class _Write(NamedTuple):
+    """One recorded write."""
+
+    step: int
+    text: str  # what it put in the file (the action's ``new_text``, stripped; empty when there is none)
+    reverted: bool  # a later write took it back
 
 
 class WriteLedger:
     """Recent successful writes per file (bounded: files and writes per file), with revert detection.
 
-    A file's writes are a tuple of :data:`_Write`, replaced when one is added or reverted."""
+    A file's writes are a tuple of :class:`_Write`, replaced when one is added or reverted."""
 
     __slots__ = ("backups", "files", "kept", "max_files", "per_file")
 
@@ -190,9 +175,8 @@ class WriteLedger:
         # at). Copying one back onto its file takes back the writes made since.
         self.backups: dict[str, tuple[str, int]] = {}
         # The files some recorded write to survives, kept up to date by record() (a write changes only its
-        # own file's status): what reads and searches are judged against, without a scan of every file. A
-        # dict used as an insertion-ordered set: of strings only, the collector does not track it.
-        self.kept: dict[str, None] = {}
+        # own file's status): what reads and searches are judged against, without a scan of every file.
+        self.kept: set[str] = set()
         self.max_files = max_files
         self.per_file = per_file
 
@@ -213,13 +197,13 @@ class WriteLedger:
         if since is not None:
             kind = WriteKind.RESTORE  # a backup copied back: no content of its own to record
         if entries:
-            live = [k for k, w in enumerate(entries) if not w[2]]
+            live = [k for k, w in enumerate(entries) if not w.reverted]
             if since is not None:
-                reverts = [k for k in live if entries[k][0] > since]
+                reverts = [k for k in live if entries[k].step > since]
             elif kind is WriteKind.CREATE and action.new_text is not None:
                 # A whole-file write takes back only the earlier writes whose text it no longer holds.
                 whole = action.new_text
-                reverts = [k for k in live if not entries[k][1] or entries[k][1] not in whole]
+                reverts = [k for k in live if not entries[k].text or entries[k].text not in whole]
             elif kind is WriteKind.CREATE or kind is WriteKind.DELETE:
                 reverts = live
             elif kind is WriteKind.RESTORE:
@@ -229,27 +213,26 @@ class WriteLedger:
                 old = action.old_text
                 b = old.strip() if old else ""
                 if b:
-                    reverts = [k for k in live if _rewrites(b, entries[k][1])]
+                    reverts = [k for k in live if _rewrites(b, entries[k].text)]
             if reverts:
-                reverted = [entries[k][0] for k in reverts]
+                reverted = [entries[k].step for k in reverts]
                 entries = tuple(
-                    (i, text, True) if k in reverts else (i, text, gone)
-                    for k, (i, text, gone) in enumerate(entries)
+                    w._replace(reverted=True) if k in reverts else w for k, w in enumerate(entries)
                 )
         else:
             entries = ()
             if len(files) >= self.max_files:
                 oldest = next(iter(files))
                 del files[oldest]
-                self.kept.pop(oldest, None)
+                self.kept.discard(oldest)
         if kind is not WriteKind.RESTORE and kind is not WriteKind.DELETE:
             new = action.new_text
-            entries = (*entries, (index, new.strip() if new else "", False))[-self.per_file :]
+            entries = (*entries, _Write(index, new.strip() if new else "", False))[-self.per_file :]
         files[path] = entries
-        if any(not gone for _, _, gone in entries):
-            self.kept[path] = None
+        if any(not w.reverted for w in entries):
+            self.kept.add(path)
         else:
-            self.kept.pop(path, None)
+            self.kept.discard(path)
         return reverted
 
     def _restored_since(self, source: str, path: str, index: int) -> int | None:
@@ -311,7 +294,6 @@ class EffectLabeler:
         self.max_pending_reads = max_pending_reads
         # Without anchors: the steps of reads of files not (yet) written, re-labelled JUSTIFIED if the run
         # keeps a write, and searches (step, scope, the start of the output) that named no such file yet.
-        # Tuples of ints and strings, which the garbage collector does not track.
         self._pending_reads: dict[str, tuple[int, ...]] = {}
         self._pending_searches: list[tuple[int, str | None, str]] = []
         self._pending_count = 0
@@ -372,14 +354,14 @@ class EffectLabeler:
         if step is not None and hasattr(step, "effect"):
             # (one that cannot be held weakly has its revisions in ``revisions`` only)
             with contextlib.suppress(TypeError):
-                self._steps.put(index, step)
+                self._steps[index] = step
 
     def _revise(self, index: int, effect: Effect) -> None:
         revisions = self.revisions
         if index not in revisions and len(revisions) >= self.max_revisions:
             del revisions[next(iter(revisions))]  # keep the most recent
         revisions[index] = effect
-        step = self._steps.step(index)
+        step = self._steps.get(index)
         if step is not None:
             step.effect = effect
 
