@@ -24,11 +24,24 @@ costs the same per call however long the run is.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.tools.paths import basename, extension
+from planguard.tools.paths import (
+    SCRIPT_PLACE,
+    SOURCE_PLACE,
+    W_SOURCE,
+    basename,
+    extension,
+    in_repo,
+    is_code,
+    is_project_file,
+    pathish,
+    place,
+    write_kind,
+)
 
-__all__ = ["MAX_FILES", "RunChanges", "RunModel", "script_content"]
+__all__ = ["MAX_FILES", "RunChanges", "RunModel", "is_script", "script_content"]
 
 #: At most this many files are remembered per table (created scripts, created sources, seen files).
 MAX_FILES = 4096
@@ -50,14 +63,35 @@ def script_content(text: str | None, name: str) -> bool | None:
     (top-level calls, prints or asserts, test functions, a ``__main__`` block that does more than start a
     program's classes, imports and nothing else) — rather than a program or module that defines things
     (§4). None when the content is not known or empty."""
-    if not text or not text.strip():
+    if not text or text.isspace():
         return None
-    ext = extension(name).lower()
+    return _content_is_script(text, extension(name).lower())
+
+
+@lru_cache(maxsize=4)
+def _content_is_script(text: str, ext: str) -> bool | None:
+    """:func:`script_content` of a text: a call's action and its phases judge the same created file by
+    the same text (one string, its hash kept by the string), so it is read once."""
     if ext in _SHELL_EXTENSIONS:
         return True
     if ext in _PYTHON_EXTENSIONS:
         return _python_script(text)
     return _RUNS_AT_TOP.search(text) is not None and _DEFINES_AT_TOP.search(text) is None
+
+
+def is_script(path: str, content: str | None, root: str | None, *, in_run_folder: bool = False) -> bool:
+    """A repository file written whole is the run's script (when it is new) by place and content (§4): it
+    lies outside the package's source directories (``in_run_folder``: in a folder the run made) and its
+    content runs something; a file whose content is not known, by place and kind alone. A project file
+    (``setup.py``) is the project's. ``path`` is lower-cased and relative to ``root`` when under it."""
+    name = basename(path)
+    at = SCRIPT_PLACE if in_run_folder else place(path, root)
+    if is_project_file(name) or at == SOURCE_PLACE:
+        return False
+    judged = script_content(content, name)
+    if judged is None:
+        return at == SCRIPT_PLACE and is_code(name)
+    return judged
 
 
 # Python read by its top-level lines (column 0), not parsed: a parse of every created file's content would
@@ -107,8 +141,10 @@ class RunChanges(NamedTuple):
     scripts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Repository source files the call created.
     sources: tuple[str, ...] = ()
-    #: Files the call shows to exist (read, edited in place).
+    #: Files the call shows to exist (read, edited in place, restored).
     seen: tuple[str, ...] = ()
+    #: Folders the call makes (``mkdir``).
+    folders: tuple[str, ...] = ()
 
 
 NO_CHANGES = RunChanges()
@@ -117,10 +153,13 @@ NO_CHANGES = RunChanges()
 class RunModel:
     """One session's run model (see the module docs). Change it only through :meth:`apply`."""
 
-    __slots__ = ("_dirs", "_script_names", "root", "scripts", "seen", "sources")
+    __slots__ = ("_dirs", "_script_names", "folders", "open_file", "root", "scripts", "seen", "sources")
 
     def __init__(self, root: str | None = None) -> None:
         self.root = root
+        #: The file a windowed editor has open (SWE-agent 0.x ``open``): what an ``edit`` naming no file
+        #: changes.
+        self.open_file: str | None = None
         self.scripts: dict[str, tuple[str, ...]] = {}
         self.sources: dict[str, None] = {}
         self.seen: dict[str, None] = {}
@@ -128,6 +167,8 @@ class RunModel:
         # is named differently (``cd tests && python probe.py``).
         self._script_names: dict[str, str] = {}
         self._dirs: dict[str, None] = {}  # directories holding files the run created
+        #: Folders the run made (``mkdir``): what it creates in them is its own.
+        self.folders: dict[str, None] = {}
 
     # ------------------------------------------------------------------ questions
 
@@ -144,12 +185,58 @@ class RunModel:
         return found or ()
 
     def created(self, path: str) -> bool:
-        """The run created ``path`` (a script or a source file, or a directory of its files)."""
-        return path in self.sources or self.script(path) or path.rstrip("/") in self._dirs
+        """The run created ``path`` (a script or a source file, a directory of its files, a folder it made
+        or a file in one)."""
+        return (
+            path in self.sources
+            or self.script(path)
+            or path.rstrip("/") in self._dirs
+            or path.rstrip("/") in self.folders
+            or self.in_folder(path)
+        )
+
+    def in_folder(self, path: str) -> bool:
+        """``path`` lies in a folder the run made."""
+        if not self.folders:
+            return False
+        parent = path.rpartition("/")[0]
+        while parent:
+            if parent in self.folders:
+                return True
+            parent = parent.rpartition("/")[0]
+        return False
 
     def known(self, path: str) -> bool:
         """``path`` is known to exist apart from this run's creations (the run has read or changed it)."""
         return path in self.seen
+
+    def changes_source(
+        self,
+        path: str,
+        *,
+        whole: bool = False,
+        content: str | None = None,
+        removes: bool = False,
+        redirected: bool = False,
+        copied: bool = False,
+    ) -> bool:
+        """Whether writing ``path`` (as a tool or a command names it) changes a source file of the
+        repository, as the run stands: a file of the repository (the one path model, judged against the
+        root) that the run did not create as its script, and that is not a new script by place and
+        ``content`` when the write creates it ``whole`` (§4). A removal (``removes``) changes source
+        unless the run created the file. ``redirected``, ``copied``: as for
+        :func:`~planguard.tools.paths.write_kind`."""
+        root = self.root
+        p = (in_repo(path, root) if root is not None else path).lower()
+        if removes:
+            return pathish(p) and write_kind(p, root=root) == W_SOURCE and not self.created(p)
+        if write_kind(p, redirected=redirected, root=root, copied=copied) != W_SOURCE or p in self.scripts:
+            return False
+        if not whole or self.known(p):
+            return True
+        if self.in_folder(p):  # a new file in a folder the run made: its script by content
+            return not is_script(p, content, root, in_run_folder=True)
+        return self.created(p) or not is_script(p, content, root)
 
     # ------------------------------------------------------------------ changes
 
@@ -162,6 +249,9 @@ class RunModel:
             self._add_dir(path)
         for path in changes.seen:
             _put(self.seen, path)
+        for path in changes.folders:
+            if path not in self.seen:
+                _put(self.folders, path)
 
     def _add_dir(self, path: str) -> None:
         """Remember the directory of a created file when the run created it too: not the root, and not a

@@ -11,24 +11,21 @@ the run has been going. Offline replay, live middleware and the proxy all drive 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
-from .actions.classify import ActionClassifier
-from .actions.types import FILE_WRITE, Action
+from .actions.types import Action
 from .decisions import ALLOW, RECORDED_POLICY, Decision, DecisionKind
 from .errors import ErrorCounter
 from .events import MessageEvent, ToolEvent
 from .findings import Finding
 from .metrics import Compliance, Langutory, PlanLayout, Scores
 from .phases import GENERAL, Classification, Command, get_rules
-from .phases.base import PhaseClassifier, letter_map
-from .phases.live import LiveRules
+from .phases.base import CallReader, CallRules, PhaseClassifier, letter_map
 from .plan import PRESETS, Plan
 from .stages import Detector, Policy, Sink
 from .step import Step
@@ -96,17 +93,14 @@ class Pipeline:
         return out
 
     @cached_property
-    def one_reading(self) -> tuple[ActionClassifier, LiveRules] | None:
-        """The action classifier and the live rules that read calls through it, when the pipeline has both:
-        a session then reads each call once (:meth:`ActionClassifier.read`) and hands the one
-        :class:`~planguard.tools.vocabulary.ToolCall` to the rules."""
+    def one_reading(self) -> tuple[CallReader, CallRules] | None:
+        """The action classifier and the phase rules when the rules read calls through it (the same
+        ``call_reader``, :class:`~planguard.phases.base.CallRules`): a session then reads each call once
+        and hands the one :class:`~planguard.tools.vocabulary.ToolCall` to the rules."""
         actions, rules = self.actions, self.rules
-        if (
-            isinstance(actions, ActionClassifier)
-            and isinstance(rules, LiveRules)
-            and rules.actions is actions
-        ):
-            return actions, rules
+        reader = getattr(rules, "call_reader", None)
+        if reader is not None and getattr(actions, "call_reader", None) is reader:
+            return cast(CallReader, actions), cast(CallRules, rules)
         return None
 
     @cached_property
@@ -430,8 +424,12 @@ class Session:
         action = call = None
         degraded = False
         one = pipeline.one_reading
-        if one is not None:  # one reading of the call, for the action and the live phases
-            action, call = one[0].read(event)
+        if one is not None:  # one reading of the call, for the action and the phases
+            try:
+                action, call = one[0].read(event, getattr(self.phase_state, "run", None))
+            except Exception as exc:  # fail-open
+                pipeline.errors.record(_where(one[0].read), exc)
+                degraded = True
         elif pipeline.actions is not None:
             try:
                 action = pipeline.actions(event)
@@ -447,7 +445,7 @@ class Session:
             pipeline.errors.record(_where(pipeline.rules.classify), exc)
             classification = Classification((Command(event.tool or "unknown", GENERAL),))
             degraded = True
-        step = Step(self.n_steps, event, classification, _source_write_as_judged(action, classification))
+        step = Step(self.n_steps, event, classification, action)
         if degraded:
             step.degraded = True
         return step
@@ -580,17 +578,6 @@ def _work_dir(metadata: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value.startswith("/") and len(value) > 1:
             return value.rstrip("/")
     return None
-
-
-def _source_write_as_judged(action: Action | None, c: Classification) -> Action | None:
-    """The action of a write, its "changes a source file" as the phase rules judged it from the run model
-    (:attr:`Classification.source_write`): a file the run created as its own script is not the
-    repository's source, whatever its name (PHASES_LIVE §4), which the action layer, reading the call
-    alone, cannot know."""
-    judged = c.source_write
-    if action is None or judged is None or action.type is not FILE_WRITE or action.is_source_write is judged:
-        return action
-    return dataclasses.replace(action, is_source_write=judged)
 
 
 def _where(fn: Callable[..., Any]) -> str:

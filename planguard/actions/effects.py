@@ -27,33 +27,11 @@ import contextlib
 import re
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..events import ToolEvent
 from .anchors import AnchorSet
-from .types import (
-    COMMAND,
-    FAILED,
-    FILE_READ,
-    FILE_WRITE,
-    JUSTIFIED,
-    NEUTRAL,
-    OFF_ANCHOR,
-    PLAN,
-    REASON,
-    REASONING,
-    RECORDED,
-    REVERTED,
-    SEARCH,
-    SURVIVED,
-    WK_CREATE,
-    WK_DELETE,
-    WK_EDIT,
-    WK_RESTORE,
-    Action,
-    ActionType,
-    Effect,
-)
+from .types import Action, ActionType, Effect, WriteKind
 
 __all__ = ["EffectLabeler", "WriteLedger", "label_effects", "outcome_failed"]
 
@@ -80,7 +58,7 @@ _SUCCESS_STARTS = (
 # killed process, found in a tail that holds one of ``_TAIL_WORDS``.
 _TAIL_FAILURE = re.compile(
     r"^\w*(?:Error|Exception)\b|Traceback \(most recent call last\)|\d+ failed|\d+ errors? in |"
-    r"ERROR collecting|= FAILURES =|FAILED \(|Segmentation fault|^Killed|timed out",
+    r"ERROR collecting|= FAILURES =|Effect.FAILED \(|Segmentation fault|^Killed|timed out",
     re.MULTILINE,
 )
 
@@ -100,9 +78,9 @@ def outcome_failed(action: Action, event: ToolEvent) -> bool:
 
 def _judge(t: ActionType, structured: bool, result: str) -> bool:
     """Whether a non-empty output says the call failed (the action's type and kind of tool decide how)."""
-    if t is REASON or t is PLAN:
+    if t is ActionType.REASON or t is ActionType.PLAN:
         return False
-    if structured and t is not SEARCH:
+    if structured and t is not ActionType.SEARCH:
         head = result if not result[0].isspace() else result[:200].lstrip()
         if head.startswith(_SUCCESS_STARTS) or head.startswith("The file "):
             return False
@@ -113,7 +91,7 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
             "did not appear verbatim" in head
         )
     head = result[:160]
-    if t is COMMAND:
+    if t is ActionType.COMMAND:
         if "No such file or directory" in head or "command not found" in head or "Traceback (most" in head:
             return True
         tail = result[-400:]
@@ -131,30 +109,12 @@ def _judge(t: ActionType, structured: bool, result: str) -> bool:
     )
 
 
-class _StepBook(dict[int, "weakref.KeyedRef[int, Any]"]):
+class _StepBook(weakref.WeakValueDictionary[int, Any]):
     """The steps a labeler may still re-label in place, by step index, held weakly: a step carries its
     call's result, and a live session's steps must not outlive their calls (a pending read or a recorded
-    write would keep them). A step that is gone leaves the book by itself (its reference's callback), so a
-    live session's book stays empty instead of holding a dead reference per pending step; whoever wants
-    steps re-labelled in place (a replay) holds them anyway. A dict of weak references rather than a
-    ``WeakValueDictionary``, which is six objects per session for every garbage collection to walk. Pickles
+    write would keep them); whoever wants steps re-labelled in place (a replay) holds them anyway. Pickles
     (a saved session's state) as an empty book: the steps it could reach are gone with the process that
     saved it."""
-
-    __slots__ = ()
-
-    def put(self, index: int, step: Any) -> None:
-        """Hold ``step`` weakly (``TypeError`` if it cannot be)."""
-        self[index] = weakref.KeyedRef(step, self._gone, index)
-
-    def step(self, index: int) -> Any:
-        """The step booked at ``index``, if it is still alive."""
-        ref = self.get(index)
-        return None if ref is None else ref()
-
-    def _gone(self, ref: weakref.KeyedRef[int, Any]) -> None:
-        if self.get(ref.key) is ref:  # (a step observed again may have taken its index since)
-            del self[ref.key]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), ())
@@ -170,14 +130,14 @@ def _rewrites(b: str, a: str) -> bool:
 
 def _anchored(anchors: AnchorSet, action: Action, event: ToolEvent) -> Effect:
     """A read or search judged against the anchor set."""
-    path = action.target if action.type is FILE_READ else action.path
+    path = action.target if action.type is ActionType.FILE_READ else action.path
     if path is not None and path in anchors:
-        return JUSTIFIED
-    if action.type is SEARCH:
+        return Effect.JUSTIFIED
+    if action.type is ActionType.SEARCH:
         result = event.result
         if isinstance(result, str) and result and anchors.mentioned_in(result[:4096]):
-            return JUSTIFIED
-    return OFF_ANCHOR
+            return Effect.JUSTIFIED
+    return Effect.OFF_ANCHOR
 
 
 #: How much of a search's output is kept and looked through for the files it names (a search that
@@ -193,16 +153,19 @@ def _search_hits(scope: str | None, head: str, kept: Iterable[str]) -> bool:
 #: What a backup copy of ``f`` is called: ``f.bak``, ``f.orig``, ``f~``, ...
 _BACKUP_SUFFIXES = frozenset({".bak", ".orig", ".backup", ".old", ".save", "~"})
 
-#: One recorded write: its step, the text it put in the file (the action's ``new_text``, stripped; empty
-#: when there is none) and whether a later write reverted it. A tuple of an int, a string and a bool is
-#: not tracked by the garbage collector, which an object per write would be (in every live session).
-_Write = tuple[int, str, bool]
+
+class _Write(NamedTuple):
+    """One recorded write."""
+
+    step: int
+    text: str  # what it put in the file (the action's ``new_text``, stripped; empty when there is none)
+    reverted: bool  # a later write took it back
 
 
 class WriteLedger:
     """Recent successful writes per file (bounded: files and writes per file), with revert detection.
 
-    A file's writes are a tuple of :data:`_Write`, replaced when one is added or reverted."""
+    A file's writes are a tuple of :class:`_Write`, replaced when one is added or reverted."""
 
     __slots__ = ("backups", "files", "kept", "max_files", "per_file")
 
@@ -212,9 +175,8 @@ class WriteLedger:
         # at). Copying one back onto its file takes back the writes made since.
         self.backups: dict[str, tuple[str, int]] = {}
         # The files some recorded write to survives, kept up to date by record() (a write changes only its
-        # own file's status): what reads and searches are judged against, without a scan of every file. A
-        # dict used as an insertion-ordered set: of strings only, the collector does not track it.
-        self.kept: dict[str, None] = {}
+        # own file's status): what reads and searches are judged against, without a scan of every file.
+        self.kept: set[str] = set()
         self.max_files = max_files
         self.per_file = per_file
 
@@ -233,45 +195,44 @@ class WriteLedger:
         source = action.source if path == action.target else None
         since = self._restored_since(source, path, index) if source is not None else None
         if since is not None:
-            kind = WK_RESTORE  # a backup copied back: no content of its own to record
+            kind = WriteKind.RESTORE  # a backup copied back: no content of its own to record
         if entries:
-            live = [k for k, w in enumerate(entries) if not w[2]]
+            live = [k for k, w in enumerate(entries) if not w.reverted]
             if since is not None:
-                reverts = [k for k in live if entries[k][0] > since]
-            elif kind is WK_CREATE and action.new_text is not None:
+                reverts = [k for k in live if entries[k].step > since]
+            elif kind is WriteKind.CREATE and action.new_text is not None:
                 # A whole-file write takes back only the earlier writes whose text it no longer holds.
                 whole = action.new_text
-                reverts = [k for k in live if not entries[k][1] or entries[k][1] not in whole]
-            elif kind is WK_CREATE or kind is WK_DELETE:
+                reverts = [k for k in live if not entries[k].text or entries[k].text not in whole]
+            elif kind is WriteKind.CREATE or kind is WriteKind.DELETE:
                 reverts = live
-            elif kind is WK_RESTORE:
+            elif kind is WriteKind.RESTORE:
                 # undo_edit takes back the last edit only; git checkout/restore all of them
                 reverts = live[-1:] if action.intent == "undo_edit" else live
-            elif kind is WK_EDIT:
+            elif kind is WriteKind.EDIT:
                 old = action.old_text
                 b = old.strip() if old else ""
                 if b:
-                    reverts = [k for k in live if _rewrites(b, entries[k][1])]
+                    reverts = [k for k in live if _rewrites(b, entries[k].text)]
             if reverts:
-                reverted = [entries[k][0] for k in reverts]
+                reverted = [entries[k].step for k in reverts]
                 entries = tuple(
-                    (i, text, True) if k in reverts else (i, text, gone)
-                    for k, (i, text, gone) in enumerate(entries)
+                    w._replace(reverted=True) if k in reverts else w for k, w in enumerate(entries)
                 )
         else:
             entries = ()
             if len(files) >= self.max_files:
                 oldest = next(iter(files))
                 del files[oldest]
-                self.kept.pop(oldest, None)
-        if kind is not WK_RESTORE and kind is not WK_DELETE:
+                self.kept.discard(oldest)
+        if kind is not WriteKind.RESTORE and kind is not WriteKind.DELETE:
             new = action.new_text
-            entries = (*entries, (index, new.strip() if new else "", False))[-self.per_file :]
+            entries = (*entries, _Write(index, new.strip() if new else "", False))[-self.per_file :]
         files[path] = entries
-        if any(not gone for _, _, gone in entries):
-            self.kept[path] = None
+        if any(not w.reverted for w in entries):
+            self.kept.add(path)
         else:
-            self.kept.pop(path, None)
+            self.kept.discard(path)
         return reverted
 
     def _restored_since(self, source: str, path: str, index: int) -> int | None:
@@ -333,7 +294,6 @@ class EffectLabeler:
         self.max_pending_reads = max_pending_reads
         # Without anchors: the steps of reads of files not (yet) written, re-labelled JUSTIFIED if the run
         # keeps a write, and searches (step, scope, the start of the output) that named no such file yet.
-        # Tuples of ints and strings, which the garbage collector does not track.
         self._pending_reads: dict[str, tuple[int, ...]] = {}
         self._pending_searches: list[tuple[int, str | None, str]] = []
         self._pending_count = 0
@@ -341,40 +301,40 @@ class EffectLabeler:
 
     def label(self, index: int, action: Action, event: ToolEvent, step: Any = None) -> Effect:
         t = action.type
-        if t is REASON:
-            return REASONING
+        if t is ActionType.REASON:
+            return Effect.REASONING
         if outcome_failed(action, event):
-            return FAILED
-        if t is FILE_WRITE:
+            return Effect.FAILED
+        if t is ActionType.FILE_WRITE:
             reverted = self.ledger.record(index, action)
             for other in action.also_written:  # ``rm a b c``: a write to each file
                 reverted += self.ledger.record(index, action, other)
             self._book(index, step)
             for i in reverted:
-                self._revise(i, REVERTED)
-            return SURVIVED
-        if t is FILE_READ:
+                self._revise(i, Effect.REVERTED)
+            return Effect.SURVIVED
+        if t is ActionType.FILE_READ:
             if self.anchors is not None:
                 return _anchored(self.anchors, action, event)
             # Without anchors a read is relevant when the run keeps a write to its file, which may only
             # become known later: the read waits for the end of the run.
             path = action.target
             if path is None:
-                return NEUTRAL
+                return Effect.NEUTRAL
             if path in self.ledger.kept:
-                return JUSTIFIED
+                return Effect.JUSTIFIED
             if self._pending_count < self.max_pending_reads:
                 self._pending_reads[path] = (*self._pending_reads.get(path, ()), index)
                 self._pending_count += 1
                 self._book(index, step)
-            return NEUTRAL
-        if t is COMMAND:
-            return JUSTIFIED if action.is_validation else NEUTRAL
-        if t is SEARCH:
+            return Effect.NEUTRAL
+        if t is ActionType.COMMAND:
+            return Effect.JUSTIFIED if action.is_validation else Effect.NEUTRAL
+        if t is ActionType.SEARCH:
             if self.anchors is not None:
                 return _anchored(self.anchors, action, event)
             return self._search_without_anchors(index, action, event, step)
-        return RECORDED
+        return Effect.RECORDED
 
     def _search_without_anchors(self, index: int, action: Action, event: ToolEvent, step: Any) -> Effect:
         """A search hits a task-relevant file when its scope or its output names a file the run keeps a
@@ -382,26 +342,26 @@ class EffectLabeler:
         result = event.result
         head = result[:_SEARCH_HEAD] if isinstance(result, str) else ""
         if _search_hits(action.path, head, self.ledger.kept):
-            return JUSTIFIED
+            return Effect.JUSTIFIED
         if self._pending_count < self.max_pending_reads:
             self._pending_searches.append((index, action.path, head))
             self._pending_count += 1
             self._book(index, step)
-        return NEUTRAL
+        return Effect.NEUTRAL
 
     def _book(self, index: int, step: Any) -> None:
         """Keep ``step`` (weakly) to re-label in place, when the caller passed one that can be."""
         if step is not None and hasattr(step, "effect"):
             # (one that cannot be held weakly has its revisions in ``revisions`` only)
             with contextlib.suppress(TypeError):
-                self._steps.put(index, step)
+                self._steps[index] = step
 
     def _revise(self, index: int, effect: Effect) -> None:
         revisions = self.revisions
         if index not in revisions and len(revisions) >= self.max_revisions:
             del revisions[next(iter(revisions))]  # keep the most recent
         revisions[index] = effect
-        step = self._steps.step(index)
+        step = self._steps.get(index)
         if step is not None:
             step.effect = effect
 
@@ -411,12 +371,12 @@ class EffectLabeler:
             for path, reads in self._pending_reads.items():
                 if self.ledger.survives(path):
                     for index in reads:
-                        self._revise(index, JUSTIFIED)
+                        self._revise(index, Effect.JUSTIFIED)
             if self._pending_searches:
                 kept = self.ledger.kept
                 for index, scope, head in self._pending_searches:
                     if _search_hits(scope, head, kept):
-                        self._revise(index, JUSTIFIED)
+                        self._revise(index, Effect.JUSTIFIED)
             self._pending_reads.clear()
             self._pending_searches.clear()
             self._pending_count = 0

@@ -63,33 +63,6 @@ class WriteKind(StrEnum):
     OTHER = "other"  # touch, cp/mv onto, patch, ... (content unknown)
 
 
-# CPython 3.11 resolves ``ActionType.FILE_READ`` through the enum metaclass's ``__getattr__`` hook on every
-# access (about 0.1 µs, and the hot paths make dozens per tool call); they use these plain module
-# attributes instead, which cost a dictionary lookup.
-FILE_READ = ActionType.FILE_READ
-FILE_WRITE = ActionType.FILE_WRITE
-SEARCH = ActionType.SEARCH
-COMMAND = ActionType.COMMAND
-PLAN = ActionType.PLAN
-NAVIGATE = ActionType.NAVIGATE
-FETCH = ActionType.FETCH
-AGENT_SPAWN = ActionType.AGENT_SPAWN
-REASON = ActionType.REASON
-SURVIVED = Effect.SURVIVED
-FAILED = Effect.FAILED
-REVERTED = Effect.REVERTED
-JUSTIFIED = Effect.JUSTIFIED
-RECORDED = Effect.RECORDED
-OFF_ANCHOR = Effect.OFF_ANCHOR
-REASONING = Effect.REASONING
-NEUTRAL = Effect.NEUTRAL
-WK_CREATE = WriteKind.CREATE
-WK_EDIT = WriteKind.EDIT
-WK_INSERT = WriteKind.INSERT
-WK_DELETE = WriteKind.DELETE
-WK_RESTORE = WriteKind.RESTORE
-WK_OTHER = WriteKind.OTHER
-
 FILE_TYPES = frozenset({ActionType.FILE_READ, ActionType.FILE_WRITE})
 
 

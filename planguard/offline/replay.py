@@ -15,20 +15,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..actions import classify_action
+from ..actions import DEFAULT_CLASSIFIER
 from ..actions.config import build_classifier
 from ..actions.types import Action, ActionType, WriteKind
 from ..detectors import build_detectors, default_detectors
 from ..events import MessageEvent, ToolEvent
 from ..phases import LETTER_OF, PhaseRules
-from ..phases.base import GENERAL, Classification, Command, PhaseClassifier, letter_map
+from ..phases.base import (
+    GENERAL,
+    CallReader,
+    CallRules,
+    Classification,
+    Command,
+    PhaseClassifier,
+    letter_map,
+)
 from ..phases.registry import rules_for
 from ..plan import PRESETS, SCORED_SETTINGS, Plan, resolve_plan
 from ..policies.config import build_policies
+from ..run import RunModel
 from ..session import RECORDED_POLICY, Pipeline, Session, SessionSummary
 from ..sinks import Sink
 from ..sinks.store.records import RECORDED_KEY
 from ..step import Step
+from ..tools.vocabulary import ToolCall
 from .loaders import LoadError, Trajectory, iter_trajectories
 
 if TYPE_CHECKING:
@@ -138,7 +148,7 @@ def replay_pipeline(
     """
     kwargs: dict[str, Any] = {}
     if diagnostics:
-        kwargs = {"actions": RecordedActions(classify_action), "detectors": default_detectors()}
+        kwargs = {"actions": RecordedActions(DEFAULT_CLASSIFIER), "detectors": default_detectors()}
     # The first plan's declared phases, when it declares them, classify instead of the coding rules (both
     # over the built-in vocabulary). The pipeline asks its rules only for new_state() and classify(), and
     # reads their name and letters.
@@ -182,10 +192,18 @@ class RecordedRules:
     def new_state(self) -> Any:
         return self.rules.new_state()
 
-    def classify(self, event: ToolEvent, state: Any) -> Classification:
+    @property
+    def call_reader(self) -> object:
+        """The rules' ``call_reader`` (:class:`~planguard.phases.base.CallRules`): a step without a
+        recorded phase is then read once, with its action (:meth:`RecordedActions.read`)."""
+        return getattr(self.rules, "call_reader", None)
+
+    def classify(self, event: ToolEvent, state: Any, call: ToolCall | None = None) -> Classification:
         recorded = _recorded(event)
         if recorded is None:
-            return self.rules.classify(event, state)
+            if call is None:
+                return self.rules.classify(event, state)
+            return cast(CallRules, self.rules).classify(event, state, call)
         commands = _commands(recorded)
         return Classification(commands or (Command(event.tool or "unknown", GENERAL),))
 
@@ -217,28 +235,45 @@ class RecordedActions:
     def __init__(self, classify: Callable[[ToolEvent], Any]) -> None:
         self.classify = classify
 
+    @property
+    def call_reader(self) -> object:
+        """The classifier's ``call_reader`` (:class:`~planguard.phases.base.CallReader`)."""
+        return getattr(self.classify, "call_reader", None)
+
+    def read(self, event: ToolEvent, run: RunModel | None) -> tuple[Any, ToolCall | None]:
+        """A step's recorded action (the recorded phase needs no reading), else the call read once."""
+        recorded = _recorded(event)
+        if recorded is None:
+            return cast(CallReader, self.classify).read(event, run)
+        return _recorded_action(event, recorded), None
+
     def __call__(self, event: ToolEvent) -> Any:
         recorded = _recorded(event)
         if recorded is None:
             return self.classify(event)
-        fields = recorded.get("action")
-        if not isinstance(fields, dict) or fields.get("type") not in _ACTION_TYPES:
-            return None
-        write = fields.get("write")
-        return Action(
-            ActionType(fields["type"]),
-            target=fields.get("target") or _digest(fields.get("target_id")),
-            tool=str(fields.get("tool") or event.tool),
-            path=fields.get("path") or _digest(fields.get("path_id")),
-            intent=fields.get("intent") or _digest(fields.get("intent_id")),
-            is_validation=bool(fields.get("is_validation")),
-            is_source_write=bool(fields.get("is_source_write")),
-            is_completion=bool(fields.get("is_completion")),
-            write=WriteKind(write) if write in _WRITE_KINDS else None,
-            shell=fields.get("shell") or _digest(fields.get("shell_id")),
-            structured=bool(fields.get("structured")),
-            scaffold=fields.get("scaffold"),
-        )
+        return _recorded_action(event, recorded)
+
+
+def _recorded_action(event: ToolEvent, recorded: Mapping[str, Any]) -> Action | None:
+    """A step's recorded action (see :class:`RecordedActions`)."""
+    fields = recorded.get("action")
+    if not isinstance(fields, dict) or fields.get("type") not in _ACTION_TYPES:
+        return None
+    write = fields.get("write")
+    return Action(
+        ActionType(fields["type"]),
+        target=fields.get("target") or _digest(fields.get("target_id")),
+        tool=str(fields.get("tool") or event.tool),
+        path=fields.get("path") or _digest(fields.get("path_id")),
+        intent=fields.get("intent") or _digest(fields.get("intent_id")),
+        is_validation=bool(fields.get("is_validation")),
+        is_source_write=bool(fields.get("is_source_write")),
+        is_completion=bool(fields.get("is_completion")),
+        write=WriteKind(write) if write in _WRITE_KINDS else None,
+        shell=fields.get("shell") or _digest(fields.get("shell_id")),
+        structured=bool(fields.get("structured")),
+        scaffold=fields.get("scaffold"),
+    )
 
 
 def _digest(value: Any) -> str | None:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planguard.events import ToolEvent
-from planguard.run import RunChanges
+from planguard.run import RunChanges, RunModel
+from planguard.tools.vocabulary import ToolCall
 
 __all__ = [
     "GENERAL",
@@ -24,6 +25,8 @@ __all__ = [
     "VALIDATE_REGRESSION",
     "Classification",
     "Command",
+    "CallReader",
+    "CallRules",
     "PhaseClassifier",
     "letter_map",
 ]
@@ -116,6 +119,29 @@ class PhaseClassifier(Protocol):
     def new_state(self) -> Any: ...
 
     def classify(self, event: ToolEvent, state: Any, /) -> Classification: ...
+
+
+class CallReader(Protocol):
+    """An action classifier that reads a call once, for both its action and the phase rules: the
+    :class:`~planguard.tools.vocabulary.ToolCall` it returns is what rules reading through it
+    (:class:`CallRules` with this ``call_reader``) classify. ``run`` is the session's run model, when its
+    rules keep one: a write's "changes a source file" is judged from it."""
+
+    @property
+    def call_reader(self) -> object: ...
+
+    def read(self, event: ToolEvent, run: RunModel | None, /) -> tuple[Any, ToolCall | None]: ...
+
+
+class CallRules(PhaseClassifier, Protocol):
+    """Phase rules that take a call as their ``call_reader`` read it (None: they read it themselves). A
+    pipeline whose action classifier has the same ``call_reader`` reads every call once
+    (:attr:`planguard.session.Pipeline.one_reading`)."""
+
+    @property
+    def call_reader(self) -> object: ...
+
+    def classify(self, event: ToolEvent, state: Any, call: ToolCall | None = None, /) -> Classification: ...
 
 
 def letter_map(rules: PhaseClassifier) -> Mapping[str, str]:

@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from planguard.actions.classify import DEFAULT_CLASSIFIER, ActionClassifier
-from planguard.actions.shell import MEMO_TEXT_MAX
+from planguard.actions.classify import DEFAULT_CLASSIFIER, MEMO_TEXT_MAX, ActionClassifier
 from planguard.events import ToolEvent
 from planguard.phases.base import (
     GENERAL,
@@ -42,23 +41,19 @@ from planguard.phases.base import (
     Command,
 )
 from planguard.phases.state import PhaseState
-from planguard.run import RunChanges, RunModel, script_content
+from planguard.run import RunChanges, RunModel, is_script
 from planguard.shell.inline_python import written_files
 from planguard.shell.lexer import tokenize
 from planguard.shell.reading import Simple, read
 from planguard.tools.paths import (
     OUTSIDE,
-    SCRIPT_PLACE,
-    SOURCE_PLACE,
     W_SOURCE,
     W_TEST,
     basename,
     extension,
     in_repo,
     is_artifact,
-    is_code,
     is_harness_output,
-    is_project_file,
     is_test_target,
     pathish,
     place,
@@ -80,7 +75,7 @@ _MARKERS = tuple(m.lower() for m in COMPLETION_MARKERS)
 
 # --------------------------------------------------------------------------- shell lines (§1)
 
-_WRITES = (Does.WRITE, Does.REDIRECT, Does.COPY)
+_WRITES = (Does.WRITE, Does.REDIRECT, Does.COPY, Does.RESTORE)
 
 
 def _simple_plans(cmd: Simple) -> list[Program]:
@@ -145,6 +140,11 @@ class LiveRules:
     def new_state(self) -> PhaseState:
         return PhaseState()
 
+    @property
+    def call_reader(self) -> ActionClassifier:
+        """The classifier whose reading of a call (:meth:`ActionClassifier.read`) :meth:`classify` takes."""
+        return self.actions
+
     def classify(self, event: ToolEvent, state: PhaseState, call: ToolCall | None = None) -> Classification:
         """Classify one tool call. Never mutates ``state`` and never raises. ``call`` is the call as
         :attr:`actions` read it (:meth:`ActionClassifier.read`, the session hands it over), else read
@@ -204,9 +204,9 @@ class LiveRules:
         norm = self.actions.norm
         judged = tuple(_judge(sub, root, norm) for sub in subs)
         seen = tuple(p for j in judged if j.kind == _J_NAV for p in j.paths)
-        return _CallPlan(
-            judged, kind == "write", opened, not call.mapped, RunChanges(seen=seen) if seen else None
-        )
+        folders = tuple(p for j in judged if j.kind == _J_MKDIR for p in j.paths)
+        made = RunChanges(seen=seen, folders=folders) if seen or folders else None
+        return _CallPlan(judged, kind == "write", opened, not call.mapped, made)
 
 
 # What a judged sub-command's role depends on (besides ``patched``, which picks the family).
@@ -219,6 +219,7 @@ _J_WRITE = (
 _J_RUN = (
     8  # runs a script: new (the run's own or the repository's program), or a patch through what it writes
 )
+_J_MKDIR = 9  # makes folders (``paths``): general, and the run's folders from now on
 
 #: What Python that writes a file shows (a write mode, ``write_text``); code without one is not parsed.
 _PYTHON_WRITES = re.compile(r"""['"][wax]b?\+?['"]|mode\s*=|write_(?:text|bytes)""")
@@ -234,13 +235,22 @@ class _Judged(NamedTuple):
     paths: tuple[str, ...] = ()  # lower-cased: the files whose provenance decides a conditional kind
     scripts: tuple[_Script, ...] = ()  # scripts it creates, with their text (for _J_WRITE: if they are new)
     whole: tuple[str, ...] = ()  # _J_WRITE: the ``paths`` it writes whole (creates, when they are new)
+    content: str | None = None  # _J_WRITE: the text it writes them with (judged in a folder the run made)
+
+
+#: The judgement of a sub-command that needs none of its paths (they are not normalised).
+_PATHLESS = {Does.GENERAL: _J_GENERAL, Does.CHECK: _J_CHECK, Does.SNIPPET: _J_NEW}
 
 
 def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judged:
-    # One name per file (§4: absolute and relative paths name the same file), as tool paths are named.
-    paths = tuple(in_repo(norm(p), root) if root is not None else norm(p) for p in sub.paths)
     does = sub.does
     label = sub.label
+    pathless = _PATHLESS.get(does)
+    if pathless is not None:
+        return _Judged(label, pathless)
+    # One name per file (§4: absolute and relative paths name the same file), as tool paths are named.
+    named = {p: in_repo(norm(p), root) if root is not None else norm(p) for p in sub.paths}
+    paths = tuple(named[p] for p in sub.paths)
     if does == Does.NAV:
         files = [p for p in paths if pathish(p)]
         if files and all(is_harness_output(p) or is_artifact(p) for p in files):
@@ -249,7 +259,10 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
     if does in _WRITES:
         redirected, copied = does == Does.REDIRECT, does == Does.COPY
         kinds = [write_kind(p, redirected=redirected, root=root, copied=copied) for p in paths]
-        created = {in_repo(norm(p), root) if root is not None else norm(p) for p in sub.created}
+        created = {
+            named[p] if p in named else in_repo(norm(p), root) if root is not None else norm(p)
+            for p in sub.created
+        }
         if W_SOURCE in kinds:
             sources = tuple(p.lower() for p, k in zip(paths, kinds, strict=True) if k == W_SOURCE)
             whole = tuple(
@@ -258,9 +271,9 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
             scripts = tuple(
                 (p, _ScriptText.of(sub.content, p, root, norm))
                 for p in whole
-                if _script_place_and_content(p, sub.content, root)
+                if is_script(p, sub.content, root)
             )
-            return _Judged(label, _J_WRITE, sources, scripts, whole)
+            return _Judged(label, _J_WRITE, sources, scripts, whole, sub.content)
         if W_TEST in kinds:
             scripts = tuple(
                 (p.lower(), _ScriptText.of(sub.content, p, root, norm))
@@ -272,8 +285,8 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
     if does == Does.REMOVE:
         sources = tuple(p.lower() for p in paths if pathish(p) and write_kind(p, root=root) == W_SOURCE)
         return _Judged(label, _J_PATCH_UNLESS_CREATED, sources) if sources else _Judged(label, _J_GENERAL)
-    if does == Does.SNIPPET:
-        return _Judged(label, _J_NEW)
+    if does == Does.MKDIR:
+        return _Judged(label, _J_MKDIR, tuple(p.lower().rstrip("/") for p in paths if p not in ("", ".")))
     if does == Does.RUN:
         script = paths[0]
         if is_test_target(script) and place(script.lower(), root) != OUTSIDE:
@@ -281,22 +294,7 @@ def _judge(sub: Program, root: str | None, norm: Callable[[str], str]) -> _Judge
         return _Judged(label, _J_RUN, (script.lower(),))
     if does == Does.TESTS:
         return _Judged(label, _J_NEW_IF_CREATED, tuple(p.lower() for p in paths))
-    if does == Does.CHECK:
-        return _Judged(label, _J_CHECK)
     return _Judged(label, _J_GENERAL)
-
-
-def _script_place_and_content(path: str, content: str | None, root: str | None) -> bool:
-    """A repository file written whole is the run's script (when it is new) by place and content (§4): it
-    lies outside the package's source directories and its content runs something; a file whose content is
-    not known, by place and kind alone. A project file (``setup.py``) is the project's."""
-    name = basename(path)
-    if is_project_file(name) or place(path, root) == SOURCE_PLACE:
-        return False
-    judged = script_content(content, name)
-    if judged is None:
-        return place(path, root) == SCRIPT_PLACE and is_code(name)
-    return judged
 
 
 #: A quoted path in code (``'src/app.py'``): what a script may write, looked at before its code is parsed.
@@ -413,15 +411,15 @@ class _CallPlan(NamedTuple):
 class _CallRun:
     """The run model as one call sees it: the session's, plus what earlier sub-commands of the call made."""
 
-    __slots__ = ("model", "scripts", "seen", "sources")
+    __slots__ = ("folders", "model", "scripts", "seen", "sources")
 
-    def __init__(self, model: RunModel, read: RunChanges | None) -> None:
+    def __init__(self, model: RunModel, made: RunChanges | None) -> None:
         self.model = model
         self.scripts: dict[str, tuple[str, ...]] = {}
         self.sources: dict[str, None] = {}
-        self.seen: dict[str, None] = (
-            dict.fromkeys(read.seen) if read is not None else {}
-        )  # what the call reads
+        # What the call reads, and the folders it makes.
+        self.seen: dict[str, None] = dict.fromkeys(made.seen) if made is not None else {}
+        self.folders: tuple[str, ...] = made.folders if made is not None else ()
 
     def script(self, path: str) -> bool:
         if self.model.script(path) or path in self.scripts:
@@ -433,7 +431,11 @@ class _CallRun:
         return self.scripts.get(path) or self.model.writes(path)
 
     def created(self, path: str) -> bool:
-        return self.model.created(path) or path in self.sources or self.script(path)
+        return self.model.created(path) or path in self.sources or self.script(path) or self.in_folder(path)
+
+    def in_folder(self, path: str) -> bool:
+        """``path`` lies in a folder the run made (``mkdir``), before this call or earlier in it."""
+        return self.model.in_folder(path) or any(path.startswith(f + "/") for f in self.folders)
 
     def known(self, path: str) -> bool:
         """A file of the repository the run has seen or made as source (what a script may rewrite)."""
@@ -463,6 +465,14 @@ class _CallRun:
                     self.scripts[p] = self._writes(scripts[p])  # rewritten whole: what it writes now
             elif p in scripts and not self.model.known(p) and p not in self.seen and not self.created(p):
                 self.scripts[p] = self._writes(scripts[p])
+            elif (
+                p in j.whole
+                and self.in_folder(p)
+                and not self.known(p)
+                and p not in self.scripts
+                and is_script(p, j.content, self.model.root, in_run_folder=True)
+            ):
+                self.scripts[p] = ()  # a script in a folder the run made for it (§4: not a source folder)
             else:
                 patch = True
                 if p in j.whole and not self.model.known(p) and not self.created(p):
@@ -472,9 +482,9 @@ class _CallRun:
         return patch
 
     def changes(self) -> RunChanges | None:
-        if not (self.scripts or self.sources or self.seen):
+        if not (self.scripts or self.sources or self.seen or self.folders):
             return None
-        return RunChanges(tuple(self.scripts.items()), tuple(self.sources), tuple(self.seen))
+        return RunChanges(tuple(self.scripts.items()), tuple(self.sources), tuple(self.seen), self.folders)
 
 
 def _work_dir(event: ToolEvent) -> str | None:

@@ -35,8 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from planguard.actions.classify import DEFAULT_CLASSIFIER, ActionClassifier
-from planguard.actions.shell import MEMO_TEXT_MAX
+from planguard.actions.classify import DEFAULT_CLASSIFIER, MEMO_TEXT_MAX, ActionClassifier
 from planguard.events import ToolEvent
 from planguard.phases.base import (
     GENERAL,

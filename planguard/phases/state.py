@@ -41,11 +41,18 @@ class PhaseState:
     created_basenames: dict[str, int] = field(default_factory=dict)
     nodes: dict[int, int] = field(default_factory=dict)
     node_count: int = 0
-    #: The file last opened in a windowed editor (live rules: the target of an ``edit`` naming no file).
-    open_file: str | None = None
     #: The run model (its root, the files it created as scripts or sources, the files it has seen): what the
     #: live rules decide a file's role by (PHASES_LIVE.md §4).
     run: RunModel = field(default_factory=RunModel)
+
+    @property
+    def open_file(self) -> str | None:
+        """The file last opened in a windowed editor (the target of an ``edit`` naming no file)."""
+        return self.run.open_file
+
+    @open_file.setter
+    def open_file(self, value: str | None) -> None:
+        self.run.open_file = value
 
     @property
     def root(self) -> str | None:

@@ -4,7 +4,7 @@ redirections and heredoc bodies.
 A line is cut into segments (on ``&&``, ``||``, ``;``, ``;;``, ``&`` and newlines), each a pipeline of
 :class:`Stage` (on ``|`` and ``|&``), without running a shell parser: agents write broken shell too, so
 this never raises, and a pathological line is cut at ``_MAX_TOKENS`` tokens. The interpreters on top
-are the action intent interpreter (:mod:`planguard.actions.shell`), the live phase rules
+are the action intent interpreter (:class:`planguard.actions.classify.ShellClassifier`), the live phase rules
 (:mod:`planguard.phases.live`) and the paper's parser (:mod:`planguard.phases.paper_parser`), which reads the
 same constructs through the *strict mode* at the end of this module.
 """

@@ -27,6 +27,7 @@ __all__ = [
     "extension",
     "in_repo",
     "is_artifact",
+    "is_backup",
     "is_cache",
     "is_code",
     "is_harness_output",
@@ -221,6 +222,15 @@ def is_artifact(path: str) -> bool:
     return extension(name) in ("patch", "diff") or name in _ARTIFACT_NAMES
 
 
+_BACKUP_EXTENSIONS = frozenset({"bak", "orig", "backup", "old"})
+
+
+def is_backup(path: str) -> bool:
+    """A backup copy, by its name (``mod.py.bak``, ``mod.py.orig``, ``mod.py~``)."""
+    name = basename(path.lower())
+    return extension(name) in _BACKUP_EXTENSIONS or name.endswith("~")
+
+
 # What writing a path is: nothing (``/dev/null``), general (artifacts, backups, notes, files outside the
 # repository, output captures), a test (test targets) or a patch (any other file of the repository).
 W_NONE, W_GENERAL, W_TEST, W_SOURCE = 0, 1, 2, 3
@@ -241,7 +251,7 @@ def write_kind(path: str, redirected: bool = False, root: str | None = None, cop
         return W_GENERAL  # caches and build output (§5: removing them is cleanup)
     if is_artifact(name):
         return W_GENERAL  # a patch artifact (mini-swe-agent's submission, ``git format-patch``)
-    if ext in ("bak", "orig", "backup", "old") or name.endswith("~"):
+    if is_backup(name):
         return W_GENERAL  # a backup copy
     if name in _NOTES_NAMES or "/.claude/" in p:
         return W_GENERAL  # the agent's own plan or notes

@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from ..shell.inline_python import written_files
-from .paths import basename, pathish
+from .paths import basename, is_backup, pathish
 from .vocabulary import patch_files
 
 __all__ = [
@@ -93,6 +93,8 @@ class Does(StrEnum):
     RUN = "run"  # runs the script ``paths[0]``: new when the run created it, else the repository's
     TESTS = "tests"  # the repository's test runner: regression, new when it runs a file the run created
     CHECK = "check"  # build, compile, lint, type or syntax check: v after the first patch, general before
+    RESTORE = "restore"  # brings ``paths`` back to an earlier state (``git checkout --``, a backup copy)
+    MKDIR = "mkdir"  # makes the folders ``paths``: general; the run model records them as the run's
 
 
 class Program(NamedTuple):
@@ -313,7 +315,7 @@ def _git(label: str, args: Sequence[str]) -> Program:
             files = tuple(a for a in ops[1:] if pathish(a))
         if "-b" in args or "-B" in args or not files:
             return Program(label, Does.GENERAL)  # switching or creating a branch
-        return Program(label, Does.WRITE, files)
+        return Program(label, Does.RESTORE, files)
     return Program(label, Does.GENERAL)  # add, commit, stash, branch, push, …: bookkeeping
 
 
@@ -394,7 +396,9 @@ def _copy(label: str, args: Sequence[str]) -> Program:
     dest = ops[-1]
     if label == "mv":
         return Program(label, Does.REMOVE, tuple(ops[:-1]))  # moving files away: cleanup, or a change
-    # A copy onto a file (restoring a backup), a new script, or a file deployed outside the repository.
+    if len(ops) == 2 and is_backup(ops[0]) and not is_backup(dest):
+        return Program(label, Does.RESTORE, (dest,))  # a backup copy put back: the file is not new
+    # A copy onto a file, a new script, or a file deployed outside the repository.
     return Program(label, Does.COPY, (dest,), (dest,))
 
 
@@ -489,6 +493,9 @@ def program(prog: str, args: list[str], body: str | None) -> Program:
         return Program(label, Does.WRITE, files, files, body if name == "tee" else None)
     if name in ("cp", "mv"):
         return _copy(label, args)
+    if name == "mkdir":
+        folders = [a for i, a in enumerate(args) if i == 0 or args[i - 1] not in ("-m", "--mode")]
+        return Program(label, Does.MKDIR, tuple(operands(folders)))
     if name in ("rm", "unlink", "rmdir"):
         return Program(label, Does.REMOVE, tuple(operands(args)))
     if name == "patch":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from planguard import Config, Guard
 from planguard.actions.classify import DEFAULT_CLASSIFIER
-from planguard.actions.types import FILE_WRITE, WK_DELETE, Action
+from planguard.actions.types import Action, ActionType, WriteKind
 from planguard.events import ToolEvent
 from planguard.offline.loaders import Trajectory, iter_trajectories
 from planguard.phases import PATCH, VALIDATE_NEW, VALIDATE_REGRESSION
@@ -36,11 +36,11 @@ _VALIDATES = (VALIDATE_NEW, VALIDATE_REGRESSION)
 
 def _facts_of_action(action: Action) -> tuple[bool, bool]:
     """(writes a source file, validates or writes a test script) as the action layer says."""
-    writes = action.type is FILE_WRITE
+    writes = action.type is ActionType.FILE_WRITE
     source = writes and action.is_source_write
     test_write = (
         writes
-        and action.write is not WK_DELETE
+        and action.write is not WriteKind.DELETE
         and not action.is_source_write
         and action.target is not None
         and write_kind(action.target) == W_TEST

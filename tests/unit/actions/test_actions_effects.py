@@ -17,7 +17,7 @@ from planguard.actions import (
     outcome_failed,
 )
 from planguard.actions.effects import _TAIL_FAILURE, _judge
-from planguard.actions.types import COMMAND
+from planguard.actions.types import ActionType
 from planguard.detectors import EffectTracker, set_anchors
 from planguard.events import ToolEvent
 from planguard.offline.loaders import iter_trajectories
@@ -300,7 +300,7 @@ def test_command_output_judgement_is_the_gated_regex(result: str) -> None:
         or "Traceback (most" in head
         or (any(k in tail for k in _GATE) and _TAIL_FAILURE.search(tail) is not None)
     )
-    assert _judge(COMMAND, False, result) == expected
+    assert _judge(ActionType.COMMAND, False, result) == expected
 
 
 def test_a_live_session_keeps_no_finished_step_alive() -> None:

@@ -16,9 +16,9 @@ from planguard.actions import (
     PathNormaliser,
     classify_action,
 )
+from planguard.actions.classify import ShellClassifier
 from planguard.actions.config import ActionsConfig, build_classifier
 from planguard.actions.effects import outcome_failed
-from planguard.actions.shell import ShellClassifier
 from planguard.events import ToolEvent
 from planguard.shell.lexer import tokenize
 from planguard.tools.vocabulary import BUILTIN_RULES, ActionVocabulary, MappingRule, _parsed_arguments

@@ -154,7 +154,7 @@ def test_name_heuristics_match_whole_words_of_the_name(name: str, action_type: A
 
 def test_a_shell_line_is_lexed_once_for_its_action_and_its_phase(monkeypatch: pytest.MonkeyPatch) -> None:
     """The live rules read the words the action classifier lexed the line into (ToolCall.segments)."""
-    import planguard.actions.shell as action_shell
+    import planguard.actions.classify as action_shell
     import planguard.phases.live as live
 
     lexed: list[str] = []

@@ -174,3 +174,108 @@ def test_the_run_model_is_bounded_and_keeps_names() -> None:
     assert not model.script("s0.py") and model.script("sub/dir/s20.py")  # by its file name
     model.apply(RunChanges(scripts=(("fix.py", ("src/a.py",)),), seen=("src/a.py",)))
     assert model.writes("other/fix.py") == ("src/a.py",) and model.known("src/a.py")
+
+
+# --------------------------------------------------------------------------- the action reads the run model
+
+
+def source_writes(calls: list[Call], root: str | None = None) -> list[bool | None]:
+    """Each call's action's "changes a source file", as the session's one reading makes it."""
+    session = Session("run", replay_pipeline(), metadata={"cwd": root} if root else None)
+    events = (ToolEvent.shell(c) if isinstance(c, str) else c for c in calls)
+    out: list[bool | None] = []
+    for e in events:
+        action = session.observe(e).action
+        out.append(action.is_source_write if action is not None and action.type == "FILE_WRITE" else None)
+    return out
+
+
+def test_the_action_of_a_write_follows_what_the_run_made_not_the_name() -> None:
+    for name in ("issue_probe.py", "reproduce_issue.py"):
+        create = tool(
+            "str_replace_editor", {"command": "create", "path": f"/testbed/{name}", "file_text": PROBE}
+        )
+        edit = tool(
+            "str_replace_editor",
+            {"command": "str_replace", "path": f"/testbed/{name}", "old_str": "f()", "new_str": "f(1)"},
+        )
+        # The run's own script, written and edited, then removed: never the repository's source.
+        assert source_writes([create, edit, f"rm {name}", PATCH]) == [False, False, False, True]
+
+
+def test_a_new_module_in_a_folder_named_like_a_probe_is_source() -> None:
+    module = "class Config:\n    debug = False\n"
+    create = tool(
+        "str_replace_editor", {"command": "create", "path": "/testbed/repro/conf.py", "file_text": module}
+    )
+    assert source_writes([create]) == [True]
+
+
+def test_a_line_that_removes_its_script_and_patches_writes_source() -> None:
+    line = "rm probe_x.py; echo 'x = 1' > src/app.py"
+    assert source_writes([f"cat > probe_x.py <<'EOF'\n{PROBE}EOF", line]) == [False, True]
+
+
+def test_an_edit_of_the_open_file_is_judged_by_that_file() -> None:
+    # SWE-agent 0.x: ``edit`` changes the file ``open`` left open; a recording may not name it.
+    run = ["create zz_probe.py", "open zz_probe.py", "edit 1:1\nprint(1)\nend_of_edit"]
+    assert source_writes(run)[2] is False
+    assert source_writes(["open src/app.py", "edit 1:1\nx = 1\nend_of_edit"])[1] is True
+
+
+def test_replay_reads_each_call_once() -> None:
+    assert replay_pipeline(rules="live").one_reading is not None
+    assert replay_pipeline(rules="v351278e").one_reading is None  # the paper's rules read calls their way
+
+
+# ------------------------------------------------------------------ restores and folders the run made
+
+
+def run_model_after(calls: list[Call], root: str | None = None) -> RunModel:
+    session = Session("run", replay_pipeline(diagnostics=False), metadata={"cwd": root} if root else None)
+    for c in calls:
+        session.observe(ToolEvent.shell(c) if isinstance(c, str) else c)
+    model: RunModel = session.phase_state.run
+    return model
+
+
+@pytest.mark.parametrize(
+    "restore",
+    ["cp app.py.bak app.py", "cp app.py.orig app.py", "git checkout -- app.py", "git restore app.py"],
+)
+def test_a_restored_file_is_the_repositorys_not_a_new_script(restore: str) -> None:
+    rewrite = f"cat > app.py <<'EOF'\n{PROBE}EOF"
+    # Restoring a source file is a patch (§5), and the file is known to exist: writing it whole again is a
+    # change to it, not the creation of a new script.
+    assert letters([restore, rewrite]) == ["P", "P"]
+    assert run_model_after([restore]).known("app.py")
+
+
+def test_a_backup_copy_is_not_a_restore() -> None:
+    assert letters(["cp app.py app.py.bak"]) == [""]
+    assert not run_model_after(["cp app.py app.py.bak"]).known("app.py")
+
+
+def test_a_folder_the_run_made_holds_its_scripts_and_its_removal_is_cleanup() -> None:
+    model = run_model_after(["mkdir -p lab/case"])
+    assert model.created("lab/case") and model.created("lab/case/x.py") and not model.created("lab/x.py")
+    probe = tool(
+        "str_replace_editor", {"command": "create", "path": "/testbed/lab/case/main.py", "file_text": PROBE}
+    )
+    module = tool(
+        "str_replace_editor",
+        {"command": "create", "path": "/testbed/lab/case/mod.py", "file_text": "class A:\n    x = 1\n"},
+    )
+    # A print script in the run's folder is its script (R); a module there is still a patch.
+    assert letters(["mkdir -p lab/case", probe, "python lab/case/main.py", module]) == ["", "R", "R", "P"]
+    assert letters(["mkdir -p /testbed/lab/case", "rm -rf lab/case"]) == ["", ""]
+    assert letters(["rm -rf lab/case"]) == ["P"]  # a folder the run did not make
+
+
+def test_a_folder_made_in_the_same_call_counts() -> None:
+    line = f"mkdir -p lab && cat > lab/main.py <<'EOF'\n{PROBE}EOF"
+    assert letters([line]) == ["R"]
+
+
+def test_mkdir_mode_values_are_not_folders() -> None:
+    assert run_model_after(["mkdir -m 755 lab"]).folders.keys() == {"lab"}
