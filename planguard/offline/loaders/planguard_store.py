@@ -116,6 +116,8 @@ class StoredSession:
         if not self.header.content:
             for step, event in zip(self.steps, events, strict=True):
                 recorded = {"commands": [list(c) for c in step.commands], "action": step.action}
+                if step.event.facts:  # what decisions read of the arguments (see StoreSink.event_json)
+                    recorded.update(step.event.facts)
                 event.metadata = {**event.metadata, RECORDED_KEY: recorded}
                 if step.event.digest is not None:  # the same calls stay the same for the detectors
                     event.arguments = {RECORDED_KEY: step.event.digest}
@@ -151,6 +153,8 @@ def _with_model_calls(event: ToolEvent, n_model_calls: int | None) -> ToolEvent:
 
 def _blocked_event(b: BlockedRecord) -> ToolEvent:
     event = _with_model_calls(b.event.to_event(), b.n_model_calls)
+    if b.event.facts:  # kept without content: what the gates read of its arguments (not a classification)
+        event.metadata = {**event.metadata, RECORDED_KEY: dict(b.event.facts)}
     denial = next((d for d in b.decisions if d.kind in ("deny", "stop")), None)
     event.blocked = (denial.message if denial is not None else "") or "denied"
     return event
