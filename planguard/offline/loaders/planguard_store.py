@@ -29,7 +29,7 @@ from ...sinks.store.records import (
     SessionHeader,
     StepRecord,
 )
-from ._base import STANDARD_META_KEYS, LoadError, Trajectory
+from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory
 
 __all__ = [
     "FORMAT",
@@ -103,6 +103,18 @@ class StoredSession:
             str(self.path),
             f"session {self.id!r} is partial: {missing} of its {self.end.n_steps if self.end else 0} steps "
             f"are missing, {dropped} records were dropped while recording; replayed from the rest",
+        )
+
+    def unended(self) -> str | None:
+        """What to say of a session whose file has no end record (None when it has one): its process was
+        killed or ended before the session did (with ``durability: write``, every call recorded before
+        that is in the file), or it is still running."""
+        if self.end is not None:
+            return None
+        return (
+            f"session {self.id!r} has no end record: {len(self.steps)} steps and {len(self.blocked)} denied "
+            "calls were read, and what came after them is not known (the process was killed or ended before "
+            "the session did, or the session is still running); replayed from what was read"
         )
 
     def events(self) -> list[ToolEvent]:
@@ -210,6 +222,9 @@ def iter_trajectories(path: str | os.PathLike[str] = DEFAULT_STORE_PATH) -> Iter
         partial = item.incompleteness()
         if partial is not None:
             yield LoadError(partial.path, partial.message)
+        unended = item.unended()
+        if unended is not None:
+            yield LoadNote(str(item.path), unended)
         yield _trajectory(item, str(item.path))
 
 
@@ -242,6 +257,9 @@ def trajectories_from_records(
     partial = session.incompleteness()
     if partial is not None:
         yield LoadError(source, partial.message)
+    unended = session.unended()
+    if unended is not None:
+        yield LoadNote(source, unended)
     yield _trajectory(session, source)
 
 
@@ -330,7 +348,9 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         rules=h.rules,
         started_at=h.started_at,
         complete=session.complete,
-        partial=True if session.missing_steps or session.dropped or session.header.partial else None,
+        partial=True
+        if session.missing_steps or session.dropped or session.header.partial or session.end is None
+        else None,
         missing_steps=session.missing_steps or None,
         dropped_records=session.dropped or None,
         blocked=len(session.blocked),

@@ -3,7 +3,8 @@
 The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`, not
 the step); building records, redacting, digesting, serialising and writing all happen on the worker
 thread. When the queue is full a record is dropped and counted (``store_queue_full``) — the agent never
-waits for the disk — unless ``store.durability`` is ``block``: the agent's thread then waits for the writer.
+waits for the disk — unless ``store.durability`` is ``block``: the agent's thread then waits for the writer;
+with ``write`` there is no queue, and the agent's thread builds and writes each record itself.
 Each session's lines of a batch are written whole or not at all: a failed write (a full disk) is cut back
 to where it began, so a file never holds a partial line, and a session file that got nothing is removed.
 
@@ -228,6 +229,7 @@ class StoreSink(Sink):
             # per tool call. flush()/shutdown() still write everything at once.
             wake_at=256,
             block=self.config.durability == "block",
+            inline=self.config.durability == "write",
         )
         # Sessions to be recorded on in a file another sink began (see resume_in), by session id.
         self._resume: dict[str, Path] = {}
@@ -264,7 +266,9 @@ class StoreSink(Sink):
             planguard_version=__version__,
             content=self.content.include,
         )
-        if not self._worker.submit(("start", st.key, session.id, header, session.pipeline.plan)):
+        # The header is written now, on the agent's thread (once per session): a process killed before the
+        # writer's next batch still leaves the session's file, which replay reports as having no end record.
+        if not self._worker.write_now(("start", st.key, session.id, header, session.pipeline.plan)):
             st.lost += 1
         return st
 
