@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,14 @@ def test_replay_config_of_a_metadata_only_store_decides_as_live(tmp_path: Path) 
     assert rec["letters"] == summary.letters
     assert rec["n_denied"] == 2 and rec["n_steps"] == summary.n_steps
     assert sorted(f["detector"] for f in rec["findings"]) == sorted(f.detector for f in summary.findings)
+    assert "unjudged_calls" not in rec
+
+    # ``planguard export`` of the store carries the same facts: its replay decides as live too.
+    exported = tmp_path / "exported.jsonl"
+    cmd = [sys.executable, "-m", "planguard", "export", str(tmp_path / "store"), "-o", str(exported)]
+    subprocess.run(cmd, check=True, timeout=300)
+    code, rec = _replay(config, exported, tmp_path)
+    assert code == 0 and rec["decisions"] == live_decisions and rec["letters"] == summary.letters
     assert "unjudged_calls" not in rec
 
 
