@@ -25,6 +25,12 @@ __all__ = [
     "ToolEvent",
 ]
 
+#: ``ToolEvent.metadata`` key under which the store's reader hands replay a step's recorded classification —
+#: ``{"commands": [[label, role], ...], "action": {...}, "args": {...}, "todo": {...}}`` — when the session
+#: was kept without content (there are no arguments to classify again; see planguard/offline/replay.py):
+#: its commands' roles, its action, and the facts argument-dependent decisions read of the call
+#: (``args``: see planguard/policies/match.py; ``todo``: see planguard/tools/todo.py).
+RECORDED_KEY = "planguard.recorded"
 #: Tool name of a step that called no tool (a pure "think" step).
 THINK_TOOL = ""
 #: Tool name used for a raw shell line (SWE-agent string actions, mini-swe-agent bash blocks).

@@ -65,6 +65,9 @@ class Policy:
     """
 
     name: str = "policy"
+    #: The tool patterns (``ToolMatcher`` s) the policy judges calls by. A store kept without content records
+    #: their argument predicates' verdicts for each call, so that a replay decides as the live run did.
+    tool_matchers: tuple[Any, ...] = ()
 
     def new_state(self) -> Any:
         return None

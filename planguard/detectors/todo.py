@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 from ..actions.types import ActionType
 from ..findings import Finding
 from ..stages import Detector
-from ..tools.todo import COMPLETED, IN_PROGRESS, PENDING, TodoItem, apply_task_call, parse_todos
+from ..tools.todo import (
+    COMPLETED,
+    IN_PROGRESS,
+    PENDING,
+    TodoItem,
+    apply_task_call,
+    parse_todos,
+    recorded_todo_event,
+)
 
 if TYPE_CHECKING:
     from ..step import Step
@@ -151,9 +159,10 @@ class TodoTracker(Detector):
             return None
         if step.event.failed:  # the tool refused the list: it is not the agent's list
             return None
-        items = parse_todos(step.event)
+        event = recorded_todo_event(step.event)  # (a call recorded without content: what it wrote)
+        items = parse_todos(event)
         if items is None:
-            items = apply_task_call(step.event, state.items)
+            items = apply_task_call(event, state.items)
         if items is None:
             return None
         unearned = state.update(step.index, items)

@@ -73,6 +73,10 @@ class ReplayResult:
     # Non-allow decisions of the pipeline's policies: {"kind", "policy", "step", "on": tool|model|end}.
     decisions: list[dict[str, Any]] = field(default_factory=list)
     letter_of: Mapping[str, str] = field(default_factory=lambda: LETTER_OF)  # role -> letter under the rules
+    # Calls a policy judged by an argument pattern the recording kept no verdict for (a store kept without
+    # content records the verdicts of the patterns its own config had): decided as not matching, which
+    # may differ from what a run under this pipeline would have decided.
+    unjudged: int = 0
 
     @property
     def ran(self) -> list[Step]:
@@ -175,9 +179,10 @@ def config_pipeline(config: Config, *, sinks: Sequence[Sink] = ()) -> Pipeline:
 
 
 def _recorded(event: ToolEvent) -> dict[str, Any] | None:
+    """The step's recorded classification (a blocked call's record may hold only the facts its gates read)."""
     meta = event.metadata
     recorded = meta.get(RECORDED_KEY) if meta else None
-    return recorded if isinstance(recorded, dict) else None
+    return recorded if isinstance(recorded, dict) and "commands" in recorded else None
 
 
 class RecordedRules:
@@ -332,16 +337,20 @@ def replay_items(
         observe = session.observe
         # (the conversation's turns go to the session only when its plan matches turns)
         turns = item.messages if getattr(pipeline.rules, "matches_messages", False) else []
-        told = 0
+        told = unjudged = 0
         for i, event in enumerate(item.events):
             told = _turns_until(session, turns, told, i)
             _model_calls_until(session, event.metadata.get("n_model_calls"))
             step = observe(event)
             if keep_steps:
                 steps.append(step)
+            kept = event.metadata.get(RECORDED_KEY)
+            if isinstance(kept, dict) and kept.get("unjudged"):  # (see planguard/policies/match.py)
+                unjudged += 1
         _turns_until(session, turns, told, len(item.events))
         _model_calls_until(session, item.meta.get("n_model_calls"))
-        yield ReplayResult(item, session.end(), steps, log.take(session.id), pipeline.letter_of)
+        summary = session.end()
+        yield ReplayResult(item, summary, steps, log.take(session.id), pipeline.letter_of, unjudged)
 
 
 def _turns_until(session: Session, turns: Sequence[tuple[int, MessageEvent]], told: int, upto: int) -> int:

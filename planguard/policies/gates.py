@@ -119,6 +119,7 @@ class Gate(Policy):
         self.name = f"gate:{config.name}"
         self.plan = plan
         self.matcher = ToolMatcher([config])
+        self.tool_matchers = (self.matcher,)
         self.fail_closed = config.fail_closed if config.fail_closed is not None else fail_closed
         u = config.until
         self._pa = u.phase_after

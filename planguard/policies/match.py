@@ -3,18 +3,24 @@
 Used by gates ("deny ``submit`` until …") and by the finish detection of the violation policy. Patterns are
 compiled once at configuration time; the per-call check is a lookup of the tool name's answer (remembered for
 up to ``_NAME_CACHE_MAX`` names) and, only for a matching tool, one ``re.search`` per argument predicate.
+
+A store kept without content has no arguments to search: it keeps, per call, each argument predicate's
+verdict by the predicate's id (:meth:`ToolMatcher.argument_facts`; an id is a hash of the key and the
+regular expression, the same in every process), and a replay of it answers from those
+(``RECORDED_KEY`` in the event's metadata, ``"args"``). A predicate the recording has no verdict for does
+not match, and the call is marked ``"unjudged"`` there so that replay can say so.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..events import ToolEvent
+from ..events import RECORDED_KEY, ToolEvent
 
 __all__ = ["ToolMatcher", "ToolPattern", "compile_globs"]
 
@@ -82,6 +88,11 @@ def compile_globs(globs: str | Sequence[str], *, case_sensitive: bool = False) -
     return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in items), flags)
 
 
+def predicate_id(key: str, pattern: str) -> str:
+    """An argument predicate's id: a hash of its key and regular expression (config, not content)."""
+    return hashlib.blake2b(f"{key}\0{pattern}".encode(), digest_size=6).hexdigest()
+
+
 class _Compiled:
     __slots__ = ("arguments", "name")
 
@@ -90,7 +101,7 @@ class _Compiled:
             self.name = re.compile(p.tool_regex)
         else:
             self.name = compile_globs(p.tool, case_sensitive=p.tool_case_sensitive)
-        self.arguments = tuple((k, re.compile(v)) for k, v in p.arguments.items())
+        self.arguments = tuple((k, re.compile(v), predicate_id(k, v)) for k, v in p.arguments.items())
 
 
 class ToolMatcher:
@@ -123,17 +134,45 @@ class ToolMatcher:
         preds = self._by_name.get(event.tool)
         if preds is None:
             preds = self._for_name(event.tool)
-        return any(not p or _arguments_match(event.arguments, p) for p in preds)
+        return any(not p or _arguments_match(event, p) for p in preds)
+
+    def argument_facts(self, event: ToolEvent) -> dict[str, bool]:
+        """Whether each argument predicate of the patterns naming the event's tool matches the call, by
+        predicate id: what a store without content keeps so that a replay can answer :meth:`matches`."""
+        preds = self._by_name.get(event.tool)
+        if preds is None:
+            preds = self._for_name(event.tool)
+        return {pred[2]: _arguments_match(event, (pred,)) for p in preds for pred in p}
 
 
-_Pred = tuple[str, re.Pattern[str]]
+_Pred = tuple[str, re.Pattern[str], str]  # (argument key, its regular expression, the predicate's id)
 
 
-def _arguments_match(arguments: Mapping[str, Any] | str, preds: tuple[_Pred, ...]) -> bool:
+def _arguments_match(event: ToolEvent, preds: tuple[_Pred, ...]) -> bool:
+    arguments = event.arguments
     if isinstance(arguments, str):
-        return all(rx.search(arguments) is not None for _, rx in preds)
-    for key, rx in preds:
+        return all(rx.search(arguments) is not None for _, rx, _ in preds)
+    for key, rx, _ in preds:
         value = arguments.get(key)
-        if value is None or rx.search(value if isinstance(value, str) else str(value)) is None:
+        if value is None:  # (a call recorded without content has no arguments: its recorded verdicts)
+            return _recorded_match(event, preds)
+        if rx.search(value if isinstance(value, str) else str(value)) is None:
+            return False
+    return True
+
+
+def _recorded_match(event: ToolEvent, preds: tuple[_Pred, ...]) -> bool:
+    """The verdicts a recording without content kept for ``preds``: a predicate with none does not match,
+    and the call is marked ``unjudged``. (No recording: no match.)"""
+    recorded = event.metadata.get(RECORDED_KEY) if event.metadata else None
+    if not isinstance(recorded, dict):
+        return False
+    facts = recorded.get("args")
+    for _, _, pid in preds:
+        verdict = facts.get(pid) if isinstance(facts, Mapping) else None
+        if not isinstance(verdict, bool):
+            recorded["unjudged"] = True
+            return False
+        if not verdict:
             return False
     return True

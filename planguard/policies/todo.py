@@ -127,6 +127,7 @@ class TodoPolicy(Policy):
         self._finish = ToolMatcher(
             DEFAULT_FINISH_TOOLS if config.finish_tools is None else config.finish_tools
         )
+        self.tool_matchers = (self._finish,)
         self._ephemeral = config.delivery == "ephemeral"
         t = config.message
         self._template = t if t.lstrip().startswith(REMINDER_PREFIX) else f"{REMINDER_PREFIX} {t}"

@@ -158,6 +158,7 @@ class PlanViolations(Policy):
         self._finish = ToolMatcher(
             DEFAULT_FINISH_TOOLS if config.finish_tools is None else config.finish_tools
         )
+        self.tool_matchers = (self._finish,)
         self._ephemeral = config.delivery == "ephemeral"
         self.view = PlanView(plan)
 

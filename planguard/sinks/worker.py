@@ -5,7 +5,10 @@ the queue is full the item is dropped and counted, never waited for — unless t
 ``block=True`` (the store's ``durability: block``): the producer then waits for the worker to make room
 (back-pressure), and drops only when the worker is closed or its thread is gone. Items are handed to
 ``handle`` in batches on the worker thread; an exception there is counted and logged once, and the
-worker goes on.
+worker goes on. A worker made with ``inline=True`` (the store's ``durability: write``) has no queue and
+no thread: ``submit`` hands the item to ``handle`` on the caller's thread (one caller at a time, as for
+``write_now``), so what was submitted is written when ``submit`` returns — nothing is left queued for
+``os._exit`` or SIGKILL to lose, at the cost of the write on the caller's time.
 
 Waking a sleeping thread is the expensive part of a submit (a futex wake, on a VM an inter-processor
 interrupt, then a GIL hand-over to the worker and back): ``wake_at=N`` lets N items pile up before the
@@ -130,6 +133,7 @@ class BackgroundWorker(Generic[T]):
         errors: ErrorCounter | None = None,
         wake_at: int = 1,
         block: bool = False,
+        inline: bool = False,
     ) -> None:
         if max_queue < 1 or max_batch < 1 or wake_at < 1:
             raise ValueError("max_queue, max_batch and wake_at must be at least 1")
@@ -144,6 +148,7 @@ class BackgroundWorker(Generic[T]):
         self._wake_at = min(wake_at, max(1, max_queue // 4))
         self._errors = errors if errors is not None else ErrorCounter()
         self._block = block
+        self._inline = inline
         self._closed = False
         self._new_thread_state()
         _install_sigterm_flush()
@@ -156,6 +161,7 @@ class BackgroundWorker(Generic[T]):
         self._wake = threading.Event()
         self._room = threading.Event()  # set by the worker after each batch (``block``: producers wait on it)
         self._start_lock = threading.Lock()
+        self._handle_lock = threading.Lock()  # one caller in ``handle`` at a time (see ``write_now``)
         self._thread: threading.Thread | None = None
         self._stopping = False
         # The worker sleeps with nothing queued (``_idle``): the producer queuing the next item wakes it.
@@ -173,6 +179,9 @@ class BackgroundWorker(Generic[T]):
         if self._closed:
             self._drops.add(f"{self.name}_after_shutdown")
             return False
+        if self._inline:
+            self._process([item])
+            return True
         if len(self._queue) >= self._max_queue and not force and not (self._block and self._wait_for_room()):
             self._drops.add(self._drop_reason)
             return False
@@ -186,6 +195,16 @@ class BackgroundWorker(Generic[T]):
                 self._wake.set()
         elif self._idle:  # (the worker wrote _idle before it looked at the queue: one of us sees the other)
             self._wake.set()
+        return True
+
+    def write_now(self, item: T) -> bool:
+        """Hand ``item`` to ``handle`` now, on the caller's thread (after the batch being handled, if any),
+        ahead of what is queued: for an item later items depend on and a kill must not lose (a session's
+        first record). ``False`` (and a counted drop) when the worker is closed."""
+        if self._closed:
+            self._drops.add(f"{self.name}_after_shutdown")
+            return False
+        self._process([item])
         return True
 
     def _wait_for_room(self) -> bool:
@@ -302,7 +321,8 @@ class BackgroundWorker(Generic[T]):
         if not batch:
             return
         try:
-            self._handle(batch)
+            with self._handle_lock:
+                self._handle(batch)
         except Exception as exc:
             self._errors.record(f"worker:{self.name}", exc)
         if self._block:

@@ -30,14 +30,16 @@ Statuses are normalised to :data:`PENDING`, :data:`IN_PROGRESS`, :data:`COMPLETE
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..documents import loads_json
-from ..events import ToolEvent
+from ..events import RECORDED_KEY, ToolEvent
 
 __all__ = [
+    "recorded_todo_event",
+    "todo_reading",
     "CANCELLED",
     "COMPLETED",
     "IN_PROGRESS",
@@ -164,3 +166,48 @@ def apply_task_call(event: ToolEvent, items: Sequence[TodoItem]) -> list[TodoIte
         out.append(TodoItem(key, " ".join(subject.split())[:MAX_TEXT], status or PENDING))
         return out[:MAX_ITEMS]
     return None
+
+
+def todo_reading(event: ToolEvent, digest: Callable[[str], str]) -> dict[str, Any] | None:
+    """What :func:`parse_todos` and :func:`apply_task_call` read of the call, without its texts — what a
+    store kept without content records so that a replay keeps the list as the live run did: an argument
+    object of the same shape, each item's key and text and a task's subject replaced by ``digest`` of
+    them (equal texts, equal digests), a task id kept when it is a number, statuses as their words, and
+    the task number the call's result names. None when the call's arguments hold no list and no task."""
+    items = parse_todos(event)
+    if items is not None:
+        todos = [{"id": (d := digest(i.key)), "content": f"#{d}", "status": i.status} for i in items]
+        return {"arguments": {"todos": todos}}
+    args = event.arguments
+    if not isinstance(args, Mapping):
+        return None
+    ident, subject, status = args.get("taskId"), args.get("subject"), args.get("status")
+    has_id = isinstance(ident, (str, int)) and not isinstance(ident, bool)
+    if not has_id and not isinstance(subject, str):
+        return None
+    out: dict[str, Any] = {}
+    if has_id:
+        key = str(ident)[:MAX_TEXT]
+        out["taskId"] = key if key.isdigit() else f"#{digest(key)}"
+    if isinstance(subject, str):
+        out["subject"] = f"#{digest(' '.join(subject.split())[:MAX_TEXT])}"
+    if isinstance(status, str):
+        out["status"] = (
+            "deleted" if status == "deleted" else _STATUS.get("_".join(status.lower().split()), PENDING)
+        )
+    named = _TASK_ID.search(event.result or "") if not has_id else None
+    return {"arguments": out, "result": f"#{named.group(1)}" if named else None}
+
+
+def recorded_todo_event(event: ToolEvent) -> ToolEvent:
+    """The call as :func:`todo_reading` recorded it, when it was recorded without content; else ``event``."""
+    recorded = event.metadata.get(RECORDED_KEY) if event.metadata else None
+    reading = recorded.get("todo") if isinstance(recorded, Mapping) else None
+    if not isinstance(reading, Mapping) or not isinstance(reading.get("arguments"), Mapping):
+        return event
+    result = reading.get("result")
+    return ToolEvent(
+        tool=event.tool,
+        arguments=dict(reading["arguments"]),
+        result=result if isinstance(result, str) else None,
+    )

@@ -399,10 +399,14 @@ class ProxyApp:
             try:
                 content, denied = await self._on_response_body(wire, plan, content, pending, retry, refused)
             except _Withheld as withheld:
+                await self.monitor.on_response_end(plan.conversation, pending)
                 await _send_json(send, 502, w.error_body(_withheld_text(withheld.decision), "api_error"))
                 return None
             if denied is not None:
                 return denied
+            # The answer's tool calls are logged before the client has it: its next request (carrying their
+            # results) may reach another replica at once, which must know the calls.
+            await self.monitor.on_response_end(plan.conversation, pending)
             await send(
                 {
                     "type": "http.response.start",
@@ -413,8 +417,7 @@ class ProxyApp:
             await send({"type": "http.response.body", "body": content})
             return None
         finally:
-            # The response's tool calls go to the store once the client has the response.
-            await self.monitor.on_response_end(plan.conversation, pending)
+            await self.monitor.on_response_end(plan.conversation, pending)  # (an answer not sent: its calls)
 
     # ------------------------------------------------------------------ observed traffic
 
@@ -560,6 +563,9 @@ class ProxyApp:
                 await send({"type": "http.response.body", "body": body, "more_body": True})
 
         async def finish(body: bytes) -> None:
+            # The answer's tool calls are logged before the client has its end: its next request (carrying
+            # their results) may reach another replica at once, which must know the calls.
+            await monitor.on_response_end(conv, pending)
             if buffer:
                 await send(start)
                 body = b"".join([*kept, body])
@@ -631,10 +637,10 @@ class ProxyApp:
                 calls = translator.calls
                 if buffer and calls and len(translator.denied) == len(calls) and translator.error is None:
                     return translator.text, calls, dict(translator.denied)
-            await finish(b"".join(tail))
             if observing and not translator.calls and translator.error is None:
                 for _block, call in monitor.text_calls(translator.text, plan.n_messages):
                     monitor.decide(conv, call, pending, text_index=plan.n_messages, can_rewrite=False)
+            await finish(b"".join(tail))
             return None
         finally:
             await resp.aclose()

@@ -588,11 +588,15 @@ class Monitor:
         ]
 
     async def on_response_end(self, conv: Conversation, pending: list[dict[str, Any]]) -> None:
-        """Log the response's tool calls (called once the client has the response)."""
+        """Log the response's tool calls, and forget them from ``pending`` (called before the client has the
+        end of the response, so that a replica its next request reaches knows them; again, for what is
+        left, once the response is done with)."""
         writing = conv.writing
         if writing is not None and not writing.done():
             await asyncio.wait([writing])  # not ``await writing``: a cancelled caller must not cancel it
-        await self._append(conv, pending, conv.applied)
+        entries = pending[:]
+        pending.clear()
+        await self._append(conv, entries, conv.applied)
 
     async def on_model_again(self, conv: Conversation, refusal: Refusal | None = None) -> None:
         """The proxy asks the model again itself (the calls it answered were denied): one more model call.

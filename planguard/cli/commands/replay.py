@@ -114,6 +114,7 @@ def result_record(result: Any) -> dict[str, Any]:
         "actions": [action_dict(step) for step in ran] if ran and ran[0].action is not None else [],
         "denials": [{"step": step.index, "tool": step.event.tool} for step in denied],
         "decisions": result.decisions,
+        **({"unjudged_calls": result.unjudged} if result.unjudged else {}),
         "findings": [
             {
                 "detector": f.detector,
@@ -178,6 +179,13 @@ def _outcomes(items: Iterable[Any]) -> Iterator[_Outcome]:
             continue
         s = item.summary
         unobserved = unobserved_reason(s.unclassified, s.unknown_tools, s.n_steps)
+        if item.unjudged:
+            unjudged = (
+                f"session {item.trajectory.id!r}: {item.unjudged} call(s) were judged by argument patterns "
+                "the recording kept no verdict for (it was stored without content under another config); "
+                "their decisions under this config are not known and were taken as not matching"
+            )
+            unobserved = unjudged if unobserved is None else f"{unobserved}; {unjudged}"
         yield ("run", result_record(item), item.trajectory.source, unobserved)
 
 

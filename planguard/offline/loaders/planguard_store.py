@@ -29,7 +29,7 @@ from ...sinks.store.records import (
     SessionHeader,
     StepRecord,
 )
-from ._base import STANDARD_META_KEYS, LoadError, Trajectory
+from ._base import STANDARD_META_KEYS, LoadError, LoadNote, Trajectory
 
 __all__ = [
     "FORMAT",
@@ -105,6 +105,18 @@ class StoredSession:
             f"are missing, {dropped} records were dropped while recording; replayed from the rest",
         )
 
+    def unended(self) -> str | None:
+        """What to say of a session whose file has no end record (None when it has one): its process was
+        killed or ended before the session did (with ``durability: write``, every call recorded before
+        that is in the file), or it is still running."""
+        if self.end is not None:
+            return None
+        return (
+            f"session {self.id!r} has no end record: {len(self.steps)} steps and {len(self.blocked)} denied "
+            "calls were read, and what came after them is not known (the process was killed or ended before "
+            "the session did, or the session is still running); replayed from what was read"
+        )
+
     def events(self) -> list[ToolEvent]:
         """The accepted tool calls in order, ready to replay (blocked calls never ran and are left out).
 
@@ -116,6 +128,8 @@ class StoredSession:
         if not self.header.content:
             for step, event in zip(self.steps, events, strict=True):
                 recorded = {"commands": [list(c) for c in step.commands], "action": step.action}
+                if step.event.facts:  # what decisions read of the arguments (see StoreSink.event_json)
+                    recorded.update(step.event.facts)
                 event.metadata = {**event.metadata, RECORDED_KEY: recorded}
                 if step.event.digest is not None:  # the same calls stay the same for the detectors
                     event.arguments = {RECORDED_KEY: step.event.digest}
@@ -151,6 +165,8 @@ def _with_model_calls(event: ToolEvent, n_model_calls: int | None) -> ToolEvent:
 
 def _blocked_event(b: BlockedRecord) -> ToolEvent:
     event = _with_model_calls(b.event.to_event(), b.n_model_calls)
+    if b.event.facts:  # kept without content: what the gates read of its arguments (not a classification)
+        event.metadata = {**event.metadata, RECORDED_KEY: dict(b.event.facts)}
     denial = next((d for d in b.decisions if d.kind in ("deny", "stop")), None)
     event.blocked = (denial.message if denial is not None else "") or "denied"
     return event
@@ -206,6 +222,9 @@ def iter_trajectories(path: str | os.PathLike[str] = DEFAULT_STORE_PATH) -> Iter
         partial = item.incompleteness()
         if partial is not None:
             yield LoadError(partial.path, partial.message)
+        unended = item.unended()
+        if unended is not None:
+            yield LoadNote(str(item.path), unended)
         yield _trajectory(item, str(item.path))
 
 
@@ -238,6 +257,9 @@ def trajectories_from_records(
     partial = session.incompleteness()
     if partial is not None:
         yield LoadError(source, partial.message)
+    unended = session.unended()
+    if unended is not None:
+        yield LoadNote(source, unended)
     yield _trajectory(session, source)
 
 
@@ -326,7 +348,9 @@ def _trajectory(session: StoredSession, source: str) -> Trajectory:
         rules=h.rules,
         started_at=h.started_at,
         complete=session.complete,
-        partial=True if session.missing_steps or session.dropped or session.header.partial else None,
+        partial=True
+        if session.missing_steps or session.dropped or session.header.partial or session.end is None
+        else None,
         missing_steps=session.missing_steps or None,
         dropped_records=session.dropped or None,
         blocked=len(session.blocked),

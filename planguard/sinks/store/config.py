@@ -26,11 +26,14 @@ class StoreConfig(BaseModel):
     max_queue: int = Field(
         10_000, ge=1, description="Records waiting for the writer at most; more are dropped (or waited for)."
     )
-    durability: Literal["drop", "block"] = Field(
+    durability: Literal["drop", "block", "write"] = Field(
         "drop",
         description="A full queue: drop (the record is dropped and counted, the agent never waits; replay "
         "marks the session partial) or block (back-pressure: the agent's thread waits for the writer, "
-        "and no record is lost).",
+        "and no record is lost). write: no queue; each record is written to the file (handed to the OS, "
+        "not fsync'd) on the agent's thread before the hook returns, so a process killed (SIGKILL) or "
+        "ended by os._exit keeps everything recorded before; it costs each call the write (see README "
+        "'Reliability').",
     )
     max_result_chars: int = Field(
         4096, ge=0, description="Tool results are cut to this many characters (0: keep whole)."

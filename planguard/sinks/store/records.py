@@ -17,9 +17,10 @@ null, and an Enum as its value (see planguard/sinks/store/writer.py).
 Version 2 (``"content"`` in the header): without content (the default, see ``StoreConfig.content``) an
 event has no ``arguments``, ``result``, ``action`` text or ``metadata`` but a keyed ``digest`` of the call;
 findings no evidence and only numeric data; decisions no message; commands no labels; canonical actions
-``target_id``/``path_id`` digests instead of ``target``/``path``. What replay needs — each step's
-command roles and action (letters and metrics exactly; digests tell detectors which calls, targets and
-paths were the same within the run) — is always kept.
+``target_id``/``path_id`` digests instead of ``target``/``path``; an event then carries the ``facts``
+that decisions read of its arguments (each argument predicate's verdict, the todo list with its texts
+digested). What replay needs — each step's command roles and action (letters and metrics exactly; digests
+tell detectors which calls, targets and paths were the same within the run) — is always kept.
 Version 1 files (content always kept) still read.
 """
 
@@ -139,6 +140,7 @@ def event_json(
     end_time: float | None = None,
     is_error: bool = False,
     metadata: dict[str, Any] | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An event's object (see :class:`EventRecord`): what is None, false or empty is left out."""
     d: dict[str, Any] = {"tool": tool}
@@ -162,6 +164,8 @@ def event_json(
         d["is_error"] = True
     if metadata:
         d["metadata"] = metadata
+    if facts:
+        d["facts"] = facts
     return d
 
 
@@ -180,6 +184,9 @@ class EventRecord:
     end_time: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     digest: str | None = None  # without content: the call's keyed digest (equal calls, equal digests)
+    # without content: what decisions read of the arguments ({"args": {predicate id: verdict}, "todo": ...};
+    # see StoreSink.event_json)
+    facts: dict[str, Any] | None = None
 
     def to_event(self) -> ToolEvent:
         args = self.arguments if isinstance(self.arguments, (str, Mapping)) else {}
@@ -209,6 +216,7 @@ class EventRecord:
             end_time=self.end_time,
             is_error=self.is_error,
             metadata=self.metadata,
+            facts=self.facts,
         )
 
     @classmethod
@@ -231,6 +239,7 @@ class EventRecord:
             end_time=_num(d.get("end_time")),
             metadata=dict(_opt(d, "metadata", Mapping, "an object", {})),
             digest=_opt(d, "digest", str, "a string"),
+            facts=dict(facts) if (facts := _opt(d, "facts", Mapping, "an object")) is not None else None,
         )
 
 

@@ -3,7 +3,8 @@
 The sink's hooks hand a bounded queue what a record needs (of a finished call, a :class:`TakenStep`, not
 the step); building records, redacting, digesting, serialising and writing all happen on the worker
 thread. When the queue is full a record is dropped and counted (``store_queue_full``) — the agent never
-waits for the disk — unless ``store.durability`` is ``block``: the agent's thread then waits for the writer.
+waits for the disk — unless ``store.durability`` is ``block``: the agent's thread then waits for the writer;
+with ``write`` there is no queue, and the agent's thread builds and writes each record itself.
 Each session's lines of a batch are written whole or not at all: a failed write (a full disk) is cut back
 to where it began, so a file never holds a partial line, and a session file that got nothing is removed.
 
@@ -33,11 +34,12 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from ..._version import __version__
-from ...actions.types import label_of
+from ...actions.types import ActionType, label_of
 from ...detectors.repeats import call_key
 from ...errors import ErrorCounter
 from ...phases import LETTER_OF
 from ...plan import PRESETS
+from ...tools.todo import todo_reading
 from .. import Sink, forget_oldest_call
 from ..capture import ContentPolicy
 from ..drops import DropCounter
@@ -164,6 +166,7 @@ class TakenStep:
     commands: tuple[Any, ...]  # the classification's sub-commands (label, role)
     action: Any
     findings: tuple[Finding, ...]
+    matchers: tuple[Any, ...] = ()  # the session's policies' tool patterns (see StoreSink.event_json)
 
 
 @dataclass(slots=True)
@@ -172,6 +175,9 @@ class _State:
 
     key: int
     compliance: Compliance | None  # the session's primary compliance: its scores go with each step
+    # The tool patterns the session's policies judge calls by (ToolMatcher): without content, each call's
+    # record keeps their argument predicates' verdicts, so that a replay decides as the live run did.
+    matchers: tuple[Any, ...] = ()
     # Decisions made while a call was being gated (before it was accepted); they join the call's own once
     # it is (see StoreSink._settle).
     pre_step: Step | None = None
@@ -223,6 +229,7 @@ class StoreSink(Sink):
             # per tool call. flush()/shutdown() still write everything at once.
             wake_at=256,
             block=self.config.durability == "block",
+            inline=self.config.durability == "write",
         )
         # Sessions to be recorded on in a file another sink began (see resume_in), by session id.
         self._resume: dict[str, Path] = {}
@@ -241,7 +248,8 @@ class StoreSink(Sink):
     def new_state(self, session: Session) -> _State:
         """The session's file key; its header goes to the writer (a session restored in another process
         begins a file of its own, unless :meth:`resume_in` named the file to go on in)."""
-        st = _State(next(self._seq), session.primary_compliance)
+        matchers = tuple(m for p in session.pipeline.policies for m in getattr(p, "tool_matchers", ()))
+        st = _State(next(self._seq), session.primary_compliance, matchers)
         resumed = self._resume.pop(session.id, None)
         if resumed is not None:
             self._worker.submit(("resume", st.key, session.id, resumed))
@@ -258,7 +266,9 @@ class StoreSink(Sink):
             planguard_version=__version__,
             content=self.content.include,
         )
-        if not self._worker.submit(("start", st.key, session.id, header, session.pipeline.plan)):
+        # The header is written now, on the agent's thread (once per session): a process killed before the
+        # writer's next batch still leaves the session's file, which replay reports as having no end record.
+        if not self._worker.write_now(("start", st.key, session.id, header, session.pipeline.plan)):
             st.lost += 1
         return st
 
@@ -273,7 +283,7 @@ class StoreSink(Sink):
                 "step",
                 st.key,
                 session.id,
-                self.take(step),
+                self.take(step, st.matchers),
                 decisions,
                 comp.scores() if comp is not None else None,
                 session.n_model_calls,
@@ -306,6 +316,7 @@ class StoreSink(Sink):
                     st.pre,
                     step.index,
                     session.n_model_calls,
+                    st.matchers,
                 )
                 if not self._worker.submit(blocked):
                     st.lost += 1
@@ -541,11 +552,11 @@ class StoreSink(Sink):
             return header.to_json()
         c = self.content
         if kind == "blocked":
-            _, _, _, event, decisions, at_step, n_model_calls = item
+            _, _, _, event, decisions, at_step, n_model_calls, matchers = item
             return {
                 "type": "blocked",
                 "at_step": at_step,
-                "event": self.event_json(event),
+                "event": self.event_json(event, matchers),
                 "decisions": [_decision(d, c).to_json() for d in decisions],
                 "n_model_calls": n_model_calls,
             }
@@ -580,11 +591,11 @@ class StoreSink(Sink):
 
     # ------------------------------------------------------------------ record building (writer thread)
 
-    def take(self, step: Step) -> TakenStep:
+    def take(self, step: Step, matchers: tuple[Any, ...] = ()) -> TakenStep:
         """What the line of ``step`` needs (on the agent's thread)."""
         cls = step.classification
         commands = getattr(cls, "commands", ())
-        return TakenStep(step.index, step.event, cls.roles, commands, step.action, step.findings)
+        return TakenStep(step.index, step.event, cls.roles, commands, step.action, step.findings, matchers)
 
     def step_json(
         self,
@@ -597,7 +608,8 @@ class StoreSink(Sink):
         """The line of an accepted call, its content as this sink may keep it (see ``ContentPolicy``)."""
         c = self.content
         roles = list(step.roles)
-        event = self.event_json(step.event)
+        plan = getattr(step.action, "type", None) is ActionType.PLAN  # (what the todo tracker reads)
+        event = self.event_json(step.event, step.matchers, todo=plan)
         return records.step_json(
             step.index,
             event,
@@ -621,11 +633,15 @@ class StoreSink(Sink):
         clean = self.content.clean_text  # a label is a program or tool name, shown in the call: redacted
         return [[clean(label) if (label := str(x.label)) in shown else "", str(x.role)] for x in commands]
 
-    def event_json(self, ev: ToolEvent) -> dict[str, Any]:
+    def event_json(
+        self, ev: ToolEvent, matchers: tuple[Any, ...] = (), *, todo: bool = False
+    ) -> dict[str, Any]:
         """The call as this sink may keep it: with content, its texts redacted (the result then cut to
-        ``max_result_chars``); without, ids and numbers only, and the call's keyed digest."""
+        ``max_result_chars``); without, ids and numbers only, the call's keyed digest, and the facts that
+        decisions read of its arguments (``facts``): the verdict of each argument predicate of ``matchers``
+        and, for a ``todo`` call, the list it wrote with its texts digested."""
         c = self.content
-        arguments = action = result = metadata = digest = None
+        arguments = action = result = metadata = digest = facts = None
         if c.include:
             args = ev.arguments
             # (a copy either way: the event's dict stays the agent's)
@@ -636,6 +652,7 @@ class StoreSink(Sink):
                 metadata = c.clean(dict(ev.metadata))
         else:
             digest = self.digest(call_key(ev))
+            facts = self._facts(ev, matchers, todo)
         # A name or an id may hold anything: written as its redacted text, the string the reader expects.
         return records.event_json(
             c.clean_text(str(ev.tool)),
@@ -649,7 +666,20 @@ class StoreSink(Sink):
             end_time=ev.end_time,
             is_error=ev.is_error,
             metadata=metadata,
+            facts=facts,
         )
+
+    def _facts(self, ev: ToolEvent, matchers: tuple[Any, ...], todo: bool) -> dict[str, Any] | None:
+        facts: dict[str, Any] = {}
+        verdicts: dict[str, bool] = {}
+        for m in matchers:
+            verdicts.update(m.argument_facts(ev))
+        if verdicts:
+            facts["args"] = verdicts
+        reading = todo_reading(ev, self.digest) if todo else None
+        if reading is not None:
+            facts["todo"] = reading
+        return facts or None
 
     def digest(self, value: Any) -> str:
         """``value``'s keyed digest (see ``_keyed``): equal values, equal digests, within this sink. The

@@ -7,6 +7,7 @@ sharing Debian's redis-server, started by .ci/services/redis.sh; REDIS_URL names
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -98,6 +99,37 @@ def test_two_replicas_sharing_a_memory_store_are_one_session(api: str, stream: b
     assert len({e[0] for e in ends}) == len(SCRIPTED_COMMANDS)
     assert len(sinks[0].of("start") + sinks[1].of("start")) == 1
     assert sinks[0].of("end") + sinks[1].of("end") == [len(SCRIPTED_COMMANDS)]
+
+
+class SlowToLogCalls(MemoryStore):
+    """A shared store slow to take an answer's tool calls (a busy Redis, a loaded machine): the window in
+    which the agent's next request, carrying the calls' results, may already reach the other replica."""
+
+    async def append(self, key: str, entries: list[dict[str, Any]]) -> int:
+        if any(e.get("op") == "call" for e in entries):
+            await asyncio.sleep(0.3)
+        return await super().append(key, entries)
+
+
+@pytest.mark.parametrize("api,stream", [("openai", True), ("anthropic", False)])
+def test_the_next_request_on_another_replica_knows_the_answers_calls_however_slow_the_log(
+    api: str, stream: bool, tmp_path: Path
+) -> None:
+    """An answer's tool calls are in the log before the client has the answer: with them logged after it,
+    the agent's next request reached the other replica first, which did not know the calls and lost their
+    results (one log entry short: ``log_position`` 30 against 31, the flaky two-process Redis test)."""
+    (tmp_path / "ref").mkdir()
+    reference, _ = _reference(api, tmp_path, stream)
+    store = SlowToLogCalls()
+    fake = FakeUpstream()
+    with ServerThread(fake.app) as up, ExitStack() as stacks:
+        a = stacks.enter_context(proxy_stack(fake=fake, upstream=up, store=store))
+        b = stacks.enter_context(proxy_stack(fake=fake, upstream=up, store=store))
+        run = run_openai_agent if api == "openai" else run_anthropic_agent
+        run([a.url, b.url], workdir(tmp_path), stream=stream)
+        (sid,) = a.app.monitor.conversations
+        assert _summary(a.url, sid) == reference
+        assert _summary(b.url, sid) == reference
 
 
 def test_replicas_agree_on_gate_decisions(tmp_path: Path) -> None:

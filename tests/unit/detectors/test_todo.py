@@ -19,6 +19,7 @@ Where each payload shape comes from:
 from __future__ import annotations
 
 import json
+from hashlib import sha256
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 
 from planguard.decisions import DecisionKind
 from planguard.detectors.todo import DONE_WITHOUT_WORK, TodoState
-from planguard.events import ToolEvent
+from planguard.events import RECORDED_KEY, ToolEvent
 from planguard.policies.todo import TodoPolicy
 from planguard.session import Pipeline
 from planguard.stages import Detector
@@ -41,7 +42,10 @@ from planguard.tools.todo import (
     MAX_TEXT,
     PENDING,
     TodoItem,
+    apply_task_call,
     parse_todos,
+    recorded_todo_event,
+    todo_reading,
 )
 
 # ------------------------------------------------------------------ real payloads, one per client
@@ -560,3 +564,36 @@ def test_claude_code_task_tools_keep_the_list_one_task_per_call() -> None:
         ("2", "Fix the parser", "in_progress"),
     ]
     assert state.current is not None and state.current.text == "Fix the parser"
+
+
+def test_a_recorded_todo_reading_keeps_the_list_as_the_calls_did() -> None:
+    """What a store without content keeps of a todo call (``todo_reading``: texts digested, task ids that
+    are numbers kept, statuses as words, the task number a result names) gives the same list, item for
+    item and status for status, as the call itself — for a whole list and for one-task-per-call tools."""
+
+    def digest(text: str) -> str:
+        return sha256(text.encode()).hexdigest()[:12]
+
+    calls = [
+        ToolEvent("TodoWrite", {"todos": [{"content": "Fix  the parser", "status": "In Progress"}]}),
+        ToolEvent(
+            "TaskCreate", {"subject": "Write the card 4111 1111 1111 1111 test"}, result="Task #2 created"
+        ),
+        ToolEvent("TaskCreate", {"subject": "Run the tests"}),
+        ToolEvent("TaskUpdate", {"taskId": "2", "status": "completed"}),
+        ToolEvent("TaskUpdate", {"taskId": 3, "status": "deleted"}),
+        ToolEvent("TaskUpdate", {"taskId": "x-9", "subject": "Ship it"}),
+    ]
+    live: list[Any] = []
+    kept: list[Any] = []
+    for call in calls:
+        reading = todo_reading(call, digest)
+        text = json.dumps(reading)
+        assert reading is not None and "4111" not in text and "parser" not in text
+        recorded = recorded_todo_event(ToolEvent(call.tool, {}, metadata={RECORDED_KEY: {"todo": reading}}))
+        live = parse_todos(call) or apply_task_call(call, live) or live
+        kept = parse_todos(recorded) or apply_task_call(recorded, kept) or kept
+        assert [i.status for i in kept] == [i.status for i in live]
+        assert len({i.key for i in kept}) == len(kept)
+    assert [i.status for i in live] == ["in_progress", "completed", "pending"]
+    assert todo_reading(ToolEvent("TodoRead", {}), digest) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -222,6 +223,76 @@ def test_sighup_flushes_the_queue_and_still_ends_the_process(tmp_path: Path) -> 
     assert p.returncode == -1  # ended by SIGHUP, as without planguard
     (session,) = [s for s in iter_sessions(tmp_path / "s") if not isinstance(s, Exception)]
     assert len(session.steps) == 50
+
+
+KILLED = """\
+import os, sys
+from planguard.config import Config
+from planguard.events import ToolEvent
+from planguard.guard import Guard
+
+store, durability, how = sys.argv[1:4]
+guard = Guard(Config.model_validate({
+    "telemetry": {"enabled": False}, "policies": {"reminder": {"enabled": False}},
+    "store": {"path": store, "durability": durability},
+}))
+for i in range(200):
+    guard.after_tool("killed", ToolEvent("bash", {"command": f"cat f{i}.py"}, call_id=f"c{i}", result="ok"))
+if how == "os._exit":
+    os._exit(0)  # no atexit, no finalizer: nothing can run after this
+print("recorded", flush=True)
+sys.stdin.read()  # until the parent kills this process (SIGKILL)
+"""
+
+
+def run_killed(tmp_path: Path, durability: str, how: str) -> Path:
+    """A real process that records 200 calls of one session, then ends by ``os._exit(0)`` or is killed
+    by its parent with SIGKILL, before the session ends; its store."""
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    store = tmp_path / f"s-{durability}-{how}"
+    with subprocess.Popen(
+        [sys.executable, str(script), str(store), durability, how],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as p:
+        if how == "SIGKILL":
+            assert p.stdout is not None and p.stdout.readline() == "recorded\n"
+            p.kill()
+        p.wait(timeout=120)
+    assert p.returncode == (-signal.SIGKILL if how == "SIGKILL" else 0)
+    return store
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX signals")
+@pytest.mark.parametrize("how", ["os._exit", "SIGKILL"])
+def test_durability_write_keeps_every_call_recorded_before_a_kill(tmp_path: Path, how: str) -> None:
+    store = run_killed(tmp_path, "write", how)
+    (session,) = [s for s in iter_sessions(store) if not isinstance(s, Exception)]
+    assert [s.index for s in session.steps] == list(range(200)) and session.end is None
+    # Replay reads every call and says the session has no end record, with what it read (not a failure).
+    code, (rec,), err = replay(store)
+    assert code == 0 and rec["n_steps"] == 200 and rec["meta"]["partial"] is True
+    assert "session 'killed' has no end record: 200 steps and 0 denied calls were read" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX signals")
+@pytest.mark.parametrize("how", ["os._exit", "SIGKILL"])
+def test_a_kill_with_the_default_durability_loses_only_what_was_queued_and_shows_it(
+    tmp_path: Path, how: str
+) -> None:
+    """``durability: drop`` (the default) writes in the background: a kill loses what was still queued
+    (at most the queue; here usually all 200 calls, written every 0.2 s). The session's header is written
+    when it starts, so the session is in the store all the same, its file whole, and replay says it has no
+    end record and how many of its calls it read."""
+    store = run_killed(tmp_path, "drop", how)
+    (session,) = [s for s in iter_sessions(store) if not isinstance(s, Exception)]
+    n = len(session.steps)
+    assert session.end is None and [s.index for s in session.steps] == list(range(n))
+    code, (rec,), err = replay(store)
+    assert code == 0 and rec["meta"]["partial"] is True and rec["n_steps"] == n
+    assert f"session 'killed' has no end record: {n} steps and 0 denied calls were read" in err
 
 
 # --------------------------------------------------------------------------- damaged files
