@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 #: Bumped when the snapshot layout changes; older snapshots are then rebuilt from their journal.
-FORMAT = 2
+FORMAT = 3
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,120}$")
 #: Longest a hook call waits for its session's lock (another process answering a call of the session).
 LOCK_TIMEOUT_S = 20.0
