@@ -136,13 +136,18 @@ class ToolMatcher:
             preds = self._for_name(event.tool)
         return any(not p or _arguments_match(event, p) for p in preds)
 
-    def argument_facts(self, event: ToolEvent) -> dict[str, bool]:
-        """Whether each argument predicate of the patterns naming the event's tool matches the call, by
-        predicate id: what a store without content keeps so that a replay can answer :meth:`matches`."""
+    def argument_facts(self, event: ToolEvent, into: dict[str, bool]) -> None:
+        """Add to ``into`` whether each argument predicate of the patterns naming the event's tool matches
+        the call, by predicate id: what a store without content keeps so that a replay can answer
+        :meth:`matches`. A predicate ``into`` holds already (the same key and pattern in another matcher:
+        the finish patterns are in several policies) is not judged again."""
         preds = self._by_name.get(event.tool)
         if preds is None:
             preds = self._for_name(event.tool)
-        return {pred[2]: _arguments_match(event, (pred,)) for p in preds for pred in p}
+        for p in preds:
+            for pred in p:
+                if pred[2] not in into:
+                    into[pred[2]] = _arguments_match(event, (pred,))
 
 
 _Pred = tuple[str, re.Pattern[str], str]  # (argument key, its regular expression, the predicate's id)

@@ -2,10 +2,11 @@
 runs' first-seen calls, in instructions per call against a bare span carrying the same attributes
 (``benchmarks/bench_guard.py``'s ``sdk`` and ``bare`` figures, counted by callgrind: load-independent).
 
-The issue-34 target is 2 bare spans per call; the code measures 4.64-4.75 (runs differ by about 1 %: the
+The issue-34 target is 2 bare spans per call; the code measures 4.87 (runs differ by about 1 %: the
 background threads' batches follow the wall clock) after the merge of the one reading, the run model,
-conversation turns and the store's completeness records (4.14 before them; see README, Cost), so this guards
-against regressions from there, not the target."""
+conversation turns, the store's completeness records (4.64-4.75 up to there, 4.14 before them; see README,
+Cost) and the store's argument facts for metadata-only replays (about 29k instructions a call, on the
+writer's thread), so this guards against regressions from there, not the target."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 #: Bare spans per call the sdk variant may cost: the measured figure and 5 % of room for interpreter builds.
-CEILING = 4.87
+CEILING = 5.11
 
 pytestmark = pytest.mark.slow
 

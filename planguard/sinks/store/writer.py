@@ -673,7 +673,7 @@ class StoreSink(Sink):
         facts: dict[str, Any] = {}
         verdicts: dict[str, bool] = {}
         for m in matchers:
-            verdicts.update(m.argument_facts(ev))
+            m.argument_facts(ev, verdicts)
         if verdicts:
             facts["args"] = verdicts
         reading = todo_reading(ev, self.digest) if todo else None
