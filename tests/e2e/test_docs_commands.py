@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -115,7 +116,9 @@ def test_few_commands_are_exempt() -> None:
 
 def _user_env(home: Path, user_venv: Path, services_run: Path, wheels: Path) -> dict[str, str]:
     """A user's shell: the docs' virtualenv first on PATH, not the test's; no checkout on the Python path,
-    no planguard or OTel settings, no API keys."""
+    no planguard or OTel settings, no API keys. Its services keep their state in its own directory and
+    Redis gets a port of its own: the teardown's ``stop`` must not stop the backends the rest of the suite
+    uses (redis.sh's default state directory is shared)."""
     test_bin = str(Path(sys.executable).parent)
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != test_bin]
     env = {
@@ -132,8 +135,16 @@ def _user_env(home: Path, user_venv: Path, services_run: Path, wheels: Path) -> 
         PIP_FIND_LINKS=str(wheels),
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         PLANGUARD_SERVICES_RUN=str(services_run),
+        PLANGUARD_REDIS_STATE=str(services_run / "redis"),
+        PLANGUARD_REDIS_PORT=str(_free_port()),
     )
     return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
