@@ -246,7 +246,7 @@ class _Builder:
         return event
 
     def _observation(self, item: dict[str, Any], fallback: ToolEvent | None) -> None:
-        kind = item.get("observation")
+        kind = as_str(item.get("observation"))  # (a malformed kind, a list or an object, is no kind)
         extras = _fields(item, "extras")
         if kind == "agent_state_changed":
             self._agent_state = as_str(extras.get("agent_state")) or self._agent_state
